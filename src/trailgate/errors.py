@@ -1,0 +1,46 @@
+"""Errors a person can act on: each says what failed, where, and what to do.
+
+The CLI prints ``str(error)`` and exits non-zero; nothing in trailgate lets another exception
+reach a user as a traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "SourceError", "TargetError", "TrailFormatError", "TrailgateError"]
+
+
+class TrailgateError(Exception):
+    """Base class of every error trailgate reports to a person."""
+
+
+class TrailFormatError(TrailgateError):
+    """A trail file is malformed: names the file and the RBA of the bad record."""
+
+    def __init__(self, message: str, *, path: str | None = None, rba: int | None = None):
+        self.path = path
+        self.rba = rba
+        where = ""
+        if path is not None:
+            where = f"{path}" + (f" at RBA {rba}" if rba is not None else "")
+            where += ": "
+        super().__init__(f"{where}{message}")
+
+
+class ConfigError(TrailgateError):
+    """A parameter file, obey file or command is wrong: names the file and line."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        self.path = path
+        self.line = line
+        where = ""
+        if path is not None:
+            where = f"{path}" + (f", line {line}" if line is not None else "") + ": "
+        super().__init__(f"{where}{message}")
+
+
+class SourceError(TrailgateError):
+    """A capture source (database, redo dump) cannot be read as configured."""
+
+
+class TargetError(TrailgateError):
+    """A Replicat target cannot be written as configured."""
