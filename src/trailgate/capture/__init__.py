@@ -1,0 +1,1 @@
+"""Capture sources: PostgreSQL (pgoutput) and Oracle (redo log dumps)."""

@@ -1,0 +1,1 @@
+"""PostgreSQL capture: pgoutput decoding, slots, supplemental logging (TRANDATA)."""
