@@ -1,0 +1,63 @@
+"""Trail file names: a two-character prefix and a sequence number (``dirdat/aa000000000``).
+
+trailgate writes nine digits; seed 001's six-digit form (``ex000016``) is read too.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+__all__ = ["TrailName", "parse_trail_file"]
+
+_FILE = re.compile(r"^(?P<prefix>[A-Za-z0-9_]{2})(?P<seq>\d{6}|\d{9})$")
+
+
+def parse_trail_file(path: str | Path) -> tuple[str, int] | None:
+    """(prefix, seqno) of a trail file name, or ``None`` if it is not one."""
+    match = _FILE.match(Path(path).name)
+    if match is None:
+        return None
+    return match["prefix"], int(match["seq"])
+
+
+class TrailName:
+    """A trail: a directory and a two-character prefix (``./dirdat/aa``)."""
+
+    def __init__(self, trail: str | Path):
+        path = Path(trail)
+        parsed = parse_trail_file(path)
+        if parsed is not None:
+            path = path.with_name(parsed[0])
+        if len(path.name) != 2 or not re.fullmatch(r"[A-Za-z0-9_]{2}", path.name):
+            raise ValueError(
+                f"trail {str(trail)!r} must end in a two-character prefix, e.g. ./dirdat/aa"
+            )
+        self.directory = path.parent
+        self.prefix = path.name
+
+    def __str__(self) -> str:
+        return str(self.directory / self.prefix)
+
+    def __repr__(self) -> str:
+        return f"TrailName({str(self)!r})"
+
+    def file(self, seqno: int, digits: int = 9) -> Path:
+        """The path of file ``seqno``: the existing six-digit file if there is one."""
+        nine = self.directory / f"{self.prefix}{seqno:09d}"
+        if digits == 9 and not nine.exists() and seqno < 1_000_000:
+            six = self.directory / f"{self.prefix}{seqno:06d}"
+            if six.exists():
+                return six
+        return nine if digits == 9 else self.directory / f"{self.prefix}{seqno:0{digits}d}"
+
+    def sequence_numbers(self) -> list[int]:
+        """The sequence numbers of this trail's existing files, ascending."""
+        if not self.directory.is_dir():
+            return []
+        seqs = set()
+        for entry in self.directory.iterdir():
+            parsed = parse_trail_file(entry.name)
+            if parsed and parsed[0] == self.prefix and entry.is_file():
+                seqs.add(parsed[1])
+        return sorted(seqs)

@@ -1,0 +1,379 @@
+"""Reading a trail: records with their positions, across files, optionally tailing a live one.
+
+Three layers, each built on the one below:
+
+* :meth:`TrailReader.raw_records` — physical G records as written.
+* :meth:`TrailReader.records` — logical records: fragments joined, LOB pieces folded into
+  their column, metadata records applied to :attr:`TrailReader.tables`.
+* :meth:`TrailReader.transactions` — complete transactions only; one cut short by a crash is
+  dropped (its writer writes it again, whole, in its next file).
+
+A damaged record raises :class:`~trailgate.errors.TrailFormatError` naming the file and RBA;
+a record cut short at the end of a file by a crashed writer is not an error: the reader waits
+for it (``follow``) or, when the next file exists, continues there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trailgate.errors import TrailFormatError
+from trailgate.model import Change, OpType, TableDef, TrailPosition, Transaction, TransInd
+from trailgate.trail.header import COMPATIBILITY_LEVEL, FileHeader, decode_file_header
+from trailgate.trail.metadata import decode_tabledef
+from trailgate.trail.naming import TrailName
+from trailgate.trail.records import RawRecord, decode_change, decode_lob_piece, decode_record
+
+__all__ = ["ReadTransaction", "TrailReader", "TrailRecord", "find_next_record", "read_header"]
+
+log = logging.getLogger("trailgate.trail")
+_CHUNK = 1 << 20
+
+
+@dataclass(slots=True)
+class TrailRecord:
+    """A logical record: one change (or metadata/DDL/comment) with where it lies."""
+
+    position: TrailPosition
+    end: TrailPosition
+    raw: RawRecord
+    change: Change | None = None
+    table_def: TableDef | None = None
+    starts_transaction: bool = False
+    ends_transaction: bool = False
+    fragments: int = 1
+    lob_pieces: int = 0
+
+
+@dataclass(slots=True)
+class ReadTransaction:
+    """A complete transaction read from a trail, with the span of records it occupies."""
+
+    transaction: Transaction
+    start: TrailPosition
+    end: TrailPosition
+    records: list[TrailRecord] = field(default_factory=list)
+
+
+def read_header(path: str | Path, max_compatibility: int = COMPATIBILITY_LEVEL) -> FileHeader:
+    """Read and check one trail file's header."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(0xFFFF)
+    except OSError as exc:
+        raise TrailFormatError(f"cannot read trail file: {exc.strerror}", path=str(path)) from None
+    try:
+        return decode_file_header(data, max_compatibility=max_compatibility)
+    except ValueError as exc:
+        raise TrailFormatError(str(exc), path=str(path), rba=0) from None
+
+
+def find_next_record(buf: bytes, start: int) -> int | None:
+    """The offset of the next well-formed G record at or after ``start`` (SCANFORHEADER)."""
+    pos = start
+    end = len(buf)
+    while True:
+        pos = buf.find(b"G\x01", pos)
+        if pos < 0 or pos + 4 > end:
+            return None
+        try:
+            decode_record(buf, pos, end)
+            return pos
+        except (ValueError, UnicodeDecodeError):
+            pos += 1
+
+
+class TrailReader:
+    """Reads the trail ``DIR/aa`` from ``start`` (default: its first file)."""
+
+    def __init__(
+        self,
+        trail: str | Path,
+        start: TrailPosition | None = None,
+        *,
+        follow: bool = False,
+        poll_interval: float = 0.2,
+        should_stop: Callable[[], bool] | None = None,
+        tables: dict[str, TableDef] | None = None,
+        max_compatibility: int = COMPATIBILITY_LEVEL,
+        single_file: bool = False,
+    ):
+        path = Path(trail)
+        self.single_path: Path | None = path if single_file else None
+        self.trail = TrailName(path.parent / "aa") if single_file else TrailName(trail)
+        self.label = str(path) if single_file else str(self.trail)
+        if start is None:
+            if single_file:
+                parsed_seq = _seq_of(path)
+                start = TrailPosition(parsed_seq, 0)
+            else:
+                seqs = self.trail.sequence_numbers()
+                start = TrailPosition(seqs[0] if seqs else 0, 0)
+        self.position = start
+        self.follow = follow
+        self.poll_interval = poll_interval
+        self.should_stop = should_stop or (lambda: False)
+        self.tables: dict[str, TableDef] = dict(tables or {})
+        self.max_compatibility = max_compatibility
+        self.header: FileHeader | None = None
+        self.dropped_transactions = 0
+
+    # -- physical records ----------------------------------------------------------------
+
+    def _path(self, seqno: int) -> Path:
+        if self.single_path is not None:
+            return self.single_path
+        return self.trail.file(seqno)
+
+    def _next_exists(self, seqno: int) -> bool:
+        if self.single_path is not None:
+            return False
+        return any(s > seqno for s in self.trail.sequence_numbers())
+
+    def _next_seq(self, seqno: int) -> int:
+        return min(s for s in self.trail.sequence_numbers() if s > seqno)
+
+    def raw_records(self) -> Iterator[tuple[TrailPosition, RawRecord]]:
+        """Physical records from the current position, across files."""
+        while True:
+            seq = self.position.seqno
+            path = self._path(seq)
+            if not path.exists():
+                if self._next_exists(seq):
+                    self.position = TrailPosition(self._next_seq(seq), 0)
+                    continue
+                if not self.follow or self.should_stop():
+                    return
+                time.sleep(self.poll_interval)
+                continue
+            finished = yield from self._read_file(seq, path)
+            if not finished:
+                return
+            self.position = TrailPosition(self._next_seq(seq), 0)
+
+    def _read_file(self, seq: int, path: Path) -> Iterator[tuple[TrailPosition, RawRecord]]:
+        """Yield the records of one file; returns True when the reader should go on to the
+        next file, False when it should stop."""
+        name = str(path)
+        with open(path, "rb") as f:
+            head = f.read(0xFFFF)
+            if len(head) < 4 or (head[0] == ord("F") and len(head) < (head[2] << 8 | head[3])):
+                # The header itself is still being written (or was cut by a crash).
+                while True:
+                    if self._next_exists(seq):
+                        log.warning("%s: file header incomplete; continuing in the next file",
+                                    name)
+                        return True
+                    if not self.follow or self.should_stop():
+                        return False
+                    time.sleep(self.poll_interval)
+                    f.seek(0)
+                    head = f.read(0xFFFF)
+                    if len(head) >= 4 and len(head) >= (head[2] << 8 | head[3]):
+                        break
+            try:
+                self.header = decode_file_header(head, max_compatibility=self.max_compatibility)
+            except ValueError as exc:
+                raise TrailFormatError(str(exc), path=name, rba=0) from None
+            base = max(self.position.rba, self.header.length)
+            f.seek(base)
+            buf = b""
+            pos = 0
+            while True:
+                chunk = f.read(_CHUNK)
+                if chunk:
+                    buf = buf[pos:] + chunk
+                    base += pos
+                    pos = 0
+                end = len(buf)
+                while pos + 4 <= end:
+                    if buf[pos] != 0x47:
+                        raise TrailFormatError(
+                            f"record type 0x{buf[pos]:02X} where a G record (0x47) should start"
+                            "; use Logdump's SCANFORHEADER to find the next good record",
+                            path=name, rba=base + pos,
+                        )
+                    length = (buf[pos + 2] << 8) | buf[pos + 3]
+                    if pos + length > end:
+                        if length < 46:
+                            raise TrailFormatError(f"impossible record length {length}",
+                                                   path=name, rba=base + pos)
+                        break
+                    try:
+                        rec = decode_record(buf, pos, end)
+                    except (ValueError, UnicodeDecodeError) as exc:
+                        raise TrailFormatError(str(exc), path=name, rba=base + pos) from None
+                    rec.rba = base + pos
+                    pos += length
+                    self.position = TrailPosition(seq, base + pos)
+                    yield TrailPosition(seq, rec.rba), rec
+                if chunk:
+                    continue
+                # End of what the file holds now.
+                if self._next_exists(seq):
+                    more = f.read(_CHUNK)  # the writer may have finished after our last read
+                    if more:
+                        buf = buf[pos:] + more
+                        base += pos
+                        pos = 0
+                        continue
+                    if pos < end:
+                        log.warning("%s: %d bytes of a record cut short at RBA %d (a writer "
+                                    "crashed); continuing in the next file", name, end - pos,
+                                    base + pos)
+                    return True
+                if not self.follow or self.should_stop():
+                    if pos < end:
+                        log.info("%s: %d bytes of an incomplete record at RBA %d", name,
+                                 end - pos, base + pos)
+                    return False
+                time.sleep(self.poll_interval)
+
+    # -- logical records -----------------------------------------------------------------
+
+    def records(self) -> Iterator[TrailRecord]:
+        """Logical records: fragments joined and LOB pieces folded in."""
+        current: TrailRecord | None = None
+        data_parts: list[bytes] = []
+        for pos, raw in self.raw_records():
+            end = self.position
+            if (current is not None and raw.io_type == OpType.RECORD_FRAGMENT
+                    and current.raw.continued and raw.table == current.raw.table):
+                data_parts.append(raw.data)
+                current.fragments += 1
+                current.end = end
+                current.raw.continued = raw.continued
+                current.ends_transaction = raw.trans_ind in (TransInd.LAST, TransInd.ONLY)
+                if not raw.continued:
+                    self._finish(current, b"".join(data_parts))
+                    if current.ends_transaction or current.change is None:
+                        yield current
+                        current = None
+                continue
+            if current is not None and raw.io_type == OpType.LOB and current.change is not None \
+                    and raw.table == current.raw.table:
+                self._fold_lob(current, raw, pos)
+                current.end = end
+                current.ends_transaction = raw.trans_ind in (TransInd.LAST, TransInd.ONLY)
+                if current.ends_transaction:
+                    yield current
+                    current = None
+                continue
+            if current is not None:
+                if current.raw.continued:
+                    log.warning("%s: record at %s lost its continuation (writer crash); "
+                                "dropped", self.label, current.position)
+                    current.change = None
+                    current.ends_transaction = False
+                yield current
+                current = None
+            record = TrailRecord(
+                position=pos, end=end, raw=raw,
+                starts_transaction=raw.trans_ind in (TransInd.FIRST, TransInd.ONLY),
+                ends_transaction=raw.trans_ind in (TransInd.LAST, TransInd.ONLY),
+            )
+            data_parts = [raw.data]
+            if raw.continued:
+                current = record
+                continue
+            self._finish(record, raw.data)
+            if record.change is None or record.ends_transaction:
+                yield record
+            else:
+                current = record
+        if current is not None and not current.raw.continued:
+            yield current
+
+    def _finish(self, record: TrailRecord, data: bytes) -> None:
+        raw = record.raw
+        where = {"path": str(self._path(record.position.seqno)), "rba": record.position.rba}
+        if raw.io_type == OpType.METADATA:
+            try:
+                table = decode_tabledef(data)
+            except ValueError as exc:
+                raise TrailFormatError(f"metadata record: {exc}", **where) from None
+            self.tables[table.qualified_name] = table
+            record.table_def = table
+            return
+        if raw.io_type in (OpType.RECORD_FRAGMENT, OpType.LOB) or raw.op is None:
+            return
+        table = self.tables.get(raw.table)
+        kinds = None
+        if table is not None:
+            size = max((c.index for c in table.columns), default=-1) + 1
+            kinds = [None] * size
+            for col in table.columns:
+                kinds[col.index] = col.kind
+        try:
+            record.change = decode_change(raw, kinds, data)  # type: ignore[arg-type]
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise TrailFormatError(f"{raw.table}: {exc}", **where) from None
+        record.table_def = table
+
+    def _fold_lob(self, record: TrailRecord, raw: RawRecord, pos: TrailPosition) -> None:
+        try:
+            index, _count, number, offset, piece = decode_lob_piece(raw.data)
+        except ValueError as exc:
+            raise TrailFormatError(f"LOB piece: {exc}", path=str(self._path(pos.seqno)),
+                                   rba=pos.rba) from None
+        change = record.change
+        assert change is not None
+        image = change.before if change.op is OpType.DELETE else change.after
+        if image is None:
+            image = {}
+            change.after = image
+        existing = image.get(index) if number > 1 else b""
+        if existing is None or len(existing) != offset:
+            raise TrailFormatError(
+                f"LOB piece {number} of column {index} starts at {offset} but "
+                f"{0 if existing is None else len(existing)} bytes came before it",
+                path=str(self._path(pos.seqno)), rba=pos.rba)
+        image[index] = existing + piece
+        record.lob_pieces += 1
+
+    # -- transactions --------------------------------------------------------------------
+
+    def transactions(self) -> Iterator[ReadTransaction]:
+        """Complete transactions, in trail order."""
+        open_txn: ReadTransaction | None = None
+        for record in self.records():
+            if record.change is None and record.raw.io_type in (OpType.METADATA,):
+                continue
+            if record.starts_transaction:
+                if open_txn is not None:
+                    self._drop(open_txn)
+                raw = record.raw
+                open_txn = ReadTransaction(
+                    Transaction(xid=raw.xid or "", csn=raw.csn or 0, changes=[],
+                                commit_time=raw.io_time),
+                    start=record.position, end=record.end,
+                )
+            elif open_txn is None:
+                log.warning("%s: record at %s belongs to a transaction whose start is not in "
+                            "this trail range; skipped", self.label, record.position)
+                continue
+            if record.change is not None:
+                open_txn.transaction.changes.append(record.change)
+                open_txn.records.append(record)
+                open_txn.transaction.commit_time = record.change.io_time
+            open_txn.end = record.end
+            if record.ends_transaction:
+                yield open_txn
+                open_txn = None
+        # A transaction without its last record is incomplete: not yielded.
+
+    def _drop(self, txn: ReadTransaction) -> None:
+        self.dropped_transactions += 1
+        log.warning("%s: transaction %s at %s has no last record (its writer stopped); dropped",
+                    self.label, txn.transaction.xid or "?", txn.start)
+
+
+def _seq_of(path: Path) -> int:
+    from trailgate.trail.naming import parse_trail_file
+
+    parsed = parse_trail_file(path)
+    return parsed[1] if parsed else 0

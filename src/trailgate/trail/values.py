@@ -1,0 +1,138 @@
+"""Column value framing inside D records, exactly as seed 001 shows each type.
+
+A framed value starts with a two-byte null indicator (``00 00`` or ``FF FF``).  Variable
+kinds then carry a two-byte length; CHAR, DATE and TIMESTAMP are fixed width, so their
+length comes from the column header around them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from trailgate.model import ColumnKind
+
+__all__ = [
+    "MAX_VALUE_BYTES",
+    "decode_columns",
+    "encode_columns",
+    "frame_value",
+    "unframe_value",
+]
+
+#: The longest value one D column can carry: the column header's length is two bytes and the
+#: framing takes four. Longer values travel as LOB pieces.
+MAX_VALUE_BYTES = 0xFFFF - 4
+
+_NOT_NULL = b"\x00\x00"
+_NULL_VAR = b"\xff\xff\x00\x00"
+_NULL_DATE = b"\xff\xff1900-01-01:00:00:00"
+_NULL_TIMESTAMP = b"\xff\xff1900-01-01:00:00:00.000000000"
+_VARIABLE = frozenset(
+    {ColumnKind.NUMBER, ColumnKind.VARCHAR2, ColumnKind.RAW, ColumnKind.LONG, ColumnKind.ROWID}
+)
+
+
+def frame_value(kind: ColumnKind, value: bytes | None, width: int | None = None) -> bytes:
+    """Frame one value as a D record stores it (without the column index/length header)."""
+    if kind in _VARIABLE:
+        if value is None:
+            return _NULL_VAR
+        return _NOT_NULL + len(value).to_bytes(2, "big") + value
+    if kind is ColumnKind.CHAR:
+        if value is None:
+            return b"\xff\xff" + b"\x00" * (width or 0)
+        if width and len(value) < width:
+            value = value.ljust(width, b" ")
+        return _NOT_NULL + value
+    if kind is ColumnKind.DATE:
+        return _NULL_DATE if value is None else _NOT_NULL + value
+    if kind is ColumnKind.TIMESTAMP:
+        return _NULL_TIMESTAMP if value is None else _NOT_NULL + value
+    raise ValueError(f"unknown column kind {kind!r}")
+
+
+def unframe_value(framed: bytes | memoryview, kind: ColumnKind | None) -> bytes | None:
+    """Undo :func:`frame_value`. Raises ``ValueError`` on an inconsistent frame.
+
+    With ``kind`` unknown (a trail read without its metadata) a frame whose inner length
+    matches is read as a variable kind, anything else as fixed width.
+    """
+    framed = bytes(framed)
+    if len(framed) < 2:
+        raise ValueError(f"a column value of {len(framed)} bytes is shorter than its null flag")
+    indicator = framed[:2]
+    if indicator == b"\xff\xff":
+        return None
+    if indicator != _NOT_NULL:
+        raise ValueError(f"bad null indicator {indicator.hex(' ')}")
+    if kind is None:
+        variable = len(framed) >= 4 and int.from_bytes(framed[2:4], "big") == len(framed) - 4
+    else:
+        variable = kind in _VARIABLE
+    if not variable:
+        return framed[2:]
+    if len(framed) < 4:
+        raise ValueError("a variable-length value is missing its length")
+    length = int.from_bytes(framed[2:4], "big")
+    if length != len(framed) - 4:
+        raise ValueError(f"value length {length} does not match its column length {len(framed)}")
+    return framed[4:]
+
+
+def encode_columns(
+    values: dict[int, bytes | None],
+    kinds: Sequence[ColumnKind] | None,
+    widths: Sequence[int | None] | None = None,
+) -> bytes:
+    """Encode column index -> value as a D record's column list, in index order."""
+    out = bytearray()
+    for index in sorted(values):
+        kind = kinds[index] if kinds is not None and index < len(kinds) else ColumnKind.VARCHAR2
+        width = widths[index] if widths is not None and index < len(widths) else None
+        framed = frame_value(kind, values[index], width)
+        if len(framed) > 0xFFFF:
+            raise ValueError(f"column {index} value of {len(framed)} bytes needs LOB pieces")
+        out += index.to_bytes(2, "big") + len(framed).to_bytes(2, "big") + framed
+    return bytes(out)
+
+
+def decode_columns(
+    data: bytes | memoryview,
+    kinds: Sequence[ColumnKind] | None,
+    start: int = 0,
+    end: int | None = None,
+) -> dict[int, bytes | None]:
+    """Decode a D record's column list into column index -> value.
+
+    Raises ``ValueError`` naming the column and offset when the list is inconsistent.
+    """
+    buf = bytes(data) if isinstance(data, memoryview) else data
+    end = len(buf) if end is None else end
+    values: dict[int, bytes | None] = {}
+    pos = start
+    nkinds = len(kinds) if kinds is not None else 0
+    while pos < end:
+        if pos + 4 > end:
+            raise ValueError(f"column header cut short at offset {pos}")
+        index = (buf[pos] << 8) | buf[pos + 1]
+        length = (buf[pos + 2] << 8) | buf[pos + 3]
+        vstart = pos + 4
+        pos = vstart + length
+        if pos > end:
+            raise ValueError(f"column {index} of {length} bytes runs past the record")
+        kind = kinds[index] if index < nkinds else None  # type: ignore[index]
+        if kind in _VARIABLE and length >= 4:
+            # Fast path for the common kinds: check the frame without copying it twice.
+            if buf[vstart] == 0 and buf[vstart + 1] == 0:
+                if ((buf[vstart + 2] << 8) | buf[vstart + 3]) != length - 4:
+                    raise ValueError(f"column {index}: value length disagrees with its header")
+                values[index] = buf[vstart + 4 : pos]
+                continue
+            if buf[vstart] == 0xFF and buf[vstart + 1] == 0xFF:
+                values[index] = None
+                continue
+        try:
+            values[index] = unframe_value(buf[vstart:pos], kind)
+        except ValueError as exc:
+            raise ValueError(f"column {index}: {exc}") from None
+    return values

@@ -1,0 +1,275 @@
+"""Writing a trail: transactions in, fsynced files out, with rollover and append-mode restart.
+
+A writer always starts a new file (seed 002's append mode: a restarted Extract never writes
+into a file a previous run left), writes each table's definition before that table's first
+change in every file, and reports its position after each transaction so a checkpoint can
+store it once :meth:`TrailWriter.flush` has made the data durable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from trailgate.model import Change, TableDef, TrailPosition, Transaction, TransInd
+from trailgate.trail.header import (
+    COMPATIBILITY_LEVEL,
+    DatabaseInfo,
+    FileHeader,
+    MachineInfo,
+    ProducerInfo,
+    decode_file_header,
+    home_uri,
+    now_julian,
+)
+from trailgate.trail.naming import TrailName
+from trailgate.trail.records import (
+    TRANS_IND_OFFSET,
+    encode_change_records,
+    encode_metadata_record,
+)
+
+__all__ = ["TrailWriter"]
+
+_SPILL_BYTES = 4 << 20  # write (without fsync) once this much is buffered
+
+
+class TrailWriter:
+    """Writes transactions to a trail (``DIR/aa``), rolling files at ``megabytes``."""
+
+    def __init__(
+        self,
+        trail: str | Path,
+        *,
+        megabytes: int = 500,
+        producer: ProducerInfo | str = "TRAILGATE",
+        database: DatabaseInfo | None = None,
+        home: str | Path | None = None,
+        uri_history: list[str] | None = None,
+        compatibility: int = COMPATIBILITY_LEVEL,
+        fsync: bool = True,
+    ):
+        self.trail = TrailName(trail)
+        self.trail.directory.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max(1, megabytes) * 1024 * 1024
+        self.producer = ProducerInfo(name=producer) if isinstance(producer, str) else producer
+        self.database = database or DatabaseInfo()
+        self.uri = home_uri(home if home is not None else self.trail.directory.parent)
+        self.uri_history = list(uri_history or [])
+        self.compatibility = compatibility
+        self.machine = MachineInfo.current()
+        self._fsync = fsync
+        self._fd: int | None = None
+        self._seq = self._first_sequence()
+        self._header: FileHeader | None = None
+        self._buf = bytearray()
+        self._file_len = 0
+        self._has_data = False
+        self._tables_in_file: dict[str, TableDef] = {}
+        self._last_csn: int | None = None
+        self._last_io_time: int | None = None
+        # the open transaction
+        self._txn: tuple[str, int] | None = None
+        self._txn_records = 0
+        self._pending: tuple[list[bytes], TableDef | None, str, int] | None = None
+
+    # -- positions ---------------------------------------------------------------------
+
+    @property
+    def position(self) -> TrailPosition:
+        """Where the next record will go (after the last one written)."""
+        if self._fd is None:
+            return TrailPosition(self._seq, 0)
+        return TrailPosition(self._seq, self._file_len)
+
+    @property
+    def current_file(self) -> Path | None:
+        """The file being written, if one is open."""
+        return self.trail.file(self._seq) if self._fd is not None else None
+
+    def _first_sequence(self) -> int:
+        seqs = self.trail.sequence_numbers()
+        if not seqs:
+            return 0
+        last = self.trail.file(seqs[-1])
+        try:
+            with open(last, "rb") as f:
+                decode_file_header(f.read(0xFFFF), max_compatibility=255)
+        except (OSError, ValueError):
+            # A crash while the file was being created left no usable header: reuse its seqno.
+            if last.stat().st_size < 0xFFFF:
+                return seqs[-1]
+        return seqs[-1] + 1
+
+    # -- transactions -------------------------------------------------------------------
+
+    def write_transaction(self, txn: Transaction, tables: Mapping[str, TableDef]) -> TrailPosition:
+        """Write a whole transaction; returns the position after it (not yet fsynced)."""
+        self.begin_transaction(txn.xid, txn.csn)
+        for change in txn.changes:
+            self.add_change(change, tables.get(change.table))
+        return self.commit_transaction()
+
+    def begin_transaction(self, xid: str, csn: int) -> None:
+        """Start a transaction; its changes follow with :meth:`add_change`."""
+        if self._txn is not None:
+            raise RuntimeError("a transaction is already open in this trail writer")
+        self._txn = (xid, csn)
+        self._txn_records = 0
+
+    def add_change(self, change: Change, table: TableDef | None) -> None:
+        """Add one change to the open transaction (streamed: memory stays bounded)."""
+        if self._txn is None:
+            raise RuntimeError("add_change without begin_transaction")
+        first = self._txn_records == 0 and self._pending is None
+        xid, csn = self._txn
+        records = encode_change_records(
+            change, table, TransInd.MIDDLE, csn if first else None, xid if first else None
+        )
+        if self._pending is not None:
+            self._emit(*self._pending, last=False)
+        self._pending = (records, table, change.table, change.io_time)
+
+    def commit_transaction(self) -> TrailPosition:
+        """End the transaction; returns the position after its last record."""
+        if self._txn is None:
+            raise RuntimeError("commit_transaction without begin_transaction")
+        if self._pending is not None:
+            self._emit(*self._pending, last=True)
+            self._pending = None
+        self._txn = None
+        return self.position
+
+    def _emit(
+        self, records: list[bytes], table: TableDef | None, name: str, io_time: int, *, last: bool
+    ) -> None:
+        assert self._txn is not None
+        csn = self._txn[1]
+        meta: list[bytes] = []
+        size = sum(map(len, records))
+        if self._fd is not None and self._has_data and self._file_len + size > self.max_bytes:
+            self._finish_file()
+        if self._fd is None:
+            self._open_file(csn, io_time)
+        if table is not None and self._tables_in_file.get(name) != table:
+            meta = encode_metadata_record(table, io_time)
+            self._tables_in_file[name] = table
+        for rec in meta:
+            self._append(rec)
+        for i, rec in enumerate(records):
+            is_first = self._txn_records == 0
+            is_last = last and i == len(records) - 1
+            if is_first and is_last:
+                ind = TransInd.ONLY
+            elif is_first:
+                ind = TransInd.FIRST
+            elif is_last:
+                ind = TransInd.LAST
+            else:
+                ind = TransInd.MIDDLE
+            if ind != TransInd.MIDDLE:
+                rec = rec[:TRANS_IND_OFFSET] + bytes((ind,)) + rec[TRANS_IND_OFFSET + 1 :]
+            self._append(rec)
+            self._txn_records += 1
+        self._has_data = True
+        self._last_csn = csn
+        self._last_io_time = io_time
+
+    def write_comment(self, text: str) -> None:
+        """Write a GGSComment record (Logdump's SAVE brackets saved data with them)."""
+        self.begin_transaction("", 0)
+        self.add_change(Change(op=205, table="GGS_COMMENT", text=text), None)  # type: ignore[arg-type]
+        self.commit_transaction()
+
+    # -- files ----------------------------------------------------------------------------
+
+    def _append(self, record: bytes) -> None:
+        self._buf += record
+        self._file_len += len(record)
+        if len(self._buf) >= _SPILL_BYTES:
+            self._write_buffer()
+
+    def _write_buffer(self) -> None:
+        assert self._fd is not None
+        with memoryview(self._buf) as view:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        self._buf = bytearray()
+
+    def _open_file(self, first_csn: int, first_io_time: int) -> None:
+        path = self.trail.file(self._seq)
+        header = FileHeader(
+            seqno=self._seq,
+            filename=str(path.absolute()),
+            uri=self.uri,
+            uri_history=self.uri_history,
+            compatibility=self.compatibility,
+            creation_time=now_julian(),
+            first_csn=first_csn,
+            first_io_time=first_io_time,
+            machine=self.machine,
+            database=self.database,
+            producer=self.producer,
+        )
+        data = header.encode()
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self._header = header
+        self._buf = bytearray(data)
+        self._file_len = len(data)
+        self._has_data = False
+        self._tables_in_file = {}
+        self._write_buffer()
+        if self._fsync:
+            os.fsync(self._fd)
+            _fsync_dir(path.parent)
+
+    def _finish_file(self) -> None:
+        """Make the current file complete: data durable, FileSize/LastCSN/LastIOTime set."""
+        if self._fd is None:
+            return
+        self.flush()
+        assert self._header is not None
+        for offset, data in self._header.completion_patches(
+            self._file_len, self._last_csn, self._last_io_time
+        ):
+            os.pwrite(self._fd, data, offset)
+        if self._fsync:
+            os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = None
+        self._seq += 1
+
+    def flush(self) -> TrailPosition:
+        """Write everything buffered and fsync; returns the durable position."""
+        if self._fd is not None:
+            if self._buf:
+                self._write_buffer()
+            if self._fsync:
+                os.fsync(self._fd)
+        return self.position
+
+    def close(self) -> TrailPosition:
+        """Flush and complete the current file. A transaction still open is not written."""
+        self._pending = None
+        self._txn = None
+        position = self.position
+        if self._fd is not None:
+            self._buf.clear() if not self._has_data else None
+            self._finish_file()
+        return position
+
+    def __enter__(self) -> TrailWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
