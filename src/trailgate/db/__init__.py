@@ -1,0 +1,1 @@
+"""Database plumbing: the embedded cluster, connections and credential aliases, DBLOGIN."""
