@@ -1,0 +1,275 @@
+"""The typed result of reading a parameter file.
+
+Every spec remembers the file and line it came from so that a later failure (a MAP whose
+target does not exist, a COLMAP column the table lacks) can still point at the line to fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "ColMapEntry",
+    "ColumnRef",
+    "Compare",
+    "Condition",
+    "DdlRule",
+    "DiscardFileSpec",
+    "Expr",
+    "ExtractParams",
+    "FunctionCall",
+    "GlobalsParams",
+    "GroupParams",
+    "Literal",
+    "Logical",
+    "MapSpec",
+    "ReportCount",
+    "SparkOptions",
+    "TableSpec",
+    "TargetSpec",
+    "TokenSpec",
+    "TranlogOptions",
+    "WhereClause",
+]
+
+
+# -- expressions (COLMAP / TOKENS / WHERE) ---------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ColumnRef:
+    """A source column (or a GoldenGate transaction element such as GGS_OP_TYPE)."""
+
+    name: str
+    quoted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A string (``'text'``) or number literal; ``value`` is the text without quotes."""
+
+    value: str
+    is_number: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCall:
+    """A column-conversion function: ``@GETENV('GGHEADER', 'COMMITTIMESTAMP')``,
+    ``@TOKEN('name')``, ``@DATENOW()``; in WHERE also ``@NULL``, ``@PRESENT``, ``@ABSENT``.
+    ``name`` is upper case without the ``@``; ``args`` are upper-cased for GETENV."""
+
+    name: str
+    args: tuple[Expr, ...] = ()
+
+
+Expr = ColumnRef | Literal | FunctionCall
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    """``left op right`` with op one of ``= <> != < > <= >=``."""
+
+    left: Expr
+    op: str
+    right: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Logical:
+    """``AND`` / ``OR`` over two or more conditions."""
+
+    op: str
+    items: tuple[Condition, ...]
+
+
+Condition = Compare | Logical
+
+
+@dataclass(frozen=True, slots=True)
+class WhereClause:
+    """A WHERE filter: the text as written and its parsed condition."""
+
+    text: str
+    condition: Condition
+
+
+@dataclass(frozen=True, slots=True)
+class ColMapEntry:
+    """One ``target_column = expression`` of a COLMAP."""
+
+    target: str
+    expr: Expr
+    target_quoted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TokenSpec:
+    """One user token of ``TABLE ..., TOKENS (name = expression)``."""
+
+    name: str
+    expr: Expr
+
+
+# -- statements --------------------------------------------------------------------------
+@dataclass(slots=True)
+class TableSpec:
+    """An Extract ``TABLE`` statement: what to capture and how to trim it.
+
+    ``name`` is the pattern as written (``hr.*``, ``public."Orders"``); use
+    :func:`trailgate.params.match_table` to test a table against it.
+    """
+
+    name: str
+    cols: list[str] | None = None
+    cols_except: list[str] | None = None
+    tokens: list[TokenSpec] = field(default_factory=list)
+    where: WhereClause | None = None
+    target: str | None = None  # a pump may rename: TABLE src.t, TARGET tgt.t;
+    get_truncates: bool = False
+    path: str = ""
+    line: int = 0
+
+
+@dataclass(slots=True)
+class MapSpec:
+    """A Replicat ``MAP source, TARGET target`` statement with its options.
+
+    ``handle_collisions``, ``reperror`` and ``get_truncates`` are the values in force at this
+    MAP (GoldenGate lets HANDLECOLLISIONS/REPERROR/GETTRUNCATES toggle between MAPs) unless
+    the MAP sets them itself.
+    """
+
+    source: str
+    target: str
+    colmap: list[ColMapEntry] | None = None
+    usedefaults: bool = False
+    keycols: list[str] | None = None
+    where: WhereClause | None = None
+    handle_collisions: bool = False
+    reperror: dict[str, str] = field(default_factory=dict)
+    get_truncates: bool = False
+    path: str = ""
+    line: int = 0
+
+
+@dataclass(slots=True)
+class DiscardFileSpec:
+    """``DISCARDFILE path [, APPEND | PURGE] [, MEGABYTES n]``."""
+
+    path: str
+    append: bool = True
+    megabytes: int | None = None
+
+
+@dataclass(slots=True)
+class DdlRule:
+    """One ``INCLUDE`` or ``EXCLUDE`` clause of the DDL parameter.
+
+    ``scope`` is MAPPED, UNMAPPED, OTHER or ALL (None when only OBJNAME/OPTYPE/… narrow it).
+    """
+
+    include: bool
+    scope: str | None = None
+    objnames: list[str] = field(default_factory=list)
+    optypes: list[str] = field(default_factory=list)
+    objtypes: list[str] = field(default_factory=list)
+    instr: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TranlogOptions:
+    """``TRANLOGOPTIONS``: where Oracle redo dumps are and how to treat unknown objects."""
+
+    dumpdir: str | None = None
+    dictionary: str | None = None
+    on_unknown: str = "STOP"  # STOP | SKIP
+
+
+@dataclass(slots=True)
+class ReportCount:
+    """``REPORTCOUNT EVERY n RECORDS|SECONDS|MINUTES|HOURS [, RATE]``."""
+
+    every: int
+    unit: str  # RECORDS | SECONDS | MINUTES | HOURS
+    rate: bool = False
+
+
+@dataclass(slots=True)
+class SparkOptions:
+    """The ``SPARK`` parameter (a trailgate extension): how the group runs on Spark."""
+
+    master: str | None = None
+    trigger_seconds: float | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class TargetSpec:
+    """Where a Replicat writes: ``POSTGRES`` (TARGETDB), ``DELTA`` (TARGETDELTA path) or
+    ``PARQUET`` (TARGETPARQUET path)."""
+
+    kind: str
+    location: str
+
+
+@dataclass(slots=True, kw_only=True)
+class GroupParams:
+    """What every group's parameter file can say."""
+
+    name: str
+    path: str
+    useridalias: str | None = None
+    domain: str | None = None
+    userid: str | None = None
+    password: str | None = None
+    ddl: list[DdlRule] = field(default_factory=list)
+    discardfile: DiscardFileSpec | None = None
+    get_truncates: bool = False
+    report_count: ReportCount | None = None
+    checkpoint_secs: float = 10.0
+    spark: SparkOptions = field(default_factory=SparkOptions)
+    sourcedefs: str | None = None
+    assume_targetdefs: bool = False
+    files: list[str] = field(default_factory=list)  # the file and every OBEY/INCLUDE read
+
+    kind = "GROUP"
+
+
+@dataclass(slots=True, kw_only=True)
+class ExtractParams(GroupParams):
+    """A primary Extract's or a data pump's parameters."""
+
+    sourcedb: str | None = None
+    exttrails: list[str] = field(default_factory=list)
+    rmttrails: list[str] = field(default_factory=list)
+    rmthost: dict[str, str] | None = None
+    passthru: bool = False
+    tables: list[TableSpec] = field(default_factory=list)
+    table_excludes: list[str] = field(default_factory=list)
+    tranlog: TranlogOptions | None = None
+
+    kind = "EXTRACT"
+
+
+@dataclass(slots=True, kw_only=True)
+class ReplicatParams(GroupParams):
+    """A Replicat's parameters."""
+
+    targetdb: str | None = None
+    target: TargetSpec | None = None
+    maps: list[MapSpec] = field(default_factory=list)
+    map_excludes: list[str] = field(default_factory=list)
+    handle_collisions: bool = False
+    reperror: dict[str, str] = field(default_factory=lambda: {"DEFAULT": "ABEND"})
+    batchsql: bool = False
+    group_trans_ops: int = 1000
+    max_trans_ops: int | None = None
+
+    kind = "REPLICAT"
+
+
+@dataclass(slots=True)
+class GlobalsParams:
+    """The ``GLOBALS`` file: settings shared by every group of the home."""
+
+    path: str
+    ggschema: str | None = None
+    checkpoint_table: str | None = None
