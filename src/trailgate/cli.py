@@ -1,0 +1,94 @@
+"""The ``trailgate`` command: one entry point, subcommands implemented in their own modules.
+
+Each subcommand's module is imported only when it runs, so ``trailgate logdump`` starts
+without loading Spark or a database driver.  Every :class:`TrailgateError` becomes a message
+and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from trailgate import __version__
+from trailgate.errors import TrailgateError
+
+__all__ = ["main"]
+
+#: subcommand path -> (module, function, help). The function takes the parsed arguments.
+_COMMANDS: dict[tuple[str, ...], tuple[str, str, str]] = {
+    ("logdump",): ("trailgate.logdump.cli", "run", "inspect trail files (Logdump)"),
+    ("trail", "dump"): ("trailgate.logdump.annotate", "run",
+                        "annotated hex dump of a trail file (TrailAnalyzer style)"),
+    ("trail", "export"): ("trailgate.interchange", "run_export",
+                          "write a trail's changes as JSON Lines"),
+    ("trail", "import"): ("trailgate.interchange", "run_import",
+                          "write JSON Lines change records into a trail"),
+    ("sample",): ("trailgate.sample", "run", "write a sample trail (seed 003's workload)"),
+}
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trailgate",
+        description="Log-based change data capture and replication in the GoldenGate trail "
+        "format, on Apache Spark.",
+    )
+    parser.add_argument("--version", action="version", version=f"trailgate {__version__}")
+    parser.add_argument("--home", help="GoldenGate-style home directory (default: "
+                        "$TRAILGATE_HOME or the current directory)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    top = parser.add_subparsers(dest="command", metavar="COMMAND")
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for path, (module, func, help_text) in _COMMANDS.items():
+        if len(path) == 1:
+            sub = top.add_parser(path[0], help=help_text, description=help_text)
+        else:
+            if path[0] not in groups:
+                grp = top.add_parser(path[0], help=f"{path[0]} commands")
+                groups[path[0]] = grp.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
+            sub = groups[path[0]].add_parser(path[1], help=help_text, description=help_text)
+        sub.set_defaults(_target=(module, func))
+        add_arguments = getattr(importlib.import_module(module), "add_arguments", None) \
+            if _module_light(module) else None
+        if add_arguments is not None:
+            add_arguments(sub)
+    return parser
+
+
+def _module_light(module: str) -> bool:
+    """Modules whose import is cheap enough to build the parser (no Spark, no drivers)."""
+    return not module.startswith(("trailgate.spark", "trailgate.ggsci", "trailgate.demo"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``trailgate`` with ``argv``; returns the exit status."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(message)s",
+    )
+    target = getattr(args, "_target", None)
+    if target is None:
+        parser.print_help()
+        return 2
+    module, func = target
+    try:
+        result = getattr(importlib.import_module(module), func)(args)
+    except TrailgateError as exc:
+        print(f"trailgate: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("trailgate: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
