@@ -88,7 +88,7 @@ def test_partial_record_of_crashed_writer_and_restart(tmp_path: Path):
     w = TrailWriter(tmp_path / "aa", fsync=False)
     w.write_transaction(_txn(1), TABLES)
     w.begin_transaction("9.9.9", 5000)
-    for r in range(3):
+    for _r in range(3):
         w.add_change(_txn(2).changes[0], STUDENT)
     w.flush()
     path = w.current_file

@@ -3,6 +3,7 @@ exception, a hang or a memory blow-up."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import resource
 import tempfile
@@ -69,10 +70,8 @@ def test_mutated_trails_raise_only_trail_format_error(edits):
             data[at:at] = bytes((byte,))
     started = time.monotonic()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    try:
+    with contextlib.suppress(TrailFormatError):
         _read_everything(bytes(data))
-    except TrailFormatError:
-        pass
     assert time.monotonic() - started < 5
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB
 
@@ -80,17 +79,13 @@ def test_mutated_trails_raise_only_trail_format_error(edits):
 def test_truncations_at_every_length_are_clean():
     data = _base_trail()
     rng = random.Random(7)
-    for cut in sorted(rng.sample(range(len(data)), 300)) + [0, 1, 3, 8]:
-        try:
+    for cut in [*sorted(rng.sample(range(len(data)), 300)), 0, 1, 3, 8]:
+        with contextlib.suppress(TrailFormatError):
             _read_everything(data[:cut])
-        except TrailFormatError:
-            pass
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=2000))
 def test_random_header_bytes(blob):
-    try:
+    with contextlib.suppress(ValueError):
         decode_file_header(b"F\x00" + blob)
-    except ValueError:
-        pass
