@@ -20,8 +20,8 @@ __all__ = [
     "OpType",
     "TableDef",
     "TrailPosition",
-    "Transaction",
     "TransInd",
+    "Transaction",
     "julian_from_unix_micros",
     "unix_micros_from_julian",
 ]
