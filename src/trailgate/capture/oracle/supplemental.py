@@ -1,0 +1,134 @@
+"""Supplemental data blocks written beneath a 5.1 undo change.
+
+``ALTER SYSTEM DUMP LOGFILE`` skips supplemental data (seed 000), so trailgate accepts it in
+the layout seed 000's RedoAnalyzer prints, placed right after the 5.1 change it belongs to::
+
+    Header (20 bytes)
+     00011C01 00080001 00000008 00001000 00000000
+    Column List Header (2 bytes)
+     0001
+    Column Size List (2 bytes)
+     0003
+    Column 1 Value (3 bytes)
+     C2 0B 02
+
+docs/oracle-dumps.md defines it exactly.  Header bytes 0-1 hold the number of logged columns,
+bytes 4-5 the column number of the first column the operation modifies; a 28-byte header adds
+the DBA (bytes 0x14-0x17), table number (0x18-0x19) and slot (0x1A-0x1B) of the row's head
+piece (chained rows, index clusters).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from trailgate.errors import SourceError
+
+__all__ = ["HEADER_LINE", "SupplementalData", "parse_supplemental"]
+
+HEADER_LINE = re.compile(r"Header \((\d+) bytes\)")
+_LIST = re.compile(r"Column List Header \((\d+) bytes?\)")
+_SIZES = re.compile(r"Column Size List \((\d+) bytes?\)")
+_VALUE = re.compile(r"Column (\d+) Value \((\d+) bytes?\)")
+
+
+@dataclass(slots=True)
+class SupplementalData:
+    """A decoded supplemental block: logged ``(intcol, value)`` pairs and header facts."""
+
+    header: bytes
+    first_modified: int
+    columns: list[tuple[int, bytes | None]] = field(default_factory=list)
+    head_dba: int | None = None
+    head_tabn: int | None = None
+    head_slot: int | None = None
+    line: int = 0
+
+    @property
+    def values(self) -> dict[int, bytes | None]:
+        """Logged values by INTCOL#; a zero-length value is NULL."""
+        return dict(self.columns)
+
+
+def _hex(lines: list[tuple[int, str]], width: int, fail) -> bytes:
+    out = bytearray()
+    for lineno, text in lines:
+        for tok in text.split():
+            if len(tok) != width or not re.fullmatch(r"[0-9A-Fa-f]+", tok):
+                raise fail(lineno, f"expected {width}-digit hex groups but found {tok!r}")
+            out += bytes.fromhex(tok)
+    return bytes(out)
+
+
+def parse_supplemental(lines: list[tuple[int, str]],
+                       error: callable) -> SupplementalData:  # type: ignore[valid-type]
+    """Parse a supplemental block; ``error(line, message)`` builds the SourceError to raise."""
+
+    def fail(lineno: int, msg: str) -> SourceError:
+        return error(lineno, f"supplemental data: {msg}")
+
+    # Split into (label line, data lines) sections.
+    sections: list[tuple[int, str, list[tuple[int, str]]]] = []
+    for lineno, text in lines:
+        if re.fullmatch(r"[0-9A-Fa-f ]+", text):
+            if not sections:
+                raise fail(lineno, "hex data before the 'Header (N bytes)' line")
+            sections[-1][2].append((lineno, text))
+        else:
+            sections.append((lineno, text, []))
+    first_line, label, data = sections[0]
+    m = HEADER_LINE.fullmatch(label)
+    if not m or m[1] not in ("20", "28"):
+        raise fail(first_line, f"expected 'Header (20 bytes)' or 'Header (28 bytes)', "
+                               f"found {label!r}")
+    header = _hex(data, 8, fail)
+    if len(header) != int(m[1]):
+        raise fail(first_line, f"header holds {len(header)} bytes, its label says {m[1]}")
+    ncols = int.from_bytes(header[0:2], "big")
+    sup = SupplementalData(header=header, first_modified=int.from_bytes(header[4:6], "big"),
+                           line=first_line)
+    if len(header) == 28:
+        sup.head_dba = int.from_bytes(header[20:24], "big")
+        sup.head_tabn = int.from_bytes(header[24:26], "big")
+        sup.head_slot = int.from_bytes(header[26:28], "big")
+    rest = sections[1:]
+    if ncols == 0:
+        if rest:
+            raise fail(rest[0][0], f"header logs no columns but {rest[0][1]!r} follows")
+        return sup
+    if len(rest) != 2 + ncols:
+        where = rest[-1][2][-1][0] if rest and rest[-1][2] else (rest[-1][0] if rest
+                                                                  else first_line)
+        raise fail(where, f"header logs {ncols} column(s): expected a column list, a size "
+                          f"list and {ncols} value(s), found {len(rest)} section(s) "
+                          f"(dump cut short?)")
+    intcols = _list(rest[0], _LIST, "Column List Header", ncols, fail)
+    sizes = _list(rest[1], _SIZES, "Column Size List", ncols, fail)
+    for k, (lineno, vlabel, vdata) in enumerate(rest[2:], start=1):
+        vm = _VALUE.fullmatch(vlabel)
+        if not vm:
+            raise fail(lineno, f"expected 'Column {k} Value (n bytes)', found {vlabel!r}")
+        if int(vm[1]) != k:
+            raise fail(lineno, f"expected the value of column {k}, found column {vm[1]}")
+        size = int(vm[2])
+        if size != sizes[k - 1]:
+            raise fail(lineno, f"column {k} value is labelled {size} bytes but the size list "
+                               f"says {sizes[k - 1]}")
+        value = _hex(vdata, 2, fail)
+        if len(value) != size:
+            raise fail(lineno, f"column {k} value has {len(value)} bytes, expected {size}")
+        sup.columns.append((intcols[k - 1], value if size else None))
+    return sup
+
+
+def _list(section, pattern: re.Pattern[str], name: str, ncols: int, fail) -> list[int]:
+    lineno, label, data = section
+    m = pattern.fullmatch(label)
+    if not m:
+        raise fail(lineno, f"expected '{name} (n bytes)', found {label!r}")
+    raw = _hex(data, 4, fail)
+    if int(m[1]) != 2 * ncols or len(raw) != 2 * ncols:
+        raise fail(lineno, f"{name} should hold {2 * ncols} bytes for {ncols} column(s); "
+                           f"label says {m[1]}, data has {len(raw)}")
+    return [int.from_bytes(raw[i : i + 2], "big") for i in range(0, len(raw), 2)]
