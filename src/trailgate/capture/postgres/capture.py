@@ -1,0 +1,577 @@
+"""Committed transactions from a PostgreSQL logical replication slot (``pgoutput``).
+
+psycopg 3 has no replication protocol, so the slot is read with SQL:
+``pg_logical_slot_peek_binary_changes`` streamed in chunks (bounded client memory), and only
+moved on with ``pg_replication_slot_advance`` once the caller says the data is durable
+(``acknowledge``).  Until then a restart simply reads the same transactions again, and
+``start_after_lsn`` (the CSN of the last transaction already in the trail) drops them.
+
+``pgoutput`` (streaming off) sends each transaction whole, at its commit, in commit order;
+rolled-back work is never sent.  A transaction bigger than ``memory_limit_bytes`` is spilled
+to a file under ``spill_dir`` as it is read, so memory stays bounded whatever its size.
+
+Reading and advancing a slot cannot overlap (the slot is busy while it is read), so an
+``acknowledge`` made while ``read`` is running takes effect when that read finishes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, overload
+
+import psycopg
+from psycopg import errors as pgerrors
+
+from trailgate.capture.postgres import pgoutput as pgo
+from trailgate.capture.postgres.types import SESSION_SETTINGS, PgType, classify, trail_from_pg_text
+from trailgate.db.connect import connect, describe
+from trailgate.errors import SourceError
+from trailgate.model import (
+    Change,
+    Column,
+    OpType,
+    TableDef,
+    Transaction,
+    julian_from_unix_micros,
+)
+
+__all__ = [
+    "HEARTBEAT_PREFIX",
+    "CapturedTransaction",
+    "PgCapture",
+    "SpilledChanges",
+    "julian_from_pg_micros",
+]
+
+#: Prefix of the non-transactional logical messages ``heartbeat()`` writes.
+HEARTBEAT_PREFIX = "trailgate.heartbeat"
+#: Transactional logical messages whose prefix starts with this are kept on the transaction.
+MESSAGE_PREFIX = "trailgate."
+_KEY_KINDS = {"d": "PRIMARY", "i": "UNIQUE", "f": "ALL", "n": "NONE"}
+_CHANGE_OVERHEAD = 240  # rough bytes of a Change with its dicts, besides the values
+_VALUE_OVERHEAD = 80
+
+
+def julian_from_pg_micros(pg_micros: int) -> int:
+    """PostgreSQL timestamp (microseconds since 2000-01-01 UTC) as Julian microseconds."""
+    return julian_from_unix_micros(pg_micros + pgo.PG_EPOCH_UNIX_MICROS)
+
+
+class SpilledChanges(Sequence[Change]):
+    """The changes of a transaction that did not fit in memory, read back from disk.
+
+    Iterate it (one pass reads the file in chunks); indexing works but reads from the start.
+    Valid until the next transaction is read or the capture is closed.
+    """
+
+    def __init__(self, path: Path, count: int):
+        self.path = path
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Change]:
+        try:
+            fh = self.path.open("rb")
+        except FileNotFoundError:
+            raise SourceError(f"spilled transaction {self.path} is gone: a transaction's "
+                              "changes are valid only until the next one is read") from None
+        with fh:
+            while True:
+                try:
+                    chunk = pickle.load(fh)
+                except EOFError:
+                    return
+                yield from chunk
+
+    @overload
+    def __getitem__(self, index: int) -> Change: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Change]: ...
+    def __getitem__(self, index: int | slice) -> Change | list[Change]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError(index)
+        for i, change in enumerate(self):
+            if i == index:
+                return change
+        raise IndexError(index)
+
+
+class _ChangeBuffer:
+    """Collects a transaction's changes, moving them to a file past the memory limit."""
+
+    def __init__(self, spill_dir: Path, limit: int):
+        self.spill_dir = spill_dir
+        self.limit = limit
+        self.changes: list[Change] = []
+        self.size = 0
+        self.count = 0
+        self.file: Any = None
+        self.path: Path | None = None
+
+    def append(self, change: Change, size: int) -> None:
+        self.changes.append(change)
+        self.count += 1
+        self.size += size
+        if self.size > self.limit:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self.file is None:
+            self.spill_dir.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix="txn-", suffix=".spill", dir=self.spill_dir)
+            self.file = os.fdopen(fd, "wb")
+            self.path = Path(name)
+        pickle.dump(self.changes, self.file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.changes = []
+        self.size = 0
+
+    def finish(self) -> list[Change] | SpilledChanges:
+        if self.file is None:
+            return self.changes
+        if self.changes:
+            self._spill()
+        self.file.close()
+        assert self.path is not None
+        return SpilledChanges(self.path, self.count)
+
+    def discard(self) -> None:
+        if self.file is not None:
+            self.file.close()
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+
+
+@dataclass(slots=True)
+class CapturedTransaction:
+    """One committed transaction and where it sits in the source log.
+
+    ``transaction.changes`` is a list, or a ``SpilledChanges`` for a transaction that went to
+    disk: iterate it.  ``table_defs`` holds the definitions that are new or changed since the
+    previous transaction (write them before its changes); ``csn`` is the commit LSN and
+    ``end_lsn`` the position to ``acknowledge`` once the transaction is durable.
+    """
+
+    transaction: Transaction
+    csn: int
+    end_lsn: int
+    table_defs: list[TableDef] = field(default_factory=list)
+    origin: str | None = None
+    messages: list[pgo.LogicalMessage] = field(default_factory=list)
+
+    @property
+    def xid(self) -> str:
+        return self.transaction.xid
+
+    @property
+    def spilled(self) -> bool:
+        return isinstance(self.transaction.changes, SpilledChanges)
+
+
+@dataclass(slots=True)
+class _Rel:
+    """A relation as the current Relation message describes it."""
+
+    table: TableDef
+    types: list[PgType]
+    key: list[int]
+
+
+class PgCapture:
+    """Reads committed transactions from logical replication slot ``slot``."""
+
+    def __init__(self, conninfo: str, slot: str, publication: str, *,
+                 spill_dir: str | os.PathLike[str] | None = None,
+                 memory_limit_bytes: int = 64 * 1024 * 1024, chunk_rows: int = 1000):
+        self.conninfo = conninfo
+        self.slot = slot
+        self.publication = publication
+        self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.gettempdir()) / \
+            f"trailgate-spill-{slot}"
+        self.memory_limit_bytes = memory_limit_bytes
+        self.chunk_rows = chunk_rows
+        self._reader: psycopg.Connection[Any] | None = None
+        self._control: psycopg.Connection[Any] | None = None
+        self._relations: dict[int, _Rel] = {}
+        self._published: dict[str, TableDef] = {}  # last definition handed out per table
+        self._type_cache: dict[tuple[int, int], PgType] = {}
+        self._delivered_lsn = 0  # commit LSN of the last transaction handed out (or skipped)
+        self._unacked: dict[int, int] = {}  # csn -> end_lsn of transactions handed out
+        self._last_end_lsn = 0
+        self._acked_lsn = 0
+        self._marks: list[tuple[int, int]] = []  # (heartbeat LSN, end LSN that must be acked)
+        self._reading = False
+        self._pending_ack = 0
+        self._previous: CapturedTransaction | None = None
+
+    # --- connections ------------------------------------------------------------------------
+
+    def _control_conn(self) -> psycopg.Connection[Any]:
+        if self._control is None or self._control.closed:
+            self._control = connect(self.conninfo, application_name=f"trailgate {self.slot}")
+        return self._control
+
+    def _reader_conn(self) -> psycopg.Connection[Any]:
+        if self._reader is None or self._reader.closed:
+            self._reader = connect(self.conninfo, settings=SESSION_SETTINGS,
+                                   application_name=f"trailgate {self.slot} reader")
+        return self._reader
+
+    def close(self) -> None:
+        """Close connections and remove spilled data."""
+        self._drop_previous()
+        for conn in (self._reader, self._control):
+            if conn is not None:
+                with contextlib.suppress(psycopg.Error):
+                    conn.close()
+        self._reader = self._control = None
+
+    def __enter__(self) -> PgCapture:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- slot position ------------------------------------------------------------------------
+
+    def slot_position(self) -> tuple[int, int]:
+        """The slot's (restart_lsn, confirmed_flush_lsn)."""
+        row = self._control_conn().execute(
+            "SELECT restart_lsn - '0/0'::pg_lsn, confirmed_flush_lsn - '0/0'::pg_lsn "
+            "FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()",
+            (self.slot,)).fetchone()
+        if row is None:
+            raise self._no_slot()
+        return int(row[0] or 0), int(row[1] or 0)
+
+    def _no_slot(self) -> SourceError:
+        return SourceError(
+            f"replication slot {self.slot!r} does not exist in {describe(self.conninfo)}: "
+            "create it with ADD EXTRACT <group>, TRANLOG, BEGIN NOW")
+
+    def acknowledge(self, lsn: int) -> None:
+        """The caller made everything up to ``lsn`` durable: let the slot move past it.
+
+        ``lsn`` may be a transaction's ``end_lsn`` or its ``csn``; the slot then moves to
+        that transaction's end, and past any heartbeat seen after it.
+        """
+        lsn = self._unacked.get(lsn, lsn)
+        self._acked_lsn = max(self._acked_lsn, lsn)
+        for csn in [c for c, end in self._unacked.items() if end <= lsn]:
+            del self._unacked[csn]
+        if self._reading:
+            self._pending_ack = max(self._pending_ack, lsn)
+            return
+        self._advance()
+
+    def _advance(self) -> None:
+        target = self._acked_lsn
+        keep = []
+        for mark, needed in self._marks:
+            if needed <= self._acked_lsn:
+                target = max(target, mark)
+            else:
+                keep.append((mark, needed))
+        self._marks = keep
+        if target <= 0:
+            return
+        _, confirmed = self.slot_position()
+        if target <= confirmed:
+            return
+        try:
+            self._control_conn().execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
+                                         (self.slot, pgo.format_lsn(target)))
+        except pgerrors.ObjectInUse:
+            raise SourceError(f"replication slot {self.slot!r} is in use by another process: "
+                              "is another Extract running on it?") from None
+        except psycopg.Error as exc:
+            raise SourceError(f"cannot advance replication slot {self.slot!r} to "
+                              f"{pgo.format_lsn(target)}: {exc}") from None
+
+    @property
+    def acknowledged_lsn(self) -> int:
+        """The highest LSN acknowledged so far in this session."""
+        return self._acked_lsn
+
+    def heartbeat(self) -> int:
+        """Write a heartbeat into the log so an idle slot can advance; return its LSN.
+
+        The next ``read`` sees the heartbeat after every transaction that committed before
+        it; once those are acknowledged (immediately, when there are none) the slot moves to
+        the heartbeat, so WAL is not kept for tables nobody changes.
+        """
+        conn = self._control_conn()
+        flush = ", true" if conn.info.server_version >= 170000 else ""
+        try:
+            row = conn.execute(f"SELECT pg_logical_emit_message(false, %s, %s{flush}) "
+                               "- '0/0'::pg_lsn", (HEARTBEAT_PREFIX, self.slot)).fetchone()
+        except psycopg.Error as exc:
+            raise SourceError(f"cannot write a heartbeat message in {describe(self.conninfo)}: "
+                              f"{exc}") from None
+        assert row is not None
+        return int(row[0])
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def read(self, start_after_lsn: int | None = None,
+             max_transactions: int | None = None) -> Iterator[CapturedTransaction]:
+        """Yield committed transactions not yet handed out, in commit order.
+
+        ``start_after_lsn``: drop transactions whose commit LSN is at or before it (they
+        are already in the trail).  Each yielded transaction's changes stay valid until the
+        next one is requested.
+        """
+        if start_after_lsn is not None:
+            self._delivered_lsn = max(self._delivered_lsn, start_after_lsn)
+        self._drop_previous()
+        conn = self._reader_conn()
+        count = 0
+        self._reading = True
+        stream: Iterator[tuple[int, bytes]] | None = None
+        transactions: Iterator[CapturedTransaction] | None = None
+        try:
+            with conn.cursor(binary=True) as cur:
+                stream = cur.stream(
+                    "SELECT (lsn - '0/0'::pg_lsn)::int8, data FROM "
+                    "pg_logical_slot_peek_binary_changes(%s, NULL, NULL, 'proto_version', '1', "
+                    "'publication_names', %s, 'messages', 'true')",
+                    (self.slot, _quote_ident(self.publication)), size=self.chunk_rows)
+                transactions = self._transactions(stream)
+                for captured in transactions:
+                    self._previous = captured
+                    yield captured
+                    count += 1
+                    if max_transactions is not None and count >= max_transactions:
+                        break
+                    self._drop_previous()
+                transactions.close()
+                stream.close()  # cancels the rest of the query when we stopped early
+        except pgerrors.UndefinedObject as exc:
+            if "slot" in str(exc):
+                raise self._no_slot() from None
+            raise SourceError(f"{exc} in {describe(self.conninfo)}: ADD EXTRACT creates the "
+                              f"publication {self.publication!r}") from None
+        except pgerrors.ObjectInUse:
+            raise SourceError(f"replication slot {self.slot!r} is in use by another process: "
+                              "is another Extract running on it?") from None
+        except psycopg.OperationalError as exc:
+            raise SourceError(f"lost the connection to {describe(self.conninfo)} while reading "
+                              f"slot {self.slot!r}: {exc}") from None
+        except psycopg.Error as exc:
+            raise SourceError(f"cannot read replication slot {self.slot!r} in "
+                              f"{describe(self.conninfo)}: {exc}") from None
+        finally:
+            for gen in (transactions, stream):
+                if gen is not None:
+                    with contextlib.suppress(psycopg.Error):
+                        gen.close()  # type: ignore[attr-defined]
+            self._reading = False
+            if (self._pending_ack or self._marks) and not conn.closed:
+                self._pending_ack = 0
+                self._advance()
+
+    def _drop_previous(self) -> None:
+        prev, self._previous = self._previous, None
+        if prev is not None and isinstance(prev.transaction.changes, SpilledChanges):
+            prev.transaction.changes.path.unlink(missing_ok=True)
+
+    def _transactions(self, rows: Iterator[tuple[int, bytes]]) -> Iterator[CapturedTransaction]:
+        begin: pgo.Begin | None = None
+        buffer: _ChangeBuffer | None = None
+        skip = False
+        new_defs: list[TableDef] = []
+        origin: str | None = None
+        messages: list[pgo.LogicalMessage] = []
+        try:
+            for lsn, data in rows:
+                msg = pgo.decode(data, lsn=lsn)
+                if isinstance(msg, pgo.Begin):
+                    begin, origin, messages, new_defs = msg, None, [], []
+                    skip = msg.final_lsn <= self._delivered_lsn
+                    buffer = None if skip else _ChangeBuffer(self.spill_dir,
+                                                             self.memory_limit_bytes)
+                elif isinstance(msg, pgo.Relation):
+                    self._relations[msg.oid] = self._relation(msg)
+                elif isinstance(msg, pgo.TypeMessage | pgo.Origin):
+                    if isinstance(msg, pgo.Origin):
+                        origin = msg.name
+                elif isinstance(msg, pgo.LogicalMessage):
+                    if not msg.transactional:
+                        if msg.prefix == HEARTBEAT_PREFIX:
+                            self._marks.append((msg.lsn, self._last_end_lsn))
+                    elif msg.prefix.startswith(MESSAGE_PREFIX) and not skip:
+                        messages.append(msg)
+                elif isinstance(msg, pgo.Commit):
+                    if begin is None:
+                        raise SourceError(f"pgoutput Commit without Begin at LSN "
+                                          f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
+                    if not skip and buffer is not None:
+                        yield self._finish(begin, msg, buffer, new_defs, origin, messages)
+                    buffer, begin = None, None
+                elif begin is None:
+                    raise SourceError(f"pgoutput change outside a transaction at LSN "
+                                      f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
+                elif not skip and buffer is not None:
+                    for change in self._changes(msg, begin, lsn, new_defs):
+                        buffer.append(change, _estimate(change))
+        finally:
+            if buffer is not None:
+                buffer.discard()
+
+    def _finish(self, begin: pgo.Begin, commit: pgo.Commit, buffer: _ChangeBuffer,
+                new_defs: list[TableDef], origin: str | None,
+                messages: list[pgo.LogicalMessage]) -> CapturedTransaction:
+        commit_time = julian_from_pg_micros(commit.commit_time)
+        txn = Transaction(xid=str(begin.xid), csn=commit.commit_lsn, changes=[],
+                          commit_time=commit_time)
+        txn.changes = buffer.finish()  # type: ignore[assignment]
+        self._delivered_lsn = commit.commit_lsn
+        self._last_end_lsn = commit.end_lsn
+        self._unacked[commit.commit_lsn] = commit.end_lsn
+        return CapturedTransaction(txn, commit.commit_lsn, commit.end_lsn, new_defs, origin,
+                                   messages)
+
+    # --- changes ------------------------------------------------------------------------------
+
+    def _rel(self, oid: int, lsn: int) -> _Rel:
+        try:
+            return self._relations[oid]
+        except KeyError:
+            raise SourceError(f"pgoutput change for relation {oid} without its Relation message "
+                              f"at LSN {pgo.format_lsn(lsn)} in slot {self.slot!r}") from None
+
+    def _use(self, rel: _Rel, new_defs: list[TableDef]) -> None:
+        name = rel.table.qualified_name
+        if self._published.get(name) != rel.table:
+            self._published[name] = rel.table
+            new_defs.append(rel.table)
+
+    def _changes(self, msg: pgo.Message, begin: pgo.Begin, lsn: int,
+                 new_defs: list[TableDef]) -> Iterator[Change]:
+        io_time = julian_from_pg_micros(begin.commit_time)
+        if isinstance(msg, pgo.Truncate):
+            for oid in msg.relation_oids:
+                rel = self._rel(oid, lsn)
+                self._use(rel, new_defs)
+                yield Change(OpType.TRUNCATE, rel.table.qualified_name, io_time=io_time,
+                             audit_seq=lsn >> 24, audit_pos=lsn)
+            return
+        if not isinstance(msg, pgo.Insert | pgo.Update | pgo.Delete):
+            return
+        rel = self._rel(msg.relation_oid, lsn)
+        self._use(rel, new_defs)
+        change = Change(OpType.INSERT, rel.table.qualified_name, io_time=io_time,
+                        audit_seq=lsn >> 24, audit_pos=lsn)
+        if isinstance(msg, pgo.Insert):
+            change.after = _image(rel, msg.new, range(len(msg.new)))
+        elif isinstance(msg, pgo.Delete):
+            change.op = OpType.DELETE
+            indexes = rel.key if msg.old_kind == "K" else range(len(msg.old))
+            change.before = _image(rel, msg.old, indexes)
+        else:
+            _update(rel, msg, change)
+        yield change
+
+    # --- relations and types ------------------------------------------------------------------
+
+    def _relation(self, msg: pgo.Relation) -> _Rel:
+        schema = msg.namespace or "pg_catalog"
+        notnull = self._not_null(msg.oid)
+        columns, types, key = [], [], []
+        for i, col in enumerate(msg.columns):
+            pgtype = self._pgtype(col.type_oid, col.typmod)
+            types.append(pgtype)
+            columns.append(Column(name=col.name, index=i, kind=pgtype.kind,
+                                  source_type=pgtype.source_type, length=pgtype.length,
+                                  precision=pgtype.precision, scale=pgtype.scale,
+                                  nullable=col.name not in notnull, segcol=i + 1))
+            if col.is_key:
+                key.append(i)
+        key_kind = _KEY_KINDS.get(msg.replica_identity, "NONE")
+        if key_kind == "PRIMARY" and not key:
+            key_kind = "NONE"
+        table = TableDef(schema=schema, name=msg.name, columns=columns,
+                         key=[columns[i].name for i in key], key_kind=key_kind,
+                         object_id=msg.oid)
+        return _Rel(table, types, key)
+
+    def _not_null(self, oid: int) -> set[str]:
+        rows = self._control_conn().execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = %s AND attnum > 0 "
+            "AND NOT attisdropped AND attnotnull", (oid,)).fetchall()
+        return {r[0] for r in rows}
+
+    def _pgtype(self, oid: int, typmod: int) -> PgType:
+        key = (oid, typmod)
+        cached = self._type_cache.get(key)
+        if cached is None:
+            # A domain converts as its base type, so name it by its base type.
+            row = self._control_conn().execute(
+                "SELECT CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, "
+                "CASE WHEN %s >= 0 THEN %s ELSE t.typtypmod END) "
+                "ELSE format_type(t.oid, %s) END FROM pg_type t WHERE t.oid = %s",
+                (typmod, typmod, typmod if typmod >= 0 else None, oid)).fetchone()
+            cached = classify(row[0] if row else "text")
+            self._type_cache[key] = cached
+        return cached
+
+
+def _image(rel: _Rel, values: list[pgo.TupleValue], indexes: Sequence[int] | range
+           ) -> dict[int, bytes | None]:
+    """Trail-form values of ``indexes``; unchanged TOAST values are left out, never NULL."""
+    image: dict[int, bytes | None] = {}
+    for i in indexes:
+        v = values[i]
+        if v is None:
+            image[i] = None
+        elif isinstance(v, str):
+            image[i] = trail_from_pg_text(v, rel.types[i])
+    return image
+
+
+def _update(rel: _Rel, msg: pgo.Update, change: Change) -> None:
+    """Compressed update: key plus changed columns; a changed key makes a PK update."""
+    new, old = msg.new, msg.old
+    if old is None:  # no old image: every column the log gives, key included
+        change.op = OpType.FIELD_COMP
+        change.after = _image(rel, new, range(len(new)))
+        return
+    new = list(new)
+    for i in rel.key:  # an unchanged TOASTed key value travels in the old key only
+        if new[i] is pgo.UNCHANGED_TOAST and isinstance(old[i], str):
+            new[i] = old[i]
+    full = msg.old_kind == "O"
+    changed = [i for i, v in enumerate(new)
+               if v is not pgo.UNCHANGED_TOAST and (not full or v != old[i])]
+    keyset = set(rel.key)
+    change.after = _image(rel, new, sorted(keyset.union(changed)))
+    if rel.key and any(old[i] != new[i] for i in rel.key
+                       if old[i] is not pgo.UNCHANGED_TOAST):
+        change.op = OpType.PK_UPDATE
+        change.before = _image(rel, old, rel.key)
+    else:
+        change.op = OpType.FIELD_COMP
+
+
+def _estimate(change: Change) -> int:
+    size = _CHANGE_OVERHEAD
+    for image in (change.after, change.before):
+        if image:
+            size += sum(_VALUE_OVERHEAD + (len(v) if v else 0) for v in image.values())
+    return size
+
+
+def _quote_ident(name: str) -> str:
+    """publication_names is a list of identifiers: quote so that case and commas survive."""
+    return '"' + name.replace('"', '""') + '"'
