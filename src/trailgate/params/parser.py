@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,14 +143,16 @@ def _target_files(cur: Cursor, st: _State) -> None:
     cur.end()
 
 
+_TRAIL = re.compile(r"[A-Za-z0-9_]{2}\Z")
+
+
 @_handler("EXTTRAIL", "RMTTRAIL", applies=_EXT)
 def _trail(cur: Cursor, st: _State) -> None:
     assert isinstance(st.params, ExtractParams)
     path = cur.value("a trail path such as ./dirdat/aa")
-    name = os.path.basename(path)
-    if len(name) > 2 and not name.isalnum():
+    if not _TRAIL.match(os.path.basename(path)):
         cur.error(f"{cur.stmt.keyword}: {path!r}: a trail name is a directory and a "
-                  f"one- or two-character prefix, such as ./dirdat/aa")
+                  f"two-character prefix, such as ./dirdat/aa")
     (st.params.exttrails if cur.stmt.keyword == "EXTTRAIL" else st.params.rmttrails).append(
         path)
     cur.end()
