@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trailgate.errors import TrailFormatError
-from trailgate.model import Change, OpType, TableDef, TrailPosition, Transaction, TransInd
+from trailgate.model import (
+    Change,
+    ColumnKind,
+    OpType,
+    TableDef,
+    TrailPosition,
+    Transaction,
+    TransInd,
+)
 from trailgate.trail.header import COMPATIBILITY_LEVEL, FileHeader, decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
@@ -31,6 +39,11 @@ from trailgate.trail.records import RawRecord, decode_change, decode_lob_piece, 
 __all__ = ["ReadTransaction", "TrailReader", "TrailRecord", "find_next_record", "read_header"]
 
 log = logging.getLogger("trailgate.trail")
+_FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
+_NOT_CHANGES = frozenset({OpType.RECORD_FRAGMENT, OpType.LOB})
+_KNOWN_OPS = frozenset(int(op) for op in OpType)
+_FRAGMENT = int(OpType.RECORD_FRAGMENT)
+_LOB = int(OpType.LOB)
 _CHUNK = 1 << 20
 
 
@@ -113,7 +126,8 @@ class TrailReader:
             else:
                 seqs = self.trail.sequence_numbers()
                 start = TrailPosition(seqs[0] if seqs else 0, 0)
-        self.position = start
+        self._seq = start.seqno
+        self._rba = start.rba
         self.follow = follow
         self.poll_interval = poll_interval
         self.should_stop = should_stop or (lambda: False)
@@ -121,6 +135,16 @@ class TrailReader:
         self.max_compatibility = max_compatibility
         self.header: FileHeader | None = None
         self.dropped_transactions = 0
+        self._fixed: dict[str, frozenset[int]] = {}
+
+    @property
+    def position(self) -> TrailPosition:
+        """The next unread position (after the last record read)."""
+        return TrailPosition(self._seq, self._rba)
+
+    @position.setter
+    def position(self, value: TrailPosition) -> None:
+        self._seq, self._rba = value.seqno, value.rba
 
     # -- physical records ----------------------------------------------------------------
 
@@ -139,12 +163,16 @@ class TrailReader:
 
     def raw_records(self) -> Iterator[tuple[TrailPosition, RawRecord]]:
         """Physical records from the current position, across files."""
+        for seq, rec in self._raw():
+            yield TrailPosition(seq, rec.rba), rec
+
+    def _raw(self) -> Iterator[tuple[int, RawRecord]]:
         while True:
-            seq = self.position.seqno
+            seq = self._seq
             path = self._path(seq)
             if not path.exists():
                 if self._next_exists(seq):
-                    self.position = TrailPosition(self._next_seq(seq), 0)
+                    self._seq, self._rba = self._next_seq(seq), 0
                     continue
                 if not self.follow or self.should_stop():
                     return
@@ -153,9 +181,9 @@ class TrailReader:
             finished = yield from self._read_file(seq, path)
             if not finished:
                 return
-            self.position = TrailPosition(self._next_seq(seq), 0)
+            self._seq, self._rba = self._next_seq(seq), 0
 
-    def _read_file(self, seq: int, path: Path) -> Iterator[tuple[TrailPosition, RawRecord]]:
+    def _read_file(self, seq: int, path: Path) -> Iterator[tuple[int, RawRecord]]:
         """Yield the records of one file; returns True when the reader should go on to the
         next file, False when it should stop."""
         name = str(path)
@@ -179,7 +207,7 @@ class TrailReader:
                 self.header = decode_file_header(head, max_compatibility=self.max_compatibility)
             except ValueError as exc:
                 raise TrailFormatError(str(exc), path=name, rba=0) from None
-            base = max(self.position.rba, self.header.length)
+            base = max(self._rba, self.header.length)
             f.seek(base)
             buf = b""
             pos = 0
@@ -209,8 +237,8 @@ class TrailReader:
                         raise TrailFormatError(str(exc), path=name, rba=base + pos) from None
                     rec.rba = base + pos
                     pos += length
-                    self.position = TrailPosition(seq, base + pos)
-                    yield TrailPosition(seq, rec.rba), rec
+                    self._rba = base + pos
+                    yield seq, rec
                 if chunk:
                     continue
                 # End of what the file holds now.
@@ -237,89 +265,91 @@ class TrailReader:
 
     def records(self) -> Iterator[TrailRecord]:
         """Logical records: fragments joined and LOB pieces folded in."""
-        current: TrailRecord | None = None
-        data_parts: list[bytes] = []
-        for pos, raw in self.raw_records():
-            end = self.position
-            if (current is not None and raw.io_type == OpType.RECORD_FRAGMENT
-                    and current.raw.continued and raw.table == current.raw.table):
-                data_parts.append(raw.data)
-                current.fragments += 1
-                current.end = end
-                current.raw.continued = raw.continued
-                current.ends_transaction = raw.trans_ind in (TransInd.LAST, TransInd.ONLY)
-                if not raw.continued:
-                    self._finish(current, b"".join(data_parts))
-                    if current.ends_transaction or current.change is None:
-                        yield current
-                        current = None
-                continue
-            if current is not None and raw.io_type == OpType.LOB and current.change is not None \
-                    and raw.table == current.raw.table:
-                self._fold_lob(current, raw, pos)
-                current.end = end
-                current.ends_transaction = raw.trans_ind in (TransInd.LAST, TransInd.ONLY)
-                if current.ends_transaction:
-                    yield current
-                    current = None
-                continue
-            if current is not None:
-                if current.raw.continued:
+        held: TrailRecord | None = None  # complete, but LOB pieces may still follow
+        building: TrailRecord | None = None  # waiting for its RECORD_FRAGMENTs
+        parts: list[bytes] = []
+        for seq, raw in self._raw():
+            io_type = raw.io_type
+            record: TrailRecord | None = None
+            if building is not None:
+                if io_type == _FRAGMENT and raw.table == building.raw.table:
+                    parts.append(raw.data)
+                    building.fragments += 1
+                    building.end = TrailPosition(seq, self._rba)
+                    building.ends_transaction = raw.trans_ind >= TransInd.LAST
+                    if raw.continued:
+                        continue
+                    record, building = building, None
+                    record.raw.continued = 0
+                    self._finish(record, b"".join(parts))
+                else:
                     log.warning("%s: record at %s lost its continuation (writer crash); "
-                                "dropped", self.label, current.position)
-                    current.change = None
-                    current.ends_transaction = False
-                yield current
-                current = None
-            record = TrailRecord(
-                position=pos, end=end, raw=raw,
-                starts_transaction=raw.trans_ind in (TransInd.FIRST, TransInd.ONLY),
-                ends_transaction=raw.trans_ind in (TransInd.LAST, TransInd.ONLY),
-            )
-            data_parts = [raw.data]
-            if raw.continued:
-                current = record
-                continue
-            self._finish(record, raw.data)
+                                "dropped", self.label, building.position)
+                    building.ends_transaction = False
+                    yield building
+                    building = None
+            if record is None:
+                if held is not None:
+                    if io_type == _LOB and raw.table == held.raw.table:
+                        self._fold_lob(held, raw, seq)
+                        held.end = TrailPosition(seq, self._rba)
+                        held.ends_transaction = raw.trans_ind >= TransInd.LAST
+                        if held.ends_transaction:
+                            yield held
+                            held = None
+                        continue
+                    yield held
+                    held = None
+                ind = raw.trans_ind
+                record = TrailRecord(TrailPosition(seq, raw.rba), TrailPosition(seq, self._rba),
+                                     raw, None, None, ind == 0 or ind == 3, ind >= 2)
+                if raw.continued:
+                    building = record
+                    parts = [raw.data]
+                    continue
+                self._finish(record, raw.data)
             if record.change is None or record.ends_transaction:
                 yield record
             else:
-                current = record
-        if current is not None and not current.raw.continued:
-            yield current
+                held = record
+        if held is not None:
+            yield held
 
     def _finish(self, record: TrailRecord, data: bytes) -> None:
         raw = record.raw
-        where = {"path": str(self._path(record.position.seqno)), "rba": record.position.rba}
-        if raw.io_type == OpType.METADATA:
+        io_type = raw.io_type
+        if io_type == OpType.METADATA:
             try:
                 table = decode_tabledef(data)
             except ValueError as exc:
-                raise TrailFormatError(f"metadata record: {exc}", **where) from None
+                raise self._error(f"metadata record: {exc}", record.position) from None
             self.tables[table.qualified_name] = table
+            self._fixed.pop(table.qualified_name, None)
             record.table_def = table
             return
-        if raw.io_type in (OpType.RECORD_FRAGMENT, OpType.LOB) or raw.op is None:
+        if io_type in _NOT_CHANGES or io_type not in _KNOWN_OPS:
             return
-        table = self.tables.get(raw.table)
-        kinds = None
-        if table is not None:
-            size = max((c.index for c in table.columns), default=-1) + 1
-            kinds = [None] * size
-            for col in table.columns:
-                kinds[col.index] = col.kind
+        name = raw.table
+        table = self.tables.get(name)
+        fixed = self._fixed.get(name)
+        if fixed is None and table is not None:
+            fixed = self._fixed[name] = frozenset(
+                c.index for c in table.columns if c.kind in _FIXED_KINDS)
         try:
-            record.change = decode_change(raw, kinds, data)  # type: ignore[arg-type]
+            record.change = decode_change(raw, fixed, data)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise TrailFormatError(f"{raw.table}: {exc}", **where) from None
+            raise self._error(f"{name}: {exc}", record.position) from None
         record.table_def = table
 
-    def _fold_lob(self, record: TrailRecord, raw: RawRecord, pos: TrailPosition) -> None:
+    def _error(self, message: str, position: TrailPosition) -> TrailFormatError:
+        return TrailFormatError(message, path=str(self._path(position.seqno)), rba=position.rba)
+
+    def _fold_lob(self, record: TrailRecord, raw: RawRecord, seq: int) -> None:
+        pos = TrailPosition(seq, raw.rba)
         try:
             index, _count, number, offset, piece = decode_lob_piece(raw.data)
         except ValueError as exc:
-            raise TrailFormatError(f"LOB piece: {exc}", path=str(self._path(pos.seqno)),
-                                   rba=pos.rba) from None
+            raise self._error(f"LOB piece: {exc}", pos) from None
         change = record.change
         assert change is not None
         image = change.before if change.op is OpType.DELETE else change.after

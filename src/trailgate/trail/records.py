@@ -8,7 +8,6 @@ raises only ``ValueError`` (callers attach file and RBA).
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trailgate.model import Change, ColumnKind, OpType, TableDef, TransInd
@@ -400,9 +399,11 @@ def _decode_tokens(buf: bytes, p: int, end: int) -> dict[str, str]:
 
 
 def decode_change(
-    record: RawRecord, kinds: Sequence[ColumnKind] | None, data: bytes | None = None
+    record: RawRecord, fixed: frozenset[int] | None, data: bytes | None = None
 ) -> Change:
-    """The Change a (reassembled) row record carries. ``data`` overrides ``record.data``."""
+    """The Change a (reassembled) row record carries; ``fixed`` is the table's fixed-width
+    column indexes (values.fixed_indexes), ``None`` when the table is unknown. ``data``
+    overrides ``record.data``."""
     data = record.data if data is None else data
     op = OpType(record.io_type)
     change = Change(
@@ -417,12 +418,12 @@ def decode_change(
         blen = (data[0] << 8) | data[1]
         if 2 + blen > len(data):
             raise ValueError(f"before key of {blen} bytes runs past the data")
-        change.before = decode_columns(data, kinds, 2, 2 + blen)
-        change.after = decode_columns(data, kinds, 2 + blen)
+        change.before = decode_columns(data, fixed, 2, 2 + blen)
+        change.after = decode_columns(data, fixed, 2 + blen)
     elif op is OpType.DELETE:
-        change.before = decode_columns(data, kinds)
+        change.before = decode_columns(data, fixed)
     elif op is not OpType.TRUNCATE:
-        change.after = decode_columns(data, kinds)
+        change.after = decode_columns(data, fixed)
     return change
 
 

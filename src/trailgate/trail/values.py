@@ -7,6 +7,7 @@ length comes from the column header around them.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 from trailgate.model import ColumnKind
@@ -15,6 +16,7 @@ __all__ = [
     "MAX_VALUE_BYTES",
     "decode_columns",
     "encode_columns",
+    "fixed_indexes",
     "frame_value",
     "unframe_value",
 ]
@@ -96,21 +98,61 @@ def encode_columns(
     return bytes(out)
 
 
+def fixed_indexes(kinds: Sequence[ColumnKind | None]) -> frozenset[int]:
+    """The column indexes whose kind is fixed width (CHAR, DATE, TIMESTAMP)."""
+    return frozenset(i for i, k in enumerate(kinds) if k is not None and k not in _VARIABLE)
+
+
+_COLUMN_HEAD = struct.Struct(">HHHH").unpack_from
+
+
 def decode_columns(
-    data: bytes | memoryview,
-    kinds: Sequence[ColumnKind] | None,
+    data: bytes,
+    fixed: frozenset[int] | None,
     start: int = 0,
     end: int | None = None,
 ) -> dict[int, bytes | None]:
     """Decode a D record's column list into column index -> value.
 
-    Raises ``ValueError`` naming the column and offset when the list is inconsistent.
+    ``fixed`` names the fixed-width columns of the table (``None``: the table is unknown, and
+    each frame is judged by its shape).  Raises ``ValueError`` naming the column and offset
+    when the list is inconsistent.
     """
-    buf = bytes(data) if isinstance(data, memoryview) else data
-    end = len(buf) if end is None else end
+    end = len(data) if end is None else end
+    if fixed is None or end - start < 8:
+        return _decode_columns_slow(data, fixed, start, end)
     values: dict[int, bytes | None] = {}
     pos = start
-    nkinds = len(kinds) if kinds is not None else 0
+    unpack = _COLUMN_HEAD
+    try:
+        while pos < end:
+            index, length, indicator, inner = unpack(data, pos)
+            nxt = pos + 4 + length
+            if indicator == 0xFFFF:
+                values[index] = None
+            elif indicator or nxt > end or length < 2:
+                break
+            elif index in fixed:
+                values[index] = data[pos + 6 : nxt]
+            elif inner == length - 4:
+                values[index] = data[pos + 8 : nxt]
+            else:
+                break
+            pos = nxt
+        else:
+            if pos == end:
+                return values
+    except struct.error:
+        pass
+    # Something is off (or a short last column): let the careful decoder say what.
+    return _decode_columns_slow(data, fixed, start, end)
+
+
+def _decode_columns_slow(
+    buf: bytes, fixed: frozenset[int] | None, start: int, end: int
+) -> dict[int, bytes | None]:
+    values: dict[int, bytes | None] = {}
+    pos = start
     while pos < end:
         if pos + 4 > end:
             raise ValueError(f"column header cut short at offset {pos}")
@@ -120,17 +162,7 @@ def decode_columns(
         pos = vstart + length
         if pos > end:
             raise ValueError(f"column {index} of {length} bytes runs past the record")
-        kind = kinds[index] if index < nkinds else None  # type: ignore[index]
-        if kind in _VARIABLE and length >= 4:
-            # Fast path for the common kinds: check the frame without copying it twice.
-            if buf[vstart] == 0 and buf[vstart + 1] == 0:
-                if ((buf[vstart + 2] << 8) | buf[vstart + 3]) != length - 4:
-                    raise ValueError(f"column {index}: value length disagrees with its header")
-                values[index] = buf[vstart + 4 : pos]
-                continue
-            if buf[vstart] == 0xFF and buf[vstart + 1] == 0xFF:
-                values[index] = None
-                continue
+        kind = None if fixed is None else ColumnKind.CHAR if index in fixed else ColumnKind.VARCHAR2
         try:
             values[index] = unframe_value(buf[vstart:pos], kind)
         except ValueError as exc:
