@@ -175,7 +175,8 @@ class Cluster:
             "max_connections": "60",
         }
         if self.fast:
-            settings.update({"fsync": "off", "synchronous_commit": "off",
+            # synchronous_commit stays on: the slot only returns flushed commits.
+            settings.update({"fsync": "off",
                              "full_page_writes": "off", "shared_buffers": "'32MB'"})
         settings.update(self.extra_settings)
         path = self.data_dir / _CONF_NAME

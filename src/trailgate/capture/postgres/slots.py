@@ -49,8 +49,12 @@ def add_extract(conn: psycopg.Connection[Any], group: str, *,
             "SELECT lsn::text FROM pg_create_logical_replication_slot(%s, 'pgoutput')",
             (slot,)).fetchone()
     except pgerrors.DuplicateObject:
+        row = conn.execute("SELECT database FROM pg_replication_slots WHERE slot_name = %s",
+                           (slot,)).fetchone()
+        where = f"database {row[0]}" if row else "this server"
         raise ConfigError(f"Extract {group} already exists: replication slot {slot} is in "
-                          f"database {conn.info.dbname} (DELETE EXTRACT {group} first)") from None
+                          f"{where} (slots are per server; DELETE EXTRACT {group} first, or "
+                          "choose another group name)") from None
     except pgerrors.InsufficientPrivilege:
         raise SourceError(f"cannot create replication slot {slot}: the DBLOGIN user needs the "
                           "REPLICATION attribute (ALTER ROLE … REPLICATION)") from None
