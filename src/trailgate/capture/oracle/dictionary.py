@@ -38,10 +38,11 @@ _KINDS = {
 _NATIONAL = frozenset({"NVARCHAR2", "NCHAR"})
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class OracleColumn:
     """A column as COL$ describes it; ``segcol`` places it in row pieces, ``intcol`` in
-    supplemental column lists (seed 000: "SEGCOL# or INTCOL#")."""
+    supplemental column lists (seed 000: "SEGCOL# or INTCOL#").  Compared by identity: the
+    capture keys value maps by column object."""
 
     name: str
     type: str

@@ -1,0 +1,260 @@
+"""Row operations of one redo record -> ``model.Change`` records in trail form.
+
+What each operation becomes (seed 003):
+
+* 11.2 IRP, every row of 11.11 QMI and 19.1 direct load: INSERT with every column.
+* 11.3 DRP: DELETE whose before image is the key, taken from the supplemental data or else
+  from the deleted row's image in the 5.1 undo.
+* 11.5 URP: FIELD_COMP (key, logged supplemental columns, changed columns) or PK_UPDATE when
+  a key column takes a new value (before = the old key).
+* 11.4 LKR: nothing (the row lock of a chained-row update; the update follows as a URP).
+
+A value that cannot be decoded, or a key the redo does not carry, is an error: a record is
+written right or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Literal
+
+from trailgate.capture.oracle.changes import (
+    FB_CLUSTER,
+    FB_FIRST,
+    WHOLE_ROW,
+    DirectLoad,
+    KdoRow,
+    RowChange,
+    UndoRecord,
+)
+from trailgate.capture.oracle.datatypes import to_trail
+from trailgate.capture.oracle.dictionary import Dictionary, OracleColumn, OracleTable
+from trailgate.capture.oracle.records import RedoRecord, located
+from trailgate.capture.oracle.rowid import dba_block, dba_file, encode_rowid
+from trailgate.errors import SourceError
+from trailgate.model import Change, OpType
+
+__all__ = ["OnUnknown", "RowBuilder"]
+
+log = logging.getLogger("trailgate.capture.oracle")
+
+OnUnknown = Literal["stop", "skip"]
+
+#: Undo KDO operation that must accompany each redo operation.
+_UNDO_OF = {"IRP": "DRP", "DRP": "IRP", "URP": "URP", "LKR": "LKR", "QMI": "QMD"}
+
+
+class _Skip(Exception):
+    """The change is dropped under the ``skip`` policy (already warned)."""
+
+
+class RowBuilder:
+    """Turns row operations into Changes using the dictionary; applies the unknown policy."""
+
+    def __init__(self, dictionary: Dictionary, on_unknown: OnUnknown = "stop",
+                 warn: Callable[[str], None] | None = None):
+        if on_unknown not in ("stop", "skip"):
+            raise ValueError(f"on_unknown must be 'stop' or 'skip', not {on_unknown!r}")
+        self.dictionary = dictionary
+        self.on_unknown = on_unknown
+        self._warn = warn or log.warning
+
+    # -- entry point -----------------------------------------------------------------------
+    def build(self, record: RedoRecord, change: RowChange | DirectLoad,
+              undo: UndoRecord | None) -> list[Change]:
+        """The Changes one row operation yields (empty for LKR or a skipped object)."""
+        try:
+            if isinstance(change, DirectLoad):
+                table = self._table(record, change, None)
+                return [self._insert(record, change, table, row) for row in change.rows]
+            kdo = change.kdo
+            assert kdo is not None
+            self._check_undo(record, change, undo)
+            if kdo.op == "LKR":
+                return []
+            table = self._table(record, change, undo)
+            if kdo.op == "IRP":
+                return [self._insert(record, change, table, KdoRow(kdo.slot, kdo.fb,
+                                                                  kdo.columns))]
+            if kdo.op == "QMI":
+                return [self._insert(record, change, table, row) for row in kdo.rows]
+            if kdo.op == "DRP":
+                return [self._delete(record, change, table, undo)]
+            return [self._update(record, change, table, undo)]
+        except _Skip:
+            return []
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _error(self, record: RedoRecord, change, message: str) -> SourceError:
+        return located(record.path, change.line, record.rba, message)
+
+    def _unknown(self, record: RedoRecord, change, message: str) -> _Skip:
+        if self.on_unknown == "stop":
+            raise self._error(record, change, message + " (capture stopped: add it to the "
+                              "dictionary, or run with on_unknown='skip' to drop such changes)")
+        self._warn(f"{record.path}, line {change.line}, redo record RBA {record.rba}: "
+                   f"{message}; change skipped, no record written")
+        return _Skip()
+
+    def _check_undo(self, record: RedoRecord, change: RowChange,
+                    undo: UndoRecord | None) -> None:
+        kdo = change.kdo
+        assert kdo is not None
+        if undo is None or undo.kdo is None:
+            if kdo.op in ("DRP", "URP"):
+                raise self._error(record, change, f"{change.op} {kdo.op} has no 5.1 undo "
+                                  f"record before it in its redo record")
+            return
+        want = _UNDO_OF[kdo.op]
+        if undo.kdo.op != want:
+            raise self._error(record, change, f"{kdo.op} is paired with a {undo.kdo.op} undo "
+                              f"(line {undo.line}); expected {want}")
+        if kdo.op in ("IRP", "DRP", "URP", "LKR") and undo.kdo.slot != kdo.slot:
+            raise self._error(record, change, f"{kdo.op} on slot {kdo.slot} but its undo "
+                              f"(line {undo.line}) is for slot {undo.kdo.slot}")
+
+    def _table(self, record: RedoRecord, change, undo: UndoRecord | None) -> OracleTable:
+        if undo is not None and undo.objn >= 0:
+            table = self.dictionary.by_object_id(undo.objn)
+            if table is None:
+                raise self._unknown(record, change, f"object {undo.objn} (data object "
+                                    f"{change.obj}) is not in the dictionary")
+            if table.data_object_id != change.obj:
+                raise self._error(record, change, f"the dictionary gives {table.qualified_name}"
+                                  f" data object id {table.data_object_id} but the redo "
+                                  f"writes data object {change.obj}: the dictionary is stale "
+                                  f"(the table was moved or truncated?)")
+            return table
+        tables = self.dictionary.by_data_object_id(change.obj)
+        if not tables:
+            raise self._unknown(record, change, f"data object {change.obj} is not in the "
+                                "dictionary")
+        if len(tables) > 1:
+            raise self._error(record, change, f"data object {change.obj} holds several tables "
+                              f"({', '.join(t.qualified_name for t in tables)}) and this change "
+                              f"does not say which")
+        return tables[0]
+
+    def _column(self, record, change, table: OracleTable, segcol: int) -> OracleColumn:
+        col = table.by_segcol.get(segcol)
+        if col is None:
+            raise self._unknown(record, change, f"{table.qualified_name} has no column with "
+                                f"segment column number {segcol} in the dictionary")
+        return col
+
+    def _value(self, record, change, col: OracleColumn, raw: bytes | None,
+               table: OracleTable) -> bytes | None:
+        try:
+            return to_trail(raw, col.kind, col.charset)
+        except ValueError as exc:
+            raise self._error(record, change, f"{table.qualified_name}.{col.name} "
+                              f"({col.type}): {exc}") from None
+
+    def _piece(self, record, change, table, cols, offset) -> dict[OracleColumn, bytes | None]:
+        out: dict[OracleColumn, bytes | None] = {}
+        for colno, raw in cols:
+            col = self._column(record, change, table, colno + offset)
+            out[col] = self._value(record, change, col, raw, table)
+        return out
+
+    def _rowid(self, change, dba: int, slot: int) -> str:
+        return encode_rowid(change.obj, dba_file(dba), dba_block(dba), slot)
+
+    def _make(self, op: OpType, record: RedoRecord, table: OracleTable, rowid: str,
+              after=None, before=None) -> Change:
+        return Change(op=op, table=table.qualified_name, after=after, before=before,
+                      io_time=record.julian_time, audit_seq=record.rba.seq,
+                      audit_pos=record.rba.audit_pos, rowid=rowid)
+
+    # -- operations ------------------------------------------------------------------------
+    def _insert(self, record, change, table: OracleTable, row: KdoRow) -> Change:
+        if row.fb != WHOLE_ROW:
+            raise self._error(record, change, f"insert of a row piece with flags {row.fb}: "
+                              f"only whole rows ({WHOLE_ROW}) are supported")
+        values = self._piece(record, change, table, row.columns, 1)
+        after = {c.index: values.get(c) for c in table.columns}
+        return self._make(OpType.INSERT, record, table, self._rowid(change, change.dba,
+                                                                    row.slot), after=after)
+
+    def _supplemental(self, record, change, table: OracleTable,
+                      undo: UndoRecord) -> dict[OracleColumn, bytes | None]:
+        sup = undo.supplemental
+        if sup is None:
+            return {}
+        out: dict[OracleColumn, bytes | None] = {}
+        for intcol, raw in sup.columns:
+            col = table.by_intcol.get(intcol)
+            if col is None:
+                raise self._unknown(record, change, f"{table.qualified_name} has no column "
+                                    f"with INTCOL# {intcol} (named by supplemental data)")
+            out[col] = self._value(record, change, col, raw, table)
+        return out
+
+    def _key(self, record, change, table, known: dict[OracleColumn, bytes | None],
+             what: str) -> dict[OracleColumn, bytes | None]:
+        keycols = table.key_columns
+        missing = [c.name for c in keycols if c not in known]
+        if missing:
+            raise self._error(record, change, f"{what} of {table.qualified_name} does not "
+                              f"carry key column(s) {', '.join(missing)}: log the key as "
+                              f"supplemental data (ADD TRANDATA / ALTER TABLE … ADD "
+                              f"SUPPLEMENTAL LOG DATA (PRIMARY KEY) COLUMNS)")
+        return {c: known[c] for c in keycols}
+
+    def _delete(self, record, change, table: OracleTable, undo: UndoRecord) -> Change:
+        kdo = change.kdo
+        known = {}
+        assert undo.kdo is not None
+        if undo.kdo.fb == WHOLE_ROW:
+            known.update(self._piece(record, change, table, undo.kdo.columns, 1))
+        sup = self._supplemental(record, change, table, undo)
+        for col, value in sup.items():
+            if col in known and known[col] != value:
+                raise self._error(record, change, f"supplemental data gives "
+                                  f"{table.qualified_name}.{col.name} a value other than the "
+                                  f"deleted row's image")
+            known[col] = value
+        key = self._key(record, change, table, known, "delete")
+        before = {c.index: v for c, v in sorted(key.items(), key=lambda kv: kv[0].index)}
+        return self._make(OpType.DELETE, record, table,
+                          self._rowid(change, change.dba, kdo.slot), before=before)
+
+    def _update(self, record, change, table: OracleTable, undo: UndoRecord) -> Change:
+        kdo = change.kdo
+        sup = undo.supplemental
+        first = kdo.columns[0][0] if kdo.columns else 0
+        whole_start = bool(kdo.flag & FB_FIRST) and not kdo.flag & FB_CLUSTER
+        if sup is not None and sup.first_modified > 0 and kdo.columns:
+            offset = sup.first_modified - first
+            if offset < 1 or (whole_start and offset != 1):
+                raise self._error(record, change, f"supplemental data says the first modified "
+                                  f"column is {sup.first_modified} but the URP's first column "
+                                  f"is col {first} of a piece with flag 0x{kdo.flag:02x}")
+        elif whole_start:
+            offset = 1
+        else:
+            raise self._error(record, change, f"update of a row piece that does not start the "
+                              f"row (flag 0x{kdo.flag:02x}) without supplemental data: its "
+                              f"columns cannot be placed")
+        new = self._piece(record, change, table, kdo.columns, offset)
+        old = self._piece(record, change, table, undo.kdo.columns, offset)
+        logged = self._supplemental(record, change, table, undo)
+        known = {**old, **logged}
+        before_key = self._key(record, change, table, known, "update")
+        key_changed = any(c in new and new[c] != v for c, v in before_key.items())
+        after_cols = {c: new.get(c, v) for c, v in before_key.items()}
+        for col, value in logged.items():
+            after_cols.setdefault(col, value)
+        after_cols.update(new)
+        after = {c.index: v for c, v in sorted(after_cols.items(), key=lambda kv: kv[0].index)}
+        if sup is not None and sup.head_dba is not None:
+            rowid = self._rowid(change, sup.head_dba, sup.head_slot or 0)
+        else:
+            rowid = self._rowid(change, change.dba, kdo.slot)
+        if key_changed:
+            before = {c.index: v for c, v in sorted(before_key.items(),
+                                                     key=lambda kv: kv[0].index)}
+            return self._make(OpType.PK_UPDATE, record, table, rowid, after=after,
+                              before=before)
+        return self._make(OpType.FIELD_COMP, record, table, rowid, after=after)
