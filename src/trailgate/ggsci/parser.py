@@ -57,6 +57,7 @@ __all__ = ["GgsciSyntaxError", "parse_command", "parse_obey"]
 
 _GROUP_NAME = re.compile(r"[A-Za-z0-9_]{1,8}\Z")
 _GROUP_PATTERN = re.compile(r"[A-Za-z0-9_*?]{1,8}\Z")
+_TRAIL_PREFIX = re.compile(r"[A-Za-z0-9_]{2}\Z")
 _KINDS = {"EXTRACT": "EXTRACT", "EXT": "EXTRACT", "REPLICAT": "REPLICAT", "REP": "REPLICAT",
           "ER": "ER"}
 _TIMESTAMP_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M",
@@ -120,13 +121,15 @@ class _Line:
             return True
         return False
 
-    def value(self, expected: str) -> str:
-        """A value as written: a quoted string, or glued tokens (paths, conninfo, names)."""
+    def value(self, expected: str, *, raw: bool = False) -> str:
+        """A value: a quoted string (unquoted), or glued tokens taken as written (paths,
+        conninfo, names); ``raw`` keeps the quotes of a lone ``"identifier"``."""
         tok = self.peek()
         if tok is None or tok.kind not in (Tok.WORD, Tok.STRING, Tok.QIDENT):
             self.fail(expected)
         self.i += 1
-        if tok.kind is Tok.STRING and not self._glued():
+        if (tok.kind is Tok.STRING or (tok.kind is Tok.QIDENT and not raw)) \
+                and not self._glued():
             return tok.value
         parts = [tok.text]
         while self._glued():
@@ -173,13 +176,13 @@ class _Line:
 
     def table(self, *, schema_only: bool = False) -> str:
         what = "a schema name" if schema_only else "a table name (schema.table or schema.*)"
-        name = self.value(what)
+        name = self.value(what, raw=True)
         try:
             parts = parse_name(name)
         except ValueError:
             self.i -= 1
             self.fail(what)
-        if (schema_only and len(parts) != 1) or (not schema_only and len(parts) not in (1, 2, 3)):
+        if len(parts) != 1 if schema_only else len(parts) > 3:
             self.i -= 1
             self.fail(what)
         return name
@@ -199,6 +202,16 @@ def _kind(cur: _Line) -> str | None:
             cur.i += 1
             return _KINDS[tok.upper]
     return None
+
+
+def _trail(cur: _Line) -> str:
+    """A trail: a directory and a two-character prefix, as ``./dirdat/aa``."""
+    expected = "a trail path: a directory and a two-character prefix, such as ./dirdat/aa"
+    path = cur.value(expected)
+    if not _TRAIL_PREFIX.match(path.rstrip("/").rsplit("/", 1)[-1]):
+        cur.i -= 1
+        cur.fail(expected)
+    return path
 
 
 def _timestamp(cur: _Line) -> datetime:
@@ -330,7 +343,7 @@ def _add_extract(cur: _Line) -> Command:
     if source == "TRANLOG":
         pass
     elif source == "EXTTRAILSOURCE" and not integrated:
-        args["source_path"] = cur.value("a trail path such as ./dirdat/aa")
+        args["source_path"] = _trail(cur)
     else:
         cur.i -= 1
         cur.fail("TRANLOG or EXTTRAILSOURCE")
@@ -356,7 +369,7 @@ def _add_replicat(cur: _Line) -> Command:
     name = cur.group()
     if not cur.comma() or not cur.accept("EXTTRAIL"):
         cur.fail("', EXTTRAIL trail' after the group name")
-    args: dict[str, Any] = {"exttrail": cur.value("a trail path such as ./dirdat/rt")}
+    args: dict[str, Any] = {"exttrail": _trail(cur)}
 
     def handle(opt: str) -> bool:
         if opt == "CHECKPOINTTABLE" and "nodbcheckpoint" not in args:
@@ -376,7 +389,7 @@ def _add_replicat(cur: _Line) -> Command:
 
 
 def _add_trail(cur: _Line, kind: str) -> Command:
-    path = cur.value("a trail path such as ./dirdat/aa")
+    path = _trail(cur)
     if not cur.comma() or _KINDS.get(cur.word("EXTRACT")) != "EXTRACT":
         cur.fail("', EXTRACT group' after the trail path")
     extract = cur.group()
@@ -430,7 +443,7 @@ def _delete(cur: _Line) -> Command:
         cur.done()
         return DeleteGroup(kind, name, force)
     if obj in ("EXTTRAIL", "RMTTRAIL"):
-        path = cur.value("a trail path")
+        path = _trail(cur)
         cur.done()
         return DeleteTrail(obj, path)
     if obj == "TRANDATA":
@@ -459,8 +472,9 @@ def _info(cur: _Line) -> Command:
     if tok is None:
         cur.fail(_OBJECTS["INFO"])
     word = tok.upper
-    if word == "ALL" and (len(cur.tokens) == cur.i + 1):
+    if word == "ALL":
         cur.i += 1
+        cur.done()
         return InfoAll()
     if word in ("TRANDATA", "SCHEMATRANDATA"):
         cur.i += 1
