@@ -1,0 +1,115 @@
+"""One local SparkSession per process, sized for a small machine and quiet on stdout.
+
+Every trailgate process (Extract, Replicat, ad hoc SQL over trails) runs on Spark; starting a
+JVM costs seconds, so the session is built once and reused, and the trail data source is
+registered on it so ``spark.read.format("trail")`` works everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["SPARK_DIR_ENV", "get_spark", "stop_spark"]
+
+#: Directory for Spark's warehouse, scratch space and log configuration (default: a temp dir).
+SPARK_DIR_ENV = "TRAILGATE_SPARK_DIR"
+
+# Spark's own INFO/WARN chatter (native-hadoop warnings, "Setting default log level") would
+# drown a command's output; errors still reach stderr.
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+"""
+
+_registered: set[int] = set()
+
+
+def _spark_dir(work_dir: str | Path | None) -> Path:
+    base = work_dir or os.environ.get(SPARK_DIR_ENV)
+    path = Path(base) if base else Path(tempfile.gettempdir()) / f"trailgate-spark-{os.getuid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path.absolute()
+
+
+def _defaults(work: Path) -> dict[str, str]:
+    log_conf = work / "log4j2.properties"
+    if not log_conf.exists() or log_conf.read_text() != _LOG4J2:
+        log_conf.write_text(_LOG4J2)
+    (work / "tmp").mkdir(exist_ok=True)
+    java_opts = f"-Dlog4j2.configurationFile=file:{log_conf} -Djava.io.tmpdir={work / 'tmp'}"
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": str(work / "warehouse"),
+        "spark.local.dir": str(work / "tmp"),
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        "spark.python.worker.reuse": "true",
+    }
+
+
+def get_spark(
+    app_name: str = "trailgate",
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    *,
+    work_dir: str | Path | None = None,
+) -> SparkSession:
+    """The process's SparkSession (created on first call) with the ``trail`` source registered.
+
+    ``master`` defaults to ``local[2]`` (or ``$TRAILGATE_SPARK_MASTER``); ``conf`` overrides
+    the defaults; ``work_dir`` (or ``$TRAILGATE_SPARK_DIR``) holds the warehouse and scratch
+    files.  Settings only take effect when the session is first created.
+    """
+    # Python workers must run this interpreter, so they import the same trailgate.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # pyspark warns about the pandas version on import; trailgate does not use pandas here.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    from pyspark.sql import SparkSession
+
+    from trailgate.spark.trail_source import TrailDataSource
+
+    settings = _defaults(_spark_dir(work_dir))
+    settings.update(conf or {})
+    builder = SparkSession.builder.appName(app_name).master(
+        master or os.environ.get("TRAILGATE_SPARK_MASTER", "local[2]"))
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    key = id(spark)
+    if key not in _registered:
+        spark.sparkContext.setLogLevel("ERROR")
+        spark.dataSource.register(TrailDataSource)
+        _registered.add(key)
+    return spark
+
+
+def stop_spark() -> None:
+    """Stop the process's session if one is running (tests, CLI exit)."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is not None:
+        _registered.discard(id(spark))
+        spark.stop()

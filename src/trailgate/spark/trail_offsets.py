@@ -1,0 +1,93 @@
+"""Streaming offsets over a trail: ``{"seqno": n, "rba": n}`` at transaction boundaries.
+
+A micro-batch must never split a transaction (Replicat applies whole transactions), so the
+latest offset is the end of the last *complete* transaction: the scan reads physical records
+only (no column decoding) and moves the boundary when it sees a last record.  A transaction
+cut off by a crash never gets one, so it never becomes part of a batch; its rewrite in the
+writer's next file does.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from trailgate.model import OpType, TrailPosition, TransInd
+from trailgate.trail.naming import TrailName
+from trailgate.trail.reader import TrailReader
+
+__all__ = ["end_of_data", "offset_of", "position_of", "scan_boundary"]
+
+_STARTS = (TransInd.FIRST, TransInd.ONLY)
+_ENDS = (TransInd.LAST, TransInd.ONLY)
+_NOT_ROWS = (OpType.RECORD_FRAGMENT, OpType.LOB)
+
+
+def offset_of(position: TrailPosition) -> dict[str, int]:
+    """The JSON-able offset Spark checkpoints for ``position``."""
+    return {"seqno": position.seqno, "rba": position.rba}
+
+
+def position_of(offset: dict[str, Any]) -> TrailPosition:
+    """Undo :func:`offset_of`; a malformed offset (a checkpoint from another source) fails."""
+    try:
+        return TrailPosition(int(offset["seqno"]), int(offset["rba"]))
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"not a trail offset: {offset!r} (expected "
+                         '{"seqno": n, "rba": n})') from None
+
+
+def end_of_data(trail: str) -> TrailPosition | None:
+    """Where the trail's data ends right now (its last file's size), or ``None`` if it has
+    no files: the fixed target of an ``availableNow`` run."""
+    name = TrailName(trail)
+    seqs = name.sequence_numbers()
+    if not seqs:
+        return None
+    try:
+        size = os.path.getsize(name.file(seqs[-1]))
+    except OSError:
+        size = 0
+    return TrailPosition(seqs[-1], size)
+
+
+def scan_boundary(
+    trail: str,
+    start: TrailPosition,
+    *,
+    limit: TrailPosition | None = None,
+    max_records: int | None = None,
+) -> tuple[TrailPosition, int]:
+    """(end of the last complete transaction after ``start``, change records before it).
+
+    ``start`` must be a transaction boundary.  Stops at ``limit`` (records ending after it
+    are not considered) and once ``max_records`` change records are covered (always at least
+    one transaction, so a big transaction still makes progress).  Returns ``start`` when no
+    transaction is complete yet.
+    """
+    reader = TrailReader(trail, start=start)
+    boundary, covered, pending = start, 0, 0
+    in_txn = in_metadata = False
+    for _pos, raw in reader.raw_records():
+        end = reader.position
+        if limit is not None and end > limit:
+            break
+        io_type = raw.io_type
+        if io_type == OpType.METADATA or (in_metadata and io_type == OpType.RECORD_FRAGMENT):
+            # table definitions sit between and inside transactions with TransInd ONLY
+            in_metadata = bool(raw.continued)
+            continue
+        in_metadata = False
+        if raw.trans_ind in _STARTS:
+            in_txn, pending = True, 0  # a transaction left open before this one was abandoned
+        if not in_txn:
+            continue  # the tail of a transaction that started before ``start``
+        if io_type not in _NOT_ROWS:
+            pending += 1
+        if raw.trans_ind in _ENDS:
+            in_txn = False
+            boundary = end
+            covered += pending
+            if max_records is not None and covered >= max_records:
+                break
+    return boundary, covered

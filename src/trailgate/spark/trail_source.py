@@ -1,0 +1,179 @@
+"""``spark.read.format("trail")`` and ``spark.readStream.format("trail")``.
+
+Batch reads plan one input partition per trail file so files are decoded in parallel;
+streaming reads cut micro-batches at transaction boundaries (offsets ``{"seqno", "rba"}``)
+and plan one partition per file inside the batch.  Rows are built as Arrow batches by
+:mod:`trailgate.spark.trail_rows`; the row rule there keeps every transaction whole and in
+exactly one partition.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from trailgate.model import TrailPosition
+from trailgate.spark.trail_offsets import end_of_data, offset_of, position_of, scan_boundary
+from trailgate.spark.trail_options import TrailOptions, parse_options
+from trailgate.spark.trail_rows import SCHEMA_DDL, read_batches
+from trailgate.trail.naming import TrailName
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["TrailDataSource", "TrailPartition"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrailPartition(InputPartition):
+    """Transactions starting in ``[lower, upper)`` of one trail file (``upper=None``: to
+    the end of the trail)."""
+
+    trail: str
+    seqno: int
+    lower: TrailPosition
+    upper: TrailPosition | None
+
+
+def _read(options: TrailOptions, partition: TrailPartition) -> Iterator[pa.RecordBatch]:
+    return read_batches(
+        partition.trail, partition.lower, partition.upper, tables=options.table_filter(),
+        include_metadata=options.include_metadata, batch_rows=options.batch_rows)
+
+
+class TrailDataSource(DataSource):
+    """The ``trail`` format: one row per change; see docs/spark.md for options and schema."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "trail"
+
+    def schema(self) -> str:
+        return SCHEMA_DDL
+
+    def reader(self, schema: Any) -> TrailBatchReader:
+        return TrailBatchReader(parse_options(self.options))
+
+    def streamReader(self, schema: Any) -> TrailStreamReader:
+        return TrailStreamReader(parse_options(self.options, streaming=True))
+
+
+class TrailBatchReader(DataSourceReader):
+    """A batch read: every complete transaction starting in the selected files."""
+
+    def __init__(self, options: TrailOptions):
+        self.options = options
+
+    def partitions(self) -> Sequence[InputPartition]:
+        opts = self.options
+        seqs = list(opts.seqnos) if opts.seqnos is not None else TrailName(
+            opts.trail).sequence_numbers()
+        if opts.start is not None:
+            seqs = [s for s in seqs if s >= opts.start.seqno]
+        parts = []
+        for seq in seqs:
+            lower = TrailPosition(seq, 0)
+            if opts.start is not None and seq == opts.start.seqno:
+                lower = opts.start
+            parts.append(TrailPartition(opts.trail, seq, lower, TrailPosition(seq + 1, 0)))
+        # Spark needs at least one partition; an empty range reads nothing.
+        return parts or [TrailPartition(opts.trail, -1, TrailPosition(0, 0),
+                                        TrailPosition(0, 0))]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, TrailPartition)
+        if partition.upper is not None and partition.lower >= partition.upper:
+            return iter(())
+        return _read(self.options, partition)
+
+
+class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches of whole transactions; Spark's checkpoint holds the offsets.
+
+    Lives in one driver-side Python process for the life of the query, so it remembers the
+    last boundary it found and scans only what was appended since.
+    """
+
+    def __init__(self, options: TrailOptions):
+        self.options = options
+        self._target: TrailPosition | None = None
+        self._target_set = False
+        self._known: TrailPosition | None = None  # a boundary already found by a scan
+
+    def initialOffset(self) -> dict[str, int]:
+        if self.options.start is not None:
+            return offset_of(self.options.start)
+        seqs = TrailName(self.options.trail).sequence_numbers()
+        return offset_of(TrailPosition(seqs[0] if seqs else 0, 0))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        n = self.options.max_records_per_trigger
+        return ReadMaxRows(n) if n else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Fix the target at the data present now; later appends wait for the next run."""
+        self._target = end_of_data(self.options.trail)
+        self._target_set = True
+
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        begin = position_of(start) if start is not None else position_of(self.initialOffset())
+        if self._target_set and self._target is None:
+            return offset_of(begin)  # availableNow over a trail that had no files
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        scan_from = begin
+        if max_rows is None and self._known is not None and self._known > begin:
+            scan_from = self._known  # everything up to it is complete transactions
+        boundary, _ = scan_boundary(self.options.trail, scan_from, limit=self._target,
+                                    max_records=max_rows)
+        if max_rows is None:
+            self._known = boundary
+        return offset_of(max(boundary, begin))
+
+    def reportLatestOffset(self) -> dict | None:
+        return offset_of(self._known) if self._known is not None else None
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        lower, upper = position_of(start), position_of(end)
+        if lower >= upper:
+            return []
+        trail = TrailName(self.options.trail)
+        parts: list[InputPartition] = []
+        for seq in trail.sequence_numbers():
+            if not lower.seqno <= seq <= upper.seqno:
+                continue
+            lo = lower if seq == lower.seqno else TrailPosition(seq, 0)
+            hi = upper if seq == upper.seqno else TrailPosition(seq + 1, 0)
+            if lo >= hi or (seq == lower.seqno and _at_or_past_end(trail, seq, lo.rba)):
+                continue
+            parts.append(TrailPartition(self.options.trail, seq, lo, hi))
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, TrailPartition)
+        return _read(self.options, partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: Spark's checkpoint stores the offsets (trailgate's own read
+        checkpoint is written by the Replicat query after it applies a batch)."""
+
+
+def _at_or_past_end(trail: TrailName, seq: int, rba: int) -> bool:
+    try:
+        return rba >= os.path.getsize(trail.file(seq))
+    except OSError:
+        return True
