@@ -31,7 +31,25 @@ _COMMANDS: dict[tuple[str, ...], tuple[str, str, str]] = {
 }
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _selected(argv: Sequence[str]) -> tuple[str, ...] | None:
+    """The subcommand path named in ``argv``: only its module is imported to add arguments,
+    so one subcommand's heavy imports never slow another."""
+    words: list[str] = []
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--home":
+            skip = True
+        elif not word.startswith("-"):
+            words.append(word)
+    for path in _COMMANDS:
+        if tuple(words[: len(path)]) == path:
+            return path
+    return None
+
+
+def _build_parser(selected: tuple[str, ...] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trailgate",
         description="Log-based change data capture and replication in the GoldenGate trail "
@@ -52,21 +70,18 @@ def _build_parser() -> argparse.ArgumentParser:
                 groups[path[0]] = grp.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
             sub = groups[path[0]].add_parser(path[1], help=help_text, description=help_text)
         sub.set_defaults(_target=(module, func))
-        add_arguments = getattr(importlib.import_module(module), "add_arguments", None) \
-            if _module_light(module) else None
+        if selected is not None and selected != path[: len(selected)]:
+            continue
+        add_arguments = getattr(importlib.import_module(module), "add_arguments", None)
         if add_arguments is not None:
             add_arguments(sub)
     return parser
 
 
-def _module_light(module: str) -> bool:
-    """Modules whose import is cheap enough to build the parser (no Spark, no drivers)."""
-    return not module.startswith(("trailgate.spark", "trailgate.ggsci", "trailgate.demo"))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``trailgate`` with ``argv``; returns the exit status."""
-    parser = _build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _build_parser(_selected(argv) or ("",))
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,

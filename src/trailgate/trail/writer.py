@@ -73,6 +73,7 @@ class TrailWriter:
         self._txn: tuple[str, int] | None = None
         self._txn_records = 0
         self._pending: tuple[list[bytes], TableDef | None, str, int] | None = None
+        self._next_header: FileHeader | None = None
 
     # -- positions ---------------------------------------------------------------------
 
@@ -182,6 +183,18 @@ class TrailWriter:
         self.add_change(Change(op=205, table="GGS_COMMENT", text=text), None)  # type: ignore[arg-type]
         self.commit_transaction()
 
+    def start_file(self, header: FileHeader | None = None) -> None:
+        """End the current file; the next record starts a new one.
+
+        With ``header`` the new file's header repeats its fields (creation time, names, URI
+        history, producer, first CSN): ``trail import`` uses this to reproduce a trail's bytes.
+        """
+        if self._txn is not None:
+            raise RuntimeError("start_file inside a transaction")
+        if self._fd is not None and self._has_data:
+            self._finish_file()
+        self._next_header = header
+
     # -- files ----------------------------------------------------------------------------
 
     def _append(self, record: bytes) -> None:
@@ -213,6 +226,12 @@ class TrailWriter:
             database=self.database,
             producer=self.producer,
         )
+        template, self._next_header = self._next_header, None
+        if template is not None:
+            for name in ("filename", "uri", "uri_history", "compatibility", "charset",
+                         "creation_time", "multipart", "first_csn", "first_io_time", "machine",
+                         "database", "producer", "recovery_mode"):
+                setattr(header, name, getattr(template, name))
         data = header.encode()
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._header = header

@@ -1,0 +1,320 @@
+"""JSON Lines interchange: a trail's changes as one JSON object per line, and back.
+
+``trailgate trail export`` writes, for each trail file, a ``file`` object (its header), then
+for each table definition a ``metadata`` object and for each change a ``change`` object.
+``trailgate trail import`` writes those objects into a trail; exporting a trailgate trail and
+importing the result reproduces the same bytes.  The format is documented in
+docs/interchange.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from trailgate.errors import ConfigError
+from trailgate.model import (
+    Change,
+    Column,
+    ColumnKind,
+    OpType,
+    TableDef,
+    TrailPosition,
+    TransInd,
+    unix_micros_from_julian,
+)
+from trailgate.trail import FileHeader, TrailReader, TrailWriter
+from trailgate.trail.header import DatabaseInfo, MachineInfo, ProducerInfo
+
+__all__ = ["add_arguments", "export_records", "import_records", "run_export", "run_import"]
+
+FORMAT_VERSION = 1
+
+
+# -- values ---------------------------------------------------------------------------------
+
+def _value_json(value: bytes | None, kind: ColumnKind | None) -> dict[str, Any]:
+    if value is None:
+        return {"value": None}
+    if kind is not ColumnKind.RAW:
+        try:
+            return {"value": value.decode("utf-8")}
+        except UnicodeDecodeError:
+            pass
+    return {"hex": value.hex()}
+
+
+def _columns_json(values: dict[int, bytes | None] | None, table: TableDef | None) -> list | None:
+    if values is None:
+        return None
+    by_index = {c.index: c for c in table.columns} if table else {}
+    out = []
+    for index in sorted(values):
+        col = by_index.get(index)
+        item: dict[str, Any] = {"index": index}
+        if col is not None:
+            item["name"] = col.name
+            item["type"] = col.kind.value
+        item.update(_value_json(values[index], col.kind if col else None))
+        out.append(item)
+    return out
+
+
+def _columns_from_json(items: list | None, where: str) -> dict[int, bytes | None] | None:
+    if items is None:
+        return None
+    values: dict[int, bytes | None] = {}
+    for item in items:
+        if "index" not in item:
+            raise ValueError(f"{where}: a column without its index")
+        if "hex" in item:
+            values[int(item["index"])] = bytes.fromhex(item["hex"])
+        else:
+            value = item.get("value")
+            values[int(item["index"])] = None if value is None else str(value).encode("utf-8")
+    return values
+
+
+def _iso(julian: int) -> str:
+    micros = unix_micros_from_julian(julian)
+    try:
+        stamp = datetime.fromtimestamp(micros / 1e6, UTC)
+    except (OverflowError, OSError, ValueError):
+        return ""
+    return stamp.isoformat(timespec="microseconds")
+
+
+# -- export ---------------------------------------------------------------------------------
+
+def _header_json(header: FileHeader) -> dict[str, Any]:
+    fields = {f.name: getattr(header, f.name) for f in dataclasses.fields(FileHeader)
+              if f.name not in ("length", "tokens", "offsets")}
+    fields["machine"] = dataclasses.asdict(header.machine)
+    fields["database"] = dataclasses.asdict(header.database)
+    fields["producer"] = dataclasses.asdict(header.producer)
+    fields["producer"]["version"] = list(header.producer.version)
+    return fields
+
+
+def _header_from_json(data: dict[str, Any]) -> FileHeader:
+    fields = dict(data)
+    fields["machine"] = MachineInfo(**fields.get("machine", {}))
+    fields["database"] = DatabaseInfo(**fields.get("database", {}))
+    producer = dict(fields.get("producer", {}))
+    if "version" in producer:
+        producer["version"] = tuple(producer["version"])
+    fields["producer"] = ProducerInfo(**producer)
+    return FileHeader(**fields)
+
+
+def _tabledef_json(table: TableDef) -> dict[str, Any]:
+    return dataclasses.asdict(table)
+
+
+def _tabledef_from_json(data: dict[str, Any]) -> TableDef:
+    columns = [Column(**{**c, "kind": ColumnKind(c["kind"])}) for c in data["columns"]]
+    return TableDef(**{**data, "columns": columns})
+
+
+def export_records(trail: str | Path, start: TrailPosition | None = None,
+                   single_file: bool = False) -> Iterator[dict[str, Any]]:
+    """The JSON objects describing a trail (or one file of it) from ``start``."""
+    reader = TrailReader(trail, start, single_file=single_file)
+    seen_header = None
+    txn_csn: int | None = None
+    txn_xid: str | None = None
+    for record in reader.records():
+        if reader.header is not None and reader.header is not seen_header:
+            seen_header = reader.header
+            yield {"record": "file", "format": FORMAT_VERSION,
+                   "header": _header_json(reader.header)}
+        raw = record.raw
+        if record.table_def is not None and record.change is None:
+            yield {"record": "metadata", "position": str(record.position),
+                   "table": record.table_def.qualified_name,
+                   "definition": _tabledef_json(record.table_def)}
+            continue
+        change = record.change
+        if change is None:
+            continue
+        if record.starts_transaction:
+            txn_csn, txn_xid = raw.csn, raw.xid
+        table = record.table_def
+        obj: dict[str, Any] = {
+            "record": "change",
+            "position": str(record.position),
+            "op": OpType(raw.io_type).label,
+            "io_type": raw.io_type,
+            "table": change.table,
+            "csn": txn_csn,
+            "xid": txn_xid,
+            "first_in_transaction": record.starts_transaction,
+            "trans_ind": TransInd(_trans_ind(record)).name.lower(),
+            "timestamp": _iso(change.io_time),
+            "io_time": change.io_time,
+            "audit_rba": change.audit_seq,
+            "audit_pos": change.audit_pos,
+        }
+        if change.rowid is not None:
+            obj["rowid"] = change.rowid
+        if change.before is not None:
+            obj["before"] = _columns_json(change.before, table)
+        if change.after is not None:
+            obj["columns"] = _columns_json(change.after, table)
+        if change.text is not None:
+            obj["text"] = change.text
+        if change.tokens:
+            obj["tokens"] = change.tokens
+        if record.starts_transaction and raw.csn is None:
+            obj["csn"] = None
+        yield obj
+        if record.ends_transaction:
+            txn_csn = txn_xid = None
+
+
+def _trans_ind(record) -> int:
+    if record.starts_transaction and record.ends_transaction:
+        return TransInd.ONLY
+    if record.starts_transaction:
+        return TransInd.FIRST
+    if record.ends_transaction:
+        return TransInd.LAST
+    return TransInd.MIDDLE
+
+
+# -- import ---------------------------------------------------------------------------------
+
+def _change_from_json(obj: dict[str, Any], where: str) -> Change:
+    try:
+        op = OpType(int(obj["io_type"])) if "io_type" in obj else _op_by_label(obj["op"])
+        return Change(
+            op=op,
+            table=obj["table"],
+            after=_columns_from_json(obj.get("columns"), where),
+            before=_columns_from_json(obj.get("before"), where),
+            io_time=int(obj.get("io_time", 0)),
+            audit_seq=int(obj.get("audit_rba", 0)),
+            audit_pos=int(obj.get("audit_pos", 0)),
+            rowid=obj.get("rowid"),
+            tokens=obj.get("tokens") or None,
+            text=obj.get("text"),
+        )
+    except KeyError as exc:
+        raise ValueError(f"{where}: change lacks {exc.args[0]!r}") from None
+
+
+def _op_by_label(label: str) -> OpType:
+    for op in OpType:
+        if op.label.lower() == str(label).lower() or op.name.lower() == str(label).lower():
+            return op
+    raise ValueError(f"unknown operation {label!r}")
+
+
+def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<stdin>",
+                   megabytes: int = 500) -> int:
+    """Write JSON Lines change records into ``trail``; returns the number of changes."""
+    writer: TrailWriter | None = None
+    tables: dict[str, TableDef] = {}
+    in_txn = False
+    count = 0
+    headers_given = False
+    try:
+        for number, line in enumerate(lines, start=1):
+            where = f"{source}, line {number}"
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"not JSON: {exc.msg}", path=source, line=number) from None
+            kind = obj.get("record", "change")
+            try:
+                if kind == "file":
+                    header = _header_from_json(obj["header"])
+                    if writer is None:
+                        writer = TrailWriter(trail, megabytes=1 << 20, producer=header.producer,
+                                             database=header.database,
+                                             compatibility=header.compatibility)
+                    if in_txn:
+                        raise ValueError(f"{where}: a new file starts inside a transaction")
+                    writer.start_file(header)
+                    headers_given = True
+                elif kind == "metadata":
+                    table = _tabledef_from_json(obj["definition"])
+                    tables[table.qualified_name] = table
+                elif kind == "change":
+                    if writer is None:
+                        writer = TrailWriter(trail, megabytes=megabytes)
+                    change = _change_from_json(obj, where)
+                    first = obj.get("first_in_transaction", obj.get("trans_ind") in (
+                        "first", "only", None))
+                    if first or not in_txn:
+                        if in_txn:
+                            writer.commit_transaction()
+                        writer.begin_transaction(obj.get("xid") or "", int(obj.get("csn") or 0))
+                        in_txn = True
+                    writer.add_change(change, tables.get(change.table))
+                    count += 1
+                    if obj.get("trans_ind", "only") in ("last", "only"):
+                        writer.commit_transaction()
+                        in_txn = False
+                else:
+                    raise ValueError(f"{where}: unknown record kind {kind!r}")
+            except (KeyError, TypeError, ValueError) as exc:
+                message = str(exc) if str(exc).startswith(source) else f"{where}: {exc}"
+                raise ConfigError(message) from None
+        if writer is not None and in_txn:
+            writer.commit_transaction()
+    finally:
+        if writer is not None:
+            writer.close()
+    del headers_given
+    return count
+
+
+# -- command line ---------------------------------------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    if parser.prog.endswith("export"):
+        parser.add_argument("trail", nargs="+", help="trail (DIR/aa) or trail file(s)")
+        parser.add_argument("--from", dest="start", help="start at SEQNO:RBA")
+        parser.add_argument("-o", "--output", help="write here instead of stdout")
+    else:
+        parser.add_argument("file", help="JSON Lines file (- for stdin)")
+        parser.add_argument("--trail", required=True, help="trail to write, DIR/PREFIX")
+        parser.add_argument("--megabytes", type=int, default=500,
+                            help="file size limit when the input has no file records")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    start = TrailPosition.parse(args.start) if args.start else None
+    with contextlib.ExitStack() as stack:
+        out: TextIO = sys.stdout
+        if args.output:
+            out = stack.enter_context(open(args.output, "w", encoding="utf-8"))
+        for trail in args.trail:
+            path = Path(trail)
+            for obj in export_records(path, start, single_file=path.is_file()):
+                out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    if args.file == "-":
+        count = import_records(sys.stdin, args.trail, megabytes=args.megabytes)
+    else:
+        try:
+            with open(args.file, encoding="utf-8") as handle:
+                count = import_records(handle, args.trail, source=args.file,
+                                       megabytes=args.megabytes)
+        except OSError as exc:
+            raise ConfigError(f"cannot read: {exc.strerror}", path=args.file) from None
+    print(f"Imported {count} changes into {args.trail}.", file=sys.stderr)
+    return 0
