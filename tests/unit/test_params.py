@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from trailgate.errors import ConfigError
+from trailgate.home import Home
 from trailgate.params import (
     ColMapEntry,
     ColumnRef,
@@ -23,6 +24,7 @@ from trailgate.params import (
     TokenSpec,
     TranlogOptions,
     parse_globals,
+    parse_group_params,
     parse_params,
     parse_params_text,
 )
@@ -456,3 +458,14 @@ def test_globals(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         parse_globals(g)
     assert info.value.line == 2
+
+
+def test_parse_group_params_from_home(tmp_path: Path) -> None:
+    home = Home(tmp_path).create()
+    (tmp_path / "common.inc").write_text("TABLE hr.*;\n")
+    home.param_file("ext1").write_text("EXTRACT EXT1\nEXTTRAIL ./dirdat/aa\nINCLUDE common.inc\n")
+    p = parse_group_params(home, "Ext1")
+    assert isinstance(p, ExtractParams) and [t.name for t in p.tables] == ["hr.*"]
+    home.param_file("ext2").write_text("EXTRACT EXT1\nEXTTRAIL ./dirdat/aa\nTABLE a.b;\n")
+    with pytest.raises(ConfigError, match="for EXTRACT EXT1, not EXT2"):
+        parse_group_params(home, "ext2")

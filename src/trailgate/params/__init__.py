@@ -37,6 +37,7 @@ from trailgate.params.names import (
 from trailgate.params.parser import (
     KNOWN_PARAMETERS,
     parse_globals,
+    parse_group_params,
     parse_params,
     parse_params_text,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "find_map",
     "match_table",
     "parse_globals",
+    "parse_group_params",
     "parse_name",
     "parse_params",
     "parse_params_text",

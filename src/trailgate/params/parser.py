@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trailgate.errors import ConfigError
-from trailgate.home import validate_group_name
+from trailgate.home import Home, validate_group_name
 from trailgate.params.cursor import Cursor
 from trailgate.params.lexer import Statement, Tok, split_statements
 from trailgate.params.model import (
@@ -34,7 +34,8 @@ from trailgate.params.model import (
     TranlogOptions,
 )
 
-__all__ = ["KNOWN_PARAMETERS", "parse_globals", "parse_params", "parse_params_text"]
+__all__ = ["KNOWN_PARAMETERS", "parse_globals", "parse_group_params", "parse_params",
+           "parse_params_text"]
 
 
 @dataclass(slots=True)
@@ -673,3 +674,9 @@ def parse_globals(path: str | os.PathLike[str]) -> GlobalsParams:
                               line=stmt.line)
         cur.end()
     return result
+
+
+def parse_group_params(home: Home, group: str) -> ExtractParams | ReplicatParams:
+    """Parse ``dirprm/<group>.prm`` of ``home``, checking it names ``group``; OBEY/INCLUDE
+    paths may be relative to the file or to the home."""
+    return parse_params(home.param_file(group), base_dir=home.path, group=group)
