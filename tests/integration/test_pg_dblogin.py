@@ -1,0 +1,146 @@
+"""DBLOGIN checks, connection failures, credential aliases and the cluster lifecycle."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from trailgate.db.cluster import Cluster
+from trailgate.db.connect import CredentialStore, connect, login_conninfo
+from trailgate.db.prereqs import dblogin
+from trailgate.errors import ConfigError, SourceError
+
+pytestmark = pytest.mark.postgres
+
+
+def test_dblogin_ok_as_superuser(pg_db: str) -> None:
+    conn, report = dblogin(pg_db)
+    with conn:
+        assert report.ok, report.problems
+        assert report.lines() == ["Successfully logged into database."]
+
+
+def test_dblogin_reports_missing_privileges_and_keyless_table(pg_cluster: Cluster,
+                                                              pg_db: str) -> None:
+    with connect(pg_db) as admin:
+        db = admin.info.dbname
+        admin.execute("DROP ROLE IF EXISTS plain")
+        admin.execute("CREATE ROLE plain LOGIN PASSWORD 'pw'")
+        admin.execute("REVOKE CREATE ON DATABASE " + admin.info.dbname + " FROM PUBLIC")
+        admin.execute("CREATE TABLE public.heap (a int, b text)")
+        admin.execute("CREATE TABLE public.keyed (a int PRIMARY KEY)")
+    conn, report = dblogin(pg_cluster.conninfo(db, user="plain", password="pw"))
+    conn.close()
+    assert report.problems == [
+        "user plain lacks the REPLICATION privilege needed to create and read replication "
+        "slots: run ALTER ROLE plain REPLICATION (as a superuser)",
+        f"user plain cannot create the trailgate catalog schema and publication in database "
+        f"{db}: run GRANT CREATE ON DATABASE {db} TO plain",
+    ]
+    assert report.warnings[-1] == (
+        "table public.heap has no usable key (no primary key, no unique key of NOT NULL "
+        "columns): ADD TRANDATA public.heap will log all its columns (REPLICA IDENTITY FULL)")
+    assert len(report.warnings) == 2  # not-superuser note + the keyless table
+    assert report.lines()[1].startswith("ERROR: user plain lacks the REPLICATION")
+
+
+def test_dblogin_reports_wal_level_replica() -> None:
+    directory = Path(tempfile.mkdtemp(prefix="tg-pgr-"))
+    cluster = Cluster(directory, fast=True, wal_level="replica",
+                      settings={"max_replication_slots": "0"})
+    try:
+        cluster.create()
+        cluster.start()
+        assert cluster.status().running
+        conn, report = dblogin(cluster.conninfo())
+        conn.close()
+        assert report.problems == [
+            "wal_level is 'replica'; logical decoding needs 'logical': run ALTER SYSTEM SET "
+            "wal_level = logical (as a superuser) and restart the server",
+            "max_replication_slots is 0; each Extract needs one slot: set "
+            "max_replication_slots (e.g. ALTER SYSTEM SET max_replication_slots = 10) and "
+            "restart the server",
+        ]
+        cluster.stop()
+        status = cluster.status()
+        assert status.exists and not status.running
+        cluster.start()  # restart keeps data and settings
+        with connect(cluster.conninfo()) as c:
+            assert c.execute("SHOW wal_level").fetchone() == ("replica",)
+    finally:
+        cluster.destroy()
+    assert not directory.exists()
+
+
+def test_cluster_is_loopback_only_and_private(pg_cluster: Cluster) -> None:
+    with connect(pg_cluster.conninfo()) as c:
+        assert c.execute("SHOW listen_addresses").fetchone() == ("127.0.0.1",)
+        assert c.execute("SHOW unix_socket_directories").fetchone() == ("",)
+        assert c.execute("SHOW wal_level").fetchone() == ("logical",)
+    state = pg_cluster.directory / "cluster.json"
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+    if os.geteuid() == 0:
+        assert pg_cluster.data_dir.stat().st_uid != 0
+
+
+def test_unreachable_database_is_a_clear_error_quickly() -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(SourceError) as info:
+        connect(f"host=127.0.0.1 port={port} dbname=x user=u password=secret")
+    assert time.monotonic() - started < 10
+    message = str(info.value)
+    assert message.startswith(f"cannot connect to PostgreSQL u@127.0.0.1:{port}/x:")
+    assert "secret" not in message and "Check that the server is running" in message
+    with pytest.raises(SourceError, match="10.255.255.1"):  # unroutable: the timeout ends it
+        connect("host=10.255.255.1 dbname=x user=u connect_timeout=1")
+    assert time.monotonic() - started < 20
+
+
+def test_wrong_password_names_the_user(pg_cluster: Cluster) -> None:
+    with pytest.raises(SourceError, match=r"postgres@127\.0\.0\.1:\d+/postgres: .*password"):
+        connect(pg_cluster.conninfo(user="postgres", password="wrong"))
+
+
+def test_credential_store(tmp_path: Path, pg_cluster: Cluster) -> None:
+    store = CredentialStore(tmp_path)
+    userid = f"postgres@127.0.0.1:{pg_cluster.port}/postgres"
+    store.add("ggadmin", userid, pg_cluster.password)
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.directory.stat().st_mode) == 0o700
+    cred = store.get("ggadmin")
+    with connect(cred.conninfo()) as c:
+        assert c.execute("SELECT current_user").fetchone() == ("postgres",)
+    assert [c.alias for c in store.list()] == ["ggadmin"]
+    store.delete("ggadmin")
+    with pytest.raises(ConfigError, match="alias 'ggadmin' does not exist"):
+        store.get("ggadmin")
+
+
+def test_login_conninfo_forms() -> None:
+    assert conninfo_to_dict(login_conninfo(sourcedb="mydb", userid="u@h:6543/other",
+                                           password="p")) == \
+        {"dbname": "other", "user": "u", "host": "h", "port": "6543", "password": "p"}
+    assert conninfo_to_dict(login_conninfo(sourcedb="host=a dbname=b", userid="u")) == \
+        {"host": "a", "dbname": "b", "user": "u"}
+
+
+def test_cluster_refuses_unreachable_directory() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root runs PostgreSQL as another OS user")
+    parent = Path(tempfile.mkdtemp(prefix="tg-priv-"))  # mode 0700, owned by root
+    try:
+        with pytest.raises(ConfigError, match=r"cannot reach .*chmod o\+x"):
+            Cluster(parent / "c").create()
+    finally:
+        import shutil
+        shutil.rmtree(parent)
