@@ -28,6 +28,8 @@ _COMMANDS: dict[tuple[str, ...], tuple[str, str, str]] = {
     ("trail", "import"): ("trailgate.interchange", "run_import",
                           "write JSON Lines change records into a trail"),
     ("sample",): ("trailgate.sample", "run", "write a sample trail (seed 003's workload)"),
+    ("demo",): ("trailgate.sample", "run",
+                "the demo: seed 003's workload to a trail, shown in Logdump"),
 }
 
 
