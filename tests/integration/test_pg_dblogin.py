@@ -101,7 +101,7 @@ def test_unreachable_database_is_a_clear_error_quickly() -> None:
     message = str(info.value)
     assert message.startswith(f"cannot connect to PostgreSQL u@127.0.0.1:{port}/x:")
     assert "secret" not in message and "Check that the server is running" in message
-    with pytest.raises(SourceError, match="10.255.255.1"):  # unroutable: the timeout ends it
+    with pytest.raises(SourceError, match=r"10\.255\.255\.1"):  # unroutable: the timeout ends it
         connect("host=10.255.255.1 dbname=x user=u connect_timeout=1")
     assert time.monotonic() - started < 20
 
