@@ -1,0 +1,71 @@
+"""Logdump's SAVE: copy records into a new trail file that trailgate (and Logdump) can read.
+
+The saved records are bracketed by GGSComment records as Logdump's SAVE brackets them
+(seed 002, type 205), and the definitions of the tables they touch are copied in first, so
+the new file describes its own tables like every trailgate trail file does.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trailgate.model import OpType, TransInd
+from trailgate.trail.header import FileHeader, ProducerInfo, now_julian
+from trailgate.trail.naming import parse_trail_file
+from trailgate.trail.records import encode_record
+
+__all__ = ["write_saved_file"]
+
+
+def _comment(text: str) -> bytes:
+    return encode_record(io_type=OpType.COMMENT, table="GGS_COMMENT", data=text.encode("utf-8"),
+                         io_time=now_julian(), trans_ind=TransInd.ONLY)
+
+
+def write_saved_file(
+    target: Path,
+    source: FileHeader | None,
+    source_path: Path,
+    start_rba: int,
+    records: list[bytes],
+    definitions: list[bytes],
+    *,
+    first_csn: int | None,
+    last_csn: int | None,
+    first_io_time: int | None,
+    last_io_time: int | None,
+) -> int:
+    """Write the file; returns its size. Raises ``OSError`` when it cannot be written."""
+    opening = _comment(f"Logdump SAVE: {len(records)} records from {source_path} "
+                       f"at RBA {start_rba}")
+    closing = _comment(f"Logdump SAVE: end of {len(records)} records from {source_path}")
+    parsed = parse_trail_file(target)
+    header = FileHeader(
+        seqno=parsed[1] if parsed else 0,
+        filename=str(target.absolute()),
+        producer=ProducerInfo(name="LOGDUMP"),
+        creation_time=now_julian(),
+        first_csn=first_csn,
+        last_csn=last_csn,
+        first_io_time=first_io_time,
+        last_io_time=last_io_time,
+        file_size=0,
+    )
+    if source is not None:
+        header.uri = source.uri
+        header.uri_history = list(source.uri_history)
+        header.compatibility = source.compatibility
+        header.machine = source.machine
+        header.database = source.database
+        header.producer = source.producer
+    body = opening + b"".join(definitions) + b"".join(records) + closing
+    header.file_size = len(header.encode()) + len(body)
+    data = header.encode() + body
+    tmp = target.with_name(target.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+    return len(data)

@@ -1,0 +1,169 @@
+"""One trail file opened for inspection: records at any RBA, damage reported, never hidden.
+
+Logdump must position anywhere, step past damage and look at files a writer is still
+appending to, which the streaming :class:`~trailgate.trail.reader.TrailReader` is not made
+for; this reads the file through ``mmap`` and decodes one record at a time with the codec.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from trailgate.errors import TrailFormatError
+from trailgate.trail.header import FileHeader, decode_file_header
+from trailgate.trail.naming import TrailName, parse_trail_file
+from trailgate.trail.records import RawRecord, decode_record
+
+__all__ = ["Eof", "HeaderEntry", "TrailFile"]
+
+_MIN_RECORD = 8 + 4 + 34 + 1  # G/Z, H header, H fixed part, the name's NUL
+
+
+@dataclass(slots=True)
+class HeaderEntry:
+    """The file header record (RBA 0) as Logdump lists it among the records."""
+
+    header: FileHeader
+    rba: int = 0
+
+    @property
+    def length(self) -> int:
+        return self.header.length
+
+
+@dataclass(slots=True)
+class Eof:
+    """The end of what the file holds; ``partial`` bytes of a record cut short follow."""
+
+    rba: int
+    partial: int = 0
+
+
+class TrailFile:
+    """A trail file mapped read-only; re-mapped when a writer has appended to it."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            self._file = open(self.path, "rb")  # noqa: SIM115 - kept open for the mapping
+        except OSError as exc:
+            raise TrailFormatError(f"cannot open: {exc.strerror}", path=str(path)) from None
+        self.buf: bytes | mmap.mmap = b""
+        self._map()
+        self.header: FileHeader | None = None
+        self.header_error: str | None = None
+        try:
+            self.header = decode_file_header(bytes(self.buf[:0xFFFF]), max_compatibility=255)
+        except ValueError as exc:
+            self.header_error = str(exc)
+
+    def _map(self) -> None:
+        size = os.fstat(self._file.fileno()).st_size
+        if isinstance(self.buf, mmap.mmap):
+            self.buf.close()
+        self.buf = mmap.mmap(self._file.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+
+    @property
+    def size(self) -> int:
+        return len(self.buf)
+
+    @property
+    def first_record_rba(self) -> int:
+        """Where data records start (after the file header)."""
+        return self.header.length if self.header is not None else 0
+
+    def refresh(self) -> None:
+        """Pick up bytes a writer appended since the file was mapped."""
+        if os.fstat(self._file.fileno()).st_size != len(self.buf):
+            self._map()
+
+    def close(self) -> None:
+        if isinstance(self.buf, mmap.mmap):
+            self.buf.close()
+        self.buf = b""
+        self._file.close()
+
+    def error(self, message: str, rba: int) -> TrailFormatError:
+        return TrailFormatError(message, path=str(self.path), rba=rba)
+
+    def read_at(self, rba: int) -> RawRecord | HeaderEntry | Eof:
+        """The record starting at ``rba``.
+
+        Raises :class:`TrailFormatError` (with file and RBA) when the bytes there are not a
+        well-formed record; returns :class:`Eof` at the end of the file or before a record
+        that is cut short (a writer still writing it, or one that crashed).
+        """
+        if rba == 0:
+            if self.header is not None:
+                return HeaderEntry(self.header)
+            if self.size == 0:
+                return Eof(0)
+            raise self.error(f"damaged file header: {self.header_error}; use SCANFORHEADER "
+                             "to find the first record", 0)
+        if rba >= self.size:
+            self.refresh()
+            if rba >= self.size:
+                return Eof(rba)
+        buf = self.buf
+        left = self.size - rba
+        if buf[rba] != 0x47:
+            raise self.error(f"record type 0x{buf[rba]:02X} where a G record (0x47) should "
+                             "start; use SCANFORHEADER (SFH) to find the next good record", rba)
+        if left < 4:
+            return Eof(rba, left)
+        length = (buf[rba + 2] << 8) | buf[rba + 3]
+        if length < _MIN_RECORD:
+            raise self.error(f"impossible record length {length}; use SCANFORHEADER (SFH) to "
+                             "find the next good record", rba)
+        if length > left:
+            self.refresh()
+            if length > self.size - rba:
+                return Eof(rba, self.size - rba)
+            buf = self.buf
+        try:
+            record = decode_record(buf, rba, self.size)  # type: ignore[arg-type]
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise self.error(f"{exc}; use SCANFORHEADER (SFH) to find the next good record",
+                             rba) from None
+        record.rba = rba
+        return record
+
+    def next_rba(self, entry: RawRecord | HeaderEntry) -> int:
+        return entry.rba + entry.length
+
+    def scan_for_header(self, start: int) -> int | None:
+        """The RBA of the next well-formed record at or after ``start`` (SCANFORHEADER)."""
+        self.refresh()
+        pos = max(start, 0)
+        buf = self.buf
+        while True:
+            pos = buf.find(b"G\x01", pos)
+            if pos < 0 or pos + 4 > self.size:
+                return None
+            try:
+                decode_record(buf, pos, self.size)  # type: ignore[arg-type]
+                return pos
+            except (ValueError, UnicodeDecodeError):
+                pos += 1
+
+    def record_bytes(self, entry: RawRecord | HeaderEntry) -> bytes:
+        return bytes(self.buf[entry.rba : entry.rba + entry.length])
+
+    def sibling(self, step: int = 1) -> Path | None:
+        """The file ``step`` sequence numbers on in the same trail, if the name is a trail
+        file name and that file exists (NEXTTRAIL)."""
+        parsed = parse_trail_file(self.path)
+        if parsed is None:
+            return None
+        trail = TrailName(self.path)
+        seq = parsed[1] + step
+        if seq < 0:
+            return None
+        later = [s for s in trail.sequence_numbers() if s >= seq] if step > 0 else [seq]
+        if not later:
+            return None
+        candidate = trail.file(later[0])
+        return candidate if candidate.exists() else None
