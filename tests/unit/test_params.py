@@ -142,6 +142,13 @@ def test_table_tokens_and_where() -> None:
     assert "salary >= 100" in t.where.text
 
 
+def test_where_operators() -> None:
+    p = ext("TABLE a.b, WHERE (x != 1 OR y<=2 OR z>=3 OR w<4 OR v>5 OR u = @PRESENT);\n")
+    cond = p.tables[0].where.condition  # type: ignore[union-attr]
+    assert isinstance(cond, Logical)
+    assert [c.op for c in cond.items] == ["<>", "<=", ">=", "<", ">", "="]  # type: ignore[union-attr]
+
+
 def test_table_target_for_a_pump() -> None:
     p = ext("TABLE src.orders, TARGET dst.orders;\n")
     assert p.tables[0].target == "dst.orders"
@@ -162,6 +169,7 @@ def test_table_target_for_a_pump() -> None:
     ("TABLE hr.emp, TOKENS (t = @TOKEN('a', 'b'));", "@TOKEN takes one token name"),
     ("TABLE hr.emp, TOKENS (t = @DATENOW('x'));", "@DATENOW takes no arguments"),
     ("TABLE hr.emp, WHERE (a ~ 1);", "expected a comparison operator"),
+    ("TABLE hr.emp, WHERE (a = 1 AND);", "expected a column, literal or @function"),
     ("TABLE hr.emp, WHERE (a = 1;", "')' to end the WHERE condition"),
     ("TABLE hr.emp, TOKENS (t = 'unterminated);", "unterminated string"),
 ])
