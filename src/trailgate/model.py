@@ -9,6 +9,7 @@ Python or database types happens at the edges (``trailgate.typemap``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 
@@ -195,11 +196,15 @@ class Change:
 
 @dataclass(slots=True)
 class Transaction:
-    """A committed source transaction: its changes in order, its XID and commit CSN."""
+    """A committed source transaction: its changes in order, its XID and commit CSN.
+
+    ``changes`` may be a sequence spilled to disk for a large transaction: iterate it once,
+    in order, rather than indexing it.
+    """
 
     xid: str
     csn: int
-    changes: list[Change]
+    changes: Sequence[Change]
     commit_time: int = 0  # Julian microseconds of the commit
 
 
