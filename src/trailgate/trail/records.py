@@ -126,6 +126,8 @@ def encode_record(
     tokens: dict[str, str] | None = None,
 ) -> bytes:
     """Encode one G record. Raises ``ValueError`` if it would exceed 65,535 bytes."""
+    if len(data) > MAX_RECORD:  # struct.error otherwise, which the fragmenting caller misses
+        raise ValueError(f"data area of {len(data)} bytes exceeds {MAX_RECORD}")
     name = table.encode("utf-8") + b"\x00"
     hfixed = _HFIXED.pack(
         0x45, 0x04, 0x00, before_after, len(data), io_type, 0xFF, io_time, audit_pos,
