@@ -11,7 +11,7 @@ writes; the caller adds file, line and RBA.  Nothing here guesses.
 from __future__ import annotations
 
 import datetime as _dt
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 from trailgate.model import ColumnKind
 
@@ -101,7 +101,9 @@ def encode_number(value: int | Decimal | str) -> bytes:
         raise ValueError("NUMBER cannot hold NaN or infinity")
     if d == 0:
         return b"\x80"
-    sign, digit_tuple, exponent = d.normalize().as_tuple()
+    with localcontext() as ctx:
+        ctx.prec = 80  # exact: the default 28 digits would round a 38-digit NUMBER
+        sign, digit_tuple, exponent = d.normalize().as_tuple()
     text = "".join(map(str, digit_tuple))
     int_len = len(text) + int(exponent)  # decimal digits before the point
     if int_len % 2:

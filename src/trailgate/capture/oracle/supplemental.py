@@ -70,8 +70,9 @@ def parse_supplemental(lines: list[tuple[int, str]],
 
     # Split into (label line, data lines) sections.
     sections: list[tuple[int, str, list[tuple[int, str]]]] = []
+    labels = (HEADER_LINE, _LIST, _SIZES, _VALUE)
     for lineno, text in lines:
-        if re.fullmatch(r"[0-9A-Fa-f ]+", text):
+        if not any(p.fullmatch(text) for p in labels):
             if not sections:
                 raise fail(lineno, "hex data before the 'Header (N bytes)' line")
             sections[-1][2].append((lineno, text))
