@@ -48,7 +48,7 @@ class Tally:
         self.by_table[rec.table].add(rec)
         self.by_table_op[(rec.table, rec.io_type)].add(rec)
         self.images["Before" if rec.before_after == 0x42 else "After"] += 1
-        if rec.io_type not in _NOT_TRANSACTIONS and rec.trans_ind in (TransInd.LAST,
+        if rec.io_type not in _NOT_TRANSACTIONS and rec.trans_ind in (TransInd.FIRST,
                                                                       TransInd.ONLY):
             self.transactions += 1
 
