@@ -81,6 +81,7 @@ class DumpCapture:
         self._read: dict[int, Position] = {}
         self._skip_through: dict[int, Position] = {}
         self._start: dict[int, RBA] = {}
+        self._open_at_close: list[tuple[str, Position]] | None = None
         if resume is not None:
             self._load_checkpoint(resume)
         self._gen = self._run()
@@ -92,23 +93,30 @@ class DumpCapture:
         return next(self._gen)
 
     def close(self) -> None:
-        """Stop early: remove spill files."""
+        """Stop early: remove spill files (``checkpoint()`` still answers)."""
         self._gen.close()
+        self._release()
+
+    def _release(self) -> None:
+        if self._open_at_close is None:
+            self._open_at_close = [(t.xid, t.start) for t in self.buffer.open.values()]
         self.buffer.close()
 
     # -- checkpoints -----------------------------------------------------------------------
     def checkpoint(self) -> dict[str, Any]:
         """Restart state as of the last transaction handed out (JSON-serialisable)."""
+        opens = self._open_at_close if self._open_at_close is not None else [
+            (t.xid, t.start) for t in self.buffer.open.values()]
         threads: dict[str, Any] = {}
-        for thread in sorted(set(self._read) | {t.start.thread for t in self.buffer.open.values()}):
+        for thread in sorted(set(self._read) | {start.thread for _, start in opens}):
             read = self._read.get(thread)
-            oldest = self.buffer.oldest_start(thread)
+            starts = [start for _, start in opens if start.thread == thread]
+            oldest = min(starts) if starts else None
             threads[str(thread)] = {"read": read.to_json() if read else None,
                                     "recovery": oldest.to_json() if oldest else None}
         return {"format": CHECKPOINT_FORMAT, "version": 1, "threads": threads,
                 "last_commit_scn": self.last_commit_scn,
-                "open_transactions": [{"xid": t.xid, **t.start.to_json()}
-                                      for t in self.buffer.open.values()]}
+                "open_transactions": [{"xid": xid, **start.to_json()} for xid, start in opens]}
 
     def _load_checkpoint(self, doc: dict[str, Any]) -> None:
         if not isinstance(doc, dict) or doc.get("format") != CHECKPOINT_FORMAT:
@@ -189,7 +197,7 @@ class DumpCapture:
                 log.info("%d transaction(s) still open at the end of the dumps were not "
                          "emitted: %s", len(self.open_at_end), ", ".join(self.open_at_end))
         finally:
-            self.buffer.close()
+            self._release()
 
     # -- one redo record -------------------------------------------------------------------
     def _record(self, rec: RedoRecord) -> Iterator[Transaction]:

@@ -172,3 +172,8 @@ class DumpWriter:
 
     def end(self) -> None:
         self.out.write("END OF REDO DUMP\n")
+
+    def switch(self, out: TextIO, seq: int) -> None:
+        """Continue in the next log (a log switch): open transactions stay open."""
+        self.end()
+        self.out, self.seq, self.block, self.offset = out, seq, 2, 0x10
