@@ -79,7 +79,7 @@ def _dump(data: bytes, reclen: int) -> list[str]:
 
 
 def _columns(data: bytes, start: int, end: int, table: TableDef | None,
-             settings: Settings) -> list[str]:
+             settings: Settings, continued: bool = False) -> list[str]:
     by_index = {c.index: c for c in table.columns} if table is not None else {}
     slots, problem = split_columns(data, start, end)
     lines: list[str] = []
@@ -94,7 +94,9 @@ def _columns(data: bytes, start: int, end: int, table: TableDef | None,
             value = column_value_text(framed, col.kind if col is not None else None)
             label = col.name if col is not None else f"Column {slot.index}"
             lines.append(f"  {label} = {value}")
-    if problem:
+    if problem and continued:
+        lines.append("  (the column list goes on in the next record)")
+    elif problem:
         lines.append(f"  (column list stops: {problem})")
     return lines
 
@@ -186,7 +188,7 @@ def _body(rec: RawRecord, table: TableDef | None, settings: Settings) -> list[st
         lines += _columns(data, 2 + blen, len(data), table, settings)
         return lines
     if io in _COLUMN_OPS:
-        lines += _columns(data, 0, len(data), table, settings)
+        lines += _columns(data, 0, len(data), table, settings, bool(rec.continued))
     return lines
 
 
