@@ -112,8 +112,8 @@ def _row_header(cur: Cursor) -> tuple[str, int]:
 def parse_kdo(cur: Cursor) -> Kdo:
     """Parse from ``KDO Op code:`` to the end of the operation's body."""
     cur.expect("KDO", "Op", "code:")
-    line = cur.nums[cur.i] if cur.i < len(cur.nums) else cur.end_line
-    kdo = Kdo(op=cur.next("the KDO operation name"), line=line)
+    kdo = Kdo(op="", line=cur.line())
+    kdo.op = cur.next("the KDO operation name")
     cur.expect("row", "dependencies")
     cur.next("Enabled/Disabled")
     cur.expect("xtype:")

@@ -122,11 +122,11 @@ def _change(path: str, rba: RBA, chunk: list[tuple[int, str]], number: int) -> C
     toks: list[str] = []
     j = 0
     while j < len(chunk):
-        line_toks = chunk[j][1].split()
-        toks.extend(line_toks)
+        line = chunk[j][1]
+        toks.extend(line.split())
         j += 1
-        term = "ENC:" if len(toks) > 2 and toks[2] == "MEDIA" else "RBL:"
-        if any(t.startswith(term) for t in line_toks):
+        term = " ENC:" if len(toks) > 2 and toks[2] == "MEDIA" else " RBL:"
+        if term in " " + line:
             break
     header = " ".join(toks)
     body = chunk[j:]
@@ -157,8 +157,10 @@ def _change(path: str, rba: RBA, chunk: list[tuple[int, str]], number: int) -> C
                      scn=int(m[7], 16) << 32 | int(m[8], 16), seq=int(m[9]))
     if change.number != number:
         raise located(path, line0, rba, f"CHANGE #{change.number} where #{number} was expected")
-    sup_at = next((k for k, (_, text) in enumerate(body)
-                   if text.startswith("Header (") and HEADER_LINE.fullmatch(text)), None)
+    sup_at = None
+    if isinstance(change, UndoRecord) or any(t.startswith("Header (") for _, t in body):
+        sup_at = next((k for k, (_, text) in enumerate(body)
+                       if text.startswith("Header (") and HEADER_LINE.fullmatch(text)), None)
     if sup_at is not None and not isinstance(change, UndoRecord):
         raise located(path, body[sup_at][0], rba,
                       f"supplemental data beneath a {change.op} change: it belongs beneath "
@@ -166,9 +168,9 @@ def _change(path: str, rba: RBA, chunk: list[tuple[int, str]], number: int) -> C
     if isinstance(change, (MediaRecoveryMarker, OtherChange)):
         return change
     main = body if sup_at is None else body[:sup_at]
-    toks2, nums = tokenize(main)
+    toks2, starts = tokenize(main)
     end_line = main[-1][0] if main else line0
-    change.parse_body(Cursor(toks2, nums, path, rba, end_line))
+    change.parse_body(Cursor(toks2, starts, path, rba, end_line))
     if sup_at is not None:
         assert isinstance(change, UndoRecord)
         change.supplemental = parse_supplemental(

@@ -8,6 +8,7 @@ parsed as a stream of whitespace-separated tokens, each remembering its line for
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -83,29 +84,39 @@ class RedoRecord:
         return julian_from_unix_micros(int((self.timestamp - epoch).total_seconds()) * 1_000_000)
 
 
-def tokenize(lines: list[tuple[int, str]]) -> tuple[list[str], list[int]]:
-    """Tokens of some dump lines and the line number of each."""
+def tokenize(lines: list[tuple[int, str]]) -> tuple[list[str], list[tuple[int, int]]]:
+    """Tokens of some dump lines, and ``(first token index, line number)`` per line so a
+    token's line is found only when an error needs it.  ``[ 3]`` becomes one token."""
     toks: list[str] = []
-    nums: list[int] = []
+    starts: list[tuple[int, int]] = []
     for lineno, text in lines:
-        found = _TOKEN.findall(text)
-        toks.extend(found)
-        nums.extend([lineno] * len(found))
-    return toks, nums
+        starts.append((len(toks), lineno))
+        if "[ " in text:
+            toks.extend(_TOKEN.findall(text))
+        else:
+            toks.extend(text.split())
+    return toks, starts
 
 
 class Cursor:
     """Sequential reader over a change body's tokens; every failure is a located SourceError."""
 
-    __slots__ = ("end_line", "i", "nums", "path", "rba", "toks")
+    __slots__ = ("end_line", "i", "path", "rba", "starts", "toks")
 
-    def __init__(self, toks: list[str], nums: list[int], path: str, rba: RBA, end_line: int):
-        self.toks, self.nums, self.i = toks, nums, 0
+    def __init__(self, toks: list[str], starts: list[tuple[int, int]], path: str, rba: RBA,
+                 end_line: int):
+        self.toks, self.starts, self.i = toks, starts, 0
         self.path, self.rba, self.end_line = path, rba, end_line
 
+    def line(self) -> int:
+        """The line of the current token (the last line once past the end)."""
+        if self.i >= len(self.toks):
+            return self.end_line
+        k = bisect_right(self.starts, (self.i, 1 << 62)) - 1
+        return self.starts[k][1]
+
     def error(self, message: str) -> SourceError:
-        line = self.nums[self.i] if self.i < len(self.nums) else self.end_line
-        return located(self.path, line, self.rba, message)
+        return located(self.path, self.line(), self.rba, message)
 
     def at_end(self) -> bool:
         return self.i >= len(self.toks)
@@ -121,6 +132,10 @@ class Cursor:
         return tok
 
     def expect(self, *words: str) -> None:
+        i, n = self.i, len(words)
+        if self.toks[i : i + n] == list(words):
+            self.i = i + n
+            return
         for word in words:
             tok = self.next(repr(word))
             if tok != word:
