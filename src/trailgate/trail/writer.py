@@ -195,6 +195,57 @@ class TrailWriter:
             self._finish_file()
         self._next_header = header
 
+    def resume(self, seqno: int, length: int, tables: Mapping[str, TableDef], *,
+               last_csn: int | None = None, last_io_time: int | None = None) -> None:
+        """Go on appending to file ``seqno`` of this trail at ``length``.
+
+        For a writer whose run spans several processes (the Spark trail sink writes each
+        micro-batch in a new task): ``length`` is the end of the last transaction the run
+        made durable and ``tables`` the definitions already in the file.  The file must be
+        exactly ``length`` bytes with a readable header, else ``ValueError``: the caller then
+        starts a new file, as append mode after a crash does.
+        """
+        if self._fd is not None or self._txn is not None:
+            raise RuntimeError("resume on a writer that already has a file open")
+        path = self.trail.file(seqno)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            if size != length:
+                raise ValueError(f"{path} is {size} bytes, expected {length}")
+            header = decode_file_header(os.pread(fd, 0xFFFF, 0), max_compatibility=255)
+            if header.length > length:
+                raise ValueError(f"{path}: header longer than the file")
+            os.lseek(fd, length, os.SEEK_SET)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        self._seq = seqno
+        self._header = header
+        self._buf = bytearray()
+        self._file_len = length
+        self._has_data = length > header.length
+        self._tables_in_file = dict(tables)
+        self._last_csn = last_csn
+        self._last_io_time = last_io_time
+        self._next_header = None
+
+    @property
+    def tables_in_file(self) -> dict[str, TableDef]:
+        """The table definitions already written to the current file."""
+        return dict(self._tables_in_file)
+
+    @property
+    def last_csn(self) -> int | None:
+        """The CSN of the last transaction written (``None`` before the first)."""
+        return self._last_csn
+
+    @property
+    def last_io_time(self) -> int | None:
+        """The io_time of the last record written (``None`` before the first)."""
+        return self._last_io_time
+
     # -- files ----------------------------------------------------------------------------
 
     def _append(self, record: bytes) -> None:
