@@ -155,11 +155,15 @@ def run(args: argparse.Namespace) -> int:
           f"({end.rba} bytes).")
     if args.no_logdump:
         return 0
-    from trailgate.logdump.session import LogdumpSession
+    from trailgate.logdump.cli import execute
+    from trailgate.logdump.session import Session
 
-    session = LogdumpSession()
-    for command in (f"OPEN {path}", "FILEHEADER ON", "GHDR ON", "DETAIL DATA", "USERTOKEN ON",
-                    "NEXT 3", "COUNT"):
-        print(f"Logdump > {command}")
-        session.execute(command)
+    session = Session()
+    try:
+        for number, command in enumerate((f"OPEN {path}", "FILEHEADER ON", "GHDR ON",
+                                           "DETAIL DATA", "NEXT 4", "COUNT"), start=1):
+            print(f"\nLogdump {number} >{command}")
+            execute(session, command)
+    finally:
+        session.close()
     return 0
