@@ -235,6 +235,24 @@ def test_acknowledge_restart_and_start_after(src, pg_db, tmp_path) -> None:
     third.close()
 
 
+def test_upto_lsn_bounds_the_read(src, pg_db, tmp_path) -> None:
+    src.execute("CREATE TABLE public.u (id int PRIMARY KEY)")
+    add_trandata(src, "public.u")
+    cap = make_capture(pg_db, src, tmp_path)
+    src.execute("INSERT INTO u VALUES (1)")
+    src.execute("INSERT INTO u VALUES (2)")
+    first, second = read_all(cap)
+    cap.close()
+    bounded = PgCapture(pg_db, cap.slot, cap.publication, spill_dir=tmp_path / "b")
+    # everything committed before upto_lsn comes; the server stops decoding soon after it
+    assert [t.csn for t in read_all(bounded, upto_lsn=first.csn + 1)] == [first.csn]
+    bounded.close()
+    bounded = PgCapture(pg_db, cap.slot, cap.publication, spill_dir=tmp_path / "c")
+    assert [t.csn for t in read_all(bounded, upto_lsn=second.end_lsn)] == [first.csn,
+                                                                           second.csn]
+    bounded.close()
+
+
 def test_heartbeat_advances_idle_slot(src, pg_db, tmp_path) -> None:
     src.execute("CREATE TABLE public.h (id int PRIMARY KEY)")
     src.execute("CREATE TABLE public.other (id int)")

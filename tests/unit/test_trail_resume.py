@@ -40,7 +40,7 @@ def test_resume_appends_to_the_same_file_without_repeating_definitions(tmp_path)
         first.write_transaction(_txn(n), TABLES)
     end = first.flush()
     state = (end.seqno, end.rba, first.tables_in_file, first.last_csn, first.last_io_time)
-    _abandon(first)
+    assert first.suspend() == end
 
     second = TrailWriter(trail, fsync=False)
     second.resume(state[0], state[1], state[2], last_csn=state[3], last_io_time=state[4])
@@ -76,4 +76,7 @@ def test_resume_refuses_a_file_of_another_length(tmp_path):
     assert writer.position.seqno == 1  # so it starts a new file, as append mode says
     writer.write_transaction(_txn(5), TABLES)
     writer.close()
+    with pytest.raises(RuntimeError):
+        writer.begin_transaction("open", 1)
+        writer.suspend()
     assert [t.transaction.xid for t in TrailReader(trail).transactions()] == ["x1", "x5"]

@@ -320,6 +320,17 @@ class TrailWriter:
                 os.fsync(self._fd)
         return self.position
 
+    def suspend(self) -> TrailPosition:
+        """Make everything written durable and let go of the file without completing it:
+        another process goes on with :meth:`resume`.  Returns the durable position."""
+        if self._txn is not None:
+            raise RuntimeError("suspend inside a transaction")
+        position = self.flush()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        return position
+
     def close(self) -> TrailPosition:
         """Flush and complete the current file. A transaction still open is not written."""
         self._pending = None

@@ -325,12 +325,15 @@ class PgCapture:
     # --- reading ------------------------------------------------------------------------------
 
     def read(self, start_after_lsn: int | None = None,
-             max_transactions: int | None = None) -> Iterator[CapturedTransaction]:
+             max_transactions: int | None = None,
+             upto_lsn: int | None = None) -> Iterator[CapturedTransaction]:
         """Yield committed transactions not yet handed out, in commit order.
 
         ``start_after_lsn``: drop transactions whose commit LSN is at or before it (they
-        are already in the trail).  Each yielded transaction's changes stay valid until the
-        next one is requested.
+        are already in the trail).  ``upto_lsn``: the server stops decoding there (every
+        transaction committed before it is included; a few after it may be too), so a
+        bounded read does not decode the whole backlog.  Each yielded transaction's changes
+        stay valid until the next one is requested.
         """
         if start_after_lsn is not None:
             self._delivered_lsn = max(self._delivered_lsn, start_after_lsn)
@@ -344,9 +347,10 @@ class PgCapture:
             with conn.cursor(binary=True) as cur:
                 stream = cur.stream(
                     "SELECT (lsn - '0/0'::pg_lsn)::int8, data FROM "
-                    "pg_logical_slot_peek_binary_changes(%s, NULL, NULL, 'proto_version', '1', "
-                    "'publication_names', %s, 'messages', 'true')",
-                    (self.slot, _quote_ident(self.publication)), size=self.chunk_rows)
+                    "pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL, "
+                    "'proto_version', '1', 'publication_names', %s, 'messages', 'true')",
+                    (self.slot, None if upto_lsn is None else pgo.format_lsn(upto_lsn),
+                     _quote_ident(self.publication)), size=self.chunk_rows)
                 transactions = self._transactions(stream)
                 for captured in transactions:
                     self._previous = captured
