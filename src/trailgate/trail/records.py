@@ -11,6 +11,7 @@ import struct
 from dataclasses import dataclass
 
 from trailgate.model import Change, ColumnKind, OpType, TableDef, TransInd
+from trailgate.trail._accel import speedups as _speedups
 from trailgate.trail.metadata import encode_kv, encode_tabledef
 from trailgate.trail.values import MAX_VALUE_BYTES, decode_columns, encode_columns
 
@@ -41,6 +42,7 @@ _SUB = struct.Struct(">BBH")
 
 TYPE_G, TYPE_Z, TYPE_H, TYPE_D, TYPE_T, TYPE_U = b"GZHDTU"
 TYPE_ROWID, TYPE_CSN, TYPE_XID = ord("R"), ord("L"), ord("6")
+_OP_TYPES = {int(op): op for op in OpType}  # IOType -> OpType, for the C decode_change
 
 
 @dataclass(slots=True)
@@ -126,6 +128,12 @@ def encode_record(
     tokens: dict[str, str] | None = None,
 ) -> bytes:
     """Encode one G record. Raises ``ValueError`` if it would exceed 65,535 bytes."""
+    if _speedups is not None:  # the C version, byte for byte the same; None: not handled
+        record = _speedups.encode_record(io_type, table, data, io_time, audit_pos, audit_rba,
+                                         trans_ind, before_after, continued, rowid, csn, xid,
+                                         tokens)
+        if record is not None:
+            return record
     if len(data) > MAX_RECORD:  # struct.error otherwise, which the fragmenting caller misses
         raise ValueError(f"data area of {len(data)} bytes exceeds {MAX_RECORD}")
     name = table.encode("utf-8") + b"\x00"
@@ -300,6 +308,10 @@ def decode_record(buf: bytes, pos: int, end: int) -> RawRecord:
 
     Raises ``ValueError`` describing the first inconsistency found.
     """
+    if _speedups is not None:  # the C version; None: inconsistent, let the code below say why
+        record = _speedups.decode_record(buf, pos, end, RawRecord)
+        if record is not None:
+            return record
     if buf[pos] != TYPE_G:
         raise ValueError(f"record type 0x{buf[pos]:02X} where a G record (0x47) should start")
     flag = buf[pos + 1]
@@ -406,6 +418,10 @@ def decode_change(
     """The Change a (reassembled) row record carries; ``fixed`` is the table's fixed-width
     column indexes (values.fixed_indexes), ``None`` when the table is unknown. ``data``
     overrides ``record.data``."""
+    if _speedups is not None:  # the C version; None: inconsistent, let the code below say why
+        change = _speedups.decode_change(record, fixed, data, Change, _OP_TYPES)
+        if change is not None:
+            return change
     data = record.data if data is None else data
     op = OpType(record.io_type)
     change = Change(

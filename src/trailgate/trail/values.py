@@ -11,6 +11,7 @@ import struct
 from collections.abc import Sequence
 
 from trailgate.model import ColumnKind
+from trailgate.trail._accel import speedups as _speedups
 
 __all__ = [
     "MAX_VALUE_BYTES",
@@ -32,6 +33,9 @@ _NULL_TIMESTAMP = b"\xff\xff1900-01-01:00:00:00.000000000"
 _VARIABLE = frozenset(
     {ColumnKind.NUMBER, ColumnKind.VARCHAR2, ColumnKind.RAW, ColumnKind.LONG, ColumnKind.ROWID}
 )
+if _speedups is not None:
+    # The C encoder recognises kinds by identity; any other kind object comes back to Python.
+    _speedups.set_column_kinds(_VARIABLE, ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP)
 
 
 def frame_value(kind: ColumnKind, value: bytes | None, width: int | None = None) -> bytes:
@@ -87,6 +91,10 @@ def encode_columns(
     widths: Sequence[int | None] | None = None,
 ) -> bytes:
     """Encode column index -> value as a D record's column list, in index order."""
+    if _speedups is not None:  # the C version, byte for byte the same; None: not handled
+        encoded = _speedups.encode_columns(values, kinds, widths)
+        if encoded is not None:
+            return encoded
     out = bytearray()
     for index in sorted(values):
         kind = kinds[index] if kinds is not None and index < len(kinds) else ColumnKind.VARCHAR2
@@ -119,6 +127,10 @@ def decode_columns(
     when the list is inconsistent.
     """
     end = len(data) if end is None else end
+    if _speedups is not None:  # the C version; None: inconsistent, let the code below say why
+        decoded = _speedups.decode_columns(data, fixed, start, end)
+        if decoded is not None:
+            return decoded
     if fixed is None or end - start < 8:
         return _decode_columns_slow(data, fixed, start, end)
     values: dict[int, bytes | None] = {}
@@ -128,7 +140,7 @@ def decode_columns(
         while pos < end:
             index, length, indicator, inner = unpack(data, pos)
             nxt = pos + 4 + length
-            if indicator == 0xFFFF:
+            if indicator == 0xFFFF and length >= 2:  # (shorter: the flag is not its own)
                 values[index] = None
             elif indicator or nxt > end or length < 2:
                 break

@@ -1,0 +1,1184 @@
+/*
+ * trailgate.trail._speedups: optional C versions of the trail codec's hot functions.
+ *
+ * The pure-Python functions in values.py and records.py are the reference.  Every function
+ * here either returns exactly what its Python counterpart returns, or returns None to say
+ * "not handled here": the input is inconsistent, or of a type or size this code does not
+ * take on.  The Python caller then runs the reference code, which produces the result or
+ * raises its detailed error.  So a None is always safe, and this module never has to
+ * reproduce an error message.
+ *
+ * Real failures (MemoryError, an exception raised by the record class) do propagate.
+ *
+ * Memory safety: every read is preceded by a check that the bytes lie before `end`, and
+ * `end` is checked against the buffer's size on entry.  Lengths read from the data are
+ * compared by subtraction from the end (`len > end - pos`) so nothing can overflow.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Record layout constants (docs/trail-format.md). */
+#define H_FIXED 34
+#define MIN_G_LENGTH (8 + 4 + H_FIXED + 1) /* G/Z headers, H header, fixed part, NUL */
+#define MAX_RECORD 0xFFFF
+#define TYPE_G 'G'
+#define TYPE_Z 'Z'
+#define TYPE_H 'H'
+#define TYPE_D 'D'
+#define TYPE_T 'T'
+#define TYPE_U 'U'
+#define TYPE_ROWID 'R'
+#define TYPE_CSN 'L'
+#define TYPE_XID '6'
+
+/* Outcome of a helper: carry on, give the input back to Python, or a real error. */
+enum { OK = 0, INCONSISTENT = 1, FAILED = -1 };
+
+static inline unsigned
+be16(const unsigned char *p)
+{
+    return ((unsigned)p[0] << 8) | p[1];
+}
+
+static inline uint32_t
+be32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static inline uint64_t
+be64(const unsigned char *p)
+{
+    return ((uint64_t)be32(p) << 32) | be32(p + 4);
+}
+
+static inline void
+put16(unsigned char *p, unsigned v)
+{
+    p[0] = (unsigned char)(v >> 8);
+    p[1] = (unsigned char)v;
+}
+
+/* An int argument as Py_ssize_t; -1 (no exception set) when it is not an int or too big. */
+static int
+as_ssize(PyObject *o, Py_ssize_t *out)
+{
+    if (!PyLong_Check(o))
+        return -1;
+    *out = PyLong_AsSsize_t(o);
+    if (*out == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+/* An int argument within [0, max]; -1 (no exception set) otherwise.  Python's struct.pack
+ * accepts IntEnum members (int subclasses), so subclasses are accepted here too. */
+static int
+as_uint(PyObject *o, unsigned long long max, unsigned long long *out)
+{
+    if (!PyLong_Check(o))
+        return -1;
+    *out = PyLong_AsUnsignedLongLong(o);
+    if (*out == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* negative or wider than 64 bits: struct.pack refuses it */
+        return -1;
+    }
+    return *out <= max ? 0 : -1;
+}
+
+/* After a failed decode: a ValueError (UnicodeDecodeError, int digit limit) means the data
+ * is inconsistent and Python should report it; anything else is a real error. */
+static int
+value_error_is_inconsistent(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+        PyErr_Clear();
+        return INCONSISTENT;
+    }
+    return FAILED;
+}
+
+static PyObject *
+bytes_from(const unsigned char *p, Py_ssize_t n)
+{
+    return PyBytes_FromStringAndSize((const char *)p, n);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * decode_columns(data, fixed, start, end) -> dict | None
+ *
+ * values._decode_columns_slow's result, for the whole column list data[start:end]:
+ * index -> value bytes (None for SQL NULL).  `fixed` is the set of fixed-width column
+ * indexes, or None when the table is unknown and each frame is judged by its shape.
+ */
+
+/* The column list buf[start:end] (the caller checked 0 <= start <= end <= size) into a new
+ * dict in *out.  OK, INCONSISTENT or FAILED. */
+static int
+decode_columns_core(const unsigned char *buf, Py_ssize_t start, Py_ssize_t end,
+                    PyObject *fixed, PyObject **out)
+{
+    PyObject *values = PyDict_New();
+    if (values == NULL)
+        return FAILED;
+    int status = OK;
+    Py_ssize_t pos = start;
+    while (pos < end) {
+        if (end - pos < 4) {
+            status = INCONSISTENT; /* column header cut short */
+            break;
+        }
+        unsigned index = be16(buf + pos);
+        Py_ssize_t length = be16(buf + pos + 2);
+        const unsigned char *v = buf + pos + 4;
+        if (length > end - pos - 4 || length < 2) {
+            status = INCONSISTENT; /* runs past the list, or too short for its null flag */
+            break;
+        }
+        unsigned indicator = be16(v);
+        if (indicator != 0 && indicator != 0xFFFF) {
+            status = INCONSISTENT; /* bad null indicator */
+            break;
+        }
+        PyObject *key = PyLong_FromLong((long)index);
+        if (key == NULL) {
+            status = FAILED;
+            break;
+        }
+        PyObject *value;
+        if (indicator == 0xFFFF) {
+            value = Py_NewRef(Py_None);
+        }
+        else {
+            int variable;
+            if (fixed == Py_None) {
+                /* Unknown kind: a frame whose inner length matches is a variable kind. */
+                variable = length >= 4 && (Py_ssize_t)be16(v + 2) == length - 4;
+            }
+            else {
+                int found = PySet_Contains(fixed, key);
+                if (found < 0) {
+                    Py_DECREF(key);
+                    status = FAILED;
+                    break;
+                }
+                variable = !found;
+                if (variable && (length < 4 || (Py_ssize_t)be16(v + 2) != length - 4)) {
+                    Py_DECREF(key);
+                    status = INCONSISTENT; /* missing or disagreeing inner length */
+                    break;
+                }
+            }
+            value = variable ? bytes_from(v + 4, length - 4) : bytes_from(v + 2, length - 2);
+            if (value == NULL) {
+                Py_DECREF(key);
+                status = FAILED;
+                break;
+            }
+        }
+        int rc = PyDict_SetItem(values, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (rc < 0) {
+            status = FAILED;
+            break;
+        }
+        pos += 4 + length;
+    }
+    if (status != OK) {
+        Py_DECREF(values);
+        return status;
+    }
+    *out = values;
+    return OK;
+}
+
+static PyObject *
+sp_decode_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "decode_columns(data, fixed, start, end)");
+        return NULL;
+    }
+    PyObject *data = args[0], *fixed = args[1];
+    Py_ssize_t start, end;
+    if (!PyBytes_Check(data) || (fixed != Py_None && !PyAnySet_Check(fixed))
+        || as_ssize(args[2], &start) < 0 || as_ssize(args[3], &end) < 0)
+        Py_RETURN_NONE;
+    if (start < 0 || start > end || end > PyBytes_GET_SIZE(data))
+        Py_RETURN_NONE;
+    PyObject *values = NULL;
+    int status = decode_columns_core((const unsigned char *)PyBytes_AS_STRING(data), start,
+                                     end, fixed, &values);
+    if (status == FAILED)
+        return NULL;
+    if (status == INCONSISTENT)
+        Py_RETURN_NONE;
+    return values;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * decode_change(record, fixed, data, change_class, op_types) -> Change | None
+ *
+ * records.decode_change.  `op_types` maps an IOType to its OpType member (an IOType it
+ * lacks goes back to Python, which raises).  The Change is built with positional arguments
+ * in its field order: op, table, after, before, io_time, audit_seq, audit_pos, rowid,
+ * tokens, text.
+ */
+#define OP_DELETE 3
+#define OP_TRUNCATE 100
+#define OP_PK_UPDATE 115
+#define OP_DDL 160
+#define OP_COMMENT 205
+#define CHANGE_FIELDS 10
+
+static PyObject *s_io_type, *s_table, *s_io_time, *s_audit_rba, *s_audit_pos, *s_rowid,
+    *s_tokens, *s_data;
+
+static PyObject *
+sp_decode_change(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "decode_change(record, fixed, data, change_class, op_types)");
+        return NULL;
+    }
+    PyObject *record = args[0], *fixed = args[1], *change_class = args[3];
+    PyObject *op_types = args[4];
+    if ((fixed != Py_None && !PyAnySet_Check(fixed)) || !PyDict_Check(op_types))
+        Py_RETURN_NONE;
+
+    PyObject *argv[CHANGE_FIELDS] = {NULL};
+    PyObject *data = NULL, *io_type = NULL, *result = NULL;
+    int status = OK;
+    long op;
+
+    data = args[2] == Py_None ? PyObject_GetAttr(record, s_data) : Py_NewRef(args[2]);
+    io_type = PyObject_GetAttr(record, s_io_type);
+    if (data == NULL || io_type == NULL) {
+        status = FAILED;
+        goto done;
+    }
+    if (!PyBytes_Check(data) || !PyLong_CheckExact(io_type)) {
+        status = INCONSISTENT;
+        goto done;
+    }
+    PyObject *op_member = PyDict_GetItemWithError(op_types, io_type); /* borrowed */
+    if (op_member == NULL) {
+        status = PyErr_Occurred() ? FAILED : INCONSISTENT; /* not an OpType: Python raises */
+        goto done;
+    }
+    op = PyLong_AsLong(io_type);
+    if (op == -1 && PyErr_Occurred()) {
+        status = FAILED;
+        goto done;
+    }
+    argv[0] = Py_NewRef(op_member);
+    if ((argv[1] = PyObject_GetAttr(record, s_table)) == NULL
+        || (argv[4] = PyObject_GetAttr(record, s_io_time)) == NULL
+        || (argv[5] = PyObject_GetAttr(record, s_audit_rba)) == NULL
+        || (argv[6] = PyObject_GetAttr(record, s_audit_pos)) == NULL
+        || (argv[7] = PyObject_GetAttr(record, s_rowid)) == NULL
+        || (argv[8] = PyObject_GetAttr(record, s_tokens)) == NULL) {
+        status = FAILED;
+        goto done;
+    }
+
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(data);
+    Py_ssize_t size = PyBytes_GET_SIZE(data);
+    if (op == OP_DDL || op == OP_COMMENT) {
+        argv[9] = PyUnicode_DecodeUTF8((const char *)b, size, NULL);
+        if (argv[9] == NULL)
+            status = value_error_is_inconsistent();
+    }
+    else if (op == OP_PK_UPDATE) {
+        /* Two-byte before-key length, the before key, then the after image. */
+        if (size < 2 || (Py_ssize_t)be16(b) > size - 2) {
+            status = INCONSISTENT;
+            goto done;
+        }
+        Py_ssize_t key_end = 2 + (Py_ssize_t)be16(b);
+        status = decode_columns_core(b, 2, key_end, fixed, &argv[3]);
+        if (status == OK)
+            status = decode_columns_core(b, key_end, size, fixed, &argv[2]);
+    }
+    else if (op == OP_DELETE) {
+        status = decode_columns_core(b, 0, size, fixed, &argv[3]);
+    }
+    else if (op != OP_TRUNCATE) {
+        status = decode_columns_core(b, 0, size, fixed, &argv[2]);
+    }
+    if (status != OK)
+        goto done;
+    for (int i = 0; i < CHANGE_FIELDS; i++)
+        if (argv[i] == NULL)
+            argv[i] = Py_NewRef(Py_None);
+    result = PyObject_Vectorcall(change_class, argv, CHANGE_FIELDS, NULL);
+    if (result == NULL)
+        status = FAILED;
+
+done:
+    for (int i = 0; i < CHANGE_FIELDS; i++)
+        Py_XDECREF(argv[i]);
+    Py_XDECREF(data);
+    Py_XDECREF(io_type);
+    if (status == FAILED)
+        return NULL;
+    if (status == INCONSISTENT)
+        Py_RETURN_NONE;
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * decode_record(buf, pos, end, record_class) -> RawRecord | None
+ */
+
+/* T area (records._decode_t): R (ROWID), L (commit CSN), 6 (XID).  New references (or NULL
+ * for "absent") in *rowid, *csn, *xid; the caller owns them whatever the outcome. */
+static int
+decode_t(const unsigned char *b, Py_ssize_t p, Py_ssize_t end, PyObject **rowid,
+         PyObject **csn, PyObject **xid)
+{
+    while (p < end) {
+        if (end - p < 4)
+            return INCONSISTENT;
+        unsigned char stype = b[p];
+        Py_ssize_t slen = be16(b + p + 2);
+        const unsigned char *v = b + p + 4;
+        if (slen > end - p - 4)
+            return INCONSISTENT;
+        p += 4 + slen;
+        PyObject *obj = NULL;
+        if (stype == TYPE_ROWID) {
+            /* 18 characters then 00 01; a value without the suffix is taken whole. */
+            Py_ssize_t n = (slen >= 2 && v[slen - 2] == 0 && v[slen - 1] == 1) ? slen - 2 : slen;
+            obj = PyUnicode_DecodeASCII((const char *)v, n, NULL);
+            if (obj == NULL)
+                return value_error_is_inconsistent();
+            Py_XSETREF(*rowid, obj);
+        }
+        else if (stype == TYPE_CSN) {
+            /* bytes.isdigit(): non-empty, ASCII digits only. */
+            if (slen == 0)
+                return INCONSISTENT;
+            for (Py_ssize_t i = 0; i < slen; i++)
+                if (v[i] < '0' || v[i] > '9')
+                    return INCONSISTENT;
+            if (slen <= 19) {
+                uint64_t n = 0; /* 19 digits always fit in 64 bits unsigned */
+                for (Py_ssize_t i = 0; i < slen; i++)
+                    n = n * 10 + (uint64_t)(v[i] - '0');
+                obj = PyLong_FromUnsignedLongLong(n);
+                if (obj == NULL)
+                    return FAILED;
+            }
+            else {
+                /* A bytes object is NUL-terminated, as PyLong_FromString needs. */
+                PyObject *digits = bytes_from(v, slen);
+                if (digits == NULL)
+                    return FAILED;
+                obj = PyLong_FromString(PyBytes_AS_STRING(digits), NULL, 10);
+                Py_DECREF(digits);
+                if (obj == NULL)
+                    return value_error_is_inconsistent(); /* int's digit limit */
+            }
+            Py_XSETREF(*csn, obj);
+        }
+        else if (stype == TYPE_XID) {
+            obj = PyUnicode_DecodeASCII((const char *)v, slen, NULL);
+            if (obj == NULL)
+                return value_error_is_inconsistent();
+            Py_XSETREF(*xid, obj);
+        }
+    }
+    return OK;
+}
+
+/* U area (records._decode_tokens): name length (2), name, value length (2), value. */
+static int
+decode_tokens(const unsigned char *b, Py_ssize_t p, Py_ssize_t end, PyObject **out)
+{
+    PyObject *tokens = PyDict_New();
+    if (tokens == NULL)
+        return FAILED;
+    while (p < end) {
+        if (end - p < 2)
+            goto inconsistent;
+        Py_ssize_t n = be16(b + p);
+        const unsigned char *name = b + p + 2;
+        if (n > end - p - 2 - 2)
+            goto inconsistent; /* the name, or the value length after it, is cut short */
+        p += 2 + n;
+        Py_ssize_t vlen = be16(b + p);
+        const unsigned char *value = b + p + 2;
+        if (vlen > end - p - 2)
+            goto inconsistent;
+        p += 2 + vlen;
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)name, n, NULL);
+        if (key == NULL)
+            goto decode_failed;
+        PyObject *val = PyUnicode_DecodeUTF8((const char *)value, vlen, NULL);
+        if (val == NULL) {
+            Py_DECREF(key);
+            goto decode_failed;
+        }
+        int rc = PyDict_SetItem(tokens, key, val);
+        Py_DECREF(key);
+        Py_DECREF(val);
+        if (rc < 0) {
+            Py_DECREF(tokens);
+            return FAILED;
+        }
+    }
+    Py_XSETREF(*out, tokens);
+    return OK;
+
+decode_failed:
+    Py_DECREF(tokens);
+    return value_error_is_inconsistent();
+inconsistent:
+    Py_DECREF(tokens);
+    return INCONSISTENT;
+}
+
+#define RAW_RECORD_FIELDS 25
+
+static PyObject *
+sp_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "decode_record(buf, pos, end, record_class)");
+        return NULL;
+    }
+    PyObject *buf = args[0], *record_class = args[3];
+    Py_ssize_t pos, end;
+    if (!PyBytes_Check(buf) || as_ssize(args[1], &pos) < 0 || as_ssize(args[2], &end) < 0)
+        Py_RETURN_NONE;
+    if (pos < 0 || end > PyBytes_GET_SIZE(buf) || pos > end || end - pos < 4)
+        Py_RETURN_NONE;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(buf);
+
+    /* G header and the Z trailer its length points to. */
+    if (b[pos] != TYPE_G)
+        Py_RETURN_NONE;
+    unsigned flag = b[pos + 1];
+    Py_ssize_t length = be16(b + pos + 2);
+    if (length < MIN_G_LENGTH || length > end - pos)
+        Py_RETURN_NONE;
+    Py_ssize_t rend = pos + length;
+    if (b[rend - 4] != TYPE_Z || b[rend - 3] != flag || (Py_ssize_t)be16(b + rend - 2) != length)
+        Py_RETURN_NONE;
+    Py_ssize_t body_end = rend - 4;
+
+    /* H: the fixed part, then the NUL-terminated table name.  MIN_G_LENGTH guarantees the
+     * H header's four bytes lie inside the body. */
+    Py_ssize_t p = pos + 4;
+    if (b[p] != TYPE_H)
+        Py_RETURN_NONE;
+    Py_ssize_t hlen = be16(b + p + 2);
+    Py_ssize_t hstart = p + 4;
+    if (hlen < H_FIXED + 1 || hlen > body_end - hstart)
+        Py_RETURN_NONE;
+    Py_ssize_t hend = hstart + hlen;
+    const unsigned char *h = b + hstart;
+    const unsigned char *name = h + H_FIXED;
+    const unsigned char *nul = memchr(name, 0, (size_t)(hend - hstart - H_FIXED));
+    if (nul == NULL)
+        Py_RETURN_NONE;
+
+    PyObject *table = NULL, *data = NULL, *rowid = NULL, *csn = NULL, *xid = NULL;
+    PyObject *tokens = NULL, *result = NULL;
+    PyObject *argv[RAW_RECORD_FIELDS] = {NULL};
+    int status = OK;
+
+    table = PyUnicode_DecodeUTF8((const char *)name, nul - name, NULL);
+    if (table == NULL) {
+        status = value_error_is_inconsistent();
+        goto done;
+    }
+    unsigned rec_length = be16(h + 4);
+
+    /* Sub-records D, T and U in any order; unknown types are skipped (seed 002). */
+    p = hend;
+    while (p < body_end) {
+        if (body_end - p < 4) {
+            status = INCONSISTENT;
+            goto done;
+        }
+        unsigned char stype = b[p];
+        Py_ssize_t slen = be16(b + p + 2);
+        Py_ssize_t sstart = p + 4;
+        if (slen > body_end - sstart) {
+            status = INCONSISTENT;
+            goto done;
+        }
+        p = sstart + slen;
+        if (stype == TYPE_D) {
+            if ((unsigned)slen != rec_length) {
+                status = INCONSISTENT;
+                goto done;
+            }
+            PyObject *d = bytes_from(b + sstart, slen);
+            if (d == NULL) {
+                status = FAILED;
+                goto done;
+            }
+            Py_XSETREF(data, d);
+        }
+        else if (stype == TYPE_T) {
+            /* Each T area replaces all three values, as the Python decoder's assignment does. */
+            Py_CLEAR(rowid);
+            Py_CLEAR(csn);
+            Py_CLEAR(xid);
+            status = decode_t(b, sstart, p, &rowid, &csn, &xid);
+            if (status != OK)
+                goto done;
+        }
+        else if (stype == TYPE_U) {
+            status = decode_tokens(b, sstart, p, &tokens);
+            if (status != OK)
+                goto done;
+        }
+    }
+    if (data == NULL && (data = PyBytes_FromStringAndSize(NULL, 0)) == NULL) {
+        status = FAILED;
+        goto done;
+    }
+
+    /* RawRecord's fields, in order (records._HFIXED: >BBBBHBBQQBIBBBBB). */
+    argv[0] = PyLong_FromSsize_t(pos);
+    argv[1] = PyLong_FromSsize_t(length);
+    argv[2] = PyLong_FromLong((long)flag);
+    argv[3] = PyLong_FromLong(h[0]);  /* hdr_ind */
+    argv[4] = PyLong_FromLong(h[1]);  /* partition */
+    argv[5] = PyLong_FromLong(h[2]);  /* undo_flag */
+    argv[6] = PyLong_FromLong(h[3]);  /* before_after */
+    argv[7] = PyLong_FromLong((long)rec_length);
+    argv[8] = PyLong_FromLong(h[6]);  /* io_type */
+    argv[9] = PyLong_FromLong(h[7]);  /* orig_node */
+    argv[10] = PyLong_FromUnsignedLongLong(be64(h + 8));   /* io_time */
+    argv[11] = PyLong_FromUnsignedLongLong(be64(h + 16));  /* audit_pos */
+    argv[12] = PyLong_FromLong(h[24]);  /* trans_ind */
+    argv[13] = PyLong_FromUnsignedLongLong(be32(h + 25));  /* audit_rba */
+    argv[14] = PyLong_FromLong(h[29]);  /* format_type */
+    argv[15] = PyLong_FromLong(h[30]);  /* syskey_len */
+    argv[16] = PyLong_FromLong(h[31]);  /* incomplete */
+    argv[17] = PyLong_FromLong(h[32]);  /* continued */
+    argv[18] = PyLong_FromLong(h[33]);  /* rec_count */
+    argv[19] = Py_NewRef(table);
+    argv[20] = Py_NewRef(data);
+    argv[21] = Py_NewRef(rowid ? rowid : Py_None);
+    argv[22] = Py_NewRef(csn ? csn : Py_None);
+    argv[23] = Py_NewRef(xid ? xid : Py_None);
+    argv[24] = Py_NewRef(tokens ? tokens : Py_None);
+    for (int i = 0; i < RAW_RECORD_FIELDS; i++) {
+        if (argv[i] == NULL) {
+            status = FAILED;
+            goto done;
+        }
+    }
+    result = PyObject_Vectorcall(record_class, argv, RAW_RECORD_FIELDS, NULL);
+    if (result == NULL)
+        status = FAILED;
+
+done:
+    for (int i = 0; i < RAW_RECORD_FIELDS; i++)
+        Py_XDECREF(argv[i]);
+    Py_XDECREF(table);
+    Py_XDECREF(data);
+    Py_XDECREF(rowid);
+    Py_XDECREF(csn);
+    Py_XDECREF(xid);
+    Py_XDECREF(tokens);
+    if (status == FAILED)
+        return NULL;
+    if (status == INCONSISTENT)
+        Py_RETURN_NONE;
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Column kinds.  values.py hands over the ColumnKind members once at import
+ * (set_column_kinds); a kind is recognised by identity, and anything else (a plain string,
+ * a kind added later) goes back to Python.
+ */
+
+enum { KIND_UNKNOWN = 0, KIND_VARIABLE, KIND_CHAR, KIND_DATE, KIND_TIMESTAMP };
+
+#define MAX_VARIABLE_KINDS 16
+static PyObject *variable_kinds[MAX_VARIABLE_KINDS];
+static Py_ssize_t n_variable_kinds = 0;
+static PyObject *kind_char = NULL, *kind_date = NULL, *kind_timestamp = NULL;
+
+static PyObject *
+sp_set_column_kinds(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "set_column_kinds(variable_kinds, char, date, timestamp)");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Tuple(args[0]);
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    if (n > MAX_VARIABLE_KINDS) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "too many variable kinds");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n_variable_kinds; i++)
+        Py_CLEAR(variable_kinds[i]);
+    for (Py_ssize_t i = 0; i < n; i++)
+        variable_kinds[i] = Py_NewRef(PyTuple_GET_ITEM(seq, i));
+    n_variable_kinds = n;
+    Py_DECREF(seq);
+    Py_XSETREF(kind_char, Py_NewRef(args[1]));
+    Py_XSETREF(kind_date, Py_NewRef(args[2]));
+    Py_XSETREF(kind_timestamp, Py_NewRef(args[3]));
+    Py_RETURN_NONE;
+}
+
+static int
+classify_kind(PyObject *kind)
+{
+    for (Py_ssize_t i = 0; i < n_variable_kinds; i++)
+        if (kind == variable_kinds[i])
+            return KIND_VARIABLE;
+    if (kind_char != NULL) {
+        if (kind == kind_char)
+            return KIND_CHAR;
+        if (kind == kind_date)
+            return KIND_DATE;
+        if (kind == kind_timestamp)
+            return KIND_TIMESTAMP;
+    }
+    return KIND_UNKNOWN;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * encode_columns(values, kinds, widths) -> bytes | None
+ *
+ * values.encode_columns: index -> value (bytes or None), framed by kind, in index order.
+ */
+
+static const char NULL_DATE[] = "\xff\xff" "1900-01-01:00:00:00";
+static const char NULL_TIMESTAMP[] = "\xff\xff" "1900-01-01:00:00:00.000000000";
+#define NULL_DATE_LEN ((Py_ssize_t)sizeof(NULL_DATE) - 1)
+#define NULL_TIMESTAMP_LEN ((Py_ssize_t)sizeof(NULL_TIMESTAMP) - 1)
+
+typedef struct {
+    unsigned index;
+    int kind;
+    PyObject *value;   /* borrowed from the dict: bytes or None */
+    Py_ssize_t width;  /* CHAR only: the blank-padded width, 0 for none */
+    Py_ssize_t framed; /* bytes of the framed value */
+} column_t;
+
+static int
+compare_columns(const void *a, const void *b)
+{
+    unsigned x = ((const column_t *)a)->index, y = ((const column_t *)b)->index;
+    return (x > y) - (x < y);
+}
+
+/* Sequence item `index` of a list/tuple, or NULL when out of range (borrowed). */
+static PyObject *
+seq_item(PyObject *seq, unsigned index)
+{
+    if (PyList_CheckExact(seq))
+        return (Py_ssize_t)index < PyList_GET_SIZE(seq) ? PyList_GET_ITEM(seq, index) : NULL;
+    return (Py_ssize_t)index < PyTuple_GET_SIZE(seq) ? PyTuple_GET_ITEM(seq, index) : NULL;
+}
+
+static PyObject *
+sp_encode_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "encode_columns(values, kinds, widths)");
+        return NULL;
+    }
+    PyObject *values = args[0], *kinds = args[1], *widths = args[2];
+    if (!PyDict_CheckExact(values)
+        || (kinds != Py_None && !PyList_CheckExact(kinds) && !PyTuple_CheckExact(kinds))
+        || (widths != Py_None && !PyList_CheckExact(widths) && !PyTuple_CheckExact(widths)))
+        Py_RETURN_NONE;
+
+    Py_ssize_t n = PyDict_GET_SIZE(values);
+    column_t small[32];
+    column_t *cols = small;
+    if (n > (Py_ssize_t)(sizeof(small) / sizeof(small[0]))) {
+        cols = PyMem_New(column_t, n);
+        if (cols == NULL)
+            return PyErr_NoMemory();
+    }
+    PyObject *result = NULL;
+    int handled = 0;
+
+    Py_ssize_t i = 0, it = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(values, &it, &key, &value)) {
+        unsigned long long index;
+        /* Keys that are not plain ints in 0..65535 make Python raise: let it. */
+        if (!PyLong_CheckExact(key) || as_uint(key, 0xFFFF, &index) < 0)
+            goto finish;
+        if (value != Py_None && !PyBytes_Check(value))
+            goto finish;
+        cols[i].index = (unsigned)index;
+        cols[i].value = value;
+        i++;
+    }
+    if (i != n)
+        goto finish; /* cannot happen for a dict, but never trust a count */
+    qsort(cols, (size_t)n, sizeof(column_t), compare_columns);
+
+    Py_ssize_t total = 0;
+    for (i = 0; i < n; i++) {
+        column_t *c = &cols[i];
+        PyObject *kind = kinds == Py_None ? NULL : seq_item(kinds, c->index);
+        c->kind = kind == NULL ? KIND_VARIABLE : classify_kind(kind); /* default VARCHAR2 */
+        Py_ssize_t vlen = c->value == Py_None ? 0 : PyBytes_GET_SIZE(c->value);
+        switch (c->kind) {
+        case KIND_VARIABLE:
+            c->framed = c->value == Py_None ? 4 : 4 + vlen;
+            break;
+        case KIND_CHAR: {
+            PyObject *w = widths == Py_None ? NULL : seq_item(widths, c->index);
+            c->width = 0;
+            if (w != NULL && w != Py_None) {
+                if (as_ssize(w, &c->width) < 0)
+                    goto finish;
+                if (c->width < 0)
+                    c->width = 0; /* Python: b"\0" * negative is empty; no padding either */
+                if (c->width > 0xFFFF)
+                    goto finish; /* would not fit: Python raises */
+            }
+            if (c->value == Py_None)
+                c->framed = 2 + c->width;
+            else
+                c->framed = 2 + (vlen < c->width ? c->width : vlen);
+            break;
+        }
+        case KIND_DATE:
+            c->framed = c->value == Py_None ? NULL_DATE_LEN : 2 + vlen;
+            break;
+        case KIND_TIMESTAMP:
+            c->framed = c->value == Py_None ? NULL_TIMESTAMP_LEN : 2 + vlen;
+            break;
+        default:
+            goto finish; /* unknown kind: Python raises */
+        }
+        if (c->framed > 0xFFFF)
+            goto finish; /* needs LOB pieces: Python raises */
+        total += 4 + c->framed;
+    }
+
+    result = PyBytes_FromStringAndSize(NULL, total);
+    if (result == NULL) {
+        handled = 1;
+        goto finish;
+    }
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+    for (i = 0; i < n; i++) {
+        column_t *c = &cols[i];
+        put16(out, c->index);
+        put16(out + 2, (unsigned)c->framed);
+        out += 4;
+        if (c->value == Py_None) {
+            switch (c->kind) {
+            case KIND_VARIABLE:
+                memcpy(out, "\xff\xff\x00\x00", 4);
+                break;
+            case KIND_CHAR:
+                out[0] = out[1] = 0xFF;
+                memset(out + 2, 0, (size_t)c->width);
+                break;
+            case KIND_DATE:
+                memcpy(out, NULL_DATE, (size_t)NULL_DATE_LEN);
+                break;
+            default:
+                memcpy(out, NULL_TIMESTAMP, (size_t)NULL_TIMESTAMP_LEN);
+                break;
+            }
+        }
+        else {
+            Py_ssize_t vlen = PyBytes_GET_SIZE(c->value);
+            const char *v = PyBytes_AS_STRING(c->value);
+            out[0] = out[1] = 0;
+            if (c->kind == KIND_VARIABLE) {
+                put16(out + 2, (unsigned)vlen);
+                memcpy(out + 4, v, (size_t)vlen);
+            }
+            else {
+                memcpy(out + 2, v, (size_t)vlen);
+                if (c->kind == KIND_CHAR && vlen < c->width)
+                    memset(out + 2 + vlen, ' ', (size_t)(c->width - vlen));
+            }
+        }
+        out += c->framed;
+    }
+    handled = 1;
+
+finish:
+    if (cols != small)
+        PyMem_Free(cols);
+    if (!handled)
+        Py_RETURN_NONE;
+    return result; /* NULL with MemoryError set when the allocation failed */
+}
+
+/* ---------------------------------------------------------------------------------------
+ * encode_record(io_type, table, data, io_time, audit_pos, audit_rba, trans_ind,
+ *               before_after, continued, rowid, csn, xid, tokens) -> bytes | None
+ *
+ * records.encode_record, arguments in that order.
+ */
+
+/* Growable output buffer for the variable parts (T and U areas). */
+typedef struct {
+    unsigned char *p;
+    Py_ssize_t len, cap;
+    unsigned char small[256];
+} outbuf;
+
+static void
+ob_init(outbuf *b)
+{
+    b->p = b->small;
+    b->len = 0;
+    b->cap = (Py_ssize_t)sizeof(b->small);
+}
+
+static void
+ob_free(outbuf *b)
+{
+    if (b->p != b->small)
+        PyMem_Free(b->p);
+}
+
+static int
+ob_put(outbuf *b, const void *src, Py_ssize_t n)
+{
+    if (n > b->cap - b->len) {
+        /* No record part exceeds 64 KiB plus change, so this cannot overflow. */
+        Py_ssize_t cap = b->cap * 2;
+        while (cap - b->len < n)
+            cap *= 2;
+        unsigned char *q = PyMem_Malloc((size_t)cap);
+        if (q == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(q, b->p, (size_t)b->len);
+        ob_free(b);
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+/* A sub-record header then `n` bytes; INCONSISTENT if the length does not fit two bytes. */
+static int
+ob_sub(outbuf *b, unsigned char type, const void *content, Py_ssize_t n)
+{
+    if (n > 0xFFFF)
+        return INCONSISTENT;
+    unsigned char head[4] = {type, 0, (unsigned char)(n >> 8), (unsigned char)n};
+    if (ob_put(b, head, 4) < 0 || ob_put(b, content, n) < 0)
+        return FAILED;
+    return OK;
+}
+
+/* str -> its bytes in ASCII; NULL with *status INCONSISTENT when it is not ASCII or not a
+ * str (Python raises). */
+static const char *
+ascii_of(PyObject *s, Py_ssize_t *n, int *status)
+{
+    if (!PyUnicode_Check(s)) {
+        *status = INCONSISTENT;
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) < 0) { /* only legacy strings from old C APIs are not ready */
+        *status = FAILED;
+        return NULL;
+    }
+#endif
+    if (!PyUnicode_IS_ASCII(s)) {
+        *status = INCONSISTENT; /* .encode("ascii") raises */
+        return NULL;
+    }
+    *n = PyUnicode_GET_LENGTH(s);
+    return (const char *)PyUnicode_DATA(s);
+}
+
+/* str -> UTF-8 (cached by CPython); NULL with *status INCONSISTENT on lone surrogates or a
+ * non-str (Python's .encode raises). */
+static const char *
+utf8_of(PyObject *s, Py_ssize_t *n, int *status)
+{
+    if (!PyUnicode_Check(s)) {
+        *status = INCONSISTENT;
+        return NULL;
+    }
+    const char *u = PyUnicode_AsUTF8AndSize(s, n);
+    if (u == NULL)
+        *status = PyErr_ExceptionMatches(PyExc_UnicodeError) ? (PyErr_Clear(), INCONSISTENT)
+                                                              : FAILED;
+    return u;
+}
+
+static int
+t_area(outbuf *t, PyObject *rowid, PyObject *csn, PyObject *xid)
+{
+    int status = OK;
+    Py_ssize_t n;
+    const char *s;
+    if (rowid != Py_None) {
+        if ((s = ascii_of(rowid, &n, &status)) == NULL)
+            return status;
+        if (n > 0xFFFF - 2)
+            return INCONSISTENT;
+        unsigned char head[4] = {TYPE_ROWID, 0, (unsigned char)((n + 2) >> 8),
+                                 (unsigned char)(n + 2)};
+        if (ob_put(t, head, 4) < 0 || ob_put(t, s, n) < 0 || ob_put(t, "\x00\x01", 2) < 0)
+            return FAILED;
+    }
+    if (csn != Py_None) {
+        /* str(csn): only plain ints (str(True) is "True"; subclasses may differ). */
+        if (!PyLong_CheckExact(csn))
+            return INCONSISTENT;
+        PyObject *text = PyObject_Str(csn);
+        if (text == NULL)
+            return value_error_is_inconsistent(); /* int's digit limit */
+        s = ascii_of(text, &n, &status);
+        int rc = s == NULL ? status : ob_sub(t, TYPE_CSN, s, n);
+        Py_DECREF(text);
+        if (rc != OK)
+            return rc;
+    }
+    if (xid != Py_None) {
+        if ((s = ascii_of(xid, &n, &status)) == NULL)
+            return status;
+        if ((status = ob_sub(t, TYPE_XID, s, n)) != OK)
+            return status;
+    }
+    return OK;
+}
+
+static int
+tokens_area(outbuf *u, PyObject *tokens)
+{
+    Py_ssize_t it = 0;
+    PyObject *name, *value;
+    while (PyDict_Next(tokens, &it, &name, &value)) {
+        int status = OK;
+        Py_ssize_t nn, vn;
+        const char *ns = utf8_of(name, &nn, &status);
+        if (ns == NULL)
+            return status;
+        const char *vs = utf8_of(value, &vn, &status);
+        if (vs == NULL)
+            return status;
+        if (nn > 0xFFFF || vn > 0xFFFF)
+            return INCONSISTENT; /* the two-byte lengths overflow: Python raises */
+        unsigned char nl[2] = {(unsigned char)(nn >> 8), (unsigned char)nn};
+        unsigned char vl[2] = {(unsigned char)(vn >> 8), (unsigned char)vn};
+        if (ob_put(u, nl, 2) < 0 || ob_put(u, ns, nn) < 0 || ob_put(u, vl, 2) < 0
+            || ob_put(u, vs, vn) < 0)
+            return FAILED;
+        if (u->len > 0xFFFF)
+            return INCONSISTENT; /* too long for the U sub-record: Python raises */
+    }
+    return OK;
+}
+
+static PyObject *
+sp_encode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError,
+                        "encode_record(io_type, table, data, io_time, audit_pos, audit_rba, "
+                        "trans_ind, before_after, continued, rowid, csn, xid, tokens)");
+        return NULL;
+    }
+    PyObject *table = args[1], *data = args[2];
+    PyObject *rowid = args[9], *csn = args[10], *xid = args[11], *tokens = args[12];
+    unsigned long long io_type, io_time, audit_pos, audit_rba, trans_ind, before_after,
+        continued;
+    /* Out-of-range header fields make struct.pack raise: Python's to report. */
+    if (as_uint(args[0], 0xFF, &io_type) < 0 || as_uint(args[3], UINT64_MAX, &io_time) < 0
+        || as_uint(args[4], UINT64_MAX, &audit_pos) < 0
+        || as_uint(args[5], 0xFFFFFFFFu, &audit_rba) < 0
+        || as_uint(args[6], 0xFF, &trans_ind) < 0 || as_uint(args[7], 0xFF, &before_after) < 0
+        || as_uint(args[8], 0xFF, &continued) < 0)
+        Py_RETURN_NONE;
+    if (!PyBytes_Check(data) || PyBytes_GET_SIZE(data) > 0xFFFF)
+        Py_RETURN_NONE;
+    if (tokens != Py_None && !PyDict_Check(tokens))
+        Py_RETURN_NONE;
+    int status = OK;
+    Py_ssize_t name_len;
+    const char *name = utf8_of(table, &name_len, &status);
+    if (name == NULL)
+        return status == FAILED ? NULL : Py_NewRef(Py_None);
+    Py_ssize_t data_len = PyBytes_GET_SIZE(data);
+    Py_ssize_t h_len = H_FIXED + name_len + 1;
+    if (h_len > 0xFFFF)
+        Py_RETURN_NONE;
+
+    outbuf t, u;
+    ob_init(&t);
+    ob_init(&u);
+    PyObject *result = NULL;
+    status = t_area(&t, rowid, csn, xid);
+    if (status == OK && tokens != Py_None && PyDict_GET_SIZE(tokens) > 0)
+        status = tokens_area(&u, tokens);
+    if (status != OK)
+        goto done;
+    if (t.len > 0xFFFF || u.len > 0xFFFF) {
+        status = INCONSISTENT;
+        goto done;
+    }
+    /* `if t_area:` / `if tokens:` in Python: an empty area is left out.  (A token always
+     * takes at least four bytes, so the U area is empty exactly when there are no tokens.) */
+    Py_ssize_t total = 8 + (4 + h_len) + (4 + data_len) + (t.len ? 4 + t.len : 0)
+                       + (u.len ? 4 + u.len : 0);
+    if (total > MAX_RECORD) {
+        status = INCONSISTENT; /* Python raises ValueError; callers split the record */
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, total);
+    if (result == NULL) {
+        status = FAILED;
+        goto done;
+    }
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(result);
+    o[0] = TYPE_G;
+    o[1] = 0x01;
+    put16(o + 2, (unsigned)total);
+    o += 4;
+    o[0] = TYPE_H;
+    o[1] = 0;
+    put16(o + 2, (unsigned)h_len);
+    o += 4;
+    /* _HFIXED: >BBBBHBBQQBIBBBBB */
+    o[0] = 0x45;
+    o[1] = 0x04;
+    o[2] = 0x00;
+    o[3] = (unsigned char)before_after;
+    put16(o + 4, (unsigned)data_len);
+    o[6] = (unsigned char)io_type;
+    o[7] = 0xFF;
+    for (int k = 0; k < 8; k++) {
+        o[8 + k] = (unsigned char)(io_time >> (56 - 8 * k));
+        o[16 + k] = (unsigned char)(audit_pos >> (56 - 8 * k));
+    }
+    o[24] = (unsigned char)trans_ind;
+    for (int k = 0; k < 4; k++)
+        o[25 + k] = (unsigned char)(audit_rba >> (24 - 8 * k));
+    o[29] = 0x52;
+    o[30] = 0;
+    o[31] = 0;
+    o[32] = (unsigned char)continued;
+    o[33] = 1;
+    o += H_FIXED;
+    memcpy(o, name, (size_t)name_len);
+    o[name_len] = 0;
+    o += name_len + 1;
+    o[0] = TYPE_D;
+    o[1] = 0;
+    put16(o + 2, (unsigned)data_len);
+    memcpy(o + 4, PyBytes_AS_STRING(data), (size_t)data_len);
+    o += 4 + data_len;
+    if (t.len) {
+        o[0] = TYPE_T;
+        o[1] = 0;
+        put16(o + 2, (unsigned)t.len);
+        memcpy(o + 4, t.p, (size_t)t.len);
+        o += 4 + t.len;
+    }
+    if (u.len) {
+        o[0] = TYPE_U;
+        o[1] = 0;
+        put16(o + 2, (unsigned)u.len);
+        memcpy(o + 4, u.p, (size_t)u.len);
+        o += 4 + u.len;
+    }
+    o[0] = TYPE_Z;
+    o[1] = 0x01;
+    put16(o + 2, (unsigned)total);
+
+done:
+    ob_free(&t);
+    ob_free(&u);
+    if (status == FAILED)
+        return NULL;
+    if (status == INCONSISTENT)
+        Py_RETURN_NONE;
+    return result;
+}
+
+/* --------------------------------------------------------------------------------------- */
+
+static PyMethodDef speedups_methods[] = {
+    {"decode_columns", (PyCFunction)(void (*)(void))sp_decode_columns, METH_FASTCALL,
+     "decode_columns(data, fixed, start, end) -> dict | None"},
+    {"decode_record", (PyCFunction)(void (*)(void))sp_decode_record, METH_FASTCALL,
+     "decode_record(buf, pos, end, record_class) -> record | None"},
+    {"encode_columns", (PyCFunction)(void (*)(void))sp_encode_columns, METH_FASTCALL,
+     "encode_columns(values, kinds, widths) -> bytes | None"},
+    {"encode_record", (PyCFunction)(void (*)(void))sp_encode_record, METH_FASTCALL,
+     "encode_record(io_type, table, data, io_time, audit_pos, audit_rba, trans_ind, "
+     "before_after, continued, rowid, csn, xid, tokens) -> bytes | None"},
+    {"decode_change", (PyCFunction)(void (*)(void))sp_decode_change, METH_FASTCALL,
+     "decode_change(record, fixed, data, change_class, op_types) -> change | None"},
+    {"set_column_kinds", (PyCFunction)(void (*)(void))sp_set_column_kinds, METH_FASTCALL,
+     "set_column_kinds(variable_kinds, char, date, timestamp): the ColumnKind members"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT,
+    "trailgate.trail._speedups",
+    "C versions of the trail codec's hot functions; None means 'use the Python code'.",
+    -1,
+    speedups_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    /* Attribute names decode_change reads, interned once. */
+    struct {
+        PyObject **slot;
+        const char *name;
+    } names[] = {{&s_io_type, "io_type"},     {&s_table, "table"},
+                 {&s_io_time, "io_time"},     {&s_audit_rba, "audit_rba"},
+                 {&s_audit_pos, "audit_pos"}, {&s_rowid, "rowid"},
+                 {&s_tokens, "tokens"},       {&s_data, "data"}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].name)) == NULL)
+            return NULL;
+    }
+    return PyModule_Create(&speedups_module);
+}
