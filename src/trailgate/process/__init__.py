@@ -1,0 +1,1 @@
+"""Group processes: the runtime (``trailgate run``) and their lifecycle (start, stop, kill)."""
