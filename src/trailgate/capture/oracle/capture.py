@@ -78,6 +78,7 @@ class DumpCapture:
         self.rolled_back: list[str] = []
         self.open_at_end: list[str] = []
         self.last_commit_scn: int | None = None
+        self.records = 0  # redo records read (with their changes), for summaries
         self._read: dict[int, Position] = {}
         self._skip_through: dict[int, Position] = {}
         self._start: dict[int, RBA] = {}
@@ -204,6 +205,7 @@ class DumpCapture:
         def pos(k: int, line: int) -> Position:
             return Position(rec.thread, rec.rba, k, rec.scn, rec.path, line)
 
+        self.records += 1
         undo_xids = {c.xid for c in rec.changes if isinstance(c, UndoRecord)}
         applied = [c for c in rec.changes if isinstance(c, UndoApplied)]
         for k, c in enumerate(rec.changes, 1):

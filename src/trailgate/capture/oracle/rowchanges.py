@@ -92,7 +92,8 @@ class RowBuilder:
     def _unknown(self, record: RedoRecord, change, message: str) -> _Skip:
         if self.on_unknown == "stop":
             raise self._error(record, change, message + " (capture stopped: add it to the "
-                              "dictionary, or run with on_unknown='skip' to drop such changes)")
+                              "dictionary, or skip such changes: --on-unknown skip, "
+                              "TRANLOGOPTIONS ONUNKNOWN SKIP, on_unknown='skip')")
         self._warn(f"{record.path}, line {change.line}, redo record RBA {record.rba}: "
                    f"{message}; change skipped, no record written")
         return _Skip()
