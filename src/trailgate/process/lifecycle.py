@@ -123,33 +123,31 @@ def read_pid(path: Path) -> int | None:
     return pid if pid > 0 else None
 
 
-def _reap(pid: int) -> None:
-    """Collect ``pid`` if it is our exited child, so it is not left a zombie."""
+def _alive(pid: int, name: str | None = None) -> bool:
+    """True if ``pid`` is a live (non-zombie) process that, where we can tell, runs ``name``.
+
+    A process launched here is asked through its Popen (which also reaps it): /proc alone
+    cannot tell an exiting child from a live one.
+    """
     for key, proc in list(_launched.items()):
         if proc.pid == pid:
-            if proc.poll() is not None:
-                del _launched[key]
-            return
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def _alive(pid: int, name: str | None = None) -> bool:
-    """True if ``pid`` is a live (non-zombie) process that, where we can tell, runs ``name``."""
-    _reap(pid)
+            if proc.poll() is None:
+                return True
+            del _launched[key]
+            return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass  # exists, owned by someone else
-    proc = Path(f"/proc/{pid}")
+    proc_dir = Path(f"/proc/{pid}")
     try:
-        stat = (proc / "stat").read_text()
+        stat = (proc_dir / "stat").read_text()
         if stat[stat.rindex(")") + 2:].startswith(("Z", "X")):
             return False
         if name is not None:
-            argv = (proc / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+            argv = (proc_dir / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
             return any(arg.upper() == name.upper() for arg in argv)
     except (OSError, ValueError):
         pass  # no /proc: trust kill(0)
