@@ -7,6 +7,7 @@ process launch, signals, detaching and status detection without Spark.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import signal
@@ -66,10 +67,8 @@ def home(tmp_path: Path) -> Iterator[Home]:
         pid = lifecycle.read_pid(lifecycle.pid_file(home, name))
         state = lifecycle.process_state(home, name)
         for p in {pid, state.pid} - {None}:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(p, signal.SIGKILL)  # type: ignore[arg-type]
-            except ProcessLookupError:
-                pass
 
 
 @pytest.fixture
@@ -136,7 +135,7 @@ def test_start_failure_quotes_the_report(home: Home, child: Path) -> None:
 
 def test_stop_timeout_then_kill(home: Home, child: Path) -> None:
     lifecycle.start_group(home, "REPLICAT", "REP1", command=command(child, "stubborn"))
-    with pytest.raises(LifecycleError, match="did not stop within 0.5 seconds"):
+    with pytest.raises(LifecycleError, match=r"did not stop within 0\.5 seconds"):
         lifecycle.stop_group(home, "REPLICAT", "REP1", timeout=0.5)
     assert lifecycle.process_state(home, "REP1").status is Status.RUNNING
     lifecycle.kill_group(home, "REPLICAT", "REP1")
