@@ -74,12 +74,17 @@ def get_spark(
     conf: Mapping[str, str] | None = None,
     *,
     work_dir: str | Path | None = None,
+    own_session: bool = False,
 ) -> SparkSession:
     """The process's SparkSession (created on first call) with the ``trail`` source registered.
 
     ``master`` defaults to ``local[2]`` (or ``$TRAILGATE_SPARK_MASTER``); ``conf`` overrides
     the defaults; ``work_dir`` (or ``$TRAILGATE_SPARK_DIR``) holds the warehouse and scratch
     files.  Settings only take effect when the session is first created.
+
+    ``own_session`` starts the JVM in its own process session (a foreground group process):
+    Ctrl-C in the terminal then reaches only the group, which stops cleanly, rather than
+    also interrupting Spark's Python workers in the middle of a micro-batch.
     """
     # Python workers must run this interpreter, so they import the same trailgate.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -88,12 +93,14 @@ def get_spark(
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     from pyspark.sql import SparkSession
 
-    from trailgate.spark.trail_source import TrailDataSource
+    from trailgate.spark.trail_sink import TrailDataSource  # the trail source, plus the sink
 
     settings = _defaults(_spark_dir(work_dir))
     settings.update(conf or {})
-    builder = SparkSession.builder.appName(app_name).master(
-        master or os.environ.get("TRAILGATE_SPARK_MASTER", "local[2]"))
+    master = master or os.environ.get("TRAILGATE_SPARK_MASTER", "local[2]")
+    if own_session:
+        _launch_own_session(app_name, master, settings)
+    builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -103,6 +110,20 @@ def get_spark(
         spark.dataSource.register(TrailDataSource)
         _registered.add(key)
     return spark
+
+
+def _launch_own_session(app_name: str, master: str, settings: Mapping[str, str]) -> None:
+    """Start the JVM (as getOrCreate would, with the same settings) in a new session."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf().setAppName(app_name).setMaster(master)
+    for key, value in settings.items():
+        conf.set(key, value)
+    gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def stop_spark() -> None:

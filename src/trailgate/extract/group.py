@@ -1,0 +1,283 @@
+"""One run of an Extract group: start-up checks, the streaming query, reports, clean stop.
+
+The query is ``pgcapture`` → ``trail`` (see docs/processes.md).  This module is the driver
+around it: it checks the source, writes the report, watches the query's progress, and on a
+stop request lets the micro-batch in flight finish (no new batch starts once the stop file
+exists), stops the query, completes the trail file, and moves the slot to the checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from trailgate.checkpoint import Checkpoint, TableStats
+from trailgate.db.connect import connect
+from trailgate.errors import SourceError, TrailgateError
+from trailgate.extract.config import DEFAULT_MEMORY_LIMIT, ExtractConfig, load_extract_config
+from trailgate.extract.startup import StartupReport, check_source
+from trailgate.home import Home
+from trailgate.process.runtime import EVENT_NO_TRANDATA, GroupProcess
+
+__all__ = ["RunOptions", "run_extract_group"]
+
+TITLE = "trailgate Capture for PostgreSQL"
+_PASSWORD = re.compile(r"(?i)(\bPASSWORD\b\s+|password=)(\S+)")
+_ERROR = re.compile(r"(?:trailgate\.errors\.)?(SourceError|ConfigError|TrailFormatError|"
+                    r"TargetError|ValueError|OSError|PermissionError): (.+)")
+
+
+@dataclass(slots=True)
+class RunOptions:
+    """How this run goes: ``once`` captures what is committed now and stops;
+    ``max_batches`` stops after that many micro-batches (tests)."""
+
+    once: bool = False
+    max_batches: int | None = None
+    memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT
+    trigger_seconds: float | None = None
+    max_wal_bytes: int | None = None
+    stop_timeout: float = 600.0
+
+
+def _echo_parameters(proc: GroupProcess, cfg: ExtractConfig) -> None:
+    report = proc.report
+    assert report is not None
+    report.section("Running with the following parameters")
+    for path in cfg.params.files or [cfg.params.path]:
+        report.line(f"-- {path}")
+        try:
+            text = Path(path).read_text("utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            report.line(_PASSWORD.sub(lambda m: m.group(1) + "***", line))
+    report.line()
+
+
+def _report_startup(proc: GroupProcess, cfg: ExtractConfig, info: StartupReport) -> None:
+    from trailgate.capture.postgres.pgoutput import format_lsn
+
+    report = proc.report
+    assert report is not None
+    report.section("Source and trail")
+    report.line(f"Database:         PostgreSQL {info.server_version}")
+    report.line(f"Slot:             {cfg.slot} (restart {format_lsn(info.restart_lsn)}, "
+                f"confirmed {format_lsn(info.confirmed_lsn)})")
+    report.line(f"Publication:      {cfg.publication}")
+    report.line(f"Trail:            {cfg.trail_label} ({cfg.megabytes} MB files)")
+    report.line(f"Tables:           {len(info.tables)}")
+    for name in info.tables:
+        report.line(f"  {name}")
+    report.line()
+    for warning in info.warnings:
+        code = EVENT_NO_TRANDATA if "supplemental logging" in warning else None
+        if code:
+            proc.warn(warning, code)
+        else:
+            proc.warn(warning)
+
+
+def _query_error(exc: Any) -> str:
+    """The first trailgate-level message inside a Spark error, not its Java stack."""
+    text = str(getattr(exc, "desc", None) or exc)
+    found = _ERROR.findall(text)
+    if found:
+        return found[-1][1].strip()
+    first = next((line for line in text.splitlines() if line.strip()), text)
+    return first.strip()[:2000]
+
+
+class _Stats:
+    """Per-table counts of this run: the checkpoint's totals minus those at start."""
+
+    def __init__(self, home: Home, group: str):
+        self.home, self.group = home, group
+        start = home.checkpoints.load(group, "EXTRACT")
+        self.base = {t: TableStats(**s.to_json()) for t, s in (start.stats if start else
+                                                                {}).items()}
+        self.started = time.monotonic()
+        self.last_total = 0
+        self.last_time = self.started
+
+    def current(self) -> tuple[Checkpoint | None, dict[str, TableStats]]:
+        ck = self.home.checkpoints.load(self.group, "EXTRACT")
+        out: dict[str, TableStats] = {}
+        for table, stats in (ck.stats if ck else {}).items():
+            base = self.base.get(table, TableStats())
+            delta = TableStats(**{k: v - getattr(base, k) for k, v in stats.to_json().items()})
+            if delta.total or delta.discards:
+                out[table] = delta
+        return ck, out
+
+    def progress_line(self) -> str:
+        _, per_table = self.current()
+        total = sum(s.total for s in per_table.values())
+        now = time.monotonic()
+        rate = total / max(now - self.started, 1e-9)
+        delta = (total - self.last_total) / max(now - self.last_time, 1e-9)
+        self.last_total, self.last_time = total, now
+        return (f"{total} records processed as of {datetime.now():%Y-%m-%d %H:%M:%S} "
+                f"(rate {rate:.0f}, delta {delta:.0f})")
+
+    def final_lines(self) -> list[str]:
+        ck, per_table = self.current()
+        out = [f"Output to {ck.write_trail if ck else '(none)'}:"]
+        if not per_table:
+            out.append("  No records written in this run.")
+        for table, s in sorted(per_table.items()):
+            out += ["", f"From Table {table}:",
+                    f"       #                   inserts:  {s.inserts:>10}",
+                    f"       #                   updates:  {s.updates:>10}",
+                    f"       #                   deletes:  {s.deletes:>10}",
+                    f"       #                 truncates:  {s.truncates:>10}",
+                    f"       #                  discards:  {s.discards:>10}"]
+        return out
+
+
+def _report_interval(cfg: ExtractConfig) -> float:
+    rc = cfg.params.report_count
+    if rc is None or rc.unit == "RECORDS":
+        return 60.0
+    return rc.every * {"SECONDS": 1, "MINUTES": 60, "HOURS": 3600}.get(rc.unit, 1)
+
+
+def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
+                 stop_file: Path) -> Any:
+    from trailgate.spark.pg_source import PgCaptureDataSource
+
+    spark.dataSource.register(PgCaptureDataSource)
+    reader = (spark.readStream.format("pgcapture").option("home", cfg.home)
+              .option("group", cfg.group)
+              .option("memoryLimitBytes", str(opts.memory_limit_bytes))
+              .option("processId", str(os.getpid())).option("stopFile", str(stop_file)))
+    if opts.max_wal_bytes:
+        reader = reader.option("maxWalBytesPerTrigger", str(opts.max_wal_bytes))
+    home = Home(cfg.home)
+    writer = (reader.load().writeStream.format("trail").option("path", cfg.trail)
+              .option("trailLabel", cfg.trail_label).option("megabytes", str(cfg.megabytes))
+              .option("home", cfg.home).option("group", cfg.group).option("runId", run_id)
+              .option("checkpointLocation",
+                      str(home.spark_checkpoint_dir(cfg.group) / "spark"))
+              .queryName(f"extract_{cfg.group.lower()}"))
+    if opts.once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
+        writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
+    return writer.start()
+
+
+def _watch(proc: GroupProcess, query: Any, cfg: ExtractConfig, opts: RunOptions,
+           stats: _Stats, stop_file: Path) -> str:
+    """Follow the query until it ends or a stop is due; returns the stop reason."""
+    interval = _report_interval(cfg)
+    next_report = time.monotonic() + interval
+    seen: int | None = None
+    batches = 0
+    report = proc.report
+    assert report is not None
+    while True:
+        if query.awaitTermination(0.5):
+            break
+        progress = query.lastProgress
+        if progress is not None and progress.get("batchId") != seen:
+            seen = progress.get("batchId")
+            batches += 1
+        if time.monotonic() >= next_report:
+            report.line(stats.progress_line())
+            next_report = time.monotonic() + interval
+        reason = proc.stop_reason if proc.stop_requested else None
+        if reason is None and opts.max_batches is not None and batches >= opts.max_batches:
+            reason = f"{batches} micro-batches done (--max-batches)"
+        if reason is not None:
+            _stop_after_batch(query, stop_file, opts.stop_timeout, proc)
+            return reason
+    error = query.exception()
+    if error is not None:
+        raise SourceError(_query_error(error))
+    return "all committed data captured (--once)" if opts.once else "the query ended"
+
+
+def _stop_after_batch(query: Any, stop_file: Path, timeout: float, proc: GroupProcess) -> None:
+    """No new batch starts once the stop file exists; wait for the one in flight."""
+    stop_file.touch()
+    deadline = time.monotonic() + timeout
+    quiet = 0
+    while query.isActive and time.monotonic() < deadline:
+        if not query.status.get("isTriggerActive", False):
+            quiet += 1
+            if quiet >= 2:  # two looks in a row: no batch is running
+                break
+        else:
+            quiet = 0
+        time.sleep(0.2)
+    query.stop()
+    error = query.exception()
+    if error is not None:
+        raise SourceError(_query_error(error))
+
+
+def _finish(cfg: ExtractConfig, run_id: str) -> None:
+    """Complete the trail file and tell the slot what the trail now holds."""
+    from trailgate.spark.pg_source import advance_slot
+    from trailgate.spark.trail_sink import SinkOptions, finish_run
+
+    opts = SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
+                              "megabytes": str(cfg.megabytes), "home": cfg.home,
+                              "group": cfg.group}, run_id)
+    finish_run(opts)
+    ck = Home(cfg.home).checkpoints.load(cfg.group, "EXTRACT")
+    lsn = int(ck.read_position.get("lsn", 0)) if ck else 0
+    if lsn:
+        with connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} stop") as conn:
+            for _ in range(50):
+                if advance_slot(conn, cfg.slot, lsn):
+                    break
+                time.sleep(0.1)
+
+
+def run_extract_group(home: Home, name: str, opts: RunOptions) -> int:
+    """Run EXTRACT ``name`` in the foreground until it is stopped; returns the exit code."""
+    from trailgate.spark import get_spark, stop_spark
+
+    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
+        cfg = load_extract_config(home, name, memory_limit_bytes=opts.memory_limit_bytes,
+                                  process_id=os.getpid())
+        _echo_parameters(proc, cfg)
+        ck = home.checkpoints.load(cfg.group, "EXTRACT")
+        resume = int(ck.read_position.get("lsn", 0)) if ck and ck.read_position else None
+        _report_startup(proc, cfg, check_source(cfg, resume))
+        stop_file = home.dirchk / f"{cfg.group}.stop"
+        stop_file.unlink(missing_ok=True)
+        run_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        stats = _Stats(home, cfg.group)
+        spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
+                          conf=cfg.params.spark.conf, own_session=True)
+        try:
+            if proc.stop_requested:
+                reason = proc.stop_reason or "stop requested"
+            else:
+                query = _start_query(spark, cfg, opts, run_id, stop_file)
+                proc.started()
+                reason = _watch(proc, query, cfg, opts, stats, stop_file)
+        except TrailgateError:
+            raise
+        except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
+            raise SourceError(_query_error(exc)) from None
+        finally:
+            stop_file.unlink(missing_ok=True)
+            stop_spark()
+        _finish(cfg, run_id)
+        assert proc.report is not None
+        proc.report.section("Run Time Statistics")
+        for line in stats.final_lines():
+            proc.report.line(line)
+        proc.stopped(reason)
+    return 0

@@ -1,0 +1,78 @@
+"""What an Extract checks before it captures: the database, the slot, the tables.
+
+Problems that make capture impossible (an unreachable server, no slot) stop the group with
+a message saying what to do; tables captured without supplemental logging only warn, as
+GoldenGate's Extract does, and go to the report and ``ggserr.log``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from trailgate.capture.postgres.trandata import capture_warnings, resolve_tables
+from trailgate.db.connect import connect
+from trailgate.errors import SourceError
+from trailgate.extract.config import ExtractConfig
+from trailgate.params.names import match_table
+from trailgate.spark.pg_source import advance_slot, slot_state, wait_for_slot
+
+__all__ = ["StartupReport", "check_source"]
+
+
+@dataclass(slots=True)
+class StartupReport:
+    """What the start-up found: the server, the slot, the tables and the warnings."""
+
+    server_version: str = ""
+    restart_lsn: int = 0
+    confirmed_lsn: int = 0
+    tables: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def check_source(cfg: ExtractConfig, resume_lsn: int | None) -> StartupReport:
+    """Connect, check the slot, publish and report the captured tables, and move the slot
+    to ``resume_lsn`` (the checkpoint's read position: everything before it is durable in
+    the trail, and a previous run may have stopped before telling the slot)."""
+    report = StartupReport()
+    with connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} start") as conn:
+        report.server_version = str(conn.execute("SHOW server_version").fetchone()[0])
+        slot_state(conn, cfg.slot)  # a clear error when ADD EXTRACT was not run
+        try:
+            wait_for_slot(conn, cfg.slot, timeout=30)
+        except SourceError:
+            raise SourceError(
+                f"replication slot {cfg.slot} is in use: is EXTRACT {cfg.group} already "
+                "running (INFO EXTRACT), or did a killed run leave a session behind? "
+                "Stop it, or end the session with pg_terminate_backend, then start again"
+            ) from None
+        names: list[str] = []
+        for spec in cfg.params.tables:
+            found = resolve_tables(conn, spec.name)
+            if not found:
+                report.warnings.append(f"WARNING: no table matches TABLE {spec.name} in "
+                                       f"database {conn.info.dbname} ({spec.path}, line "
+                                       f"{spec.line}); nothing is captured for it until one "
+                                       "is created.")
+            for _oid, schema, table in found:
+                name = f"{schema}.{table}"
+                if name in report.tables or any(match_table(x, name)
+                                                 for x in cfg.params.table_excludes):
+                    continue
+                report.tables.append(name)
+                names.append(f"{_quote(schema)}.{_quote(table)}")
+        report.warnings.extend(w for w in capture_warnings(conn, names,
+                                                           publication=cfg.publication)
+                               if not w.startswith("WARNING: no table matches"))
+        if resume_lsn:
+            for _ in range(50):
+                if advance_slot(conn, cfg.slot, resume_lsn):
+                    break
+                time.sleep(0.1)
+        report.restart_lsn, report.confirmed_lsn, _ = slot_state(conn, cfg.slot)
+    return report

@@ -1,0 +1,51 @@
+"""``trailgate run extract NAME``: a group in the foreground (GGSCI START runs the same
+command detached).  Ctrl-C or SIGTERM stops it cleanly; exit status 0 after a clean stop."""
+
+from __future__ import annotations
+
+import argparse
+
+from trailgate.home import Home, validate_group_name
+
+__all__ = ["add_arguments", "run_extract"]
+
+
+def _size(text: str) -> int:
+    """``67108864``, ``64M``, ``1G``, ``512K``."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().removesuffix("B")
+    try:
+        if t and t[-1] in units:
+            return int(float(t[:-1]) * units[t[-1]])
+        return int(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 64M)") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from trailgate.extract.config import DEFAULT_MEMORY_LIMIT
+
+    parser.add_argument("name", metavar="NAME", help="the Extract group")
+    parser.add_argument("--once", action="store_true",
+                        help="capture what is committed now, then stop")
+    parser.add_argument("--max-batches", type=int, metavar="N",
+                        help="stop cleanly after N micro-batches")
+    parser.add_argument("--memory-limit", type=_size, default=DEFAULT_MEMORY_LIMIT,
+                        metavar="SIZE", help="memory for one transaction before it is "
+                        "spilled to dirtmp/ (default 64M)")
+    parser.add_argument("--trigger", type=float, metavar="SECONDS",
+                        help="seconds between micro-batches (default: SPARK TRIGGER, else 1)")
+    parser.add_argument("--max-wal-bytes", type=_size, metavar="SIZE",
+                        help="WAL range of one micro-batch at most (transactions stay whole)")
+
+
+def run_extract(args: argparse.Namespace) -> int:
+    """Run the Extract group ``args.name`` until it is stopped."""
+    from trailgate.extract.group import RunOptions, run_extract_group
+
+    home = Home.locate(getattr(args, "home", None))
+    name = validate_group_name(args.name)
+    opts = RunOptions(once=args.once, max_batches=args.max_batches,
+                      memory_limit_bytes=args.memory_limit, trigger_seconds=args.trigger,
+                      max_wal_bytes=args.max_wal_bytes)
+    return run_extract_group(home, name, opts)

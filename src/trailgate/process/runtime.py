@@ -1,0 +1,250 @@
+"""The life of a group process: one at a time, a pid file, a report, events, clean stops.
+
+* **One run at a time**: an exclusive lock on ``dirchk/GROUP.lock`` for the life of the
+  process; a second start says the group is running and which pid has it.
+* **Pid file** ``dirchk/GROUP.pid`` (the process id and when it started) from start to a
+  clean stop.  A process that dies (kill -9, a crash, an abend) leaves it: that is how
+  ``INFO`` tells ABENDED from STOPPED.
+* **Report** ``dirrpt/GROUP.rpt``: banner, parameters as read, warnings, statistics, the
+  stop reason.  A foreground start keeps the previous ten reports as ``GROUP0.rpt`` …
+  ``GROUP9.rpt`` (newest first), as GoldenGate ages them; under GGSCI ``START`` the
+  process's output already goes to the report, so it appends.
+* **Events** in ``ggserr.log``: starting, started, warnings, stopped normally, abending.
+* **Stop**: SIGINT/SIGTERM set a flag the group's loop checks: it lets the micro-batch in
+  flight finish, then stops.  A second signal stops at once (the next start recovers).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import platform
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import IO
+
+from trailgate import __version__
+from trailgate.errors import ConfigError
+from trailgate.home import Home, validate_group_name
+from trailgate.process.lifecycle import pid_file, read_pid
+
+__all__ = [
+    "EVENT_ABENDING",
+    "EVENT_NO_TRANDATA",
+    "EVENT_STARTED",
+    "EVENT_STARTING",
+    "EVENT_STOPPED",
+    "GroupProcess",
+    "Report",
+]
+
+EVENT_STARTING = "OGG-00975"  # GGSCI's INFO finds the last start by this code
+EVENT_STARTED = "OGG-00993"
+EVENT_STOPPED = "OGG-00991"
+EVENT_ABENDING = "OGG-01668"
+EVENT_WARNING = "OGG-01738"  # generic warning carried over to the event log
+EVENT_NO_TRANDATA = "OGG-06441"  # table captured without supplemental logging (TRANDATA)
+REPORTS_KEPT = 10
+_RULE = "*" * 79
+
+
+def _is_stdout(path: Path) -> bool:
+    try:
+        out, target = os.fstat(1), path.stat()
+    except OSError:
+        return False
+    return (out.st_dev, out.st_ino) == (target.st_dev, target.st_ino)
+
+
+def _stamp() -> str:
+    return datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+
+
+class Report:
+    """The group's report file: written line by line, so a crash loses nothing before it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if _is_stdout(path):
+            # GGSCI START sends the process's output to this file: keep appending to it
+            self._fh: IO[str] = path.open("a", encoding="utf-8", buffering=1)
+        else:
+            self._age()
+            self._fh = path.open("w", encoding="utf-8", buffering=1)
+
+    def _age(self) -> None:
+        """GROUP.rpt -> GROUP0.rpt -> … -> GROUP9.rpt (the oldest falls off)."""
+        stem, parent = self.path.stem, self.path.parent
+        if not self.path.exists():
+            return
+        for n in range(REPORTS_KEPT - 1, 0, -1):
+            older = parent / f"{stem}{n - 1}.rpt"
+            if older.exists():
+                older.replace(parent / f"{stem}{n}.rpt")
+        self.path.replace(parent / f"{stem}0.rpt")
+
+    def line(self, text: str = "") -> None:
+        self._fh.write(text + "\n")
+
+    def banner(self, title: str, lines: list[str]) -> None:
+        self.line(_RULE)
+        self.line(f"{title:^79}".rstrip())
+        for text in lines:
+            self.line(f"{text:^79}".rstrip())
+        self.line(_RULE)
+
+    def section(self, title: str) -> None:
+        self.line()
+        self.line(_RULE)
+        self.line(f"**{title:^75}**")
+        self.line(_RULE)
+        self.line()
+
+    def event(self, level: str, code: str, message: str) -> None:
+        self.line(f"{_stamp()}  {level.upper():<8}{code}  {message}")
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+
+class GroupProcess:
+    """Context manager around one run of a group: lock, pid file, report, signals, events.
+
+    Leaving it normally (after :meth:`stopped`) removes the pid file; leaving it with an
+    exception reports the abend and keeps the pid file, so INFO shows ABENDED.
+    """
+
+    def __init__(self, home: Home, kind: str, group: str, *, title: str):
+        self.home = home
+        self.kind = kind.upper()
+        self.group = validate_group_name(group)
+        self.title = title
+        self.stop_event = threading.Event()
+        self.stop_reason: str | None = None
+        self.report: Report | None = None
+        self._lock_fd: int | None = None
+        self._clean = False
+        self._previous: dict[int, Callable[..., object] | int | None] = {}
+
+    # -- context -------------------------------------------------------------------------
+    def __enter__(self) -> GroupProcess:
+        self.home.dirchk.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            self._write_pid()
+            self.report = Report(self.home.report_file(self.group))
+            self._banner()
+            self.event("INFO", EVENT_STARTING, f"{self.kind} {self.group} starting.")
+            self._install_signals()
+        except BaseException:
+            self._unlock()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._restore_signals()
+        try:
+            if exc is not None and not self._clean:
+                self.abend(str(exc) or type(exc).__name__)
+            elif self._clean:
+                pid_file(self.home, self.group).unlink(missing_ok=True)
+        finally:
+            if self.report is not None:
+                self.report.close()
+            self._unlock()
+
+    # -- pieces --------------------------------------------------------------------------
+    def _lock(self) -> None:
+        path = self.home.dirchk / f"{self.group}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid = read_pid(pid_file(self.home, self.group))
+            raise ConfigError(f"{self.kind} {self.group} is already running"
+                              f"{f' (pid {pid})' if pid else ''}: stop it first "
+                              f"(STOP {self.kind} {self.group})") from None
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _write_pid(self) -> None:
+        from trailgate.checkpoint import atomic_write_text
+
+        atomic_write_text(pid_file(self.home, self.group),
+                          f"{os.getpid()} {datetime.now().isoformat(timespec='seconds')}\n")
+
+    def _banner(self) -> None:
+        assert self.report is not None
+        uname = platform.uname()
+        self.report.banner(self.title, [f"Version {__version__}",
+                                        f"{uname.system} {uname.release} {uname.machine}"])
+        self.report.line()
+        self.report.line(f"Group:            {self.kind} {self.group}")
+        self.report.line(f"Home:             {self.home.path}")
+        self.report.line(f"Host:             {socket.gethostname()}")
+        self.report.line(f"Process id:       {os.getpid()}")
+        self.report.line(f"Started:          {_stamp()}")
+
+    def _install_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+
+    def _restore_signals(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.stop_event.is_set():
+            raise KeyboardInterrupt(f"second {name}: stopping at once")
+        self.stop_reason = f"{name} received"
+        self.stop_event.set()
+
+    # -- what the group calls ------------------------------------------------------------
+    @property
+    def stop_requested(self) -> bool:
+        return self.stop_event.is_set()
+
+    def event(self, level: str, code: str, message: str, *, report: bool = True) -> None:
+        """An event: one line in ggserr.log and, by default, in the report."""
+        self.home.log_event(level, code, message)
+        if report and self.report is not None:
+            self.report.event(level, code, message)
+
+    def warn(self, message: str, code: str = EVENT_WARNING) -> None:
+        text = message.removeprefix("WARNING: ")
+        self.event("WARNING", code, f"{self.kind} {self.group}: {text}")
+
+    def started(self) -> None:
+        self.event("INFO", EVENT_STARTED, f"{self.kind} {self.group} started.")
+
+    def stopped(self, reason: str) -> None:
+        """A clean stop: the report says why, the event log says so, the pid file goes."""
+        if self.report is not None:
+            self.report.section("Stop")
+            self.report.line(f"{_stamp()}  {self.kind} {self.group} stopping: {reason}")
+        self.event("INFO", EVENT_STOPPED, f"{self.kind} {self.group} stopped normally.")
+        self._clean = True
+
+    def abend(self, message: str) -> None:
+        if self.report is not None:
+            self.report.section("Abend")
+            self.report.line(message)
+        self.event("ERROR", EVENT_ABENDING, f"{self.kind} {self.group}: PROCESS ABENDING. "
+                   f"{message}")

@@ -1,0 +1,296 @@
+"""``spark.readStream.format("pgcapture")``: an Extract group's PostgreSQL slot as a stream.
+
+Offsets are source positions, ``{"lsn": n}``.  A micro-batch ``[start, end)`` holds every
+transaction whose commit LSN lies in it, whole, in commit order, as change rows
+(:mod:`trailgate.spark.change_rows`) filtered and trimmed by the group's TABLE rules:
+
+* ``latestOffset`` is ``pg_current_wal_flush_lsn()``: every commit record before it is
+  flushed, so the slot returns it (a commit not yet flushed lies after it and belongs to a
+  later batch; ``pg_current_wal_lsn()`` could skip it);
+* one partition per batch (a slot is read in order); the task reads the slot with
+  ``PgCapture.read(upto_lsn=end)`` and skips commits before ``start`` (a replayed batch
+  starts where the slot still is); big transactions are spilled to disk by PgCapture and
+  streamed out in Arrow batches, so memory stays bounded;
+* the batch ends with a source position row (``{"lsn": end, "recovery": {"lsn":
+  restart_lsn}}``), which the trail sink stores as the read checkpoint;
+* ``commit(end)`` advances the slot to ``end``.  Spark calls it only after the sink
+  committed the batch, so the slot never passes what is durably in the trail.  Every batch
+  moves the slot to its end whether or not a captured table changed: that is the heartbeat
+  that keeps WAL from piling up while captured tables are idle.
+
+Options: ``home`` and ``group`` (required), ``memoryLimitBytes``, ``processId`` (for
+@GETENV), ``batchRows`` (rows per Arrow batch, default 10000), ``maxWalBytesPerTrigger``
+(bound a batch's WAL range; transactions stay whole), ``stopFile`` (while it exists no new
+batch starts: a clean stop lets the running batch finish).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import errors as pgerrors
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+from trailgate.capture.postgres.capture import CapturedTransaction, PgCapture
+from trailgate.capture.postgres.pgoutput import format_lsn
+from trailgate.checkpoint import CheckpointStore
+from trailgate.db.connect import connect, describe
+from trailgate.errors import SourceError
+from trailgate.extract.config import DEFAULT_MEMORY_LIMIT, ExtractConfig, load_extract_config
+from trailgate.home import Home
+from trailgate.model import Change, unix_micros_from_julian
+from trailgate.spark.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["PgCaptureDataSource", "PgCapturePartition", "PgCaptureStreamReader"]
+
+log = logging.getLogger("trailgate.extract")
+SLOT_WAIT_SECONDS = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class PgCapturePartition(InputPartition):
+    """Transactions committed in ``[start, end)`` (LSNs)."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """The source's options and the group's resolved configuration (pickled to tasks)."""
+
+    config: ExtractConfig
+    batch_rows: int
+    max_wal_bytes: int | None
+    stop_file: str | None
+
+    @classmethod
+    def parse(cls, options: Any) -> SourceOptions:
+        home, group = options.get("home"), options.get("group")
+        if not home or not group:
+            raise ValueError('the pgcapture source needs .option("home", …) and '
+                             '.option("group", …)')
+        memory = int(options.get("memoryLimitBytes") or DEFAULT_MEMORY_LIMIT)
+        pid = int(options.get("processId") or 0) or None
+        config = load_extract_config(Home(home), group, memory_limit_bytes=memory,
+                                     process_id=pid)
+        max_wal = options.get("maxWalBytesPerTrigger")
+        return cls(config=config, batch_rows=int(options.get("batchRows") or 10_000),
+                   max_wal_bytes=int(max_wal) if max_wal else None,
+                   stop_file=options.get("stopFile") or None)
+
+
+def _iso(julian: int) -> str:
+    micros = unix_micros_from_julian(julian)
+    return datetime.fromtimestamp(micros / 1e6, UTC).isoformat(timespec="microseconds")
+
+
+def slot_state(conn: psycopg.Connection[Any], slot: str) -> tuple[int, int, int | None]:
+    """(restart_lsn, confirmed_flush_lsn, active_pid) of ``slot``; SourceError if missing."""
+    row = conn.execute(
+        "SELECT (restart_lsn - '0/0'::pg_lsn)::int8, "
+        "(confirmed_flush_lsn - '0/0'::pg_lsn)::int8, active_pid "
+        "FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()",
+        (slot,)).fetchone()
+    if row is None:
+        raise SourceError(f"replication slot {slot!r} does not exist in "
+                          f"{describe(conn.info.dsn)}: create it with ADD EXTRACT <group>, "
+                          "TRANLOG, BEGIN NOW")
+    return int(row[0] or 0), int(row[1] or 0), row[2]
+
+
+def wait_for_slot(conn: psycopg.Connection[Any], slot: str,
+                  timeout: float = SLOT_WAIT_SECONDS) -> None:
+    """Wait while another session holds the slot (a killed run's reader may still be
+    finishing); a SourceError names the holder if it does not let go."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _, _, pid = slot_state(conn, slot)
+        if pid is None:
+            return
+        if time.monotonic() > deadline:
+            raise SourceError(f"replication slot {slot!r} is in use by server process {pid} "
+                              f"for more than {timeout:.0f} s: is another Extract running on "
+                              f"it? (SELECT pg_terminate_backend({pid}) ends it)")
+        time.sleep(0.2)
+
+
+def advance_slot(conn: psycopg.Connection[Any], slot: str, lsn: int) -> bool:
+    """Move the slot's confirmed position to ``lsn`` (never back); False if it is busy."""
+    _, confirmed, _ = slot_state(conn, slot)
+    if lsn <= confirmed:
+        return True
+    try:
+        conn.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
+                     (slot, format_lsn(lsn)))
+    except pgerrors.ObjectInUse:
+        return False
+    except psycopg.Error as exc:
+        raise SourceError(f"cannot advance replication slot {slot!r} to {format_lsn(lsn)}: "
+                          f"{exc}") from None
+    return True
+
+
+class _Emitter:
+    """Captured transactions to change rows, with the group's TABLE rules applied."""
+
+    def __init__(self, config: ExtractConfig):
+        self.rules = config.rules
+        self.defs: dict[str, Any] = {}
+
+    def emit(self, t: CapturedTransaction, rows: ChangeRowBuilder, batch_rows: int
+             ) -> Iterator[pa.RecordBatch]:
+        txn = t.transaction
+        for d in t.table_defs:
+            self.defs[d.qualified_name] = d
+        new_defs = [d for d in t.table_defs if self.rules.rule(d.qualified_name) is not None]
+        count = len(txn.changes)
+        pending: Change | None = None
+        csn, xid = t.csn, txn.xid
+        for index, change in enumerate(txn.changes):
+            out = self.rules.apply(change, self.defs.get(change.table), csn, xid,
+                                   txn.commit_time, index, count)
+            if out is None:
+                continue
+            if new_defs:
+                for d in new_defs:
+                    rows.add_table(d, csn, xid)
+                new_defs = []
+            if pending is not None:
+                rows.add_change(pending, csn, xid, False)
+                if len(rows) >= batch_rows:
+                    yield rows.take()
+            pending = out
+        if pending is not None:
+            rows.add_change(pending, csn, xid, True)
+            if len(rows) >= batch_rows:
+                yield rows.take()
+
+
+def read_partition(opts: SourceOptions, start: int, end: int) -> Iterator[pa.RecordBatch]:
+    """The rows of transactions committed in ``[start, end)``, then the position row."""
+    cfg = opts.config
+    cap = PgCapture(cfg.conninfo, cfg.slot, cfg.publication, spill_dir=cfg.spill_dir,
+                    memory_limit_bytes=cfg.memory_limit_bytes)
+    rows = ChangeRowBuilder()
+    emitter = _Emitter(cfg)
+    read_time: str | None = None
+    control = connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} task")
+    try:
+        wait_for_slot(control, cfg.slot)
+        for t in cap.read(start_after_lsn=start - 1, upto_lsn=end):
+            if t.csn >= end:
+                break
+            yield from emitter.emit(t, rows, opts.batch_rows)
+            read_time = _iso(t.transaction.commit_time)
+        restart, _, _ = slot_state(control, cfg.slot)
+        position: dict[str, Any] = {"lsn": end, "recovery": {"lsn": restart}}
+        if read_time is not None:
+            position["read_time"] = read_time
+        rows.add_position(position)
+        yield rows.take()
+    finally:
+        cap.close()
+        control.close()
+
+
+class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Driver side: offsets from the server's flushed WAL end; ``commit`` moves the slot."""
+
+    def __init__(self, opts: SourceOptions):
+        self.opts = opts
+        self._conn: psycopg.Connection[Any] | None = None
+        self._target: int | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"opts": self.opts, "_conn": None, "_target": self._target}
+
+    def _control(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed:
+            self._conn = connect(self.opts.config.conninfo,
+                                 application_name=f"trailgate {self.opts.config.slot} driver")
+        return self._conn
+
+    def _query(self, sql: str) -> int:
+        for attempt in (1, 2):  # one reconnect: a server restart should not stop the group
+            try:
+                row = self._control().execute(sql).fetchone()
+                return int(row[0]) if row else 0
+            except psycopg.OperationalError:
+                if attempt == 2:
+                    raise SourceError(f"lost the connection to "
+                                      f"{describe(self.opts.config.conninfo)}") from None
+                with contextlib.suppress(psycopg.Error):
+                    self._control().close()
+        return 0
+
+    def _flush_lsn(self) -> int:
+        return self._query("SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8")
+
+    def initialOffset(self) -> dict[str, int]:
+        """A new query starts where the group's checkpoint says, or where the slot is."""
+        cfg = self.opts.config
+        _, confirmed, _ = slot_state(self._control(), cfg.slot)
+        ck = CheckpointStore(Path(cfg.home) / "dirchk").load(cfg.group, "EXTRACT")
+        done = int(ck.read_position.get("lsn", 0)) if ck is not None else 0
+        return {"lsn": max(done, confirmed)}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._flush_lsn()
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict[str, int]:
+        begin = int((start or self.initialOffset())["lsn"])
+        if self.opts.stop_file and os.path.exists(self.opts.stop_file):
+            return {"lsn": begin}
+        end = self._flush_lsn()
+        if self._target is not None:
+            end = min(end, self._target)
+        if self.opts.max_wal_bytes:
+            end = min(end, begin + self.opts.max_wal_bytes)
+        return {"lsn": max(end, begin)}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        lo, hi = int(start["lsn"]), int(end["lsn"])
+        return [PgCapturePartition(lo, hi)] if hi > lo else []
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, PgCapturePartition)
+        return read_partition(self.opts, partition.start, partition.end)
+
+    def commit(self, end: dict) -> None:
+        """Everything before ``end`` is in the trail and the batch is committed."""
+        cfg = self.opts.config
+        if not advance_slot(self._control(), cfg.slot, int(end["lsn"])):
+            log.info("slot %s busy; it moves at the next batch", cfg.slot)
+
+    def stop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.close()
+
+
+class PgCaptureDataSource(DataSource):
+    """The ``pgcapture`` format: an Extract group's capture (see the module docstring)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "pgcapture"
+
+    def schema(self) -> str:
+        return CHANGE_SCHEMA_DDL
+
+    def streamReader(self, schema: Any) -> PgCaptureStreamReader:
+        return PgCaptureStreamReader(SourceOptions.parse(self.options))

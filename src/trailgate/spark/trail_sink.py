@@ -1,0 +1,297 @@
+"""``df.writeStream.format("trail")``: change rows appended to a trail, exactly once.
+
+The input is change rows (:mod:`trailgate.spark.change_rows`) in one partition (a trail is
+written in order).  Each micro-batch's single writer task, under a lock on the trail:
+
+1. resumes the file the previous batch of this run left (state file), or, for a new run or
+   after any surprise, finds the last complete transaction in the trail and starts a new
+   file (seed 002's append mode);
+2. appends every transaction not already in the trail (a replayed batch after a crash finds
+   some of its transactions there: they are skipped by (CSN, XID));
+3. fsyncs, then records the new state, and returns the durable position, the counts and the
+   source position of the batch to the driver.
+
+The driver-side commit then writes the group checkpoint (read position, write position,
+last CSN/XID, statistics) atomically.  Spark commits the batch after that, and only then
+tells the source it may forget the data (for PostgreSQL: advance the slot), so the source is
+never ahead of the trail.
+
+Options: ``path`` (the trail, ``dirdat/aa``, required), ``megabytes`` (file size, default
+500), ``home`` and ``group`` (write the group's checkpoint ``dirchk/GROUP.cpe``), ``runId``
+(one value per process run; default: one per query), ``trailLabel`` (the trail's name
+in the checkpoint, default ``path``), ``stateFile`` (default
+``dirchk/GROUP.trailstate``, else beside the trail), ``producer`` (file header).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+
+from trailgate.checkpoint import Checkpoint, CheckpointStore
+from trailgate.model import OpType, TableDef, TrailPosition
+from trailgate.spark.change_rows import OP_METADATA, OP_POSITION, iter_change_rows
+from trailgate.spark.trail_sink_state import (
+    LastWritten,
+    SinkState,
+    find_last_transaction,
+    load_state,
+    locked,
+    save_state,
+)
+from trailgate.spark.trail_source import TrailDataSource as _TrailSource
+from trailgate.trail.naming import TrailName
+from trailgate.trail.writer import TrailWriter
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["SinkOptions", "TrailCommitMessage", "TrailDataSource", "TrailStreamWriter",
+           "write_change_batches"]
+
+_STAT_KIND = {
+    OpType.INSERT: "insert", OpType.UPDATE: "update", OpType.FIELD_COMP: "update",
+    OpType.PK_UPDATE: "update", OpType.DELETE: "delete", OpType.TRUNCATE: "truncate",
+    OpType.DDL: "ddl",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    """The sink's options, checked on the driver (plain data: it pickles to tasks)."""
+
+    trail: str
+    label: str  # the trail as the group checkpoint names it (the registry's ./dirdat/aa)
+    megabytes: int
+    run_id: str
+    state_file: str
+    home: str | None
+    group: str | None
+    producer: str
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], default_run_id: str) -> SinkOptions:
+        path = options.get("path")
+        if not path:
+            raise ValueError('the trail sink needs a trail: .option("path", "dirdat/aa")')
+        trail = TrailName(Path(path).absolute())
+        try:
+            megabytes = int(options.get("megabytes", "500"))
+        except ValueError:
+            megabytes = 0
+        if megabytes <= 0:
+            raise ValueError(f"option megabytes={options.get('megabytes')!r}: expected a "
+                             "positive whole number")
+        home, group = options.get("home"), options.get("group")
+        if bool(home) != bool(group):
+            raise ValueError("the trail sink's home and group options go together")
+        state = options.get("stateFile")
+        if not state:
+            state = (str(Path(home) / "dirchk" / f"{group.upper()}.trailstate") if home and group
+                     else str(trail.directory / f".{trail.prefix}.trailstate"))
+        return cls(trail=str(trail), label=options.get("trailLabel") or path,
+                   megabytes=megabytes,
+                   run_id=options.get("runId") or default_run_id, state_file=state,
+                   home=home, group=group.upper() if group else None,
+                   producer=options.get("producer", "TRAILGATE"))
+
+
+@dataclass(slots=True)
+class TrailCommitMessage(WriterCommitMessage):
+    """What a writer task made durable."""
+
+    trail: str
+    position: TrailPosition | None
+    last_csn: int | None
+    last_xid: str | None
+    last_io_time: int | None
+    source_position: dict[str, Any] | None
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    transactions: int = 0
+    skipped: int = 0
+
+
+def _recovery_start(opts: SinkOptions, state: SinkState | None
+                    ) -> tuple[TrailPosition | None, LastWritten | None]:
+    """Where a scan for the last complete transaction can begin: the last durable boundary
+    recorded by the state, else by the group checkpoint, else the trail's first file."""
+    if state is not None and state.trail == opts.trail:
+        return state.position, state.last
+    if opts.home and opts.group:
+        ck = CheckpointStore(Path(opts.home) / "dirchk").load(opts.group, "EXTRACT")
+        if ck is not None and ck.write_position is not None and ck.write_trail == opts.label:
+            last = LastWritten()
+            if ck.last_csn is not None:
+                last.add(int(ck.last_csn), ck.last_xid or "")
+            return ck.write_position, last
+    return None, None
+
+
+def _open_writer(opts: SinkOptions, state: SinkState | None
+                 ) -> tuple[TrailWriter, LastWritten, dict[str, TableDef]]:
+    writer = TrailWriter(opts.trail, megabytes=opts.megabytes, producer=opts.producer,
+                         home=opts.home)
+    if state is not None and state.run_id == opts.run_id and state.trail == opts.trail:
+        try:
+            writer.resume(state.seqno, state.length, state.tables,
+                          last_csn=state.last.csn, last_io_time=state.last_io_time)
+            return writer, state.last, dict(state.tables)
+        except (OSError, ValueError):
+            pass  # not what this run left: recover from the trail, start a new file
+    start, known = _recovery_start(opts, state)
+    last, _ = find_last_transaction(opts.trail, start, known)
+    return writer, last, {}
+
+
+def write_change_batches(opts: SinkOptions, batches: Iterator[pa.RecordBatch],
+                         batch_id: int | None = None) -> TrailCommitMessage:
+    """Append the transactions in ``batches`` to the trail (the writer task's work)."""
+    with locked(Path(opts.state_file + ".lock")):
+        state = load_state(Path(opts.state_file))
+        writer, last, tables = _open_writer(opts, state)
+        try:
+            return _write(opts, writer, last, tables, batches, batch_id)
+        finally:
+            if writer.current_file is not None:
+                writer.suspend()
+
+
+def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
+           tables: dict[str, TableDef], batches: Iterator[pa.RecordBatch],
+           batch_id: int | None) -> TrailCommitMessage:
+    counts: dict[str, dict[str, int]] = {}
+    source_position: dict[str, Any] | None = None
+    in_txn = skip = False
+    txn_csn, txn_xid = 0, ""
+    written = skipped = 0
+    for batch in batches:
+        for row in iter_change_rows(batch):
+            if row.op == OP_POSITION:
+                source_position = row.position
+                continue
+            if row.op == OP_METADATA:
+                assert row.table_def is not None
+                tables[row.table_def.qualified_name] = row.table_def
+                continue
+            change = row.change
+            assert change is not None
+            if not in_txn:
+                in_txn = True
+                txn_csn, txn_xid = int(row.csn or 0), row.xid or ""
+                skip = last.covers(txn_csn, txn_xid)
+                if not skip:
+                    writer.begin_transaction(txn_xid, txn_csn)
+            if not skip:
+                writer.add_change(change, tables.get(change.table))
+                kind = _STAT_KIND.get(change.op)
+                if kind is not None:
+                    per_table = counts.setdefault(change.table, {})
+                    per_table[kind] = per_table.get(kind, 0) + 1
+            if row.last:
+                in_txn = False
+                if skip:
+                    skipped += 1
+                else:
+                    writer.commit_transaction()
+                    last.add(txn_csn, txn_xid)
+                    written += 1
+    if in_txn:
+        raise ValueError(f"the trail sink's input ended inside transaction {txn_xid} (CSN "
+                         f"{txn_csn}): a source must send whole transactions")
+    position = writer.flush()  # durable before anything says so
+    if writer.current_file is not None:
+        save_state(Path(opts.state_file), SinkState(
+            run_id=opts.run_id, trail=opts.trail, seqno=position.seqno, length=position.rba,
+            tables=writer.tables_in_file, last=last, last_io_time=writer.last_io_time,
+            batch_id=batch_id))
+    else:
+        position = None  # nothing written in this run yet
+    return TrailCommitMessage(
+        trail=opts.label, position=position, last_csn=last.csn,
+        last_xid=max(last.xids) if last.xids else None, last_io_time=writer.last_io_time,
+        source_position=source_position, counts=counts, transactions=written,
+        skipped=skipped)
+
+
+def commit_checkpoint(opts: SinkOptions, messages: list[TrailCommitMessage]) -> None:
+    """Fold the batch's results into the group checkpoint (atomic write)."""
+    if not (opts.home and opts.group) or not messages:
+        return
+    store = CheckpointStore(Path(opts.home) / "dirchk")
+    ck = store.load(opts.group, "EXTRACT") or Checkpoint(group=opts.group, kind="EXTRACT")
+    for msg in messages:
+        if msg.source_position:
+            pos = dict(msg.source_position)
+            recovery = pos.pop("recovery", None)
+            read_time = pos.pop("read_time", None)
+            ck.read_position = pos
+            if recovery is not None:
+                ck.recovery_position = recovery
+            if read_time is not None:
+                ck.read_time = read_time
+        if msg.position is not None:
+            ck.write_trail = msg.trail
+            ck.write_position = msg.position
+        if msg.last_csn is not None:
+            ck.last_csn, ck.last_xid = msg.last_csn, msg.last_xid
+        for table, kinds in msg.counts.items():
+            for kind, n in kinds.items():
+                ck.count(table, kind, n)
+    store.save(ck)
+
+
+class TrailStreamWriter(DataSourceStreamArrowWriter):
+    """One writer task per micro-batch; the commit writes the group checkpoint."""
+
+    def __init__(self, opts: SinkOptions):
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TrailCommitMessage:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is not None and ctx.partitionId() != 0:
+            raise ValueError("the trail sink writes one partition per micro-batch (a trail is "
+                             "written in order): coalesce(1) the stream first")
+        return write_change_batches(self.opts, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        commit_checkpoint(self.opts, [m for m in messages
+                                      if isinstance(m, TrailCommitMessage)])
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing to undo: the next writer finds what reached the trail and skips it."""
+
+
+class TrailDataSource(_TrailSource):
+    """The ``trail`` format: the trail source (reads) plus the trail streaming sink."""
+
+    def __init__(self, options: dict[str, str]):
+        super().__init__(options)
+        # one run id per query unless the caller gives one (a process run, for a group)
+        self._run_id = uuid.uuid4().hex
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> TrailStreamWriter:
+        return TrailStreamWriter(SinkOptions.parse(self.options, self._run_id))
+
+
+def finish_run(opts: SinkOptions) -> TrailPosition | None:
+    """Complete the file this run was writing (FileSize, LastCSN, LastIOTime in its header)
+    at a clean stop; the next run starts a new file anyway.  Returns where the data ends."""
+    with locked(Path(opts.state_file + ".lock")):
+        state = load_state(Path(opts.state_file))
+        if state is None or state.run_id != opts.run_id or state.trail != opts.trail:
+            return None
+        writer = TrailWriter(opts.trail, megabytes=opts.megabytes, producer=opts.producer,
+                             home=opts.home)
+        try:
+            writer.resume(state.seqno, state.length, state.tables, last_csn=state.last.csn,
+                          last_io_time=state.last_io_time)
+        except (OSError, ValueError):
+            return None
+        return writer.close()

@@ -1,0 +1,163 @@
+"""The trail sink's memory between micro-batches, and recovery from the trail itself.
+
+Each micro-batch is written by a new Spark task, often in another process, so what one
+batch needs from the previous one lives in a small state file beside the group's checkpoint
+(written atomically after the trail is fsynced): the file being written and its durable
+length, the table definitions already in it, the last transaction written (CSN and the XIDs
+at that CSN) and the run it belongs to.  The next batch of the same run resumes that file;
+anything else (a crash, a new run, a file that is not the expected length) starts a new file,
+as seed 002's append mode does.
+
+The state is never trusted for what is *in* the trail after a crash: the first batch of a
+run scans the trail from the last durable position it knows to find the last complete
+transaction, so a replayed batch skips exactly the transactions already written.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trailgate.checkpoint import atomic_write_text
+from trailgate.model import OpType, TableDef, TrailPosition, TransInd
+from trailgate.spark.change_rows import tabledef_from_json, tabledef_to_json
+from trailgate.trail.reader import TrailReader
+
+__all__ = [
+    "LastWritten",
+    "SinkState",
+    "find_last_transaction",
+    "load_state",
+    "locked",
+    "save_state",
+]
+
+_STARTS = (TransInd.FIRST, TransInd.ONLY)
+_ENDS = (TransInd.LAST, TransInd.ONLY)
+
+
+@dataclass(slots=True)
+class LastWritten:
+    """The last complete transaction in the trail: its CSN and every XID committed at that
+    CSN (a CSN may be shared), which is what replayed input is compared with."""
+
+    csn: int | None = None
+    xids: set[str] = field(default_factory=set)
+
+    def covers(self, csn: int, xid: str) -> bool:
+        """True if transaction (``csn``, ``xid``) is already in the trail."""
+        if self.csn is None:
+            return False
+        return csn < self.csn or (csn == self.csn and xid in self.xids)
+
+    def add(self, csn: int, xid: str) -> None:
+        if self.csn is None or csn > self.csn:
+            self.csn, self.xids = csn, {xid}
+        elif csn == self.csn:
+            self.xids.add(xid)
+
+
+@dataclass(slots=True)
+class SinkState:
+    """What the previous micro-batch left: see the module docstring."""
+
+    run_id: str
+    trail: str
+    seqno: int
+    length: int
+    tables: dict[str, TableDef]
+    last: LastWritten
+    last_io_time: int | None = None
+    batch_id: int | None = None
+
+    @property
+    def position(self) -> TrailPosition:
+        return TrailPosition(self.seqno, self.length)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1, "run_id": self.run_id, "trail": self.trail, "seqno": self.seqno,
+            "length": self.length, "last_csn": self.last.csn,
+            "last_xids": sorted(self.last.xids), "last_io_time": self.last_io_time,
+            "batch_id": self.batch_id,
+            "tables": {name: json.loads(tabledef_to_json(t)) for name, t in
+                       self.tables.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SinkState:
+        return cls(
+            run_id=str(data["run_id"]), trail=str(data["trail"]), seqno=int(data["seqno"]),
+            length=int(data["length"]),
+            tables={n: tabledef_from_json(t) for n, t in data["tables"].items()},
+            last=LastWritten(data.get("last_csn"), set(data.get("last_xids") or ())),
+            last_io_time=data.get("last_io_time"), batch_id=data.get("batch_id"))
+
+
+def load_state(path: Path) -> SinkState | None:
+    """The state, or ``None`` when there is none or it cannot be read (then the trail is
+    scanned instead: the state is an optimisation, never the only record)."""
+    try:
+        return SinkState.from_json(json.loads(path.read_text("utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def save_state(path: Path, state: SinkState) -> None:
+    """Replace the state atomically (the trail data it describes is already fsynced)."""
+    atomic_write_text(path, json.dumps(state.to_json(), separators=(",", ":")) + "\n")
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if needed): one writer per trail at a
+    time, even when a killed run's last task is still finishing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def find_last_transaction(trail: str | Path, start: TrailPosition | None,
+                          known: LastWritten | None = None) -> tuple[LastWritten,
+                                                                      TrailPosition | None]:
+    """The last complete transaction from ``start`` (a transaction boundary, ``None``: the
+    trail's first file) to the end of the trail, and where it ends.
+
+    ``known`` is what was last written before ``start``; it is the answer when no complete
+    transaction follows.  A transaction cut off by a crash has no last record and does not
+    count: its writer writes it again, whole.
+    """
+    last = LastWritten(known.csn, set(known.xids)) if known else LastWritten()
+    end: TrailPosition | None = None
+    reader = TrailReader(trail, start=start)
+    current: tuple[int | None, str | None] | None = None
+    in_metadata = False
+    for _pos, raw in reader.raw_records():
+        io_type = raw.io_type
+        if io_type == OpType.METADATA or (in_metadata and io_type == OpType.RECORD_FRAGMENT):
+            in_metadata = bool(raw.continued)
+            continue
+        in_metadata = False
+        if raw.trans_ind in _STARTS:
+            current = (raw.csn, raw.xid)
+        if current is None:
+            continue  # the tail of a transaction that began before ``start``
+        if raw.trans_ind in _ENDS:
+            csn, xid = current
+            if csn is not None:
+                last.add(int(csn), xid or "")
+            end = reader.position
+            current = None
+    return last, end
