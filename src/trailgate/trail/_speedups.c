@@ -18,6 +18,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <structmember.h> /* T_OBJECT_EX, READONLY: the slots of a slots dataclass */
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +111,155 @@ static PyObject *
 bytes_from(const unsigned char *p, Py_ssize_t n)
 {
     return PyBytes_FromStringAndSize((const char *)p, n);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Building result objects.
+ *
+ * RawRecord and Change are slots dataclasses.  Calling one runs its generated Python
+ * __init__, which only stores each argument in its slot, yet costs as much as the whole C
+ * decode.  A class registered with register_dataclass (and checked there) is instead
+ * allocated and its slots filled directly: the same object, built without the call.  Any
+ * other class, including a subclass of a registered one, is simply called.
+ */
+
+#define MAX_FAST_CLASSES 4
+#define MAX_FAST_FIELDS 32
+
+typedef struct {
+    PyTypeObject *type; /* strong reference */
+    Py_ssize_t nfields;
+    Py_ssize_t offsets[MAX_FAST_FIELDS];
+} fast_class_t;
+
+static fast_class_t fast_classes[MAX_FAST_CLASSES];
+static int n_fast_classes = 0;
+
+/* Attribute `name` of `obj`, or NULL without an exception when it is missing. */
+static PyObject *
+optional_attr(PyObject *obj, const char *name)
+{
+    PyObject *value = PyObject_GetAttrString(obj, name);
+    if (value == NULL && PyErr_ExceptionMatches(PyExc_AttributeError))
+        PyErr_Clear();
+    return value;
+}
+
+/* Whether `cls` qualifies; fills `fc` if so.  1 yes, 0 no, -1 error. */
+static int
+check_dataclass(PyObject *cls, fast_class_t *fc)
+{
+    if (!PyType_Check(cls))
+        return 0;
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    /* Plain object allocation, no variable part, and nothing run after __init__. */
+    if (tp->tp_new != PyBaseObject_Type.tp_new || tp->tp_itemsize != 0)
+        return 0;
+    PyObject *post_init = optional_attr(cls, "__post_init__");
+    if (post_init != NULL) {
+        Py_DECREF(post_init);
+        return 0;
+    }
+    if (PyErr_Occurred())
+        return -1;
+    /* The generated __init__, defined on the class itself (dataclass(init=True)). */
+    PyObject *params = optional_attr(cls, "__dataclass_params__");
+    if (params == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *init = PyObject_GetAttrString(params, "init");
+    Py_DECREF(params);
+    if (init == NULL)
+        return -1;
+    int generated = PyObject_IsTrue(init);
+    Py_DECREF(init);
+    if (generated <= 0 || PyDict_GetItemString(tp->tp_dict, "__init__") == NULL)
+        return generated < 0 ? -1 : 0;
+
+    PyObject *fields = optional_attr(cls, "__dataclass_fields__");
+    if (fields == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    int ok = PyDict_Check(fields) && PyDict_GET_SIZE(fields) <= MAX_FAST_FIELDS;
+    Py_ssize_t it = 0, i = 0;
+    PyObject *name, *field;
+    while (ok && PyDict_Next(fields, &it, &name, &field)) {
+        /* Only ordinary fields (not ClassVar or InitVar pseudo-fields), each stored in a
+         * writable object slot of this very class. */
+        PyObject *ftype = PyObject_GetAttrString(field, "_field_type");
+        PyObject *fname = ftype == NULL ? NULL : PyObject_Str(ftype);
+        Py_XDECREF(ftype);
+        if (fname == NULL) {
+            Py_DECREF(fields);
+            return -1;
+        }
+        ok = PyUnicode_CompareWithASCIIString(fname, "_FIELD") == 0;
+        Py_DECREF(fname);
+        /* A positional __init__ parameter, in field order (not init=False or kw_only). */
+        for (int a = 0; ok && a < 2; a++) {
+            PyObject *flag = PyObject_GetAttrString(field, a == 0 ? "init" : "kw_only");
+            if (flag == NULL) {
+                Py_DECREF(fields);
+                return -1;
+            }
+            ok = a == 0 ? flag == Py_True : flag == Py_False;
+            Py_DECREF(flag);
+        }
+        PyObject *descr = ok ? PyDict_GetItemWithError(tp->tp_dict, name) : NULL;
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            ok = 0;
+            break;
+        }
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY)
+            || member->offset < (Py_ssize_t)sizeof(PyObject)
+            || member->offset + (Py_ssize_t)sizeof(PyObject *) > tp->tp_basicsize) {
+            ok = 0;
+            break;
+        }
+        fc->offsets[i++] = member->offset;
+    }
+    Py_DECREF(fields);
+    if (PyErr_Occurred())
+        return -1;
+    fc->nfields = i;
+    return ok;
+}
+
+static PyObject *
+sp_register_dataclass(PyObject *module, PyObject *cls)
+{
+    (void)module;
+    for (int i = 0; i < n_fast_classes; i++)
+        if ((PyObject *)fast_classes[i].type == cls)
+            Py_RETURN_TRUE;
+    if (n_fast_classes == MAX_FAST_CLASSES)
+        Py_RETURN_FALSE;
+    fast_class_t fc;
+    int ok = check_dataclass(cls, &fc);
+    if (ok < 0)
+        return NULL;
+    if (!ok)
+        Py_RETURN_FALSE;
+    fc.type = (PyTypeObject *)Py_NewRef(cls);
+    fast_classes[n_fast_classes++] = fc;
+    Py_RETURN_TRUE;
+}
+
+/* cls(*argv): a new reference, or NULL with an exception. */
+static PyObject *
+build(PyObject *cls, PyObject *const *argv, Py_ssize_t n)
+{
+    for (int i = 0; i < n_fast_classes; i++) {
+        fast_class_t *fc = &fast_classes[i];
+        if ((PyObject *)fc->type != cls || fc->nfields != n)
+            continue;
+        PyObject *obj = fc->type->tp_alloc(fc->type, 0); /* slots zeroed */
+        if (obj == NULL)
+            return NULL;
+        for (Py_ssize_t k = 0; k < n; k++)
+            *(PyObject **)((char *)obj + fc->offsets[k]) = Py_NewRef(argv[k]);
+        return obj;
+    }
+    return PyObject_Vectorcall(cls, argv, (size_t)n, NULL);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -322,7 +473,7 @@ sp_decode_change(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     for (int i = 0; i < CHANGE_FIELDS; i++)
         if (argv[i] == NULL)
             argv[i] = Py_NewRef(Py_None);
-    result = PyObject_Vectorcall(change_class, argv, CHANGE_FIELDS, NULL);
+    result = build(change_class, argv, CHANGE_FIELDS);
     if (result == NULL)
         status = FAILED;
 
@@ -587,7 +738,7 @@ sp_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    result = PyObject_Vectorcall(record_class, argv, RAW_RECORD_FIELDS, NULL);
+    result = build(record_class, argv, RAW_RECORD_FIELDS);
     if (result == NULL)
         status = FAILED;
 
@@ -1148,6 +1299,8 @@ static PyMethodDef speedups_methods[] = {
      "before_after, continued, rowid, csn, xid, tokens) -> bytes | None"},
     {"decode_change", (PyCFunction)(void (*)(void))sp_decode_change, METH_FASTCALL,
      "decode_change(record, fixed, data, change_class, op_types) -> change | None"},
+    {"register_dataclass", sp_register_dataclass, METH_O,
+     "register_dataclass(cls) -> bool: build cls by filling its slots, not calling it"},
     {"set_column_kinds", (PyCFunction)(void (*)(void))sp_set_column_kinds, METH_FASTCALL,
      "set_column_kinds(variable_kinds, char, date, timestamp): the ColumnKind members"},
     {NULL, NULL, 0, NULL},

@@ -88,6 +88,13 @@ class RawRecord:
             return None
 
 
+if _speedups is not None:
+    # The C decoders build these plain slots dataclasses by filling their slots directly
+    # (register_dataclass checks that this is all their __init__ would do).
+    _speedups.register_dataclass(RawRecord)
+    _speedups.register_dataclass(Change)
+
+
 def _sub(type_byte: int, content: bytes, flag: int = 0) -> bytes:
     return _SUB.pack(type_byte, flag, len(content)) + content
 
