@@ -1,0 +1,104 @@
+"""The discard file: operations REPERROR (…, DISCARD) set aside, one readable entry each.
+
+Entries follow GoldenGate's discard file: the time, the error, the table, the operation and
+its trail position, then the key and values.  Several Spark tasks may write one file, so each
+entry is one ``write`` on a file opened with ``O_APPEND`` (no interleaving), fsynced.  The
+PostgreSQL applier writes entries after its transaction commits, so a rolled-back partition
+leaves none (a crash between commit and write can lose that partition's entries).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from trailgate.apply.mapping import MappedChange
+from trailgate.errors import TargetError
+from trailgate.params.model import DiscardFileSpec
+
+__all__ = ["Discard", "DiscardWriter", "format_discard", "prepare_discard_file"]
+
+
+@dataclass(slots=True)
+class Discard:
+    """A change REPERROR discarded, and why (``codes``: the error's SQLSTATE / numbers)."""
+
+    change: MappedChange
+    error: str
+    codes: tuple[str, ...]
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "NULL"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def format_discard(d: Discard, now: datetime | None = None) -> str:
+    """One discard entry as text (ends with a ``*`` line)."""
+    m = d.change
+    rec = m.record
+    when = (now or datetime.now()).strftime("%Y-%m-%d %H:%M:%S")
+    lines = [
+        f"Current time: {when}",
+        f"Discarded record from action DISCARD on error {d.codes[0] if d.codes else '?'}",
+        f"Problem replicating {rec.table} to {m.target}",
+        f"Error: {d.error}",
+        f"Operation: {rec.change.op.label}, trail position seqno {rec.position.seqno}, "
+        f"RBA {rec.position.rba}, CSN {rec.csn}, XID {rec.xid}",
+        "Key:",
+        *(f"  {c} = {_show(v)}" for c, v in m.key.items()),
+    ]
+    if m.values:
+        lines.append("Values:")
+        lines.extend(f"  {c} = {_show(v)}" for c, v in m.values.items())
+    lines.append("*")
+    return "\n".join(lines) + "\n"
+
+
+def prepare_discard_file(spec: DiscardFileSpec, path: str | os.PathLike[str]) -> Path:
+    """At Replicat start: create the directory; empty the file for ``PURGE``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not spec.append:
+        with open(target, "w"):
+            pass
+    return target
+
+
+class DiscardWriter:
+    """Appends entries to a discard file; stops at ``MEGABYTES`` with a clear error."""
+
+    def __init__(self, path: str | os.PathLike[str], megabytes: int | None = None):
+        self.path = Path(path)
+        self.limit = megabytes << 20 if megabytes else None
+
+    @classmethod
+    def from_spec(cls, spec: DiscardFileSpec | None,
+                  default: str | os.PathLike[str]) -> DiscardWriter:
+        if spec is None:
+            return cls(default)
+        return cls(spec.path, spec.megabytes)
+
+    def write(self, discards: Sequence[Discard]) -> None:
+        if not discards:
+            return
+        data = "".join(format_discard(d) for d in discards).encode("utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise TargetError(f"cannot open discard file {self.path}: {exc.strerror}; "
+                              f"check DISCARDFILE") from None
+        try:
+            if self.limit is not None and os.fstat(fd).st_size + len(data) > self.limit:
+                raise TargetError(f"discard file {self.path} would exceed its MEGABYTES "
+                                  f"limit ({self.limit >> 20} MB); move it away or raise "
+                                  f"DISCARDFILE ... MEGABYTES")
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)

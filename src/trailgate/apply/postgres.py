@@ -1,0 +1,381 @@
+"""Apply changes to PostgreSQL, exactly once, one database transaction per partition.
+
+Each call of :meth:`PgApplier.apply_partition` runs one transaction that first inserts the
+partition's row into the checkpoint table (``group_name, batch_id, partition, position``;
+see ``trailgate.ggsci.checkpoint_table``) and then applies the partition's changes in trail
+order.  If the row already exists the partition was applied before (a replay after a crash):
+nothing is done.  Inserting the row *first* also makes two concurrent attempts of the same
+partition (speculative tasks) wait for each other instead of both applying.
+
+Rows are located by key (see ``mapping``), values are sent as text with a cast to the
+target column's type.  With BATCHSQL, consecutive changes that produce the same statement
+(same table, operation and columns) go to the server together (``executemany``, pipelined);
+if such a group fails it is retried one change at a time, each under a savepoint, so an
+error is attributed to its change and REPERROR can discard just that one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from trailgate.apply.discard import Discard, DiscardWriter
+from trailgate.apply.mapping import MappedChange, Mapper, TargetColumn, TargetTable
+from trailgate.apply.planner import DUPLICATE_CODES, MISSING_CODES, CollisionError
+from trailgate.apply.records import ApplyResult, TableCounts, TrailChange
+from trailgate.capture.postgres.types import SESSION_SETTINGS
+from trailgate.db.connect import connect, describe
+from trailgate.errors import ConfigError, TargetError, TrailgateError
+from trailgate.ggsci.checkpoint_table import table_identifier
+from trailgate.model import OpType, TableDef
+from trailgate.params.model import ReplicatParams
+from trailgate.params.names import parse_name
+
+__all__ = ["PgApplier", "PgCatalog"]
+
+log = logging.getLogger("trailgate.apply")
+Conn = psycopg.Connection[Any]
+
+_COLUMNS_SQL = """
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, a.attidentity
+FROM pg_attribute a
+WHERE a.attrelid = %(rel)s::regclass AND a.attnum > 0 AND NOT a.attisdropped
+  AND a.attgenerated = ''
+ORDER BY a.attnum"""
+_KEY_SQL = """
+SELECT a.attname
+FROM pg_index i
+CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indrelid = %(rel)s::regclass AND i.indisprimary
+ORDER BY k.n"""
+
+
+class PgCatalog:
+    """Target definitions from PostgreSQL's catalog (unquoted names fold to lower case)."""
+
+    creates_tables = False
+
+    def __init__(self, conn: Conn, conninfo: str = ""):
+        self.conn = conn
+        self.conninfo = conninfo
+
+    def split(self, name: str) -> tuple[str, str]:
+        parts = parse_name(name)
+        schema, table = (p.text if p.quoted else p.text.lower() for p in parts[-2:])
+        return schema, table
+
+    def describe(self, schema: str, table: str) -> TargetTable | None:
+        ident = sql.Identifier(schema, table).as_string(self.conn)
+        with self.conn.cursor() as cur:
+            row = cur.execute("SELECT to_regclass(%s)", (ident,)).fetchone()
+            if row is None or row[0] is None:
+                return None
+            cols = cur.execute(_COLUMNS_SQL, {"rel": ident}).fetchall()
+            key = [r[0] for r in cur.execute(_KEY_SQL, {"rel": ident}).fetchall()]
+        if not self.conn.autocommit and self.conn.info.transaction_status:
+            self.conn.rollback()
+        columns = [TargetColumn(name, type_name, nullable) for name, type_name, nullable, _ in cols]
+        overriding = any(ident_kind == "a" for *_, ident_kind in cols)
+        return TargetTable(schema, table, columns, key, True, overriding)
+
+    def where(self) -> str:
+        return f"PostgreSQL {describe(self.conninfo)}" if self.conninfo else "PostgreSQL"
+
+
+@dataclass(slots=True)
+class _Stmt:
+    """One change as SQL: statements with the same ``query`` can be batched."""
+
+    query: sql.Composed
+    params: list[str | None]
+    change: MappedChange
+
+
+class PgApplier:
+    """Applies partitions of Replicat batches to one PostgreSQL database.
+
+    Create one per worker (it holds a connection and caches table definitions); call
+    :meth:`validate` once at Replicat start, :meth:`apply_partition` per partition.
+    ``checkpoint_table`` None (``NODBCHECKPOINT``) gives no replay protection.
+    """
+
+    def __init__(self, conninfo: str, params: ReplicatParams, *,
+                 checkpoint_table: str | None, group: str | None = None,
+                 discard: DiscardWriter | None = None, batchsql: bool | None = None,
+                 conn: Conn | None = None):
+        self.conninfo = conninfo
+        self.params = params
+        self.group = (group or params.name).upper()
+        self.batchsql = params.batchsql if batchsql is None else batchsql
+        self.discard = discard
+        self.checkpoint = None if checkpoint_table is None else table_identifier(
+            checkpoint_table)
+        self.conn = conn if conn is not None else self._connect()
+        self.mapper = Mapper(params, PgCatalog(self.conn, conninfo), group=self.group)
+        self._queries: dict[tuple[Any, ...], sql.Composed] = {}
+
+    def _connect(self) -> Conn:
+        try:
+            return connect(self.conninfo, autocommit=True, settings=SESSION_SETTINGS,
+                           application_name=f"trailgate replicat {self.group}")
+        except TrailgateError as exc:
+            raise TargetError(str(exc).replace("DBLOGIN SOURCEDB", "TARGETDB")) from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> PgApplier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- start-up ------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """At Replicat start: the checkpoint table and every named MAP target exist."""
+        if self.checkpoint is not None:
+            schema, table, ident = self.checkpoint
+            row = self.conn.execute("SELECT to_regclass(%s)",
+                                    (ident.as_string(self.conn),)).fetchone()
+            if row is None or row[0] is None:
+                raise ConfigError(f"checkpoint table {schema}.{table} does not exist in "
+                                  f"{describe(self.conninfo)}: create it with GGSCI "
+                                  f"ADD CHECKPOINTTABLE {schema}.{table}")
+        self.mapper.validate()
+
+    def applied_partitions(self, batch_id: int) -> set[int]:
+        """Partitions of ``batch_id`` the checkpoint table says are applied."""
+        if self.checkpoint is None:
+            return set()
+        rows = self.conn.execute(
+            sql.SQL("SELECT partition FROM {} WHERE group_name = %s AND batch_id = %s").format(
+                self.checkpoint[2]), (self.group, batch_id)).fetchall()
+        return {r[0] for r in rows}
+
+    # -- apply ---------------------------------------------------------------------------------
+    def apply_partition(self, batch_id: int, partition: int, changes: Sequence[TrailChange],
+                        table_defs: Mapping[str, TableDef]) -> ApplyResult:
+        """Apply one partition's changes (trail order) and its checkpoint row atomically.
+
+        Returns counts per target table, or ``skipped=True`` if it was applied before.
+        Raises TargetError (REPERROR ABEND, mapping problems): nothing of the partition is
+        then committed.
+        """
+        mapped = self.mapper.map_all(list(changes), table_defs)
+        position = str(max(tc.position for tc in changes)) if changes else ""
+        result = ApplyResult()
+        discards: list[Discard] = []
+        try:
+            with self.conn.transaction():
+                if self.checkpoint is not None and not self._claim(batch_id, partition,
+                                                                   position):
+                    result.skipped = True
+                    return result
+                with self.conn.cursor() as cur:
+                    for run in self._runs(mapped):
+                        self._apply_run(cur, run, result, discards)
+        except psycopg.OperationalError as exc:
+            raise TargetError(f"lost the connection to {describe(self.conninfo)} while "
+                              f"applying batch {batch_id} partition {partition}: {exc}; "
+                              f"nothing of it was committed, restarting the Replicat "
+                              f"applies it again") from None
+        if self.discard is not None:
+            self.discard.write(discards)
+        return result
+
+    def _claim(self, batch_id: int, partition: int, position: str) -> bool:
+        assert self.checkpoint is not None
+        row = self.conn.execute(
+            sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1").format(
+                self.checkpoint[2]), (self.group, batch_id, partition, position)).fetchone()
+        return row is not None
+
+    def _runs(self, mapped: list[MappedChange]) -> list[list[_Stmt]]:
+        """Statements in order; consecutive ones with the same SQL grouped (BATCHSQL)."""
+        runs: list[list[_Stmt]] = []
+        for m in mapped:
+            stmt = self._statement(m)
+            if (self.batchsql and runs and runs[-1][0].query is stmt.query
+                    and m.op is not OpType.TRUNCATE):
+                runs[-1].append(stmt)
+            else:
+                runs.append([stmt])
+        return runs
+
+    # -- statements ----------------------------------------------------------------------------
+    def _statement(self, m: MappedChange) -> _Stmt:
+        target = m.mapping.target
+        types = {c.name: c.type_name for c in target.columns}
+        table = sql.Identifier(target.schema, target.name)
+        name = (target.schema, target.name)
+        op = m.op
+        if op is OpType.TRUNCATE:
+            return _Stmt(self._query(("T", name), lambda: sql.SQL("TRUNCATE {}").format(
+                table)), [], m)
+        if op is OpType.INSERT:
+            cols = tuple(m.values)
+            hc = m.mapping.handle_collisions
+
+            def insert() -> sql.Composed:
+                return sql.SQL("INSERT INTO {} ({}){} VALUES ({}){} RETURNING 1").format(
+                    table, sql.SQL(", ").join(map(sql.Identifier, cols)),
+                    sql.SQL(" OVERRIDING SYSTEM VALUE" if target.overriding else ""),
+                    sql.SQL(", ").join(_param(types[c]) for c in cols),
+                    sql.SQL(" ON CONFLICT DO NOTHING" if hc else ""))
+            return _Stmt(self._query(("I", name, cols, hc), insert), list(m.values.values()),
+                         m)
+        all_cols = m.mapping.all_columns_key
+        key_nulls = tuple((c, v is None and not all_cols) for c, v in m.key.items())
+        where_params = [v for c, v in m.key.items() if all_cols or v is not None]
+        if op is OpType.DELETE:
+            def delete() -> sql.Composed:
+                return sql.SQL("DELETE FROM {} WHERE {} RETURNING 1").format(
+                    table, _where(table, key_nulls, types, all_cols))
+            return _Stmt(self._query(("D", name, key_nulls, all_cols), delete),
+                         where_params, m)
+        sets = tuple(c for c, v in m.values.items()
+                     if op is OpType.PK_UPDATE or c not in m.key or m.key[c] != v)
+
+        def update() -> sql.Composed:
+            if sets:
+                assign = sql.SQL(", ").join(
+                    sql.SQL("{} = {}").format(sql.Identifier(c), _param(types[c])) for c in sets)
+            else:  # nothing changed but the key: still find the row (missing-row check)
+                first = sql.Identifier(next(iter(m.key)))
+                assign = sql.SQL("{} = {}").format(first, first)
+            return sql.SQL("UPDATE {} SET {} WHERE {} RETURNING 1").format(
+                table, assign, _where(table, key_nulls, types, all_cols))
+        return _Stmt(self._query(("U", name, sets, key_nulls, all_cols), update),
+                     [m.values[c] for c in sets] + where_params, m)
+
+    def _query(self, sig: tuple[Any, ...], build: Any) -> sql.Composed:
+        query = self._queries.get(sig)
+        if query is None:
+            query = self._queries[sig] = build()
+        return query
+
+    # -- execution -----------------------------------------------------------------------------
+    def _apply_run(self, cur: psycopg.Cursor[Any], run: list[_Stmt], result: ApplyResult,
+                   discards: list[Discard]) -> None:
+        if len(run) == 1:
+            self._apply_one(cur, run[0], result, discards)
+            return
+        try:
+            with self.conn.transaction():
+                cur.executemany(run[0].query, [s.params for s in run], returning=True)
+                found = []
+                while True:
+                    found.append(cur.fetchone() is not None)
+                    if not cur.nextset():
+                        break
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error:
+            for stmt in run:  # find the failing change(s), one savepoint each
+                self._apply_one(cur, stmt, result, discards)
+            return
+        for stmt, hit in zip(run, found, strict=True):
+            self._outcome(cur, stmt, hit, result, discards)
+
+    def _apply_one(self, cur: psycopg.Cursor[Any], stmt: _Stmt, result: ApplyResult,
+                   discards: list[Discard]) -> None:
+        try:
+            with self.conn.transaction():
+                cur.execute(stmt.query, stmt.params)
+                hit = stmt.change.op is OpType.TRUNCATE or cur.fetchone() is not None
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:
+            state = exc.sqlstate or "?"
+            codes = (state, *DUPLICATE_CODES[1:]) if state == "23505" else (state,)
+            self._error(stmt.change, codes, exc.diag.message_primary or str(exc), result,
+                        discards)
+            return
+        self._outcome(cur, stmt, hit, result, discards)
+
+    def _outcome(self, cur: psycopg.Cursor[Any], stmt: _Stmt, hit: bool, result: ApplyResult,
+                 discards: list[Discard]) -> None:
+        m = stmt.change
+        counts = result.table(m.target)
+        op = m.op
+        if op is OpType.INSERT:
+            if hit:
+                counts.inserts += 1
+            else:  # ON CONFLICT DO NOTHING: HANDLECOLLISIONS turns it into an update
+                self._insert_as_update(cur, m, counts, result, discards)
+            return
+        if hit:
+            if op is OpType.DELETE:
+                counts.deletes += 1
+            elif op is OpType.TRUNCATE:
+                counts.truncates += 1
+            else:
+                counts.updates += 1
+            return
+        if m.mapping.handle_collisions:
+            counts.collisions += 1
+            return
+        self._error(m, MISSING_CODES, f"{op.label.lower()} of a row that does not exist "
+                                      f"(no row matches the key)", result, discards)
+
+    def _insert_as_update(self, cur: psycopg.Cursor[Any], m: MappedChange,
+                          counts: TableCounts, result: ApplyResult,
+                          discards: list[Discard]) -> None:
+        update = MappedChange(m.record, m.mapping, OpType.UPDATE, m.key, m.values)
+        stmt = self._statement(update)
+        try:
+            with self.conn.transaction():
+                cur.execute(stmt.query, stmt.params)
+                hit = cur.fetchone() is not None
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:
+            self._error(m, (exc.sqlstate or "?",), exc.diag.message_primary or str(exc),
+                        result, discards)
+            return
+        if not hit:  # the conflict was on another unique constraint than the key
+            self._error(m, DUPLICATE_CODES, "insert conflicts with a row whose key differs "
+                                            "(another unique constraint)", result, discards)
+            return
+        counts.inserts += 1
+        counts.collisions += 1
+
+    def _error(self, m: MappedChange, codes: Sequence[str], message: str,
+               result: ApplyResult, discards: list[Discard]) -> None:
+        action = m.mapping.reperror_action(*codes)
+        counts = result.table(m.target)
+        text = f"error {codes[0]} ({message}) applying {m.record.change.op.label}: {m.where()}"
+        if action == "DISCARD":
+            discards.append(Discard(m, text, tuple(codes)))
+            counts.discards += 1
+        elif action == "IGNORE":
+            counts.ignores += 1
+        else:
+            raise CollisionError(f"{text}. The Replicat stops (REPERROR ABEND); correct the "
+                                 f"target, or use HANDLECOLLISIONS or a REPERROR rule for "
+                                 f"error {codes[0]}", m, codes)
+
+
+def _param(type_name: str) -> sql.Composable:
+    return sql.SQL("%s::" + type_name)
+
+
+def _where(table: sql.Identifier, key_nulls: tuple[tuple[str, bool], ...],
+           types: dict[str, str], all_columns: bool) -> sql.Composable:
+    """Locate the row: by key, or (no key) by every column, NULL-safely, one row only."""
+    if all_columns:
+        match = sql.SQL(" AND ").join(
+            sql.SQL("{} IS NOT DISTINCT FROM {}").format(sql.Identifier(c), _param(types[c]))
+            for c, _ in key_nulls)
+        return sql.SQL("ctid = (SELECT ctid FROM {} WHERE {} LIMIT 1)").format(table, match)
+    return sql.SQL(" AND ").join(
+        sql.SQL("{} IS NULL").format(sql.Identifier(c)) if is_null
+        else sql.SQL("{} = {}").format(sql.Identifier(c), _param(types[c]))
+        for c, is_null in key_nulls)

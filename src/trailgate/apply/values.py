@@ -1,0 +1,89 @@
+"""Trail-form values to the text PostgreSQL accepts as input: the apply layer's neutral form.
+
+Every mapped value (a source column, a literal, an ``@GETENV`` result) becomes PostgreSQL
+input text, sent as a parameter with a cast to the target column's type.  Delta converts the
+same text to Arrow values (``delta_values``), so both targets read a value one way.
+
+Source columns from a PostgreSQL trail convert with ``pg_text_from_trail`` (its exact
+inverse of capture).  Columns whose source type is not a PostgreSQL type (an Oracle trail:
+``NUMBER``, ``VARCHAR2(30)``, ``DATE``) convert by their trail *kind*: a DATE's
+``YYYY-MM-DD:HH24:MI:SS`` becomes ``YYYY-MM-DD HH24:MI:SS`` (Oracle DATEs carry a time).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from trailgate.capture.postgres.types import classify, pg_text_from_trail
+from trailgate.model import Column, ColumnKind, unix_micros_from_julian
+
+__all__ = ["julian_to_text", "text_from_trail"]
+
+_TRAIL_TS = re.compile(rb"^(\d{4}-\d{2}-\d{2}):(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def text_from_trail(value: bytes | None, column: Column) -> str | None:
+    """PostgreSQL input text for a trail-form value of ``column`` (``None`` stays NULL)."""
+    if value is None:
+        return None
+    if classify(column.source_type).kind is column.kind:
+        return pg_text_from_trail(value, column.source_type)
+    return _by_kind(value, column.kind)
+
+
+def _by_kind(value: bytes, kind: ColumnKind) -> str:
+    """Convert a value whose source type PostgreSQL does not know, by its trail kind."""
+    if kind is ColumnKind.RAW:
+        return "\\x" + value.hex()
+    if kind in (ColumnKind.DATE, ColumnKind.TIMESTAMP):
+        m = _TRAIL_TS.match(value)
+        if m is None:
+            return value.decode("utf-8")
+        day, hh, mi, ss, frac = (g.decode("ascii") if g else "" for g in m.groups())
+        text = f"{day} {hh}:{mi}:{ss}"
+        return f"{text}.{frac.ljust(9, '0')[:6]}" if frac else text
+    return value.decode("utf-8")
+
+
+def julian_to_text(julian_micros: int) -> str:
+    """GoldenGate Julian microseconds as UTC timestamp text (``2013-03-14 22:39:56.000000``)."""
+    when = _EPOCH + timedelta(microseconds=unix_micros_from_julian(julian_micros))
+    return when.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+_ORACLE_NUMBER = re.compile(r"^(?:NUMBER|DECIMAL|NUMERIC|INTEGER|INT|SMALLINT)"
+                            r"(?:\((\d+)(?:,\s*(-?\d+))?\))?$", re.IGNORECASE)
+
+
+def pg_type_for_source(column: Column) -> str:
+    """The PostgreSQL type a target column of ``column`` should have.
+
+    A PostgreSQL source type is kept; other (Oracle) types map by kind: NUMBER(p) with p ≤ 18
+    to bigint, NUMBER(p,s) to numeric(p,s), NUMBER to numeric, DATE to timestamp (Oracle DATEs
+    have a time), TIMESTAMP(n) to timestamp(n), RAW to bytea, character kinds to text.
+    """
+    if classify(column.source_type).kind is column.kind:
+        return column.source_type
+    kind = column.kind
+    if kind is ColumnKind.NUMBER:
+        m = _ORACLE_NUMBER.match(column.source_type.strip())
+        if column.source_type.upper().startswith(("FLOAT", "BINARY_DOUBLE", "BINARY_FLOAT")):
+            return "double precision"
+        if m and m.group(1):
+            p, s = int(m.group(1)), int(m.group(2) or 0)
+            if s == 0 and p <= 18:
+                return "bigint"
+            return f"numeric({p},{s})" if s >= 0 else "numeric"
+        if column.source_type.upper().startswith(("INTEGER", "INT", "SMALLINT")):
+            return "numeric(38,0)"
+        return "numeric"
+    if kind is ColumnKind.DATE:
+        return "timestamp without time zone"
+    if kind is ColumnKind.TIMESTAMP:
+        scale = column.scale if column.scale is not None and column.scale <= 6 else 6
+        return f"timestamp({scale}) without time zone"
+    if kind is ColumnKind.RAW:
+        return "bytea"
+    return "text"
