@@ -19,7 +19,7 @@ from trailgate.cli import main
 from trailgate.ggsci import display
 from trailgate.ggsci.executor import mask_secrets
 from trailgate.ggsci.shell import Shell, run
-from trailgate.home import Home
+from trailgate.home import GroupInfo, Home
 from trailgate.model import TrailPosition
 
 
@@ -33,11 +33,15 @@ def ggsci(home: Path, script: str) -> tuple[int, str]:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Home:
-    return Home(tmp_path / "gg").create()
+    """A home with EXTRACT EXT1 as ADD EXTRACT ext1, TRANLOG, BEGIN NOW registers it after
+    DBLOGIN (the slot itself is tested against PostgreSQL in test_ggsci_pg)."""
+    home = Home(tmp_path / "gg").create()
+    home.add_group(GroupInfo("EXT1", "EXTRACT", "TRANLOG", begin={"lsn": "0/1000000"},
+                             description="orders capture"))
+    return home
 
 
 SETUP = """\
-ADD EXTRACT ext1, TRANLOG, BEGIN NOW, DESC 'orders capture'
 ADD EXTTRAIL ./dirdat/aa, EXTRACT ext1, MEGABYTES 100
 ADD EXTRACT pmp1, EXTTRAILSOURCE ./dirdat/aa
 ADD RMTTRAIL ./dirdat/rt, EXTRACT pmp1
@@ -53,8 +57,8 @@ def test_add_commands_fill_the_registry(home: Home) -> None:
     groups = {g.name: g for g in home.groups()}
     assert sorted(groups) == ["EXT1", "ORA1", "PMP1", "REP1"]
     ext1 = groups["EXT1"]
-    assert (ext1.kind, ext1.source, ext1.begin, ext1.description) == (
-        "EXTRACT", "TRANLOG", "NOW", "orders capture")
+    assert (ext1.kind, ext1.source, ext1.description) == (
+        "EXTRACT", "TRANLOG", "orders capture")
     assert [(t.path, t.kind, t.megabytes) for t in ext1.trails] == [
         ("./dirdat/aa", "EXTTRAIL", 100)]
     assert (groups["PMP1"].source, groups["PMP1"].source_path) == (
@@ -67,10 +71,9 @@ def test_add_commands_fill_the_registry(home: Home) -> None:
     assert (rep.kind, rep.source, rep.source_path, rep.checkpoint_table, rep.begin) == (
         "REPLICAT", "EXTTRAIL", "./dirdat/rt", "gg.chkpt", {"seqno": 0, "rba": 0})
     # echoed like a GGSCI session, with GGSCI's answers
-    assert re.search(r"GGSCI \(.+\) 1> ADD EXTRACT ext1, TRANLOG, BEGIN NOW", out)
+    assert re.search(r"GGSCI \(.+\) 1> ADD EXTTRAIL \./dirdat/aa, EXTRACT ext1", out)
     assert "EXTTRAIL added." in out and "RMTTRAIL added." in out
     assert "REPLICAT added." in out
-    assert "no replication slot was created" in out  # not logged in
     # every change is in the event log
     log = home.ggserr_log.read_text()
     assert "OGG-00987" in log and "ADD REPLICAT rep1, EXTTRAIL ./dirdat/rt." in log
@@ -81,16 +84,16 @@ def test_duplicate_group_stops_the_script_with_file_and_line(home: Home) -> None
                                            "INFO ALL\n")
     assert status == 1
     assert "ERROR: EXTRACT EXT1 already exists." in out
-    assert "ERROR: stdin, line 7: the obey file stopped here" in out
+    assert "ERROR: stdin, line 6: the obey file stopped here" in out
     assert "> INFO ALL" not in out
 
 
 def test_syntax_error_anywhere_runs_nothing(home: Home) -> None:
-    status, out = ggsci(home.path, "ADD EXTRACT ext1, TRANLOG, BEGIN NOW\nADD EXTRAKT x\n")
+    status, out = ggsci(home.path, "ADD EXTRACT e2, EXTTRAILSOURCE ./x/aa\nADD EXTRAKT x\n")
     assert status == 1
     assert "ERROR: Invalid command: 'ADD EXTRAKT x'" in out
     assert "ERROR: stdin, line 2: nothing in stdin was run" in out
-    assert home.groups() == []
+    assert [g.name for g in home.groups()] == ["EXT1"]
 
 
 def test_trandata_needs_dblogin(home: Home) -> None:
@@ -107,7 +110,7 @@ def test_interactive_mode_reports_errors_and_continues(home: Home) -> None:
     shell = Shell(home, out, interactive=True)
     assert shell.run_interactive_line("INFO TRANDATA us01.t22") is False
     assert shell.run_interactive_line("ADD EXTRAKT x") is False
-    assert shell.run_interactive_line("ADD EXTRACT ext1, EXTTRAILSOURCE ./dirdat/aa") is False
+    assert shell.run_interactive_line("ADD EXTRACT e5, EXTTRAILSOURCE ./dirdat/aa") is False
     assert shell.run_interactive_line("EXIT") is True
     text = out.getvalue()
     assert "ERROR: Not logged into database, use DBLOGIN." in text
@@ -167,7 +170,7 @@ def test_info_showch_reads_the_checkpoint_file(home: Home) -> None:
     assert "Checkpoint Lag       00:00:05 (updated 00:00:00 ago)" in out
     assert "Log Read Checkpoint  PostgreSQL WAL" in out
     order = ["Read Checkpoint #1", "Startup Checkpoint (starting position in the data source):",
-             "BEGIN NOW",
+             "LSN: 0/1000000",
              "Recovery Checkpoint (position of oldest unprocessed transaction in the data "
              "source):", "LSN: 0/16B3000",
              "Current Checkpoint (position of last record read in the data source):",
@@ -291,6 +294,18 @@ def test_alter(home: Home) -> None:
     assert status == 1 and "BEGIN applies only before the first start" in out
     status, out = ggsci(home.path, "ALTER EXTRACT ext1, SCN 5\n")
     assert status == 1 and "reposition it with LSN x/y" in out
+    status, out = ggsci(home.path, "ALTER EXTRACT ext1, LSN 0/2000000\n")
+    assert status == 1 and "has not run yet" in out
+    cp = _checkpoint("EXT1", "EXTRACT")
+    cp.read_position = {"lsn": 0x16B3748}  # as the running Extract writes it: a number
+    _save(home, cp)
+    status, out = ggsci(home.path, "ALTER EXTRACT ext1, LSN 0/1000000\n")
+    assert status == 1 and "has read up to LSN 0/16B3748" in out
+    status, out = ggsci(home.path, "ALTER EXTRACT ext1, LSN 0/2000000\n")
+    assert status == 0, out
+    cp = home.checkpoints.load("EXT1", "EXTRACT")
+    assert cp is not None and cp.read_position == {"lsn": 0x2000000}
+    assert cp.recovery_position is None
     _save(home, _checkpoint("EXT1", "EXTRACT"))
     status, out = ggsci(home.path, "ALTER EXTRACT ext1, ETROLLOVER\n")
     assert status == 0 and "Rollover performed" in out
@@ -383,7 +398,7 @@ def test_obey_nested_exit_and_loops(home: Home, tmp_path: Path) -> None:
                                         "./dirdat/aa\n")
     status = main(["--home", str(home.path), "ggsci", str(tmp_path / "outer.oby")])
     assert status == 0
-    assert [g.name for g in home.groups()] == ["E1"]
+    assert [g.name for g in home.groups()] == ["E1", "EXT1"]
     (tmp_path / "loop.oby").write_text("INFO ALL\nOBEY loop.oby\n")
     status, out = ggsci(home.path, f"OBEY {tmp_path / 'loop.oby'}\n")
     assert status == 1 and "ERROR: OBEY loop:" in out
@@ -423,11 +438,15 @@ def test_help(home: Home) -> None:
     assert re.search(r"> HELP ADD EXTRACT\nADD EXTRACT name, \{TRANLOG", out)
 
 
-def test_add_extract_checks_postgres_begin(home: Home) -> None:
-    status, out = ggsci(home.path, "ADD EXTRACT e1, TRANLOG, BEGIN 2020-01-01\n")
-    assert status == 1 and "use BEGIN NOW (or LSN x/y" in out
-    status, out = ggsci(home.path, "ADD EXTRACT e1, TRANLOG, LSN 0/16B3748\n")
-    assert status == 0 and home.group("e1").begin == {"lsn": "0/16B3748"}  # type: ignore
+def test_add_extract_tranlog_needs_dblogin_and_begin_now(home: Home) -> None:
+    status, out = ggsci(home.path, "ADD EXTRACT e1, TRANLOG, BEGIN NOW\n")
+    assert status == 1
+    assert "ERROR: Not logged into database, use DBLOGIN. ADD EXTRACT E1, TRANLOG creates " \
+           "its replication slot" in out
+    for begin in ("BEGIN 2020-01-01", "LSN 0/16B3748"):
+        status, out = ggsci(home.path, f"ADD EXTRACT e1, TRANLOG, {begin}\n")
+        assert status == 1 and "so use BEGIN NOW" in out
+    assert home.group("E1") is None
 
 
 def test_mask_secrets_and_formats() -> None:

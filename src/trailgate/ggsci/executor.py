@@ -278,22 +278,21 @@ class Executor:
         if cmd.source == "TRANLOG" and cmd.dumpdir:
             source, source_path = "DUMPDIR", cmd.dumpdir
         elif cmd.source == "TRANLOG":
-            begin = self._check_pg_begin(cmd)
-            if self.conn is not None and not self.conn.closed:
-                from trailgate.capture.postgres.pgoutput import format_lsn
-                from trailgate.capture.postgres.slots import add_extract
-                src = add_extract(self.conn, cmd.name)
-                created_slot = True
-                if begin == "NOW":
-                    begin = {"lsn": format_lsn(src.begin_lsn)}
-                slot_lines.append(f"Replication slot {src.slot} created at LSN "
-                                  f"{format_lsn(src.begin_lsn)} (publication "
-                                  f"{src.publication}).")
-            else:
-                slot_lines.append(
-                    f"WARNING: not logged into a database, so no replication slot was "
-                    f"created: capture begins when {cmd.name} first starts. DBLOGIN before "
-                    f"ADD EXTRACT makes BEGIN NOW mean now.")
+            if cmd.begin != "NOW":
+                raise GgsciError(
+                    f"ADD EXTRACT {cmd.name}: a PostgreSQL Extract captures from when its "
+                    f"replication slot is created, so use BEGIN NOW; for Oracle redo dumps "
+                    f"add DUMPDIR dir.")
+            if self.conn is None or self.conn.closed:
+                raise GgsciError(f"{_NOT_LOGGED_IN} ADD EXTRACT {cmd.name}, TRANLOG creates "
+                                 f"its replication slot in the source database.")
+            from trailgate.capture.postgres.pgoutput import format_lsn
+            from trailgate.capture.postgres.slots import add_extract
+            src = add_extract(self.conn, cmd.name)
+            created_slot = True
+            begin = {"lsn": format_lsn(src.begin_lsn)}
+            slot_lines.append(f"Replication slot {src.slot} created at LSN "
+                              f"{format_lsn(src.begin_lsn)} (publication {src.publication}).")
         elif begin is None:
             begin = {"seqno": 0, "rba": 0}
         info = GroupInfo(cmd.name, "EXTRACT", source, source_path, begin=begin,
@@ -308,18 +307,6 @@ class Executor:
             raise
         self.print(*slot_lines,
                    "EXTRACT (Integrated) added." if cmd.integrated else "EXTRACT added.")
-
-    def _check_pg_begin(self, cmd: c.AddExtract) -> str | dict[str, Any]:
-        """PostgreSQL can only capture from when its slot exists: BEGIN NOW, or an LSN
-        (changes before it are skipped)."""
-        if cmd.position is not None and "lsn" in cmd.position:
-            return {"lsn": cmd.position["lsn"]}
-        if cmd.begin == "NOW":
-            return "NOW"
-        raise GgsciError(
-            f"ADD EXTRACT {cmd.name}: a PostgreSQL Extract captures from when its replication "
-            f"slot is created, so use BEGIN NOW (or LSN x/y to skip changes before x/y); "
-            f"for Oracle redo dumps add DUMPDIR dir.")
 
     def _add_replicat(self, cmd: c.AddReplicat) -> None:
         self.home.create()
@@ -355,9 +342,23 @@ class Executor:
         if cmd.position is not None:
             position = dict(cmd.position)
             _check_position_kind(group, position)
+            if group.source == "TRANLOG" and cp is None:
+                raise GgsciError(
+                    f"EXTRACT {group.name} has not run yet: it begins where its replication "
+                    f"slot was created. ALTER ... LSN repositions it after its first start; "
+                    f"to begin now, DELETE EXTRACT and ADD EXTRACT ..., BEGIN NOW.")
+            if group.source == "TRANLOG" and cp is not None:
+                from trailgate.capture.postgres.pgoutput import format_lsn, parse_lsn
+                done = _lsn_number(cp.read_position.get("lsn"))
+                if parse_lsn(position["lsn"]) < done:
+                    raise GgsciError(f"EXTRACT {group.name} has read up to LSN "
+                                     f"{format_lsn(done)}; a replication slot cannot move "
+                                     f"back, so ALTER ... LSN can only move it forward.")
             group.begin = position
             if cp is not None:
-                cp.read_position = dict(position)
+                from trailgate.capture.postgres.pgoutput import parse_lsn
+                cp.read_position = ({"lsn": parse_lsn(position["lsn"])} if "lsn" in position
+                                    else dict(position))  # checkpoints hold LSNs as numbers
                 cp.recovery_position = None
                 self.home.checkpoints.save(cp)
         else:
@@ -760,6 +761,17 @@ def _begin(begin: Any, position: dict[str, Any] | None) -> str | dict[str, Any] 
     if begin is None or begin == "NOW":
         return begin
     return str(begin.isoformat())
+
+
+def _lsn_number(value: Any) -> int:
+    """A checkpoint LSN (a number, as the Extract writes it, or ``X/Y`` text) as a number."""
+    from trailgate.capture.postgres.pgoutput import parse_lsn
+    if isinstance(value, str) and "/" in value:
+        return parse_lsn(value)
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _check_position_kind(group: GroupInfo, position: dict[str, Any]) -> None:
