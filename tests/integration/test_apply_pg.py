@@ -269,7 +269,7 @@ def test_missing_target_table_stops_at_start(pg_db: str) -> None:
 def test_missing_checkpoint_table_is_reported(pg_db: str) -> None:
     psycopg.connect(pg_db, autocommit=True).execute("CREATE TABLE orders (id int)")
     p = params("MAP public.orders, TARGET public.orders;")
-    with pytest.raises(ConfigError, match="ADD CHECKPOINTTABLE gg.ckpt"):
+    with pytest.raises(ConfigError, match=r"ADD CHECKPOINTTABLE gg\.ckpt"):
         PgApplier(pg_db, p, checkpoint_table=CKPT).validate()
 
 
