@@ -243,8 +243,12 @@ def _finish(cfg: ExtractConfig, run_id: str) -> None:
                 time.sleep(0.1)
 
 
-def run_extract_group(home: Home, name: str, opts: RunOptions) -> int:
-    """Run EXTRACT ``name`` in the foreground until it is stopped; returns the exit code."""
+def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = None) -> int:
+    """Run EXTRACT ``name`` in the foreground until it is stopped; returns the exit code.
+
+    ``spark``: a session to run in (tests, notebooks); by default the process starts its
+    own, in its own process session, and stops it at the end.
+    """
     from trailgate.spark import get_spark, stop_spark
 
     with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
@@ -258,8 +262,10 @@ def run_extract_group(home: Home, name: str, opts: RunOptions) -> int:
         stop_file.unlink(missing_ok=True)
         run_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         stats = _Stats(home, cfg.group)
-        spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
-                          conf=cfg.params.spark.conf, own_session=True)
+        own = spark is None
+        if own:
+            spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
+                              conf=cfg.params.spark.conf, own_session=True)
         try:
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"
@@ -273,7 +279,8 @@ def run_extract_group(home: Home, name: str, opts: RunOptions) -> int:
             raise SourceError(_query_error(exc)) from None
         finally:
             stop_file.unlink(missing_ok=True)
-            stop_spark()
+            if own:
+                stop_spark()
         _finish(cfg, run_id)
         assert proc.report is not None
         proc.report.section("Run Time Statistics")
