@@ -47,9 +47,15 @@ def _by_kind(value: bytes, kind: ColumnKind) -> str:
     return value.decode("utf-8")
 
 
-def julian_to_text(julian_micros: int) -> str:
-    """GoldenGate Julian microseconds as UTC timestamp text (``2013-03-14 22:39:56.000000``)."""
-    when = _EPOCH + timedelta(microseconds=unix_micros_from_julian(julian_micros))
+def julian_to_text(julian_micros: int) -> str | None:
+    """GoldenGate Julian microseconds as UTC timestamp text (``2013-03-14 22:39:56.000000``);
+    None when the record has no time (0) or it is out of range."""
+    if julian_micros <= 0:
+        return None
+    try:
+        when = _EPOCH + timedelta(microseconds=unix_micros_from_julian(julian_micros))
+    except OverflowError:
+        return None
     return when.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
