@@ -59,6 +59,9 @@ def julian_to_text(julian_micros: int) -> str | None:
     return when.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
+_ORACLE_TYPE = re.compile(
+    r"^(?:N?VARCHAR2|N?CHAR|NUMBER|FLOAT|BINARY_(?:FLOAT|DOUBLE)|DATE|TIMESTAMP|RAW|LONG|"
+    r"U?ROWID|N?CLOB|BLOB|INTEGER|INT|SMALLINT|DECIMAL|NUMERIC)\b")
 _ORACLE_NUMBER = re.compile(r"^(?:NUMBER|DECIMAL|NUMERIC|INTEGER|INT|SMALLINT)"
                             r"(?:\((\d+)(?:,\s*(-?\d+))?\))?$", re.IGNORECASE)
 
@@ -70,7 +73,8 @@ def pg_type_for_source(column: Column) -> str:
     to bigint, NUMBER(p,s) to numeric(p,s), NUMBER to numeric, DATE to timestamp (Oracle DATEs
     have a time), TIMESTAMP(n) to timestamp(n), RAW to bytea, character kinds to text.
     """
-    if classify(column.source_type).kind is column.kind:
+    if not _ORACLE_TYPE.match(column.source_type) and classify(
+            column.source_type).kind is column.kind:
         return column.source_type
     kind = column.kind
     if kind is ColumnKind.NUMBER:
