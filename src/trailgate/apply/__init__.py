@@ -3,8 +3,10 @@
 Used by the Replicat process from its micro-batches; no Spark code here (see
 docs/replicat.md).  ``PgApplier`` (PostgreSQL), ``DeltaApplier`` (Delta Lake) and
 ``change_log_rows`` (Parquet change logs) share ``Mapper`` and the ``planner`` rules.
+``DeltaApplier`` lives in ``trailgate.apply.delta`` (imported on demand: it loads deltalake).
 """
 
+from trailgate.apply.changelog import change_log_rows, change_log_schema, change_log_tables
 from trailgate.apply.discard import Discard, DiscardWriter, prepare_discard_file
 from trailgate.apply.mapping import (
     MappedChange,
@@ -41,6 +43,9 @@ __all__ = [
     "TargetColumn",
     "TargetTable",
     "TrailChange",
+    "change_log_rows",
+    "change_log_schema",
+    "change_log_tables",
     "from_read_transactions",
     "partition_key",
     "partition_of",
