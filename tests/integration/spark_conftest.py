@@ -105,7 +105,7 @@ class ChangeMaker:
             return Change(OpType.INSERT, "PUBLIC.ORDERS", io_time=t, audit_pos=i * 7, after={
                 0: str(i).encode(), 1: f"customer {i % 97} ünïcode".encode(),
                 2: f"{i}.{i % 100:02d}".encode(), 3: bytes([i % 256, 0, 255, 16]),
-                4: None if i % 3 else b"n" * rng.randint(500, 2500),
+                4: None if i % 3 else b"n" * rng.randint(2000, 6000),
             }, tokens={"TK-HOST": "db1", "TK-SEQ": str(i)})
         if kind == "upd":
             return Change(OpType.FIELD_COMP, "PUBLIC.ORDERS", io_time=t, after={
@@ -118,7 +118,7 @@ class ChangeMaker:
             return Change(OpType.DELETE, "PUBLIC.ORDERS", io_time=t, before={0: str(i).encode()})
         if kind == "cust":
             return Change(OpType.INSERT, "PUBLIC.CUSTOMERS", io_time=t,
-                          after={0: str(i).encode(), 1: b"x" * rng.randint(500, 3000)})
+                          after={0: str(i).encode(), 1: b"x" * rng.randint(2000, 8000)})
         return Change(OpType.INSERT, "HR.EMP", io_time=t, rowid="AAAR3sAAEAAAACXAAA",
                       after={0: str(i).encode(), 1: b"SCOTT", 2: b"2024-02-29:12:00:00"})
 

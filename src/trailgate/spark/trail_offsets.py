@@ -10,13 +10,14 @@ writer's next file does.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from trailgate.model import OpType, TrailPosition, TransInd
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import TrailReader
 
-__all__ = ["end_of_data", "offset_of", "position_of", "scan_boundary"]
+__all__ = ["ScanState", "end_of_data", "offset_of", "position_of", "scan_boundary"]
 
 _STARTS = (TransInd.FIRST, TransInd.ONLY)
 _ENDS = (TransInd.LAST, TransInd.ONLY)
@@ -51,27 +52,47 @@ def end_of_data(trail: str) -> TrailPosition | None:
     return TrailPosition(seqs[-1], size)
 
 
+@dataclass(frozen=True, slots=True)
+class ScanState:
+    """Where a boundary scan stopped, so the next scan goes on from there instead of reading
+    an unfinished (possibly huge) transaction again on every trigger."""
+
+    boundary: TrailPosition  # end of the last complete transaction found
+    resume: TrailPosition  # just after the last record read
+    in_txn: bool  # a transaction started after ``boundary`` is still open at ``resume``
+    pending: int  # its change records so far
+    in_metadata: bool  # ``resume`` is inside a fragmented table definition
+
+
 def scan_boundary(
     trail: str,
     start: TrailPosition,
     *,
     limit: TrailPosition | None = None,
     max_records: int | None = None,
-) -> tuple[TrailPosition, int]:
-    """(end of the last complete transaction after ``start``, change records before it).
+    state: ScanState | None = None,
+) -> tuple[TrailPosition, int, ScanState]:
+    """(end of the last complete transaction after ``start``, change records before it,
+    where the scan stopped).
 
     ``start`` must be a transaction boundary.  Stops at ``limit`` (records ending after it
     are not considered) and once ``max_records`` change records are covered (always at least
     one transaction, so a big transaction still makes progress).  Returns ``start`` when no
-    transaction is complete yet.
+    transaction is complete yet.  ``state`` from an earlier scan that found ``start`` as its
+    boundary lets this one read only what came after.
     """
-    reader = TrailReader(trail, start=start)
     boundary, covered, pending = start, 0, 0
     in_txn = in_metadata = False
+    resume = start
+    if state is not None and state.boundary == start and state.resume >= start:
+        resume, in_txn, pending, in_metadata = (state.resume, state.in_txn, state.pending,
+                                                state.in_metadata)
+    reader = TrailReader(trail, start=resume)
     for _pos, raw in reader.raw_records():
         end = reader.position
         if limit is not None and end > limit:
             break
+        resume = end
         io_type = raw.io_type
         if io_type == OpType.METADATA or (in_metadata and io_type == OpType.RECORD_FRAGMENT):
             # table definitions sit between and inside transactions with TransInd ONLY
@@ -88,6 +109,7 @@ def scan_boundary(
             in_txn = False
             boundary = end
             covered += pending
+            pending = 0
             if max_records is not None and covered >= max_records:
                 break
-    return boundary, covered
+    return boundary, covered, ScanState(boundary, resume, in_txn, pending, in_metadata)

@@ -28,7 +28,13 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from trailgate.model import TrailPosition
-from trailgate.spark.trail_offsets import end_of_data, offset_of, position_of, scan_boundary
+from trailgate.spark.trail_offsets import (
+    ScanState,
+    end_of_data,
+    offset_of,
+    position_of,
+    scan_boundary,
+)
 from trailgate.spark.trail_options import TrailOptions, parse_options
 from trailgate.spark.trail_rows import SCHEMA_DDL, read_batches
 from trailgate.trail.naming import TrailName
@@ -105,15 +111,15 @@ class TrailBatchReader(DataSourceReader):
 class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches of whole transactions; Spark's checkpoint holds the offsets.
 
-    Lives in one driver-side Python process for the life of the query, so it remembers the
-    last boundary it found and scans only what was appended since.
+    Lives in one driver-side Python process for the life of the query, so it remembers where
+    its last boundary scan stopped and reads only what was appended since.
     """
 
     def __init__(self, options: TrailOptions):
         self.options = options
         self._target: TrailPosition | None = None
         self._target_set = False
-        self._known: TrailPosition | None = None  # a boundary already found by a scan
+        self._state: ScanState | None = None  # where the last boundary scan stopped
 
     def initialOffset(self) -> dict[str, int]:
         if self.options.start is not None:
@@ -135,17 +141,13 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._target_set and self._target is None:
             return offset_of(begin)  # availableNow over a trail that had no files
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        scan_from = begin
-        if max_rows is None and self._known is not None and self._known > begin:
-            scan_from = self._known  # everything up to it is complete transactions
-        boundary, _ = scan_boundary(self.options.trail, scan_from, limit=self._target,
-                                    max_records=max_rows)
-        if max_rows is None:
-            self._known = boundary
+        boundary, _, self._state = scan_boundary(
+            self.options.trail, begin, limit=self._target, max_records=max_rows,
+            state=self._state)
         return offset_of(max(boundary, begin))
 
     def reportLatestOffset(self) -> dict | None:
-        return offset_of(self._known) if self._known is not None else None
+        return offset_of(self._state.boundary) if self._state is not None else None
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         lower, upper = position_of(start), position_of(end)
