@@ -383,8 +383,10 @@ class TrailReader:
                     start=record.position, end=record.end,
                 )
             elif open_txn is None:
-                log.warning("%s: record at %s belongs to a transaction whose start is not in "
-                            "this trail range; skipped", self.label, record.position)
+                # Expected when reading starts inside a transaction (one file of a trail that
+                # rolled over mid-transaction); the transaction is read whole from its start.
+                log.info("%s: record at %s belongs to a transaction whose start is not in "
+                         "this trail range; skipped", self.label, record.position)
                 continue
             if record.change is not None:
                 open_txn.transaction.changes.append(record.change)

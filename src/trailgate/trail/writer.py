@@ -341,6 +341,16 @@ class TrailWriter:
             self._finish_file()
         return position
 
+    def abandon(self) -> None:
+        """Drop the file as a crashed writer would leave it: buffered records are lost and the
+        header's completion fields stay unset. For tests of crash recovery."""
+        self._buf = bytearray()
+        self._pending = None
+        self._txn = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
     def __enter__(self) -> TrailWriter:
         return self
 
