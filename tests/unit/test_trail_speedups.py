@@ -27,6 +27,10 @@ from trailgate.trail.values import decode_columns, encode_columns, fixed_indexes
 
 C = pytest.importorskip("trailgate.trail._speedups", reason="C accelerator not built")
 ROOT = Path(__file__).resolve().parents[2]
+# What values.py and records.py do at import when the accelerator is on; repeated here so the
+# C functions are tested under TRAILGATE_PURE_PYTHON=1 too (both calls are idempotent).
+C.set_column_kinds(values._VARIABLE, ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP)
+assert C.register_dataclass(RawRecord) and C.register_dataclass(Change)
 
 
 @contextlib.contextmanager
