@@ -168,7 +168,8 @@ def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int) -> None:
         proc = start_extract(home, "K9", "--trigger", "0.3", log=log)
         runs += 1
         wait_for(lambda: _read_lsn(home) >= target, 300, "the Extract to catch up")
-        proc.send_signal(signal.SIGTERM)  # a clean stop: exit 0, pid file removed
+        # Ctrl-C as a terminal sends it, to the whole process group: a clean stop, exit 0
+        os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(timeout=120) == 0, log.read_text()[-3000:]
     finally:
         work.stop.set()
@@ -186,6 +187,8 @@ def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int) -> None:
     assert got == expected
     assert len(TrailName(trail).sequence_numbers()) >= 2  # restarts began new files
     assert not (home.dirchk / "K9.pid").exists()
+    report = (home.dirrpt / "K9.rpt").read_text()
+    assert "SIGINT received" in report and "stopped normally" in report
     print(f"\n{runs} runs, {kills} kill -9, {len(got)} transactions exactly once")
 
 

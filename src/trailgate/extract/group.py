@@ -28,6 +28,9 @@ from trailgate.process.runtime import EVENT_NO_TRANDATA, GroupProcess
 __all__ = ["RunOptions", "run_extract_group"]
 
 TITLE = "trailgate Capture for PostgreSQL"
+#: Arrow batches between the capture and the trail writer stay small even when rows carry
+#: big (TOASTed) values: the JVM and the workers never hold more than this per batch.
+SPARK_DEFAULTS = {"spark.sql.execution.arrow.maxBytesPerBatch": str(32 << 20)}
 _PASSWORD = re.compile(r"(?i)(\bPASSWORD\b\s+|password=)(\S+)")
 _ERROR = re.compile(r"(?:trailgate\.errors\.)?(SourceError|ConfigError|TrailFormatError|"
                     r"TargetError|ValueError|OSError|PermissionError): (.+)")
@@ -265,7 +268,8 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
         own = spark is None
         if own:
             spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
-                              conf=cfg.params.spark.conf, own_session=True)
+                              conf={**SPARK_DEFAULTS, **cfg.params.spark.conf},
+                              own_session=True)
         try:
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"

@@ -108,9 +108,15 @@ class ChangeRowBuilder:
     def _reset(self) -> None:
         self.cols: dict[str, list[Any]] = {name: [] for name in _SCALARS}
         self.before, self.after, self.tokens = _Map(), _Map(), _Map()
+        self.value_bytes = 0
 
     def __len__(self) -> int:
         return len(self.cols["op"])
+
+    def full(self, max_rows: int, max_bytes: int = 16 << 20) -> bool:
+        """Time to :meth:`take` a batch: enough rows, or enough value bytes (big values
+        must not make one Arrow batch huge)."""
+        return len(self.cols["op"]) >= max_rows or self.value_bytes >= max_bytes
 
     def _row(self, op: int, table: str | None, csn: int | None, xid: str | None, last: bool,
              io_time: int | None = None, audit_seq: int | None = None,
@@ -135,6 +141,9 @@ class ChangeRowBuilder:
         self.before.add(change.before)
         self.after.add(change.after)
         self.tokens.add(change.tokens)
+        for image in (change.before, change.after):
+            if image:
+                self.value_bytes += sum(len(v) for v in image.values() if v)
 
     def add_table(self, table: TableDef, csn: int | None = None, xid: str | None = None) -> None:
         """A table definition, valid for the changes after it."""

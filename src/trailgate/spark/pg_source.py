@@ -171,12 +171,12 @@ class _Emitter:
                 new_defs = []
             if pending is not None:
                 rows.add_change(pending, csn, xid, False)
-                if len(rows) >= batch_rows:
+                if rows.full(batch_rows):
                     yield rows.take()
             pending = out
         if pending is not None:
             rows.add_change(pending, csn, xid, True)
-            if len(rows) >= batch_rows:
+            if rows.full(batch_rows):
                 yield rows.take()
 
 
