@@ -269,7 +269,8 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
         if own:
             spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
                               conf={**SPARK_DEFAULTS, **cfg.params.spark.conf},
-                              own_session=True)
+                              own_session=True,
+                              inherit_fds=(proc.lock_fd,) if proc.lock_fd is not None else ())
         try:
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"

@@ -22,6 +22,7 @@ import platform
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import IO
 from trailgate import __version__
 from trailgate.errors import ConfigError
 from trailgate.home import Home, validate_group_name
-from trailgate.process.lifecycle import pid_file, read_pid
+from trailgate.process.lifecycle import Status, pid_file, process_state, read_pid
 
 __all__ = [
     "EVENT_ABENDING",
@@ -50,6 +51,8 @@ EVENT_ABENDING = "OGG-01668"
 EVENT_WARNING = "OGG-01738"  # generic warning carried over to the event log
 EVENT_NO_TRANDATA = "OGG-06441"  # table captured without supplemental logging (TRANDATA)
 REPORTS_KEPT = 10
+#: How long a start waits for a killed run's Spark to let go of the group's lock.
+LOCK_WAIT_SECONDS = 60.0
 _RULE = "*" * 79
 
 
@@ -163,17 +166,31 @@ class GroupProcess:
 
     # -- pieces --------------------------------------------------------------------------
     def _lock(self) -> None:
+        """Take the group's lock.  Its holder may be a running group (an error), or the
+        Spark JVM of a run that was killed and is still shutting down (it inherited the
+        lock): then wait for it, so two runs never share Spark's checkpoint."""
         path = self.home.dirchk / f"{self.group}.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            pid = read_pid(pid_file(self.home, self.group))
-            raise ConfigError(f"{self.kind} {self.group} is already running"
-                              f"{f' (pid {pid})' if pid else ''}: stop it first "
-                              f"(STOP {self.kind} {self.group})") from None
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                pid = read_pid(pid_file(self.home, self.group))
+                running = process_state(self.home, self.group).status is Status.RUNNING
+                if running or time.monotonic() > deadline:
+                    os.close(fd)
+                    raise ConfigError(f"{self.kind} {self.group} is already running"
+                                      f"{f' (pid {pid})' if pid else ''}: stop it first "
+                                      f"(STOP {self.kind} {self.group})") from None
+                time.sleep(0.2)
         self._lock_fd = fd
+
+    @property
+    def lock_fd(self) -> int | None:
+        """The lock's descriptor: hand it to child processes that must hold it too."""
+        return self._lock_fd
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:

@@ -75,6 +75,7 @@ def get_spark(
     *,
     work_dir: str | Path | None = None,
     own_session: bool = False,
+    inherit_fds: tuple[int, ...] = (),
 ) -> SparkSession:
     """The process's SparkSession (created on first call) with the ``trail`` source registered.
 
@@ -85,6 +86,8 @@ def get_spark(
     ``own_session`` starts the JVM in its own process session (a foreground group process):
     Ctrl-C in the terminal then reaches only the group, which stops cleanly, rather than
     also interrupting Spark's Python workers in the middle of a micro-batch.
+    ``inherit_fds`` are passed to the JVM (with ``own_session``): a group hands it the fd of
+    its lock, so the lock is held until the JVM too has exited, even after a kill -9.
     """
     # Python workers must run this interpreter, so they import the same trailgate.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -99,7 +102,7 @@ def get_spark(
     settings.update(conf or {})
     master = master or os.environ.get("TRAILGATE_SPARK_MASTER", "local[2]")
     if own_session:
-        _launch_own_session(app_name, master, settings)
+        _launch_own_session(app_name, master, settings, inherit_fds)
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -112,7 +115,8 @@ def get_spark(
     return spark
 
 
-def _launch_own_session(app_name: str, master: str, settings: Mapping[str, str]) -> None:
+def _launch_own_session(app_name: str, master: str, settings: Mapping[str, str],
+                        inherit_fds: tuple[int, ...] = ()) -> None:
     """Start the JVM (as getOrCreate would, with the same settings) in a new session."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
@@ -122,7 +126,8 @@ def _launch_own_session(app_name: str, master: str, settings: Mapping[str, str])
     conf = SparkConf().setAppName(app_name).setMaster(master)
     for key, value in settings.items():
         conf.set(key, value)
-    gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+    gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True,
+                                                 "pass_fds": tuple(inherit_fds)})
     SparkContext._ensure_initialized(gateway=gateway)
 
 

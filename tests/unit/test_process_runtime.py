@@ -1,0 +1,67 @@
+"""The group runtime: one run at a time, pid file, report, events, signals, abends."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from trailgate.errors import ConfigError
+from trailgate.home import Home
+from trailgate.process import runtime
+from trailgate.process.runtime import GroupProcess
+
+
+@pytest.fixture
+def home(tmp_path) -> Home:
+    return Home(tmp_path / "home").create()
+
+
+def test_clean_run_writes_pid_report_and_events_then_removes_the_pid(home):
+    with GroupProcess(home, "EXTRACT", "ext1", title="T") as proc:
+        assert (home.dirchk / "EXT1.pid").read_text().split()[0] == str(os.getpid())
+        proc.warn("WARNING: table x has no supplemental logging", "OGG-06441")
+        proc.stopped("test over")
+    assert not (home.dirchk / "EXT1.pid").exists()
+    report = (home.dirrpt / "EXT1.rpt").read_text()
+    assert "EXTRACT EXT1 starting." in report and "stopping: test over" in report
+    events = home.ggserr_log.read_text().splitlines()
+    assert [e.split()[3] for e in events] == ["OGG-00975", "OGG-06441", "OGG-00991"]
+    assert "WARNING" in events[1] and "table x has no supplemental logging" in events[1]
+
+
+def test_an_error_is_an_abend_that_keeps_the_pid_file(home):
+    with pytest.raises(ConfigError), GroupProcess(home, "EXTRACT", "ext1", title="T"):
+        raise ConfigError("the thing to fix")
+    assert (home.dirchk / "EXT1.pid").exists()
+    assert "PROCESS ABENDING. the thing to fix" in (home.dirrpt / "EXT1.rpt").read_text()
+    assert "ERROR   OGG-01668" in home.ggserr_log.read_text()
+
+
+def test_one_run_at_a_time(home, monkeypatch):
+    monkeypatch.setattr(runtime, "LOCK_WAIT_SECONDS", 0.3)
+    with GroupProcess(home, "EXTRACT", "ext1", title="T") as proc:
+        with pytest.raises(ConfigError, match="EXTRACT EXT1 is already running"):
+            GroupProcess(home, "EXTRACT", "ext1", title="T").__enter__()
+        proc.stopped("done")
+
+
+def test_a_signal_asks_for_a_stop_and_a_second_one_insists(home):
+    with GroupProcess(home, "EXTRACT", "ext1", title="T") as proc:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert proc.stop_requested and proc.stop_reason == "SIGTERM received"
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+        proc.stopped(proc.stop_reason)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_reports_are_aged(home):
+    for n in range(3):
+        with GroupProcess(home, "EXTRACT", "ext1", title=f"run {n}") as proc:
+            proc.stopped("done")
+    names = sorted(p.name for p in home.dirrpt.iterdir())
+    assert names == ["EXT1.rpt", "EXT10.rpt", "EXT11.rpt"]
+    assert "run 2" in (home.dirrpt / "EXT1.rpt").read_text()
+    assert "run 0" in (home.dirrpt / "EXT11.rpt").read_text()
