@@ -31,11 +31,14 @@ _COMMANDS: dict[tuple[str, ...], tuple[str, str, str]] = {
                  "the GGSCI command interpreter (interactive, or an obey file on stdin)"),
     ("run", "extract"): ("trailgate.process.run", "run_extract",
                          "run an Extract group in the foreground (Ctrl-C stops it cleanly)"),
+    ("run", "replicat"): ("trailgate.process.run", "run_replicat",
+                          "run a Replicat group in the foreground (Ctrl-C stops it cleanly)"),
     ("capture", "oracle-dump"): ("trailgate.capture.oracle.cli", "run",
                                  "one-shot: Oracle redo logfile dumps to a trail"),
     ("sample",): ("trailgate.sample", "run", "write a sample trail (seed 003's workload)"),
-    ("demo",): ("trailgate.sample", "run",
-                "the demo: seed 003's workload to a trail, shown in Logdump"),
+    ("demo",): ("trailgate.demo", "run",
+                "the demo: seed 003 replicated end to end (PostgreSQL → Extract → Pump → "
+                "Replicat → PostgreSQL and Delta), compared"),
 }
 
 

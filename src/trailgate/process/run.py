@@ -1,4 +1,4 @@
-"""``trailgate run extract NAME``: a group in the foreground (GGSCI START runs the same
+"""``trailgate run extract|replicat NAME``: a group in the foreground (GGSCI START runs the same
 command detached).  Ctrl-C or SIGTERM stops it cleanly; exit status 0 after a clean stop."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 
 from trailgate.home import Home, validate_group_name
 
-__all__ = ["add_arguments", "run_extract"]
+__all__ = ["add_arguments", "add_replicat_arguments", "run_extract", "run_replicat"]
 
 
 def _size(text: str) -> int:
@@ -25,6 +25,10 @@ def _size(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from trailgate.extract.config import DEFAULT_MEMORY_LIMIT
 
+    if parser.prog.endswith(" replicat"):  # one module serves both ``run`` commands
+        add_replicat_arguments(parser)
+        return
+
     parser.add_argument("name", metavar="NAME", help="the Extract group")
     parser.add_argument("--once", action="store_true",
                         help="capture what is committed now, then stop")
@@ -40,12 +44,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_extract(args: argparse.Namespace) -> int:
-    """Run the Extract group ``args.name`` until it is stopped."""
+    """Run the Extract group ``args.name`` until it is stopped (a Data Pump when the group
+    reads a trail: ADD EXTRACT name, EXTTRAILSOURCE ...)."""
     from trailgate.extract.group import RunOptions, run_extract_group
 
     home = Home.locate(getattr(args, "home", None))
     name = validate_group_name(args.name)
+    info = home.group(name)
+    if info is not None and info.kind == "EXTRACT" and info.source == "EXTTRAILSOURCE":
+        from trailgate.pump.group import run_pump
+
+        return run_pump(home, name, args)
     opts = RunOptions(once=args.once, max_batches=args.max_batches,
                       memory_limit_bytes=args.memory_limit, trigger_seconds=args.trigger,
                       max_wal_bytes=args.max_wal_bytes)
     return run_extract_group(home, name, opts)
+
+
+def add_replicat_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME", help="the Replicat group")
+    parser.add_argument("--once", action="store_true",
+                        help="apply what the trail holds now, then stop")
+    parser.add_argument("--max-batches", type=int, metavar="N",
+                        help="stop cleanly after N micro-batches with data")
+    parser.add_argument("--trigger", type=float, metavar="SECONDS",
+                        help="seconds between micro-batches (default: SPARK TRIGGER, else 1)")
+    start = parser.add_mutually_exclusive_group()
+    start.add_argument("--atcsn", type=int, metavar="CSN",
+                       help="skip transactions with a lower CSN (START REPLICAT …, ATCSN)")
+    start.add_argument("--aftercsn", type=int, metavar="CSN",
+                       help="skip transactions up to this CSN (START REPLICAT …, AFTERCSN)")
+
+
+def run_replicat(args: argparse.Namespace) -> int:
+    """Run the Replicat group ``args.name`` until it is stopped."""
+    from trailgate.replicat.group import RunOptions, run_replicat_group
+
+    home = Home.locate(getattr(args, "home", None))
+    name = validate_group_name(args.name)
+    opts = RunOptions(once=args.once, max_batches=args.max_batches,
+                      trigger_seconds=args.trigger, atcsn=args.atcsn,
+                      aftercsn=args.aftercsn)
+    return run_replicat_group(home, name, opts)

@@ -1,0 +1,124 @@
+"""A Replicat group's registry entry and parameters turned into what its query needs.
+
+Resolved once, on the driver, at start (GoldenGate reads parameters once, too): the trail,
+the target, the checkpoint table, the discard file and the parallelism.  A problem stops the
+group here, with the parameter file, line and object in the message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from trailgate.db.connect import CredentialStore, login_conninfo
+from trailgate.errors import ConfigError
+from trailgate.home import GroupInfo, Home
+from trailgate.params import ReplicatParams, parse_group_params
+from trailgate.params.names import parse_name
+
+__all__ = ["PARTITIONS_CONF", "ReplicatConfig", "load_replicat_config"]
+
+#: ``SPARK CONF trailgate.replicat.partitions=n``: how many key partitions a batch is split
+#: into (default: Spark's default parallelism).
+PARTITIONS_CONF = "trailgate.replicat.partitions"
+#: ``SPARK CONF trailgate.replicat.maxRecordsPerTrigger=n``: bound a micro-batch.
+MAX_RECORDS_CONF = "trailgate.replicat.maxRecordsPerTrigger"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatConfig:
+    """What one Replicat run needs (plain data: it pickles to Spark tasks)."""
+
+    group: str
+    home: str
+    trail: str  # absolute dir/prefix
+    trail_label: str  # as ADD REPLICAT registered it
+    begin: dict[str, int]
+    target_kind: str  # POSTGRES | DELTA | PARQUET
+    target: str  # conninfo or directory
+    checkpoint_table: str | None
+    discard_file: str
+    partitions: int | None
+    max_records: int | None
+    params: ReplicatParams
+    info: GroupInfo
+
+    @property
+    def source_patterns(self) -> list[tuple[str, str | None]]:
+        """The MAP sources: the stream reads only these tables."""
+        return [(m.source, None) for m in self.params.maps]
+
+
+def _target_conninfo(home: Home, params: ReplicatParams) -> str:
+    if params.useridalias:
+        cred = CredentialStore(home.path).get(params.useridalias,
+                                              params.domain or "OracleGoldenGate")
+        return cred.conninfo(params.targetdb)
+    return login_conninfo(sourcedb=params.targetdb, userid=params.userid,
+                          password=params.password)
+
+
+def _int_conf(params: ReplicatParams, key: str) -> int | None:
+    text = params.spark.conf.get(key)
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ConfigError(f"SPARK CONF {key}={text}: expected a positive whole number",
+                          path=params.path)
+    return value
+
+
+def _begin(info: GroupInfo) -> dict[str, int]:
+    begin = info.begin if isinstance(info.begin, dict) else {}
+    try:
+        return {"seqno": int(begin.get("seqno", 0)), "rba": int(begin.get("rba", 0))}
+    except (TypeError, ValueError):
+        raise ConfigError(f"REPLICAT {info.name}: its start position {begin!r} is not "
+                          f"EXTSEQNO/EXTRBA; ALTER REPLICAT {info.name}, EXTSEQNO n, "
+                          f"EXTRBA n") from None
+
+
+def load_replicat_config(home: Home, group: str) -> ReplicatConfig:
+    """Read and check the registry entry and the parameter file."""
+    info = home.require_group(group, "REPLICAT")
+    if not info.source_path:
+        raise ConfigError(f"REPLICAT {info.name} has no trail: DELETE it and ADD REPLICAT "
+                          f"{info.name}, EXTTRAIL ./dirdat/rt")
+    params = parse_group_params(home, info.name)
+    if not isinstance(params, ReplicatParams):
+        raise ConfigError(f"{params.path}: the parameter file is not a Replicat's (it must "
+                          f"start with REPLICAT {info.name})", path=params.path, line=1)
+    target = params.target
+    assert target is not None  # the parser requires one
+    if target.kind == "POSTGRES":
+        location = _target_conninfo(home, params)
+    else:
+        location = str(home.resolve(target.location))
+    for spec in params.maps:
+        try:
+            parse_name(spec.target)
+        except ValueError as exc:
+            raise ConfigError(f"MAP {spec.source}, TARGET {spec.target}: {exc}",
+                              path=spec.path, line=spec.line) from None
+    discard = (str(home.resolve(params.discardfile.path)) if params.discardfile
+               else str(home.discard_file(info.name)))
+    trail = home.resolve(info.source_path)
+    return ReplicatConfig(
+        group=info.name, home=str(home.path), trail=str(trail), trail_label=info.source_path,
+        begin=_begin(info), target_kind=target.kind, target=location,
+        checkpoint_table=info.checkpoint_table if target.kind == "POSTGRES" else None,
+        discard_file=discard, partitions=_int_conf(params, PARTITIONS_CONF),
+        max_records=_int_conf(params, MAX_RECORDS_CONF), params=params, info=info)
+
+
+def spark_conf(params: ReplicatParams) -> dict[str, str]:
+    """The SPARK CONF settings meant for Spark (trailgate's own keys taken out)."""
+    return {k: v for k, v in params.spark.conf.items() if not k.startswith("trailgate.")}
+
+
+def discard_path(cfg: ReplicatConfig) -> Path:
+    return Path(cfg.discard_file)

@@ -1,0 +1,237 @@
+"""One run of a Replicat group: start-up checks, the streaming query, reports, clean stop.
+
+The query (docs/replicat.md, "The Replicat process")::
+
+    spark.readStream.format("trailchanges")      offsets {seqno, rba}, whole transactions
+       └─ writeStream.foreachBatch(BatchApplier)  plan → apply (by key) → checkpoint
+
+Start-up stops the group, before Spark starts, on a malformed parameter file, a MAP whose
+target table does not exist, or a missing checkpoint table, with the file, line and object.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from trailgate.apply.records import TableCounts
+from trailgate.errors import TargetError, TrailgateError
+from trailgate.home import Home
+from trailgate.process.runtime import GroupProcess
+from trailgate.replicat.config import ReplicatConfig, load_replicat_config, spark_conf
+from trailgate.replicat.streaming import query_error, watch
+
+__all__ = ["RunOptions", "run_replicat_group"]
+
+TITLE = "trailgate Replicat on Spark"
+_PASSWORD = re.compile(r"(?i)(\bPASSWORD\b\s+|password=)(\S+)")
+
+
+@dataclass(slots=True)
+class RunOptions:
+    """How this run goes: ``once`` applies what the trail holds now and stops;
+    ``max_batches`` stops after that many micro-batches with data (tests)."""
+
+    once: bool = False
+    max_batches: int | None = None
+    trigger_seconds: float | None = None
+    atcsn: int | None = None
+    aftercsn: int | None = None
+    stop_timeout: float = 600.0
+
+
+def _echo_parameters(proc: GroupProcess, cfg: ReplicatConfig) -> None:
+    report = proc.report
+    assert report is not None
+    report.section("Running with the following parameters")
+    for path in cfg.params.files or [cfg.params.path]:
+        report.line(f"-- {path}")
+        try:
+            text = Path(path).read_text("utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            report.line(_PASSWORD.sub(lambda m: m.group(1) + "***", line))
+    report.line()
+
+
+def _validate_target(proc: GroupProcess, cfg: ReplicatConfig) -> list[str]:
+    """Check the target before Spark starts; returns report lines describing it."""
+    from trailgate.apply.discard import prepare_discard_file
+
+    if cfg.params.discardfile is not None:
+        prepare_discard_file(cfg.params.discardfile, cfg.discard_file)
+    if cfg.target_kind == "POSTGRES":
+        from trailgate.apply.postgres import PgApplier
+        from trailgate.db.connect import describe
+
+        with PgApplier(cfg.target, cfg.params, checkpoint_table=cfg.checkpoint_table,
+                       group=cfg.group) as applier:
+            applier.validate()
+        if cfg.checkpoint_table is None:
+            proc.warn(f"REPLICAT {cfg.group} has no checkpoint table (NODBCHECKPOINT): a "
+                      f"batch replayed after a crash is applied again; ADD REPLICAT … "
+                      f"CHECKPOINTTABLE schema.table gives exactly-once apply")
+        return [f"Target:           PostgreSQL {describe(cfg.target)}",
+                f"Checkpoint table: {cfg.checkpoint_table or '(none: NODBCHECKPOINT)'}"]
+    Path(cfg.target).mkdir(parents=True, exist_ok=True)
+    if cfg.target_kind == "DELTA":
+        from trailgate.apply.delta import DeltaApplier
+
+        DeltaApplier(cfg.target, cfg.params, group=cfg.group).validate()
+        return [f"Target:           Delta Lake tables under {cfg.target}"]
+    return [f"Target:           Parquet change logs under {cfg.target}"]
+
+
+class _Stats:
+    """This run's counts per target table, for the report."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, TableCounts] = {}
+        self.started = time.monotonic()
+        self.batches = 0
+
+    def add(self, batch_id: int, counts: dict[str, TableCounts]) -> None:
+        self.batches += 1
+        for name, c in counts.items():
+            self.tables.setdefault(name, TableCounts()).add(c)
+
+    def progress_line(self) -> str:
+        total = sum(c.operations for c in self.tables.values())
+        rate = total / max(time.monotonic() - self.started, 1e-9)
+        return (f"{total} operations applied in {self.batches} batches as of "
+                f"{datetime.now():%Y-%m-%d %H:%M:%S} (rate {rate:.0f}/s)")
+
+    def final_lines(self) -> list[str]:
+        if not self.tables:
+            return ["No operations applied in this run."]
+        out: list[str] = []
+        for name, c in sorted(self.tables.items()):
+            out += ["", f"Replicating to {name}:",
+                    f"       #                   inserts:  {c.inserts:>10}",
+                    f"       #                   updates:  {c.updates:>10}",
+                    f"       #                   deletes:  {c.deletes:>10}",
+                    f"       #                 truncates:  {c.truncates:>10}",
+                    f"       #                  discards:  {c.discards:>10}",
+                    f"       #                   ignores:  {c.ignores:>10}",
+                    f"       #  collisions (handled/ign.):  {c.collisions:>10}"]
+        return out
+
+
+def _start_position(home: Home, cfg: ReplicatConfig) -> str:
+    """Where a fresh Spark query starts: the group checkpoint, else ADD REPLICAT's."""
+    ck = home.checkpoints.load(cfg.group, "REPLICAT")
+    pos = ck.read_position if ck is not None and ck.read_position else cfg.begin
+    return f"{int(pos.get('seqno', 0))}:{int(pos.get('rba', 0))}"
+
+
+def _partitions(cfg: ReplicatConfig, spark: Any) -> int:
+    if cfg.partitions:
+        return cfg.partitions
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # a remote session without a context
+        return 2
+
+
+def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: Path,
+                 applier: Any, spark_dir: Path, start: str) -> Any:
+    from trailgate.replicat.source import TrailChangesDataSource, router_option
+
+    spark.dataSource.register(TrailChangesDataSource)
+    reader = (spark.readStream.format("trailchanges").option("path", cfg.trail)
+              .option("startingPosition", start).option("hashes", "true")
+              .option("stopFile", str(stop_file))
+              .option("tables", router_option(cfg.source_patterns,
+                                              list(cfg.params.map_excludes))))
+    if cfg.max_records:
+        reader = reader.option("maxRecordsPerTrigger", str(cfg.max_records))
+    writer = (reader.load().writeStream.foreachBatch(applier)
+              .option("checkpointLocation", str(spark_dir))
+              .queryName(f"replicat_{cfg.group.lower()}"))
+    if opts.once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
+        writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
+    return writer.start()
+
+
+def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = None) -> int:
+    """Run REPLICAT ``name`` in the foreground until it is stopped; returns the exit code.
+
+    ``spark``: a session to run in (tests); by default the process starts its own, in its
+    own process session, and stops it at the end.
+    """
+    from trailgate.replicat.batch import BatchApplier, batch_base
+    from trailgate.spark import get_spark, stop_spark
+
+    with GroupProcess(home, "REPLICAT", name, title=TITLE) as proc:
+        cfg = load_replicat_config(home, name)
+        _echo_parameters(proc, cfg)
+        lines = _validate_target(proc, cfg)
+        report = proc.report
+        assert report is not None
+        report.section("Trail and target")
+        report.line(f"Trail:            {cfg.trail_label} ({cfg.trail})")
+        for line in lines:
+            report.line(line)
+        if not Path(cfg.trail).parent.is_dir():
+            proc.warn(f"the trail directory {Path(cfg.trail).parent} does not exist yet; "
+                      f"REPLICAT {cfg.group} waits for its first file")
+        stop_file = home.dirchk / f"{cfg.group}.stop"
+        stop_file.unlink(missing_ok=True)
+        spark_dir = home.spark_checkpoint_dir(cfg.group) / "spark"
+        stats = _Stats()
+        csn_filter = (("atcsn", opts.atcsn) if opts.atcsn is not None else
+                      ("aftercsn", opts.aftercsn) if opts.aftercsn is not None else None)
+        own = spark is None
+        if own:
+            spark = get_spark(f"trailgate REPLICAT {cfg.group}",
+                              master=cfg.params.spark.master, conf=spark_conf(cfg.params),
+                              own_session=True)
+        try:
+            n = _partitions(cfg, spark)
+            base = batch_base(cfg, spark_dir)
+            report.line(f"Partitions:       {n} (changes to one key stay in one, in trail "
+                        f"order)")
+            report.line()
+            applier = BatchApplier(cfg, n, base=base, csn_filter=csn_filter,
+                                   on_batch=stats.add)
+            if proc.stop_requested:
+                reason = proc.stop_reason or "stop requested"
+            else:
+                query = _start_query(spark, cfg, opts, stop_file, applier, spark_dir,
+                                     _start_position(home, cfg))
+                proc.started()
+                reason = watch(proc, query, stop_file=stop_file,
+                               max_batches=opts.max_batches, stop_timeout=opts.stop_timeout,
+                               report_every=_report_interval(cfg),
+                               progress=stats.progress_line)
+                if opts.once and reason == "the query ended":
+                    reason = "everything in the trail applied (--once)"
+        except TrailgateError:
+            raise
+        except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
+            raise TargetError(query_error(exc)) from None
+        finally:
+            stop_file.unlink(missing_ok=True)
+            if own:
+                stop_spark()
+        report.section("Run Time Statistics")
+        for line in stats.final_lines():
+            report.line(line)
+        proc.stopped(reason)
+    return 0
+
+
+def _report_interval(cfg: ReplicatConfig) -> float:
+    rc = cfg.params.report_count
+    if rc is None or rc.unit == "RECORDS":
+        return 60.0
+    return rc.every * {"SECONDS": 1, "MINUTES": 60, "HOURS": 3600}.get(rc.unit, 1)
+

@@ -1,0 +1,99 @@
+"""The PostgreSQL apply task: one Spark partition of a batch, in a Python worker.
+
+A Spark partition holds the rows of one or more *key partitions* (``p``, the key hash modulo
+the batch's partition count), sorted by trail position.  Each key partition is applied by
+:meth:`PgApplier.apply_partition` as one database transaction with its checkpoint-table row
+``(group, batch id, p)``, so exactly-once does not depend on how Spark placed the rows: a
+replayed batch splits into the same key partitions (same rows, same hash, same count) and
+skips those already committed.
+
+Errors reach the driver as text inside Spark's exception; :data:`MARK` brackets trailgate's
+own message so the group can report it without a Java or Python stack.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from trailgate.apply.discard import DiscardWriter
+from trailgate.apply.postgres import PgApplier
+from trailgate.errors import TrailgateError
+from trailgate.replicat.batch_rows import Definitions, trail_changes
+
+__all__ = ["MARK", "RESULT_SCHEMA", "RESULT_SCHEMA_DDL", "marked", "pg_apply_task"]
+
+MARK = "@@TRAILGATE@@"
+RESULT_FIELDS = ("inserts", "updates", "deletes", "truncates", "discards", "ignores",
+                 "collisions")
+RESULT_SCHEMA = pa.schema([("p", pa.int32()), ("skipped", pa.bool_()),
+                           ("target", pa.string()),
+                           *[(f, pa.int64()) for f in RESULT_FIELDS]])
+RESULT_SCHEMA_DDL = ("p int, skipped boolean, target string, "
+                     + ", ".join(f"{f} long" for f in RESULT_FIELDS))
+
+_lock = threading.Lock()
+_appliers: dict[tuple[Any, ...], PgApplier] = {}
+
+
+def marked(message: str) -> str:
+    """A message the driver finds inside any Spark error text."""
+    return f"{MARK}{message}{MARK}"
+
+
+def _applier(cfg: Any) -> PgApplier:
+    """One applier (one connection) per worker process and group, reused across batches."""
+    key = (cfg.group, cfg.target, cfg.checkpoint_table, cfg.discard_file)
+    with _lock:
+        applier = _appliers.get(key)
+        if applier is not None and (applier.conn.closed or applier.conn.broken):
+            _appliers.pop(key, None)
+            applier = None
+        if applier is None:
+            spec = cfg.params.discardfile
+            applier = PgApplier(cfg.target, cfg.params, checkpoint_table=cfg.checkpoint_table,
+                                group=cfg.group,
+                                discard=DiscardWriter(cfg.discard_file,
+                                                      spec.megabytes if spec else None))
+            _appliers[key] = applier
+        return applier
+
+
+def pg_apply_task(cfg: Any, batch_id: int, definitions: Definitions):
+    """The ``mapInArrow`` function applying a batch's Spark partitions to PostgreSQL."""
+
+    def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        groups: dict[int, list[Any]] = {}
+        for batch in batches:
+            for tc, p in trail_changes(batch):
+                groups.setdefault(int(p or 0), []).append(tc)
+        rows: dict[str, list[Any]] = {name: [] for name in RESULT_SCHEMA.names}
+        if groups:
+            try:
+                applier = _applier(cfg)
+                for p in sorted(groups):
+                    changes = groups[p]
+                    changes.sort(key=lambda tc: tc.position)
+                    result = applier.apply_partition(batch_id, p, changes,
+                                                     definitions.for_changes(changes))
+                    if result.skipped:
+                        _row(rows, p, True, "", None)
+                    for target, counts in result.counts.items():
+                        _row(rows, p, False, target, counts.as_dict())
+            except TrailgateError as exc:
+                raise RuntimeError(marked(str(exc))) from None
+        yield pa.RecordBatch.from_pydict(rows, schema=RESULT_SCHEMA)
+
+    return apply
+
+
+def _row(rows: dict[str, list[Any]], p: int, skipped: bool, target: str,
+         counts: dict[str, int] | None) -> None:
+    rows["p"].append(p)
+    rows["skipped"].append(skipped)
+    rows["target"].append(target)
+    for f in RESULT_FIELDS:
+        rows[f].append((counts or {}).get(f, 0))
