@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
+from typing import NamedTuple
 
 __all__ = [
     "JULIAN_UNIX_EPOCH_MICROS",
@@ -208,9 +209,12 @@ class Transaction:
     commit_time: int = 0  # Julian microseconds of the commit
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class TrailPosition:
-    """A place in a trail: file sequence number and relative byte address."""
+class TrailPosition(NamedTuple):
+    """A place in a trail: file sequence number and relative byte address.
+
+    A named tuple rather than a dataclass: readers create two per record, and a tuple is
+    several times cheaper to build while ordering and comparing the same way.
+    """
 
     seqno: int
     rba: int

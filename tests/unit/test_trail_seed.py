@@ -11,7 +11,7 @@ from trailgate.model import ColumnKind, Transaction, TransInd, unix_micros_from_
 from trailgate.sample import STUDENT, seed_transactions
 from trailgate.trail.header import FileHeader, decode_file_header
 from trailgate.trail.records import decode_change, decode_record, encode_change_record
-from trailgate.trail.values import frame_value
+from trailgate.trail.values import fixed_indexes, frame_value
 
 
 def hexbytes(text: str) -> bytes:
@@ -166,7 +166,7 @@ def test_records_decode_back_to_the_changes():
         for change, record in zip(txn.changes, _records(txn), strict=True):
             raw = decode_record(record, 0, len(record))
             assert raw.table == "US03.STUDENT" and raw.rowid == change.rowid
-            decoded = decode_change(raw, [c.kind for c in STUDENT.columns])
+            decoded = decode_change(raw, fixed_indexes([c.kind for c in STUDENT.columns]))
             assert decoded == change
 
 
