@@ -2,7 +2,9 @@
 
 Prints records/s and MB/s for writing and for decoding, beside reading the same file's bytes
 with no decoding, measured in the same run (the machine is shared and noisy, so the ratio is
-what to compare).  Aim: decoding at least 200,000 records/s on one core.
+what to compare).  Each figure is given by wall clock and by CPU time of this process (the
+codec is single-threaded, so CPU time is "on one core" even when other work shares the
+machine).  Aim: decoding at least 200,000 records/s on one core.
 
     .venv/bin/python benchmarks/trail_codec.py [--records 300000]
 """
@@ -16,7 +18,7 @@ import time
 from pathlib import Path
 
 from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, Transaction
-from trailgate.trail import TrailReader, TrailWriter
+from trailgate.trail import TrailReader, TrailWriter, _accel
 
 
 def _table() -> TableDef:
@@ -44,6 +46,18 @@ def _transactions(records: int, per_txn: int) -> list[Transaction]:
     return txns
 
 
+class _Timer:
+    """Wall-clock and process CPU seconds of a block."""
+
+    def __enter__(self) -> _Timer:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=300_000)
@@ -55,49 +69,41 @@ def main() -> None:
     n = sum(len(t.changes) for t in txns)
     with tempfile.TemporaryDirectory() as tmp:
         trail = Path(tmp) / "aa"
-        start = time.perf_counter()
-        with TrailWriter(trail, megabytes=2000) as writer:
+        with _Timer() as write, TrailWriter(trail, megabytes=2000) as writer:
             for txn in txns:
                 writer.write_transaction(txn, tables)
             writer.flush()
-        write_s = time.perf_counter() - start
         path = Path(tmp) / "aa000000000"
         size = path.stat().st_size
-
         os.sync()
-        start = time.perf_counter()
-        with open(path, "rb") as f:
+        with _Timer() as raw, open(path, "rb") as f:
             while f.read(1 << 20):
                 pass
-        raw_s = time.perf_counter() - start
-
-        start = time.perf_counter()
-        count = 0
-        for record in TrailReader(trail).records():
-            if record.change is not None:
-                count += 1
-        decode_s = time.perf_counter() - start
+        with _Timer() as decode:
+            count = sum(1 for r in TrailReader(trail).records() if r.change is not None)
         assert count == n, (count, n)
-
-        start = time.perf_counter()
-        txn_count = sum(1 for _ in TrailReader(trail).transactions())
-        txn_s = time.perf_counter() - start
+        with _Timer() as txn_timer:
+            txn_count = sum(1 for _ in TrailReader(trail).transactions())
         assert txn_count == len(txns)
 
     mb = size / 1e6
     rows = [
-        ("read bytes, no decoding (reference)", n / raw_s, mb / raw_s),
-        ("write (encode + fsync)", n / write_s, mb / write_s),
-        ("decode records", n / decode_s, mb / decode_s),
-        ("decode into transactions", n / txn_s, mb / txn_s),
+        ("read bytes, no decoding (reference)", raw),
+        ("write (encode + fsync)", write),
+        ("decode records", decode),
+        ("decode into transactions", txn_timer),
     ]
     print(f"trail of {n:,} records ({args.per_transaction} per transaction, 10 columns), "
-          f"{mb:.1f} MB")
-    print(f"{'':38} {'records/s':>12} {'MB/s':>9} {'vs reference':>13}")
-    for name, rps, mbps in rows:
-        print(f"{name:38} {rps:12,.0f} {mbps:9.1f} {rps / rows[0][1]:12.3f}x")
-    verdict = "meets" if n / decode_s >= 200_000 else "is below"
-    print(f"decoding {verdict} the 200,000 records/s aim ({n / decode_s:,.0f}/s)")
+          f"{mb:.1f} MB; accelerator: {'C' if _accel.speedups else 'pure Python'}")
+    print(f"{'':38} {'records/s':>12} {'MB/s':>8} {'vs ref':>8} {'records/s (CPU)':>16}")
+    ref = n / raw.wall
+    for name, t in rows:
+        print(f"{name:38} {n / t.wall:12,.0f} {mb / t.wall:8.1f} {n / t.wall / ref:7.4f}x "
+              f"{n / max(t.cpu, 1e-9):16,.0f}")
+    cpu_rate = n / decode.cpu
+    verdict = "meets" if cpu_rate >= 200_000 else "is below"
+    print(f"decoding on one core {verdict} the 200,000 records/s aim ({cpu_rate:,.0f}/s CPU time; "
+          f"{n / decode.wall:,.0f}/s wall clock at load {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":
