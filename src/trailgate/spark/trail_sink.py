@@ -20,11 +20,14 @@ Options: ``path`` (the trail, ``dirdat/aa``, required), ``megabytes`` (file size
 500), ``home`` and ``group`` (write the group's checkpoint ``dirchk/GROUP.cpe``), ``runId``
 (one value per process run; default: one per query), ``trailLabel`` (the trail's name
 in the checkpoint, default ``path``), ``stateFile`` (default
-``dirchk/GROUP.trailstate``, else beside the trail), ``producer`` (file header).
+``dirchk/GROUP.trailstate``, else beside the trail), ``producer`` (file header);
+``uriHistory`` (JSON list) and ``compatibility`` for the headers of new files (a Data Pump
+mirrors its input's).
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -73,6 +76,8 @@ class SinkOptions:
     home: str | None
     group: str | None
     producer: str
+    uri_history: tuple[str, ...] = ()
+    compatibility: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], default_run_id: str) -> SinkOptions:
@@ -98,15 +103,27 @@ class SinkOptions:
                    megabytes=megabytes,
                    run_id=options.get("runId") or default_run_id, state_file=state,
                    home=home, group=group.upper() if group else None,
-                   producer=options.get("producer", "TRAILGATE"))
+                   producer=options.get("producer", "TRAILGATE"),
+                   uri_history=tuple(json.loads(options.get("uriHistory") or "[]")),
+                   compatibility=int(options["compatibility"]) if options.get(
+                       "compatibility") else None)
+
+    def writer(self) -> TrailWriter:
+        """A writer for this trail with the header fields the options ask for."""
+        extra: dict[str, Any] = {}
+        if self.compatibility is not None:
+            extra["compatibility"] = self.compatibility
+        return TrailWriter(self.trail, megabytes=self.megabytes, producer=self.producer,
+                           home=self.home, uri_history=list(self.uri_history), **extra)
 
 
 @dataclass(slots=True)
 class TrailCommitMessage(WriterCommitMessage):
-    """What a writer task made durable."""
+    """What a writer task made durable.  Plain values only: it is unpickled in another
+    process, which need not share the task's classes."""
 
     trail: str
-    position: TrailPosition | None
+    position: tuple[int, int] | None  # (seqno, rba)
     last_csn: int | None
     last_xid: str | None
     last_io_time: int | None
@@ -134,8 +151,7 @@ def _recovery_start(opts: SinkOptions, state: SinkState | None
 
 def _open_writer(opts: SinkOptions, state: SinkState | None
                  ) -> tuple[TrailWriter, LastWritten, dict[str, TableDef]]:
-    writer = TrailWriter(opts.trail, megabytes=opts.megabytes, producer=opts.producer,
-                         home=opts.home)
+    writer = opts.writer()
     if state is not None and state.run_id == opts.run_id and state.trail == opts.trail:
         try:
             writer.resume(state.seqno, state.length, state.tables,
@@ -212,7 +228,8 @@ def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
     else:
         position = None  # nothing written in this run yet
     return TrailCommitMessage(
-        trail=opts.label, position=position, last_csn=last.csn,
+        trail=opts.label, last_csn=last.csn,
+        position=None if position is None else (position[0], position[1]),
         last_xid=max(last.xids) if last.xids else None, last_io_time=writer.last_io_time,
         source_position=source_position, counts=counts, transactions=written,
         skipped=skipped)
@@ -236,7 +253,7 @@ def commit_checkpoint(opts: SinkOptions, messages: list[TrailCommitMessage]) -> 
                 ck.read_time = read_time
         if msg.position is not None:
             ck.write_trail = msg.trail
-            ck.write_position = msg.position
+            ck.write_position = TrailPosition(*msg.position)
         if msg.last_csn is not None:
             ck.last_csn, ck.last_xid = msg.last_csn, msg.last_xid
         for table, kinds in msg.counts.items():
@@ -287,8 +304,7 @@ def finish_run(opts: SinkOptions) -> TrailPosition | None:
         state = load_state(Path(opts.state_file))
         if state is None or state.run_id != opts.run_id or state.trail != opts.trail:
             return None
-        writer = TrailWriter(opts.trail, megabytes=opts.megabytes, producer=opts.producer,
-                             home=opts.home)
+        writer = opts.writer()
         try:
             writer.resume(state.seqno, state.length, state.tables, last_csn=state.last.csn,
                           last_io_time=state.last_io_time)
