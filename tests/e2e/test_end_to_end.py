@@ -1,0 +1,319 @@
+"""End to end on real PostgreSQL and real Spark: a randomized, concurrent workload through
+Extract → (Data Pump →) Replicat leaves the target PostgreSQL tables and the Delta tables
+equal to the source, row by row, compared by type.
+
+The workload (seeded RNG, several connections committing at once) inserts, updates some
+columns or all, sets NULLs, changes keys (single and composite), deletes, deletes and
+re-inserts a key in one transaction, updates many rows in one statement, and writes large
+values that PostgreSQL stores out of line (TOAST: an update leaving them alone does not
+send them).  Every type the capture maps is in it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import random
+import shutil
+import string
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from psycopg.types.json import Json, Jsonb
+
+from trailgate.db.connect import connect
+from trailgate.demo.compare import compare_tables, render_comparison
+from trailgate.demo.databases import Databases, run_sql
+from trailgate.demo.pipeline import Pipeline, PipelineSpec, available_stages
+from trailgate.demo.workload import Statement, Txn, Workload
+from trailgate.home import Home
+from trailgate.spark.session import SPARK_DIR_ENV
+
+pytestmark = [pytest.mark.postgres, pytest.mark.spark]
+
+TABLES = ["rnd.alltypes", "rnd.pairs"]
+DDL = """\
+CREATE SCHEMA rnd;
+CREATE TABLE rnd.alltypes (
+  id          bigint PRIMARY KEY,
+  c_smallint  smallint,
+  c_integer   integer,
+  c_bigint    bigint,
+  c_numeric   numeric(12,2),
+  c_decimal   numeric,
+  c_real      real,
+  c_double    double precision,
+  c_text      text,
+  c_varchar   varchar(40),
+  c_char      char(8),
+  c_bool      boolean,
+  c_date      date,
+  c_ts        timestamp,
+  c_tstz      timestamptz,
+  c_bytea     bytea,
+  c_json      json,
+  c_jsonb     jsonb,
+  c_uuid      uuid
+);
+CREATE TABLE rnd.pairs (
+  region  text,
+  seq     integer,
+  label   varchar(20),
+  amount  numeric(10,3),
+  note    text,
+  PRIMARY KEY (region, seq)
+);
+"""
+COLUMNS = ["c_smallint", "c_integer", "c_bigint", "c_numeric", "c_decimal", "c_real",
+           "c_double", "c_text", "c_varchar", "c_char", "c_bool", "c_date", "c_ts", "c_tstz",
+           "c_bytea", "c_json", "c_jsonb", "c_uuid"]
+_UNICODE = string.ascii_letters + string.digits + " '\"\\\t\n%_-.,;:éüßøΩ中文🙂"
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(_UNICODE) for _ in range(n))
+
+
+def _json(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 2 and roll < 0.3:
+        return {_text(rng, rng.randint(1, 6)): _json(rng, depth + 1)
+                for _ in range(rng.randint(0, 3))}
+    if depth < 2 and roll < 0.45:
+        return [_json(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return rng.choice([None, True, False, rng.randint(-10**6, 10**6),
+                       round(rng.uniform(-1e3, 1e3), 3), _text(rng, rng.randint(0, 10))])
+
+
+def _value(rng: random.Random, column: str) -> Any:
+    """A random value of the column's type (NULL one time in seven)."""
+    if rng.random() < 1 / 7:
+        return None
+    if column == "c_smallint":
+        return rng.randint(-32768, 32767)
+    if column == "c_integer":
+        return rng.randint(-2**31, 2**31 - 1)
+    if column == "c_bigint":
+        return rng.randint(-2**63, 2**63 - 1)
+    if column == "c_numeric":
+        return Decimal(rng.randint(-10**12 + 1, 10**12 - 1)).scaleb(-2)
+    if column == "c_decimal":
+        return Decimal(rng.randint(-10**25, 10**25)).scaleb(-rng.randint(0, 30))
+    if column in ("c_real", "c_double"):
+        special = rng.random()
+        if special < 0.03:
+            return rng.choice([float("nan"), float("inf"), float("-inf"), -0.0])
+        return rng.uniform(-1, 1) * 10 ** rng.randint(-30 if column == "c_double" else -8,
+                                                      30 if column == "c_double" else 8)
+    if column == "c_text":
+        if rng.random() < 0.05:  # stored out of line: TOAST
+            return _text(rng, rng.randint(3000, 6000))
+        return _text(rng, rng.randint(0, 40))
+    if column == "c_varchar":
+        return "".join(rng.choice(string.printable[:94] + " ") for _ in range(rng.randint(0, 40)))
+    if column == "c_char":
+        return "".join(rng.choice(string.ascii_letters + " ") for _ in range(rng.randint(0, 8)))
+    if column == "c_bool":
+        return rng.random() < 0.5
+    if column == "c_date":
+        return dt.date(1900, 1, 1) + dt.timedelta(days=rng.randint(0, 200 * 366))
+    if column == "c_ts":
+        return dt.datetime(1950, 1, 1) + dt.timedelta(microseconds=rng.randint(0, 10**17))
+    if column == "c_tstz":
+        zone = dt.timezone(dt.timedelta(minutes=15 * rng.randint(-48, 56)))
+        return (dt.datetime(1950, 1, 1, tzinfo=dt.UTC)
+                + dt.timedelta(microseconds=rng.randint(0, 10**17))).astimezone(zone)
+    if column == "c_bytea":
+        return rng.randbytes(rng.randint(0, 64))
+    if column == "c_json":
+        return Json(_json(rng))
+    if column == "c_jsonb":
+        return Jsonb(_json(rng))
+    if column == "c_uuid":
+        return uuid.UUID(int=rng.getrandbits(128))
+    raise AssertionError(column)
+
+
+class TypedWorkload:
+    """Random transactions over ``rnd.alltypes`` and ``rnd.pairs``.  Thread ``i`` owns the
+    ids ``≡ i`` modulo the thread count and the regions ``r<i>-…``, so threads never wait on
+    each other and each knows exactly which of its rows exist."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self._next = list(range(1, threads + 1))
+        self._ids: list[set[int]] = [set() for _ in range(threads)]
+        self._pairs: list[set[tuple[str, int]]] = [set() for _ in range(threads)]
+        self._seq = [0] * threads
+
+    def _new_id(self, t: int) -> int:
+        key = self._next[t]
+        self._next[t] += self.threads
+        return key
+
+    def _new_pair(self, t: int, rng: random.Random) -> tuple[str, int]:
+        self._seq[t] += 1
+        return f"r{t}-{rng.randint(0, 4)}", self._seq[t]
+
+    def __call__(self, t: int, rng: random.Random) -> Txn:
+        ids, pairs = set(self._ids[t]), set(self._pairs[t])
+        st: list[Statement] = []
+        for _ in range(rng.randint(1, 6)):
+            roll = rng.random()
+            if roll < 0.25 or not ids:
+                key = self._new_id(t)
+                st.append((f"INSERT INTO rnd.alltypes (id, {', '.join(COLUMNS)}) VALUES "
+                           f"(%s{', %s' * len(COLUMNS)})",
+                           (key, *(_value(rng, c) for c in COLUMNS))))
+                ids.add(key)
+            elif roll < 0.45:
+                cols = rng.sample(COLUMNS, rng.randint(1, 5))
+                st.append((f"UPDATE rnd.alltypes SET {', '.join(f'{c} = %s' for c in cols)} "
+                           "WHERE id = %s", (*(_value(rng, c) for c in cols),
+                                             rng.choice(sorted(ids)))))
+            elif roll < 0.52:
+                old, new = rng.choice(sorted(ids)), self._new_id(t)
+                extra = rng.choice(COLUMNS)
+                st.append((f"UPDATE rnd.alltypes SET id = %s, {extra} = %s WHERE id = %s",
+                           (new, _value(rng, extra), old)))
+                ids.discard(old)
+                ids.add(new)
+            elif roll < 0.60:
+                key = rng.choice(sorted(ids))
+                st.append(("DELETE FROM rnd.alltypes WHERE id = %s", (key,)))
+                ids.discard(key)
+            elif roll < 0.63:  # the same key deleted and inserted again in one transaction
+                key = rng.choice(sorted(ids))
+                st.append(("DELETE FROM rnd.alltypes WHERE id = %s", (key,)))
+                st.append((f"INSERT INTO rnd.alltypes (id, {', '.join(COLUMNS)}) VALUES "
+                           f"(%s{', %s' * len(COLUMNS)})",
+                           (key, *(_value(rng, c) for c in COLUMNS))))
+            elif roll < 0.66:  # one statement, many rows
+                st.append(("UPDATE rnd.alltypes SET c_integer = coalesce(c_integer, 0) / 2 + 1, "
+                           "c_bool = NOT coalesce(c_bool, false) "
+                           "WHERE id %% %s = %s AND id %% 5 = %s",
+                           (self.threads, (t + 1) % self.threads, rng.randint(0, 4))))
+            elif roll < 0.80 or not pairs:
+                pair = self._new_pair(t, rng)
+                st.append(("INSERT INTO rnd.pairs VALUES (%s, %s, %s, %s, %s)",
+                           (*pair, rng.choice([None, "", _text(rng, rng.randint(1, 20))]),
+                            Decimal(rng.randint(-10**9, 10**9)).scaleb(-3),
+                            _value(rng, "c_text"))))
+                pairs.add(pair)
+            elif roll < 0.88:
+                pair = rng.choice(sorted(pairs))
+                st.append(("UPDATE rnd.pairs SET amount = %s, note = %s "
+                           "WHERE region = %s AND seq = %s",
+                           (rng.choice([None, Decimal(rng.randint(0, 10**6)).scaleb(-3)]),
+                            _value(rng, "c_text"), *pair)))
+            elif roll < 0.94:  # a composite key change: one part or both
+                old, new = rng.choice(sorted(pairs)), self._new_pair(t, rng)
+                if rng.random() < 0.5:
+                    new = (old[0], new[1])
+                st.append(("UPDATE rnd.pairs SET region = %s, seq = %s "
+                           "WHERE region = %s AND seq = %s", (*new, *old)))
+                pairs.discard(old)
+                pairs.add(new)
+            else:
+                pair = rng.choice(sorted(pairs))
+                st.append(("DELETE FROM rnd.pairs WHERE region = %s AND seq = %s", pair))
+                pairs.discard(pair)
+
+        def commit() -> None:
+            self._ids[t], self._pairs[t] = ids, pairs
+
+        return Txn(st, commit)
+
+
+@pytest.fixture(scope="module")
+def databases() -> Iterator[Databases]:
+    directory = Path(tempfile.mkdtemp(prefix="tg-e2e-"))
+    directory.chmod(0o755)  # the server's OS user must traverse it
+    dbs = Databases(directory / "pg", source_db="src", target_db="tgt")
+    try:
+        dbs.start()
+        yield dbs
+    finally:
+        dbs.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _fresh(dbs: Databases, name: str) -> tuple[str, str]:
+    """New source and target databases for one test (their tables created)."""
+    for cluster in (dbs.source, dbs.target):
+        cluster.create_database(name)
+    source, target = dbs.source.conninfo(name), dbs.target.conninfo(name)
+    run_sql(source, DDL)
+    run_sql(target, DDL)
+    return source, target
+
+
+def _drop_slots(dbs: Databases, name: str) -> None:
+    with connect(dbs.source.conninfo()) as conn:
+        conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                     "WHERE database = %s AND NOT active", (name,))
+
+
+def _replicate(dbs: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
+               name: str, tag: str, transactions: int, threads: int, seed: int) -> None:
+    source, target = _fresh(dbs, name)
+    home = Home(tmp_path / "gg").create()
+    monkeypatch.setenv(SPARK_DIR_ENV, str(home.dirtmp / "spark"))
+    pump, replicat = available_stages()
+    assert replicat, "trailgate run replicat is missing"
+    spec = PipelineSpec(tables=TABLES, maps=[("rnd.*", "rnd.*")], source_db=name,
+                        target_db=name, pump=pump, extract=f"EXT{tag}", pump_name=f"PMP{tag}",
+                        replicat_pg_name=f"RPG{tag}", replicat_delta_name=f"RDL{tag}")
+    pipeline = Pipeline(home, spec)
+    setup, start = pipeline.write_files(Databases.login(source), Databases.login(target))
+    transcript = io.StringIO()
+    try:
+        pipeline.ggsci(setup, transcript)
+        mark = pipeline.event_mark()
+        pipeline.ggsci(start, transcript)
+        workload = Workload(source, TypedWorkload(threads), transactions=transactions,
+                            threads=threads, seed=seed)
+        workload.start()  # capture began at ADD EXTRACT: no need to wait for Spark
+        workload.wait(timeout=600)
+        deadline = time.monotonic() + 600
+        while len(pipeline.started_since(mark)) < len(pipeline.groups):
+            pipeline.check_running()
+            assert time.monotonic() < deadline, "the groups did not start"
+            time.sleep(1)
+        csn = pipeline.wait_caught_up(source, timeout=900)
+        assert csn is not None
+        assert workload.progress.transactions == transactions
+        results = compare_tables(source, TABLES, target=target,
+                                 delta_root=pipeline.delta_root)
+        report = "\n".join(render_comparison(results))
+        print(report)
+        assert all(r.equal for r in results), report
+        assert results[0].source.count and results[1].source.count
+    except BaseException:
+        print(transcript.getvalue())
+        for g in pipeline.groups:
+            print(f"--- {g.name}: {pipeline.report_tail(g, 30)}")
+        raise
+    finally:
+        lines = pipeline.stop_all()
+        print("\n".join(lines))
+        _drop_slots(dbs, name)
+
+
+def test_random_workload_replicates_exactly(databases: Databases, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    _replicate(databases, tmp_path, monkeypatch, name="rnd_small", tag="S", transactions=400,
+               threads=3, seed=20261121)
+
+
+@pytest.mark.heavy
+def test_random_workload_replicates_exactly_heavy(databases: Databases, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    _replicate(databases, tmp_path, monkeypatch, name="rnd_heavy", tag="H", transactions=6000,
+               threads=4, seed=7)
