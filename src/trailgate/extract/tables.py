@@ -26,15 +26,16 @@ class TableRule:
     """How one captured table is handled (from the TABLE statement that matched it)."""
 
     spec: TableSpec
-    _keep: dict[tuple, frozenset[int] | None] = field(default_factory=dict)
+    _keep: dict[int, tuple[TableDef, frozenset[int] | None]] = field(default_factory=dict)
 
     def keep_columns(self, table: TableDef) -> frozenset[int] | None:
-        """Indexes of the columns kept (``None``: all), cached per definition."""
-        shape = (table.qualified_name, tuple(c.name for c in table.columns), tuple(table.key))
-        cached = self._keep.get(shape, False)
-        if cached is not False:
-            return cached  # type: ignore[return-value]
+        """Indexes of the columns kept (``None``: all), cached per definition object."""
         spec = self.spec
+        if spec.cols is None and spec.cols_except is None:
+            return None
+        cached = self._keep.get(id(table))
+        if cached is not None and cached[0] is table:
+            return cached[1]
         keep: frozenset[int] | None = None
         if spec.cols is not None or spec.cols_except is not None:
             wanted = {n.lower() for n in (spec.cols or spec.cols_except or [])}
@@ -45,7 +46,7 @@ class TableRule:
             else:
                 keep = frozenset(c.index for c in table.columns
                                  if c.name.lower() not in wanted or c.name.lower() in keys)
-        self._keep[shape] = keep
+        self._keep[id(table)] = (table, keep)
         return keep
 
 
