@@ -43,12 +43,25 @@ CHARSETS = {
 _NEG_TERMINATOR = 102  # 0x66, after the mantissa of a negative NUMBER shorter than 20 bytes
 
 
+_NUMBERS: dict[bytes, bytes] = {}  # values repeat (keys aside): decode each once
+
+
 def decode_number(raw: bytes) -> bytes:
     """Oracle NUMBER bytes -> plain decimal ASCII (``c2 0b 0c`` -> ``b"1011"``).
 
     Form: no exponent, no trailing fraction zeros, ``0`` before a leading point
     (``0.5``, ``-0.001``), ``-`` for negatives.
     """
+    out = _NUMBERS.get(raw)
+    if out is None:
+        out = _decode_number(raw)
+        if len(_NUMBERS) >= 1 << 16:
+            _NUMBERS.clear()
+        _NUMBERS[raw] = out
+    return out
+
+
+def _decode_number(raw: bytes) -> bytes:
     if not raw:
         raise ValueError("NUMBER of length 0")
     if raw == b"\x80":

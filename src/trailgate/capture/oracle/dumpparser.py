@@ -21,8 +21,13 @@ from trailgate.capture.oracle.changes import (
     OtherChange,
     UndoRecord,
 )
+from trailgate.capture.oracle.fastpath import fast_body
 from trailgate.capture.oracle.records import RBA, Cursor, RedoRecord, located, tokenize
-from trailgate.capture.oracle.supplemental import HEADER_LINE, parse_supplemental
+from trailgate.capture.oracle.supplemental import (
+    HEADER_LINE,
+    fast_supplemental,
+    parse_supplemental,
+)
 from trailgate.errors import SourceError
 
 __all__ = ["parse_dump"]
@@ -37,6 +42,9 @@ _RECORD = re.compile(
     rf"NST: [0-9a-f]{{4}} SCN: 0x[0-9a-f]{{4}}\.[0-9a-f]{{8}}\))?"
 )
 _RECORD_RBA = re.compile(rf"RBA: {_RBA}")
+#: the same header matched in place (tokens separated by any whitespace, lines included)
+_RECORD_FAST = re.compile(r"\s*" + _RECORD.pattern.replace(" ", r"\s+") + r"\s*")
+_STAMPS: dict[str, datetime] = {}  # record timestamps repeat: parse each text once
 _CHANGE = re.compile(
     rf"CHANGE #(\d+) (?:CON_ID:\d+ )?TYP:(\d+) CLS:(\d+) AFN:(\d+) DBA:0x([0-9a-f]{{8}}) "
     rf"OBJ:(\d+) SCN:{_SCN} SEQ:(\d+) OP:(\d+)\.(\d+) ENC:(\d+) RBL:(\d+)"
@@ -46,7 +54,21 @@ _MARKER = re.compile(
     rf"CHANGE #(\d+) MEDIA RECOVERY MARKER (?:CON_ID:\d+ )?SCN:{_SCN} SEQ:(\d+) "
     rf"OP:(\d+)\.(\d+) ENC:(\d+)(?: FLG:0x[0-9a-f]{{4}})?"
 )
+_RECORD_START = "REDO RECORD"
 _END = "END OF REDO DUMP"
+_CHANGE_FAST = re.compile(
+    rf"[^\S\n]*CHANGE #(\d+)\s+(?:CON_ID:\d+\s+)?TYP:(\d+)\s+CLS:(\d+)\s+AFN:(\d+)\s+"
+    rf"DBA:0x([0-9a-f]{{8}})\s+OBJ:(\d+)\s+SCN:{_SCN}\s+SEQ:(\d+)\s+OP:(\d+)\.(\d+)\s+"
+    rf"ENC:(\d+)\s+RBL:(\d+)(?:[^\S\n]+FLG:0x[0-9a-f]{{4}})?[^\S\n]*(?=\n|\Z)")
+_MARKER_FAST = re.compile(
+    rf"[^\S\n]*CHANGE #(\d+)\s+MEDIA\s+RECOVERY\s+MARKER\s+(?:CON_ID:\d+\s+)?SCN:{_SCN}\s+"
+    rf"SEQ:(\d+)\s+OP:(\d+)\.(\d+)\s+ENC:(\d+)(?:[^\S\n]+FLG:0x[0-9a-f]{{4}})?[^\S\n]*"
+    rf"(?=\n|\Z)")
+_SUP_LINE = re.compile(r"[^\S\n]*Header \(\d+ bytes\)[^\S\n]*(?=\n|\Z)")
+_READ_SIZE = 1 << 22
+_NUMBERS = [str(i) for i in range(256)]
+#: ("5", "1") -> (5, 1, change class or None for an unknown data-layer operation)
+_OP_CLASSES: dict[tuple[str, ...], tuple[int, int, type[ChangeVector] | None]] = {}
 
 
 def parse_dump(path: str | Path, *, start: RBA | None = None) -> Iterator[RedoRecord]:
@@ -56,38 +78,97 @@ def parse_dump(path: str | Path, *, start: RBA | None = None) -> Iterator[RedoRe
     a resumed capture needs their positions but not their contents.
     """
     p = str(path)
-    lines: list[tuple[int, str]] | None = None
     try:
         with open(path, encoding="latin-1") as f:
-            for lineno, raw in enumerate(f, 1):
-                text = raw.strip()
-                if not text:
-                    continue
-                if text.startswith("REDO RECORD"):
-                    if lines is not None:
-                        yield _record(p, lines, start)
-                    lines = [(lineno, text)]
-                elif lines is not None:
-                    if text == _END:
-                        yield _record(p, lines, start)
-                        lines = None
-                        break
-                    lines.append((lineno, text))
+            for line, text in _record_texts(f):
+                yield _record(p, text, line, start)
     except OSError as exc:
         raise SourceError(f"{p}: cannot read the dump file: {exc.strerror}") from None
-    if lines is not None:
-        yield _record(p, lines, start)
 
 
-def _record(path: str, lines: list[tuple[int, str]], start: RBA | None) -> RedoRecord:
-    first_line = lines[0][0]
-    i, toks = 0, []
-    while i < len(lines) and not lines[i][1].startswith("CHANGE #"):
-        toks.extend(lines[i][1].split())
-        i += 1
-    header = " ".join(toks)
-    m = _RECORD.fullmatch(header)
+def _at_line_start(text: str, i: int, floor: int = 0) -> int:
+    """The start of the line holding offset ``i`` when only whitespace precedes ``i`` on it
+    (what ``line.strip().startswith(…)`` accepts), else -1."""
+    ls = text.rfind("\n", floor, i) + 1 or floor
+    return ls if ls == i or text[ls:i].isspace() else -1
+
+
+def _record_texts(f) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each record: from its ``REDO RECORD`` line to the next
+    record, ``END OF REDO DUMP`` or the end of the file.  Read in large blocks and searched
+    with ``str.find`` (a regex scan costs far more per character); only whole lines are
+    searched, so a boundary split between two blocks is found in the next pass."""
+    buf = ""
+    rec: int | None = None  # offset in buf of the current record's first line
+    rec_line = 0
+    counted, counted_line = 0, 1  # line number of offset ``counted``
+    scan = 0
+    eof = False
+    while not eof:
+        block = f.read(_READ_SIZE)
+        eof = not block
+        buf += block
+        limit = len(buf) if eof else buf.rfind("\n") + 1
+        pos = scan
+        end_at = buf.find(_END, pos, limit)
+        while True:
+            r = buf.find(_RECORD_START, pos, limit)
+            is_end = end_at >= 0 and (r < 0 or end_at < r)
+            i = end_at if is_end else r
+            if i < 0:
+                break
+            pos = i + 1
+            at = _at_line_start(buf, i, scan)
+            if at >= 0 and is_end:
+                eol = buf.find("\n", i, limit)
+                tail = buf[i + len(_END): eol if eol >= 0 else limit]
+                if tail and not tail.isspace():
+                    at = -1
+            if at < 0:
+                if is_end:
+                    end_at = buf.find(_END, pos, limit)
+                continue
+            if is_end:
+                if rec is not None:
+                    yield rec_line, buf[rec:at]
+                    return
+                end_at = buf.find(_END, pos, limit)  # in the preamble: not the end
+                continue
+            if rec is not None:
+                yield rec_line, buf[rec:at]
+            counted_line += buf.count("\n", counted, at)
+            counted = at
+            rec, rec_line = at, counted_line
+        scan = max(limit, scan)
+        keep = rec if rec is not None else scan
+        if keep:
+            counted_line += buf.count("\n", counted, keep)
+            buf, counted = buf[keep:], 0
+            scan -= keep
+            if rec is not None:
+                rec = 0
+    if rec is not None:
+        yield rec_line, buf[rec:]
+
+
+def _change_starts(text: str) -> list[int]:
+    """Offsets of the lines starting ``CHANGE #`` (leading whitespace allowed)."""
+    out = []
+    i = text.find("CHANGE #")
+    while i >= 0:
+        at = _at_line_start(text, i)
+        if at >= 0:
+            out.append(at)
+        i = text.find("CHANGE #", i + 8)
+    return out
+
+
+def _record(path: str, text: str, first_line: int, start: RBA | None) -> RedoRecord:
+    starts = _change_starts(text)
+    header_end = starts[0] if starts else len(text)
+    m = _RECORD_FAST.fullmatch(text, 0, header_end)
     if not m:
+        header = " ".join(text[:header_end].split())
         rm = _RECORD_RBA.search(header)
         rba = RBA(int(rm[1], 16), int(rm[2], 16), int(rm[3], 16)) if rm else None
         raise located(path, first_line, rba,
@@ -95,26 +176,94 @@ def _record(path: str, lines: list[tuple[int, str]], start: RBA | None) -> RedoR
                       f"Thread:n RBA: 0x…  LEN: 0x… VLD: 0x… SCN: 0xwwww.xxxxxxxx SUBSCN: n "
                       f"MM/DD/YYYY HH:MI:SS' in lower-case hex)")
     rba = RBA(int(m[2], 16), int(m[3], 16), int(m[4], 16))
-    try:
-        stamp = datetime(int(m[12]), int(m[10]), int(m[11]), int(m[13]), int(m[14]), int(m[15]))
-    except ValueError:
-        raise located(path, first_line, rba, "record timestamp is not a valid date") from None
-    record = RedoRecord(path=path, line=first_line, thread=int(m[1]), rba=rba,
-                        length=int(m[5], 16), vld=int(m[6], 16),
-                        scn=int(m[7], 16) << 32 | int(m[8], 16), subscn=int(m[9]),
-                        timestamp=stamp)
-    if i == len(lines):
-        raise located(path, lines[-1][0], rba, "redo record has no CHANGE (dump cut short?)")
+    key = text[m.start(10) : m.end(15)]
+    stamp = _STAMPS.get(key)
+    if stamp is None:
+        try:
+            stamp = datetime(int(m[12]), int(m[10]), int(m[11]), int(m[13]), int(m[14]),
+                             int(m[15]))
+        except ValueError:
+            raise located(path, first_line, rba, "record timestamp is not a valid date") from None
+        if len(_STAMPS) > 4096:
+            _STAMPS.clear()
+        _STAMPS[key] = stamp
+    record = RedoRecord(path, first_line, int(m[1]), rba, int(m[5], 16), int(m[6], 16),
+                        int(m[7], 16) << 32 | int(m[8], 16), int(m[9]), stamp, [])
+    if not starts:
+        last = first_line + text.count("\n", 0, len(text.rstrip()))
+        raise located(path, last, rba, "redo record has no CHANGE (dump cut short?)")
     if start is not None and rba < start:
         return record
-    chunk: list[tuple[int, str]] = []
-    for lineno, text in lines[i:]:
-        if text.startswith("CHANGE #") and chunk:
-            record.changes.append(_change(path, rba, chunk, len(record.changes) + 1))
-            chunk = []
-        chunk.append((lineno, text))
-    record.changes.append(_change(path, rba, chunk, len(record.changes) + 1))
+    line = first_line + text.count("\n", 0, starts[0])
+    starts.append(len(text))
+    changes = record.changes
+    for k in range(len(starts) - 1):
+        a, b = starts[k], starts[k + 1]
+        changes.append(_change_text(path, rba, text[a:b], line, len(changes) + 1))
+        line += text.count("\n", a, b)
     return record
+
+
+def _change_text(path: str, rba: RBA, text: str, line0: int, number: int) -> ChangeVector:
+    """One change from its text: the fast path when it applies, else the reference parser."""
+    m = _CHANGE_FAST.match(text)
+    if m is not None:
+        op = _OP_CLASSES.get(m.group(10, 11))
+        if op is None:
+            layer, code = int(m[10]), int(m[11])
+            cls = REGISTRY.get((layer, code))
+            if cls is None and layer not in DATA_LAYERS:
+                cls = OtherChange
+            op = _OP_CLASSES[m.group(10, 11)] = (layer, code, cls)
+        layer, code, cls = op
+        if cls is not None and m[1] == (_NUMBERS[number] if number < 256 else str(number)):
+            change: ChangeVector = cls(
+                number, layer, code, line0, int(m[2]), int(m[3]), int(m[4]), int(m[5], 16),
+                int(m[6]), int(m[7], 16) << 32 | int(m[8], 16), int(m[9]))
+            body = text[m.end():]
+            if cls is OtherChange:
+                if "Header (" not in body:
+                    return change
+            else:
+                body_line = line0 + text.count("\n", 0, m.end())
+                sup = _sup_line(body) if cls is UndoRecord else None
+                main = body if sup is None else body[: sup.start()]
+                if "Header (" not in main and fast_body(change, main, body_line):
+                    if sup is None:
+                        return change
+                    sup_line = body_line + body.count("\n", 0, sup.start())
+                    assert isinstance(change, UndoRecord)
+                    change.supplemental = fast_supplemental(body, sup.start(), sup_line)
+                    if change.supplemental is None:
+                        change.supplemental = parse_supplemental(
+                            _lines(body[sup.start():], sup_line),
+                            lambda ln, msg: located(path, ln, rba, msg))
+                    return change
+    else:
+        mm = _MARKER_FAST.match(text)
+        if mm is not None and int(mm[1]) == number and "Header (" not in text[mm.end():]:
+            return MediaRecoveryMarker(number, int(mm[5]), int(mm[6]), line0,
+                                       scn=int(mm[2], 16) << 32 | int(mm[3], 16),
+                                       seq=int(mm[4]))
+    return _change(path, rba, _lines(text, line0), number)
+
+
+def _sup_line(body: str) -> re.Match[str] | None:
+    """The first ``Header (N bytes)`` line of a body (where supplemental data starts)."""
+    i = body.find("Header (")
+    while i >= 0:
+        at = _at_line_start(body, i)
+        if at >= 0:
+            m = _SUP_LINE.match(body, at)
+            if m is not None:
+                return m
+        i = body.find("Header (", i + 8)
+    return None
+
+
+def _lines(text: str, line0: int) -> list[tuple[int, str]]:
+    """The non-blank lines of ``text``, stripped, with their line numbers."""
+    return [(line0 + i, s) for i, raw in enumerate(text.split("\n")) if (s := raw.strip())]
 
 
 def _change(path: str, rba: RBA, chunk: list[tuple[int, str]], number: int) -> ChangeVector:

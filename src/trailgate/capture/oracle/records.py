@@ -11,6 +11,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from trailgate.errors import SourceError
 from trailgate.model import julian_from_unix_micros
@@ -21,12 +22,14 @@ _TOKEN = re.compile(r"\[\s*\d+\]|\S+")
 _INT = re.compile(r"-?\d+")
 _HEX = re.compile(r"0x([0-9a-f]+)")
 _HEXBYTES = re.compile(r"[0-9a-f]{2}(?: [0-9a-f]{2})*")
+_EPOCH = datetime(1970, 1, 1)
+_JULIAN: dict[datetime, int] = {}
 XID_RE = re.compile(r"0x([0-9a-f]{4})\.([0-9a-f]{3})\.([0-9a-f]{8})")
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class RBA:
-    """Redo byte address: log sequence, block, offset in block."""
+class RBA(NamedTuple):
+    """Redo byte address: log sequence, block, offset in block (ordered as a tuple; a
+    NamedTuple because one is built per redo record and a frozen dataclass costs more)."""
 
     seq: int
     block: int
@@ -80,8 +83,14 @@ class RedoRecord:
     def julian_time(self) -> int:
         """The record's timestamp as GoldenGate Julian microseconds (taken as UTC: redo
         timestamps are database-local and carried unchanged, as GoldenGate does)."""
-        epoch = datetime(1970, 1, 1)
-        return julian_from_unix_micros(int((self.timestamp - epoch).total_seconds()) * 1_000_000)
+        julian = _JULIAN.get(self.timestamp)
+        if julian is None:
+            seconds = int((self.timestamp - _EPOCH).total_seconds())
+            julian = julian_from_unix_micros(seconds * 1_000_000)
+            if len(_JULIAN) >= 4096:
+                _JULIAN.clear()
+            _JULIAN[self.timestamp] = julian
+        return julian
 
 
 def tokenize(lines: list[tuple[int, str]]) -> tuple[list[str], list[tuple[int, int]]]:

@@ -37,10 +37,21 @@ def _b64(value: int, width: int) -> str:
     return "".join(reversed(chars))
 
 
+_PREFIXES: dict[tuple[int, int, int], str] = {}  # rows of one block share 15 characters
+_SLOTS = [_b64(slot, 3) for slot in range(4096)]
+
+
 def encode_rowid(data_object_id: int, rel_file: int, block: int, slot: int) -> str:
     """The 18-character extended ROWID ``OOOOOOFFFBBBBBBRRR``.
 
     >>> encode_rowid(76495, 4, 0x436, 10)
     'AAASrPAAEAAAAQ2AAK'
     """
-    return _b64(data_object_id, 6) + _b64(rel_file, 3) + _b64(block, 6) + _b64(slot, 3)
+    key = (data_object_id, rel_file, block)
+    prefix = _PREFIXES.get(key)
+    if prefix is None:
+        prefix = _b64(data_object_id, 6) + _b64(rel_file, 3) + _b64(block, 6)
+        if len(_PREFIXES) >= 1 << 14:
+            _PREFIXES.clear()
+        _PREFIXES[key] = prefix
+    return prefix + (_SLOTS[slot] if 0 <= slot < len(_SLOTS) else _b64(slot, 3))

@@ -31,6 +31,7 @@ HEADER_LINE = re.compile(r"Header \((\d+) bytes\)")
 _LIST = re.compile(r"Column List Header \((\d+) bytes?\)")
 _SIZES = re.compile(r"Column Size List \((\d+) bytes?\)")
 _VALUE = re.compile(r"Column (\d+) Value \((\d+) bytes?\)")
+_ANY_LABEL = re.compile("|".join(p.pattern for p in (HEADER_LINE, _LIST, _SIZES, _VALUE)))
 
 
 @dataclass(slots=True)
@@ -51,13 +52,19 @@ class SupplementalData:
         return dict(self.columns)
 
 
+_HEX_GROUPS = {w: re.compile(rf"[0-9A-Fa-f]{{{w}}}(?:\s+[0-9A-Fa-f]{{{w}}})*") for w in (2, 4, 8)}
+_HEX_TOKEN = re.compile(r"[0-9A-Fa-f]+")
+
+
 def _hex(lines: list[tuple[int, str]], width: int, fail) -> bytes:
     out = bytearray()
+    groups = _HEX_GROUPS[width]
     for lineno, text in lines:
-        for tok in text.split():
-            if len(tok) != width or not re.fullmatch(r"[0-9A-Fa-f]+", tok):
-                raise fail(lineno, f"expected {width}-digit hex groups but found {tok!r}")
-            out += bytes.fromhex(tok)
+        if not groups.fullmatch(text):
+            for tok in text.split():
+                if len(tok) != width or not _HEX_TOKEN.fullmatch(tok):
+                    raise fail(lineno, f"expected {width}-digit hex groups but found {tok!r}")
+        out += bytes.fromhex(text)
     return bytes(out)
 
 
@@ -70,9 +77,8 @@ def parse_supplemental(lines: list[tuple[int, str]],
 
     # Split into (label line, data lines) sections.
     sections: list[tuple[int, str, list[tuple[int, str]]]] = []
-    labels = (HEADER_LINE, _LIST, _SIZES, _VALUE)
     for lineno, text in lines:
-        if not any(p.fullmatch(text) for p in labels):
+        if not _ANY_LABEL.fullmatch(text):
             if not sections:
                 raise fail(lineno, "hex data before the 'Header (N bytes)' line")
             sections[-1][2].append((lineno, text))
@@ -133,3 +139,51 @@ def _list(section, pattern: re.Pattern[str], name: str, ncols: int, fail) -> lis
         raise fail(lineno, f"{name} should hold {2 * ncols} bytes for {ncols} column(s); "
                            f"label says {m[1]}, data has {len(raw)}")
     return [int.from_bytes(raw[i : i + 2], "big") for i in range(0, len(raw), 2)]
+
+
+def fast_supplemental(text: str, start: int, line: int) -> SupplementalData | None:
+    """The block at ``text[start:]`` in its usual shape, or ``None`` (then
+    :func:`parse_supplemental` decides, with its exact messages)."""
+    m = _FAST.match(text, start)
+    if m is None:
+        return None
+    header = bytes.fromhex(m[2])
+    if len(header) != int(m[1]):
+        return None
+    ncols = int.from_bytes(header[0:2], "big")
+    sup = SupplementalData(header, int.from_bytes(header[4:6], "big"), [], None, None, None, line)
+    if len(header) == 28:
+        sup.head_dba = int.from_bytes(header[20:24], "big")
+        sup.head_tabn = int.from_bytes(header[24:26], "big")
+        sup.head_slot = int.from_bytes(header[26:28], "big")
+    if m[3] is None:
+        return sup if ncols == 0 else None
+    intcols, sizes = bytes.fromhex(m[4]), bytes.fromhex(m[6])
+    if ncols == 0 or not int(m[3]) == int(m[5]) == len(intcols) == len(sizes) == 2 * ncols:
+        return None
+    values = _FAST_VALUE.findall(m[7])
+    if len(values) != ncols:
+        return None
+    for k, (number, size, data) in enumerate(values):
+        value = bytes.fromhex(data)
+        want = int.from_bytes(sizes[2 * k : 2 * k + 2], "big")
+        if int(number) != k + 1 or int(size) != want or len(value) != want:
+            return None
+        sup.columns.append((int.from_bytes(intcols[2 * k : 2 * k + 2], "big"),
+                            value if want else None))
+    return sup
+
+
+def _groups(width: int) -> str:
+    """Lines of ``width``-digit hex groups (each line: groups separated by blanks)."""
+    return (rf"(?:\n[^\S\n]*[0-9A-Fa-f]{{{width}}}(?:[^\S\n]+[0-9A-Fa-f]{{{width}}})*"
+            rf"[^\S\n]*)+")
+
+
+_FAST = re.compile(
+    rf"[^\S\n]*Header \((20|28) bytes\)[^\S\n]*({_groups(8)})"
+    rf"(?:\n[^\S\n]*Column List Header \((\d+) bytes?\)[^\S\n]*({_groups(4)})"
+    rf"\n[^\S\n]*Column Size List \((\d+) bytes?\)[^\S\n]*({_groups(4)})"
+    rf"((?:\n[^\S\n]*Column \d+ Value \(\d+ bytes?\)[^\S\n]*(?:{_groups(2)})?)+))?\s*\Z")
+_FAST_VALUE = re.compile(
+    rf"\n[^\S\n]*Column (\d+) Value \((\d+) bytes?\)[^\S\n]*((?:{_groups(2)})?)")
