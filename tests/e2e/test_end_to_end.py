@@ -261,7 +261,8 @@ def _drop_slots(dbs: Databases, name: str) -> None:
 
 
 def _replicate(dbs: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
-               name: str, tag: str, transactions: int, threads: int, seed: int) -> None:
+               name: str, tag: str, transactions: int, threads: int, seed: int,
+               rate: float) -> None:
     source, target = _fresh(dbs, name)
     home = Home(tmp_path / "gg").create()
     monkeypatch.setenv(SPARK_DIR_ENV, str(home.dirtmp / "spark"))
@@ -277,18 +278,27 @@ def _replicate(dbs: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
         pipeline.ggsci(setup, transcript)
         mark = pipeline.event_mark()
         pipeline.ggsci(start, transcript)
-        workload = Workload(source, TypedWorkload(threads), transactions=transactions,
-                            threads=threads, seed=seed)
-        workload.start()  # capture began at ADD EXTRACT: no need to wait for Spark
-        workload.wait(timeout=600)
+        # a first part while the groups start Spark (capture began at ADD EXTRACT), the
+        # rest once they run, paced so that it spans many micro-batches
+        generator = TypedWorkload(threads)
+        first = Workload(source, generator, transactions=30, threads=threads, seed=seed)
+        first.start()
+        first.wait(timeout=300)
         deadline = time.monotonic() + 600
         while len(pipeline.started_since(mark)) < len(pipeline.groups):
             pipeline.check_running()
             assert time.monotonic() < deadline, "the groups did not start"
             time.sleep(1)
+        rest = Workload(source, generator, transactions=transactions - 30, threads=threads,
+                        rate=rate, seed=seed + 1)
+        rest.start()
+        while not rest.done:
+            pipeline.check_running()
+            time.sleep(1)
+        rest.wait(timeout=5)
         csn = pipeline.wait_caught_up(source, timeout=900)
         assert csn is not None
-        assert workload.progress.transactions == transactions
+        assert first.progress.transactions + rest.progress.transactions == transactions
         results = compare_tables(source, TABLES, target=target,
                                  delta_root=pipeline.delta_root)
         report = "\n".join(render_comparison(results))
@@ -309,11 +319,11 @@ def _replicate(dbs: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
 def test_random_workload_replicates_exactly(databases: Databases, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     _replicate(databases, tmp_path, monkeypatch, name="rnd_small", tag="S", transactions=400,
-               threads=3, seed=20261121)
+               threads=3, seed=20261121, rate=40)
 
 
 @pytest.mark.heavy
 def test_random_workload_replicates_exactly_heavy(databases: Databases, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     _replicate(databases, tmp_path, monkeypatch, name="rnd_heavy", tag="H", transactions=6000,
-               threads=4, seed=7)
+               threads=4, seed=7, rate=0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,9 @@ from trailgate.process import lifecycle
 from trailgate.process.lifecycle import Status
 
 __all__ = ["Group", "Pipeline", "PipelineError", "PipelineSpec", "available_stages"]
+
+
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b[^ ]*: \S")
 
 
 class PipelineError(TrailgateError):
@@ -239,12 +243,29 @@ class Pipeline:
                 if f"OGG-00993  trailgate {g.kind} {g.name} started" in text]
 
     def check_running(self) -> None:
-        """Raise if a group abended or stopped on its own, quoting its report's end."""
+        """Raise if a group abended or stopped on its own, with the reason its report gives."""
         for g in self.groups:
             state = lifecycle.process_state(self.home, g.name)
             if state.status in (Status.ABENDED, Status.STOPPED):
                 raise PipelineError(f"{g.kind} {g.name} is {state.status.value}: "
-                                    f"{self.report_tail(g)}")
+                                    f"{self.abend_reason(g)} (report "
+                                    f"{self.home.report_file(g.name)})")
+
+    def abend_reason(self, group: Group) -> str:
+        """The most telling line of a stopped group's report: the last Python exception
+        (not Java's stack around it), else the abend event, else the last line."""
+        try:
+            text = self.home.report_file(group.name).read_text("utf-8", errors="replace")
+        except OSError:
+            return "no report"
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        for line in reversed(lines):
+            if _EXCEPTION.match(line) and not line.startswith(("py4j", "org.", "java.")):
+                return line[:400]
+        for line in reversed(lines):
+            if "ABENDING" in line or line.startswith("trailgate:"):
+                return line[:400]
+        return lines[-1][:400] if lines else "empty report"
 
     def report_tail(self, group: Group, lines: int = 6) -> str:
         try:

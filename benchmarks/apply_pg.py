@@ -1,0 +1,414 @@
+"""Apply throughput and lag: trailgate (Extract → trail → Replicat) beside PostgreSQL's own
+logical replication (publication and subscription), between the same two databases.
+
+    ./dev bench apply_pg [--rows 100000] [--txn-rows 100] [--steady-rate 500]
+                         [--steady-seconds 30] [--trigger-ms 500] [--keep DIR]
+
+Two embedded servers, source and target, with the same tables.  For each method in turn:
+
+1. **Throughput**: the workload (``--rows`` inserts in transactions of ``--txn-rows`` rows,
+   then updates of a fifth and deletes of a tenth of them, in transactions of the same size)
+   runs on the source; the time is from its first statement until the target has applied
+   the last commit (a marker transaction committed after the workload): native replication
+   applies in commit order, so the marker row's arrival says so; for trailgate, the
+   Replicat's checkpoint reaching the marker's CSN says so, and its time is the checkpoint's.
+   trailgate's groups are started and warm (Spark up) before the clock starts.
+2. **Lag under steady load**: ``--steady-rate`` rows/s in 10-row transactions for
+   ``--steady-seconds``; each transaction's commit time is taken on the source side when
+   COMMIT returns, its applied time is the target rows' ``applied_at`` default
+   (``clock_timestamp()`` when the row was written; same machine, same clock).
+
+Prints rows/s for each method, the ratio (aim: trailgate ≥ native) and lag p50/p99.
+Everything it starts is stopped at the end, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from psycopg.conninfo import conninfo_to_dict  # noqa: E402
+
+from trailgate.db.connect import connect  # noqa: E402
+from trailgate.demo.databases import Databases, run_sql  # noqa: E402
+from trailgate.demo.pipeline import Pipeline, PipelineSpec  # noqa: E402
+from trailgate.errors import TrailgateError  # noqa: E402
+from trailgate.home import Home  # noqa: E402
+from trailgate.spark.session import SPARK_DIR_ENV  # noqa: E402
+
+SOURCE_DDL = """\
+CREATE SCHEMA bench;
+CREATE TABLE bench.orders (id bigint PRIMARY KEY, customer text, amount numeric(12,2),
+                           created timestamptz, note text);
+CREATE TABLE bench.ticks (id bigint PRIMARY KEY, txn integer, created timestamptz);
+"""
+#: The target's ``applied_at`` is not replicated: its default says when the row arrived.
+TARGET_DDL = """\
+CREATE SCHEMA bench;
+CREATE TABLE bench.orders (id bigint PRIMARY KEY, customer text, amount numeric(12,2),
+                           created timestamptz, note text);
+CREATE TABLE bench.ticks (id bigint PRIMARY KEY, txn integer, created timestamptz,
+                          applied_at timestamptz DEFAULT clock_timestamp());
+"""
+MARKER_ID = -1
+
+
+def say(text: str, end: str = "\n") -> None:
+    sys.stdout.write(text + end)
+    sys.stdout.flush()
+
+
+def live(text: str) -> None:
+    if sys.stdout.isatty():
+        say(f"\r\033[K  {text}", end="")
+    else:
+        now = time.monotonic()
+        if now - getattr(live, "last", 0.0) >= 5:
+            live.last = now  # type: ignore[attr-defined]
+            say(f"  {text}")
+
+
+def end_live() -> None:
+    if sys.stdout.isatty():
+        say("")
+
+
+# -- workloads ------------------------------------------------------------------------------
+
+def throughput_workload(conninfo: str, rows: int, txn_rows: int) -> tuple[int, int]:
+    """The measured workload; returns (row changes, transactions)."""
+    changes = txns = 0
+    with connect(conninfo, autocommit=False, application_name="bench workload") as conn:
+        for start in range(1, rows + 1, txn_rows):
+            stop = min(start + txn_rows - 1, rows)
+            changes += conn.execute(
+                "INSERT INTO bench.orders SELECT g, 'customer ' || g, g * 1.25, "
+                "clock_timestamp(), md5(g::text) FROM generate_series(%s::int, %s::int) g",
+                (start, stop)).rowcount
+            conn.commit()
+            txns += 1
+        for start in range(1, rows + 1, txn_rows * 5):
+            stop = min(start + txn_rows - 1, rows)
+            changes += conn.execute("UPDATE bench.orders SET amount = amount + 1, note = 'upd' "
+                                    "WHERE id BETWEEN %s AND %s", (start, stop)).rowcount
+            conn.commit()
+            txns += 1
+        for start in range(3, rows + 1, txn_rows * 10):
+            stop = min(start + txn_rows - 1, rows)
+            changes += conn.execute("DELETE FROM bench.orders WHERE id BETWEEN %s AND %s",
+                                    (start, stop)).rowcount
+            conn.commit()
+            txns += 1
+    return changes, txns
+
+
+def marker(conninfo: str) -> int:
+    """Commit the marker row; returns a WAL position its commit record lies after."""
+    with connect(conninfo, autocommit=False) as conn:
+        conn.execute("INSERT INTO bench.orders VALUES (%s, 'marker', 0, clock_timestamp(), "
+                     "'done')", (MARKER_ID,))
+        row = conn.execute("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8"
+                           ).fetchone()
+        conn.commit()
+    return int(row[0]) if row else 0
+
+
+def steady_workload(conninfo: str, rate: float, seconds: float, first_id: int,
+                    tick: Callable[[int], None]) -> dict[int, datetime]:
+    """``rate`` rows/s in 10-row transactions for ``seconds``; each transaction's commit
+    time (when COMMIT returned), by transaction number."""
+    per_txn = 10
+    interval = per_txn / rate
+    commits: dict[int, datetime] = {}
+    with connect(conninfo, autocommit=False, application_name="bench steady") as conn:
+        t0 = time.monotonic()
+        n = 0
+        while time.monotonic() - t0 < seconds:
+            due = t0 + n * interval
+            pause = due - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            base = first_id + n * per_txn
+            conn.execute("INSERT INTO bench.ticks SELECT g, %s, clock_timestamp() "
+                         "FROM generate_series(%s::bigint, %s::bigint) g",
+                         (n, base, base + per_txn - 1))
+            conn.commit()
+            commits[n] = datetime.now(UTC)
+            n += 1
+            tick(n * per_txn)
+    return commits
+
+
+def wait_rows(conninfo: str, query: str, expected: int, timeout: float, what: str,
+              progress: Callable[[int], str]) -> None:
+    deadline = time.monotonic() + timeout
+    with connect(conninfo) as conn:
+        while True:
+            row = conn.execute(query).fetchone()
+            have = int(row[0]) if row else 0
+            if have >= expected:
+                return
+            if time.monotonic() > deadline:
+                raise TrailgateError(f"timed out after {timeout:.0f} s waiting for {what}")
+            live(progress(have))
+            time.sleep(0.05)
+
+
+def lags(target: str, commits: dict[int, datetime]) -> list[float]:
+    """Seconds from each transaction's commit to its last row applied."""
+    with connect(target) as conn:
+        rows = conn.execute("SELECT txn, max(applied_at) FROM bench.ticks GROUP BY txn"
+                            ).fetchall()
+    return sorted(max(0.0, (applied - commits[txn]).total_seconds())
+                  for txn, applied in rows if txn in commits)
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=1000, method="inclusive")[int(q * 1000) - 1]
+
+
+@dataclass(slots=True)
+class Result:
+    method: str
+    changes: int
+    transactions: int
+    seconds: float
+    lag: list[float]
+
+    @property
+    def rate(self) -> float:
+        return self.changes / self.seconds if self.seconds > 0 else float("nan")
+
+
+# -- native logical replication -------------------------------------------------------------
+
+def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
+    source, target = dbs.source_conninfo, dbs.target_conninfo
+    src = conninfo_to_dict(source)
+    publisher = (f"host={src['host']} port={src['port']} dbname={src['dbname']} "
+                 f"user={src['user']} password={src['password']}")
+    say("\n== PostgreSQL logical replication (CREATE PUBLICATION / CREATE SUBSCRIPTION) ==")
+    with connect(source) as conn:
+        conn.execute("CREATE PUBLICATION bench_pub FOR TABLE bench.orders, bench.ticks")
+    with connect(target) as conn:
+        conn.execute(f"CREATE SUBSCRIPTION bench_sub CONNECTION '{publisher}' "
+                     "PUBLICATION bench_pub WITH (copy_data = false)")
+    try:
+        wait_subscription(target)
+        say(f"  throughput: {args.rows:,} inserts, then updates and deletes, "
+            f"{args.txn_rows} rows per transaction")
+        t0 = time.monotonic()
+        changes, txns = throughput_workload(source, args.rows, args.txn_rows)
+        wrote = time.monotonic() - t0
+        marker(source)
+        wait_rows(target, f"SELECT count(*) FROM bench.orders WHERE id = {MARKER_ID}", 1,
+                  args.timeout, "the subscription to apply the workload",
+                  lambda _: f"applying ... {time.monotonic() - t0:.1f} s")
+        seconds = time.monotonic() - t0
+        end_live()
+        say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
+            f"{wrote:.1f} s, target had them all after {seconds:.1f} s")
+        lag = steady(dbs, args, "native")
+    finally:
+        with connect(target) as conn:
+            conn.execute("DROP SUBSCRIPTION IF EXISTS bench_sub")
+        with connect(source) as conn:
+            conn.execute("DROP PUBLICATION IF EXISTS bench_pub")
+    return Result("PostgreSQL logical replication", changes, txns, seconds, lag)
+
+
+def wait_subscription(target: str, timeout: float = 60) -> None:
+    """The apply worker is connected and streaming."""
+    deadline = time.monotonic() + timeout
+    with connect(target) as conn:
+        while True:
+            row = conn.execute("SELECT count(*) FROM pg_stat_subscription WHERE subname = "
+                               "'bench_sub' AND pid IS NOT NULL AND received_lsn IS NOT NULL"
+                               ).fetchone()
+            if row and row[0]:
+                return
+            if time.monotonic() > deadline:
+                raise TrailgateError("the subscription's apply worker did not start")
+            time.sleep(0.2)
+
+
+def steady(dbs: Databases, args: argparse.Namespace, label: str,
+           applied: Callable[[], str] | None = None) -> list[float]:
+    say(f"  steady load: {args.steady_rate:g} rows/s for {args.steady_seconds:g} s "
+        "(10-row transactions)")
+    first = 1_000_000 if label == "native" else 2_000_000
+    commits = steady_workload(
+        dbs.source_conninfo, args.steady_rate, args.steady_seconds, first,
+        lambda n: live(f"{n:,} rows committed" + (f" │ {applied()}" if applied else "")))
+    total = len(commits) * 10
+    wait_rows(dbs.target_conninfo, f"SELECT count(*) FROM bench.ticks WHERE id >= {first}",
+              total, args.timeout, "the steady load to be applied",
+              lambda have: f"{have:,}/{total:,} rows applied")
+    end_live()
+    return lags(dbs.target_conninfo, commits)
+
+
+# -- trailgate --------------------------------------------------------------------------------
+
+def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Result:
+    say("\n== trailgate: Extract → trail → Replicat (BATCHSQL, checkpoint table) ==")
+    spec = PipelineSpec(tables=["bench.orders", "bench.ticks"], maps=[("bench.*", "bench.*")],
+                        source_db=dbs.source_db, target_db=dbs.target_db, pump=False,
+                        replicat_delta=False, extract="BEXT", replicat_pg_name="BREP",
+                        trigger=f"{args.trigger_ms} MILLISECONDS",
+                        replicat_master=f"local[{args.partitions}]")
+    pipeline = Pipeline(home, spec)
+    transcript = io.StringIO()
+    try:
+        setup, start = pipeline.write_files(Databases.login(dbs.source_conninfo),
+                                            Databases.login(dbs.target_conninfo))
+        pipeline.ggsci(setup, transcript)
+        mark = pipeline.event_mark()
+        pipeline.ggsci(start, transcript)
+        t0 = time.monotonic()
+        rep = pipeline.groups[-1]
+        # warm up: one transaction through, so Spark and both groups are running
+        with connect(dbs.source_conninfo) as conn:
+            conn.execute("INSERT INTO bench.ticks VALUES (0, -1, now())")
+        while len(pipeline.started_since(mark)) < len(pipeline.groups) or \
+                pipeline.operations(rep) < 1:
+            pipeline.check_running()
+            if time.monotonic() - t0 > args.timeout:
+                raise TrailgateError("the groups did not start in time")
+            live(f"starting the groups on Spark: {time.monotonic() - t0:.0f} s")
+            time.sleep(0.5)
+        end_live()
+        say(f"  groups running and warm after {time.monotonic() - t0:.0f} s (not timed)")
+        say(f"  throughput: {args.rows:,} inserts, then updates and deletes, "
+            f"{args.txn_rows} rows per transaction")
+        base = pipeline.operations(rep)
+        start_wall = datetime.now(UTC)
+        t0 = time.monotonic()
+        changes, txns = throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows)
+        wrote = time.monotonic() - t0
+        lsn = marker(dbs.source_conninfo)
+        finished = wait_checkpoint(pipeline, rep, lsn, args.timeout, base, changes, t0)
+        seconds = (finished - start_wall).total_seconds()
+        end_live()
+        say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
+            f"{wrote:.1f} s, the Replicat checkpoint had them all after {seconds:.1f} s")
+        lag = steady(dbs, args, "trailgate",
+                     lambda: f"Replicat {pipeline.operations(rep) - base:,} applied")
+        return Result("trailgate Extract → trail → Replicat", changes, txns, seconds, lag)
+    except BaseException:
+        say(transcript.getvalue())
+        for g in pipeline.groups:
+            say(f"--- {g.name}: {pipeline.report_tail(g, 15)}")
+        raise
+    finally:
+        for line in pipeline.stop_all():
+            say(f"  {line}")
+
+
+def wait_checkpoint(pipeline: Pipeline, rep: object, lsn: int, timeout: float, base: int,
+                    changes: int, t0: float) -> datetime:
+    """Wait until the Replicat's checkpoint covers the marker (CSN > ``lsn``); returns the
+    checkpoint's time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ck = pipeline.checkpoint(rep)  # type: ignore[arg-type]
+        if ck is not None and ck.last_csn is not None and int(ck.last_csn) > lsn:
+            return datetime.fromisoformat(ck.updated)
+        pipeline.check_running()
+        if time.monotonic() > deadline:
+            raise TrailgateError(f"timed out after {timeout:.0f} s waiting for the Replicat")
+        done = pipeline.operations(rep) - base  # type: ignore[arg-type]
+        live(f"applied {done:,}/{changes:,} … {time.monotonic() - t0:.1f} s")
+        time.sleep(0.1)
+
+
+# -- main -------------------------------------------------------------------------------------
+
+def report(results: list[Result], args: argparse.Namespace) -> None:
+    native, tg = results
+    say("\n== Apply throughput (same workload, same two databases) ==")
+    say(f"{'method':<40} {'row changes':>12} {'seconds':>9} {'rows/s':>10}")
+    for r in results:
+        say(f"{r.method:<40} {r.changes:>12,} {r.seconds:>9.2f} {r.rate:>10,.0f}")
+    ratio = tg.rate / native.rate if native.rate else float("nan")
+    say(f"{'ratio trailgate / native':<40} {'':>12} {'':>9} {ratio:>10.2f}   "
+        f"(aim: ≥ 1.00 — {'met' if ratio >= 1 else 'not met'})")
+    say(f"\n== Lag under steady load ({args.steady_rate:g} rows/s, {args.steady_seconds:g} s; "
+        "source commit → row applied on the target) ==")
+    say(f"{'method':<40} {'txns':>6} {'p50':>9} {'p99':>9} {'max':>9}")
+    for r in results:
+        say(f"{r.method:<40} {len(r.lag):>6} {percentile(r.lag, 0.5):>8.3f}s "
+            f"{percentile(r.lag, 0.99):>8.3f}s {max(r.lag, default=float('nan')):>8.3f}s")
+    say(f"(trailgate's Spark trigger: {args.trigger_ms} ms per micro-batch, Extract and "
+        "Replicat)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--txn-rows", type=int, default=100)
+    parser.add_argument("--steady-rate", type=float, default=500.0, help="rows per second")
+    parser.add_argument("--steady-seconds", type=float, default=30.0)
+    parser.add_argument("--trigger-ms", type=int, default=500,
+                        help="Spark trigger interval of the trailgate groups")
+    parser.add_argument("--partitions", type=int, default=2,
+                        help="Replicat parallelism (its Spark master local[N])")
+    parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
+    args = parser.parse_args()
+
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tg-bench-apply-"))
+    work.mkdir(parents=True, exist_ok=True)
+    work.chmod(0o755)
+    home = Home(work / "gg").create()
+    os.environ[SPARK_DIR_ENV] = str(home.dirtmp / "spark")
+    dbs = Databases(work / "pg", source_db="north", target_db="south")
+    status = 0
+    try:
+        say(f"Starting the source and target servers under {work} ...")
+        dbs.start()
+        run_sql(dbs.source_conninfo, SOURCE_DDL)
+        run_sql(dbs.target_conninfo, TARGET_DDL)
+        native = run_native(dbs, args)
+        for conninfo in (dbs.source_conninfo, dbs.target_conninfo):
+            run_sql(conninfo, "TRUNCATE bench.orders, bench.ticks")
+        tg = run_trailgate(dbs, args, home)
+        report([native, tg], args)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        say("\ninterrupted: stopping everything ...")
+        status = 130
+    except TrailgateError as exc:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        say(f"\napply_pg: {exc}")
+        status = 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        dbs.stop()
+        if not args.keep:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(work)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
