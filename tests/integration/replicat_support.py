@@ -168,3 +168,12 @@ def start_group(home: Home, kind: str, group: str, *args: str, log: Path
         return subprocess.Popen(run_command(home, kind, group, *args), stdout=out,
                                 stderr=subprocess.STDOUT, env=env, start_new_session=True,
                                 cwd=home.path)
+
+
+def forget_last_commit(home: Home, group: str = "REP1") -> None:
+    """Remove Spark's record that the last batch committed, as a kill -9 between the apply
+    and Spark's commit leaves it: the next run replays that batch."""
+    commits = home.spark_checkpoint_dir(group) / "spark" / "commits"
+    last = max((p for p in commits.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    last.unlink()
+    (commits / f".{last.name}.crc").unlink(missing_ok=True)

@@ -12,6 +12,7 @@ from replicat_support import (
     Increments,
     accounts,
     events,
+    forget_last_commit,
     pg_target,
     query,
     replicat_home,
@@ -65,20 +66,13 @@ def test_trail_applied_exactly_once_across_runs(tmp_path: Path, pg_db: str,
 def test_replayed_batch_is_skipped(tmp_path: Path, pg_db: str, spark: object) -> None:
     """A batch applied but not committed by Spark (crash after apply) is replayed: the
     checkpoint table makes it a no-op."""
-    import shutil
-
     pg_target(pg_db)
     home = replicat_home(tmp_path, prm(pg_db))
     work = Increments(seed=3)
     write_trail(home.dirdat / "rt", work.transactions(60))
     assert run_once(home, spark) == 0
     # forget Spark's commit of the last batch, as a kill between apply and commit would
-    commits = home.spark_checkpoint_dir("REP1") / "spark" / "commits"
-    last = max(commits.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)
-    last.unlink()
-    shutil.rmtree(commits / ".0.crc", ignore_errors=True)
-    for crc in commits.glob(f".{last.name}.crc"):
-        crc.unlink()
+    forget_last_commit(home)
     assert run_once(home, spark) == 0
     assert accounts(pg_db) == work.expected_accounts()
     ck = home.checkpoints.load("REP1", "REPLICAT")

@@ -106,10 +106,11 @@ class TrailChangesStreamReader(TrailStreamReader):
         return super().latestOffset(start, limit)
 
     def _fence(self, begin: TrailPosition) -> TrailPosition | None:
-        """The start of the first file from ``begin`` on whose header differs from the one
-        this query mirrors."""
+        """The start of the first file after ``begin``'s whose header differs from the one
+        this query mirrors (``begin``'s own file is the one the query was started for, or
+        holds nothing more)."""
         for seq in TrailName(self.options.trail).sequence_numbers():
-            if seq < begin.seqno:
+            if seq <= begin.seqno:
                 continue
             key = header_key(self.options.trail, seq)
             if key is not None and key != self.same_header:

@@ -1,0 +1,83 @@
+"""A Data Pump's registry entry and parameters: input trail, output trail, table rules.
+
+``ADD EXTRACT pump, EXTTRAILSOURCE ./dirdat/aa`` then ``ADD RMTTRAIL ./dirdat/rt, EXTRACT
+pump`` (or ``ADD EXTTRAIL``); the parameter file names the output with ``RMTTRAIL`` (or
+``EXTTRAIL``) and the tables with ``TABLE`` (``TABLE src, TARGET tgt;`` renames).  An
+"other host" is a path on a shared filesystem: ``RMTTRAIL /mnt/dr/dirdat/rt``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trailgate.errors import ConfigError
+from trailgate.home import GroupInfo, Home
+from trailgate.params import ExtractParams, parse_group_params
+
+__all__ = ["PumpConfig", "load_pump_config"]
+
+
+@dataclass(frozen=True, slots=True)
+class PumpConfig:
+    """What one pump run needs (plain data)."""
+
+    group: str
+    home: str
+    source: str  # the input trail, absolute
+    source_label: str
+    trail: str  # the output trail, absolute
+    trail_label: str
+    megabytes: int
+    rules: list[tuple[str, str | None]]
+    excludes: list[str]
+    begin: dict[str, int]
+    params: ExtractParams
+    info: GroupInfo
+
+
+def _output(home: Home, info: GroupInfo, params: ExtractParams) -> tuple[str, str, int]:
+    named = params.rmttrails + params.exttrails
+    if len(named) != 1:
+        raise ConfigError(f"a data pump writes exactly one trail (found {len(named)}): e.g. "
+                          f"RMTTRAIL ./dirdat/rt", path=params.path)
+    label = named[0]
+    resolved = home.resolve(label)
+    for trail in info.trails:
+        if home.resolve(trail.path) == resolved:
+            return str(resolved), trail.path, trail.megabytes
+    kind = "RMTTRAIL" if params.rmttrails else "EXTTRAIL"
+    raise ConfigError(f"{kind} {label} is not registered for EXTRACT {info.name}: run ADD "
+                      f"{kind} {label}, EXTRACT {info.name}, MEGABYTES 500 in GGSCI",
+                      path=params.path)
+
+
+def load_pump_config(home: Home, name: str) -> PumpConfig:
+    """Read and check everything at start; a ConfigError names the file, line and fix."""
+    info = home.require_group(name, "EXTRACT")
+    if info.source != "EXTTRAILSOURCE" or not info.source_path:
+        raise ConfigError(f"EXTRACT {info.name} is not a data pump (ADD EXTRACT {info.name}, "
+                          f"EXTTRAILSOURCE ./dirdat/aa)")
+    params = parse_group_params(home, info.name)
+    if not isinstance(params, ExtractParams):
+        raise ConfigError(f"{params.path}: the parameter file is not an Extract's (it must "
+                          f"start with EXTRACT {info.name})", path=params.path, line=1)
+    for spec in params.tables:
+        unsupported = ("WHERE" if spec.where is not None else "COLS" if spec.cols else
+                       "COLSEXCEPT" if spec.cols_except else "TOKENS" if spec.tokens else None)
+        if unsupported:
+            raise ConfigError(f"TABLE {spec.name}, {unsupported}: a trailgate data pump "
+                              f"filters and renames whole tables only; filter rows in the "
+                              f"Replicat's MAP … WHERE", path=spec.path, line=spec.line)
+    trail, label, megabytes = _output(home, info, params)
+    source = home.resolve(info.source_path)
+    if source == home.resolve(trail):
+        raise ConfigError(f"EXTRACT {info.name} would read and write the same trail "
+                          f"{label}: give RMTTRAIL another path", path=params.path)
+    begin = info.begin if isinstance(info.begin, dict) else {}
+    return PumpConfig(
+        group=info.name, home=str(home.path), source=str(source),
+        source_label=info.source_path, trail=trail, trail_label=label, megabytes=megabytes,
+        rules=[(t.name, t.target) for t in params.tables],
+        excludes=list(params.table_excludes),
+        begin={"seqno": int(begin.get("seqno", 0)), "rba": int(begin.get("rba", 0))},
+        params=params, info=info)

@@ -1,0 +1,255 @@
+"""One run of a Data Pump: the input trail streamed into the output trail, exactly once.
+
+The query (docs/pump.md)::
+
+    spark.readStream.format("trailchanges")   the input trail: offsets {seqno, rba}, whole
+       │                                      transactions, TABLE filter / TARGET rename
+       └─ coalesce(1).writeStream.format("trail")   the existing trail sink: appends,
+                                             (CSN, XID) dedupe on replay, checkpoint .cpe
+
+Output files mirror the input's header: the same CompatibilityLevel, and a URI history that
+is the input's history plus the input's URI (one entry per hop, seed 001).  A query writes
+files of one header only; when the input reaches a file whose header differs (its writer was
+upgraded or moved), the pump finishes the batch before it, stops the query and starts a new
+one, which begins a new output file with the new header (seed 002: "each file is of only one
+version").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from trailgate.checkpoint import TableStats
+from trailgate.errors import SourceError, TrailgateError
+from trailgate.home import Home
+from trailgate.model import TrailPosition
+from trailgate.process.runtime import GroupProcess
+from trailgate.pump.config import PumpConfig, load_pump_config
+from trailgate.replicat.source import header_key
+from trailgate.replicat.streaming import query_error, watch
+
+__all__ = ["input_header", "run_pump"]
+
+TITLE = "trailgate Data Pump"
+_ROLL = "the input trail's file header changed"
+_PASSWORD = re.compile(r"(?i)(\bPASSWORD\b\s+|password=)(\S+)")
+
+
+def input_header(trail: str, position: TrailPosition) -> list[Any] | None:
+    """The header the output must mirror for input read from ``position``: that of the file
+    holding the next complete transaction (the position's file, else the next one)."""
+    from trailgate.spark.trail_offsets import scan_boundary
+    from trailgate.trail.naming import TrailName
+
+    seqs = [s for s in TrailName(trail).sequence_numbers() if s >= position.seqno]
+    if not seqs:
+        return None
+    if seqs[0] == position.seqno:
+        more, _, _ = scan_boundary(trail, position,
+                                   limit=TrailPosition(position.seqno + 1, 0))
+        if more > position or len(seqs) == 1:
+            return header_key(trail, position.seqno)
+        return header_key(trail, seqs[1])
+    return header_key(trail, seqs[0])
+
+
+def _fenced(trail: str, position: TrailPosition, header: list[Any]) -> bool:
+    """True when everything before the next differently-headed input file is written."""
+    from trailgate.spark.trail_offsets import scan_boundary
+    from trailgate.trail.naming import TrailName
+
+    for seq in TrailName(trail).sequence_numbers():
+        if seq <= position.seqno:
+            continue  # the position's own file: the one this query was started for
+        key = header_key(trail, seq)
+        if key is not None and key != header:
+            boundary, _, _ = scan_boundary(trail, position, limit=TrailPosition(seq, 0))
+            return boundary <= position
+    return False
+
+
+class _Pump:
+    """The driver: one query per output-header, a new run id (new output file) each."""
+
+    def __init__(self, home: Home, cfg: PumpConfig, proc: GroupProcess, args: Any):
+        self.home, self.cfg, self.proc, self.args = home, cfg, proc, args
+        self.stop_file = home.dirchk / f"{cfg.group}.stop"
+        self.spark_dir = home.spark_checkpoint_dir(cfg.group) / "spark"
+        self.start_stats = self._stats()
+
+    def position(self) -> TrailPosition:
+        ck = self.home.checkpoints.load(self.cfg.group, "EXTRACT")
+        pos = ck.read_position if ck is not None and ck.read_position else self.cfg.begin
+        return TrailPosition(int(pos.get("seqno", 0)), int(pos.get("rba", 0)))
+
+    def _stats(self) -> dict[str, TableStats]:
+        ck = self.home.checkpoints.load(self.cfg.group, "EXTRACT")
+        return {t: TableStats(**s.to_json()) for t, s in (ck.stats if ck else {}).items()}
+
+    def sink_options(self, run_id: str, header: list[Any]) -> dict[str, str]:
+        compatibility, uri, history = header
+        return {"path": self.cfg.trail, "trailLabel": self.cfg.trail_label,
+                "megabytes": str(self.cfg.megabytes), "home": self.cfg.home,
+                "group": self.cfg.group, "runId": run_id, "producer": self.cfg.group,
+                "uriHistory": json.dumps([*history, uri]),
+                "compatibility": str(compatibility)}
+
+    def start(self, spark: Any, run_id: str, header: list[Any]) -> Any:
+        from trailgate.replicat.source import TrailChangesDataSource, router_option
+
+        spark.dataSource.register(TrailChangesDataSource)
+        pos = self.position()
+        reader = (spark.readStream.format("trailchanges").option("path", self.cfg.source)
+                  .option("startingPosition", f"{pos.seqno}:{pos.rba}")
+                  .option("stopFile", str(self.stop_file))
+                  .option("sameHeader", json.dumps(header))
+                  .option("tables", router_option(self.cfg.rules, self.cfg.excludes)))
+        writer = reader.load().coalesce(1).writeStream.format("trail")
+        for key, value in self.sink_options(run_id, header).items():
+            writer = writer.option(key, value)
+        writer = (writer.option("checkpointLocation", str(self.spark_dir))
+                  .queryName(f"pump_{self.cfg.group.lower()}"))
+        if self.args.once:
+            writer = writer.trigger(availableNow=True)
+        else:
+            seconds = self.args.trigger or self.cfg.params.spark.trigger_seconds or 1.0
+            writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
+        return writer.start()
+
+    def finish(self, run_id: str, header: list[Any]) -> None:
+        """Complete the output file this query wrote (FileSize, LastCSN in its header)."""
+        from trailgate.spark.trail_sink import SinkOptions, finish_run
+
+        finish_run(SinkOptions.parse(self.sink_options(run_id, header), run_id))
+
+    def wait_for_input(self) -> list[Any] | None:
+        """The input header to mirror; waits (stoppably) for the input's first file."""
+        warned = False
+        while not self.proc.stop_requested:
+            header = input_header(self.cfg.source, self.position())
+            if header is not None:
+                return header
+            if not warned:
+                self.proc.warn(f"input trail {self.cfg.source_label} has no file yet; "
+                               f"waiting for it")
+                warned = True
+            time.sleep(1.0)
+        return None
+
+    def run(self, spark: Any) -> str:
+        batches_left = self.args.max_batches
+        while True:
+            header = self.wait_for_input()
+            if header is None:
+                return self.proc.stop_reason or "stop requested"
+            run_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+            self.stop_file.unlink(missing_ok=True)
+            query = self.start(spark, run_id, header)
+            self.proc.started()
+            last_look = [0.0]
+
+            def idle(header: list[Any] = header, last_look: list[float] = last_look
+                     ) -> str | None:
+                now = time.monotonic()
+                if now - last_look[0] < 2.0:
+                    return None
+                last_look[0] = now
+                return _ROLL if _fenced(self.cfg.source, self.position(), header) else None
+
+            try:
+                reason = watch(self.proc, query, stop_file=self.stop_file,
+                               max_batches=batches_left, stop_timeout=600.0,
+                               report_every=60.0, progress=self.progress_line, idle=idle)
+            finally:
+                self.stop_file.unlink(missing_ok=True)
+                self.finish(run_id, header)
+            if reason == "the query ended" and _fenced(self.cfg.source, self.position(),
+                                                       header):
+                reason = _ROLL
+            if reason != _ROLL:
+                if self.args.once and reason == "the query ended":
+                    return "everything in the input trail written (--once)"
+                return reason
+            self.proc.event("INFO", "OGG-01026", f"EXTRACT {self.cfg.group}: {_ROLL}; "
+                            f"rolling over to a new output file")
+
+    def progress_line(self) -> str:
+        total = sum(s.total for s in self._stats().values()) - sum(
+            s.total for s in self.start_stats.values())
+        return f"{total} records written to {self.cfg.trail_label} in this run"
+
+    def final_lines(self) -> list[str]:
+        out = [f"Output to {self.cfg.trail_label}:"]
+        rows = []
+        for table, s in sorted(self._stats().items()):
+            base = self.start_stats.get(table, TableStats())
+            d = TableStats(**{k: v - getattr(base, k) for k, v in s.to_json().items()})
+            if d.total or d.discards:
+                rows.append((table, d))
+        if not rows:
+            out.append("  No records written in this run.")
+        for table, d in rows:
+            out += ["", f"From Table {table}:",
+                    f"       #                   inserts:  {d.inserts:>10}",
+                    f"       #                   updates:  {d.updates:>10}",
+                    f"       #                   deletes:  {d.deletes:>10}",
+                    f"       #                 truncates:  {d.truncates:>10}"]
+        return out
+
+
+def _echo(proc: GroupProcess, cfg: PumpConfig) -> None:
+    report = proc.report
+    assert report is not None
+    report.section("Running with the following parameters")
+    for path in cfg.params.files or [cfg.params.path]:
+        report.line(f"-- {path}")
+        try:
+            text = Path(path).read_text("utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            report.line(_PASSWORD.sub(lambda m: m.group(1) + "***", line))
+    report.section("Input and output")
+    report.line(f"Input trail:      {cfg.source_label} ({cfg.source})")
+    report.line(f"Output trail:     {cfg.trail_label} ({cfg.trail}, {cfg.megabytes} MB files)")
+    report.line(f"Mode:             {'PASSTHRU' if cfg.params.passthru else 'NOPASSTHRU'}")
+    if cfg.params.rmthost:
+        report.line(f"RMTHOST:          {cfg.params.rmthost.get('HOST')} (informational: "
+                    f"the remote trail is written through its path)")
+    report.line()
+
+
+def run_pump(home: Home, name: str, args: argparse.Namespace, *, spark: Any = None) -> int:
+    """Run the data pump ``name`` in the foreground until it is stopped."""
+    from trailgate.spark import get_spark, stop_spark
+
+    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
+        cfg = load_pump_config(home, name)
+        _echo(proc, cfg)
+        pump = _Pump(home, cfg, proc, args)
+        own = spark is None
+        if own:
+            spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
+                              conf=cfg.params.spark.conf, own_session=True)
+        try:
+            reason = pump.run(spark)
+        except TrailgateError:
+            raise
+        except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
+            raise SourceError(query_error(exc)) from None
+        finally:
+            if own:
+                stop_spark()
+        assert proc.report is not None
+        proc.report.section("Run Time Statistics")
+        for line in pump.final_lines():
+            proc.report.line(line)
+        proc.stopped(reason)
+    return 0

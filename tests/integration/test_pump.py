@@ -1,0 +1,106 @@
+"""The Data Pump on local Spark: input trail → output trail (another directory), exactly
+once across runs, TABLE filtering and renaming, headers mirroring the input."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from replicat_support import Increments, write_trail
+from spark_conftest import spark_session  # noqa: F401
+
+from trailgate.home import GroupInfo, Home, TrailInfo
+from trailgate.pump.group import run_pump
+from trailgate.trail import TrailReader, TrailWriter
+from trailgate.trail.naming import TrailName
+from trailgate.trail.reader import read_header
+
+pytestmark = pytest.mark.spark
+
+
+def pump_home(path: Path, remote: Path, tables: str = "TABLE public.*;",
+              extra: str = "PASSTHRU\n") -> Home:
+    home = Home(path).create()
+    home.add_group(GroupInfo("PUMP1", "EXTRACT", "EXTTRAILSOURCE", "./dirdat/aa",
+                             begin={"seqno": 0, "rba": 0}))
+    home.add_trail("PUMP1", TrailInfo(str(remote / "rt"), "RMTTRAIL", megabytes=1))
+    home.param_file("PUMP1").write_text(
+        f"EXTRACT pump1\nRMTHOST drhost, MGRPORT 7809\nRMTTRAIL {remote / 'rt'}\n{extra}"
+        f"{tables}\n")
+    return home
+
+
+def args(**kw: object) -> argparse.Namespace:
+    base = {"once": True, "max_batches": None, "trigger": None}
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def transactions(trail: Path) -> list[tuple]:
+    return [(t.transaction.csn, t.transaction.xid,
+             [(c.op, c.table, c.before, c.after) for c in t.transaction.changes])
+            for t in TrailReader(trail).transactions()]
+
+
+def test_pump_copies_exactly_once_with_uri_history(tmp_path: Path, spark: object) -> None:
+    remote = tmp_path / "remote" / "dirdat"
+    home = pump_home(tmp_path / "home", remote)
+    work = Increments(seed=11)
+    write_trail(home.dirdat / "aa", work.transactions(120))
+    assert run_pump(home, "PUMP1", args(), spark=spark) == 0
+    assert transactions(remote / "rt") == transactions(home.dirdat / "aa")
+    write_trail(home.dirdat / "aa", work.transactions(40))
+    assert run_pump(home, "PUMP1", args(), spark=spark) == 0
+    assert run_pump(home, "PUMP1", args(), spark=spark) == 0  # nothing new
+    assert transactions(remote / "rt") == transactions(home.dirdat / "aa")
+    source = read_header(TrailName(home.dirdat / "aa").file(0))
+    for seq in TrailName(remote / "rt").sequence_numbers():
+        header = read_header(TrailName(remote / "rt").file(seq))
+        assert header.uri_history == [*source.uri_history, source.uri]
+        assert header.compatibility == source.compatibility
+    ck = home.checkpoints.load("PUMP1", "EXTRACT")
+    assert ck is not None and ck.read_position["seqno"] == 1
+    assert ck.stats["public.accounts"].updates == sum(work.counters.values())
+
+
+def test_pump_filters_and_renames_tables(tmp_path: Path, spark: object) -> None:
+    remote = tmp_path / "remote" / "dirdat"
+    home = pump_home(tmp_path / "home", remote, tables="TABLE public.accounts, TARGET "
+                     "dr.accounts;", extra="NOPASSTHRU\n")
+    work = Increments(seed=5)
+    write_trail(home.dirdat / "aa", work.transactions(60))
+    assert run_pump(home, "PUMP1", args(), spark=spark) == 0
+    want = []
+    for csn, xid, changes in transactions(home.dirdat / "aa"):
+        kept = [(op, "dr.accounts", b, a) for op, t, b, a in changes
+                if t == "public.accounts"]
+        if kept:
+            want.append((csn, xid, kept))
+    assert transactions(remote / "rt") == want
+    reader = TrailReader(remote / "rt")
+    list(reader.transactions())
+    assert set(reader.tables) == {"dr.accounts"}
+
+
+def test_output_mirrors_input_compatibility_and_rolls_on_change(tmp_path: Path,
+                                                                spark: object) -> None:
+    remote = tmp_path / "remote" / "dirdat"
+    home = pump_home(tmp_path / "home", remote)
+    work = Increments(seed=2)
+    from replicat_support import TABLES
+
+    old = TrailWriter(home.dirdat / "aa", megabytes=1, fsync=False, compatibility=2,
+                      uri_history=["uri:origin::gg"])
+    for txn in work.transactions(20):
+        old.write_transaction(txn, TABLES)
+    old.close()
+    write_trail(home.dirdat / "aa", work.transactions(20))  # a newer writer: level 3
+    assert run_pump(home, "PUMP1", args(), spark=spark) == 0
+    assert transactions(remote / "rt") == transactions(home.dirdat / "aa")
+    out = [read_header(TrailName(remote / "rt").file(s))
+           for s in TrailName(remote / "rt").sequence_numbers()]
+    inp = [read_header(TrailName(home.dirdat / "aa").file(s)) for s in (0, 1)]
+    assert [h.compatibility for h in out] == [2, 3]
+    assert out[0].uri_history == ["uri:origin::gg", inp[0].uri]
+    assert out[1].uri_history == [inp[1].uri]
