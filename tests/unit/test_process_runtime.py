@@ -65,3 +65,12 @@ def test_reports_are_aged(home):
     assert names == ["EXT1.rpt", "EXT10.rpt", "EXT11.rpt"]
     assert "run 2" in (home.dirrpt / "EXT1.rpt").read_text()
     assert "run 0" in (home.dirrpt / "EXT11.rpt").read_text()
+
+
+def test_signals_are_reclaimed_from_a_library_that_took_them(home):
+    with GroupProcess(home, "EXTRACT", "ext1", title="T") as proc:
+        signal.signal(signal.SIGINT, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        proc.reclaim_signals()  # as after SparkContext() installed its SIGINT handler
+        os.kill(os.getpid(), signal.SIGINT)
+        assert proc.stop_reason == "SIGINT received"
+        proc.stopped("done")

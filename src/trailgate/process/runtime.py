@@ -221,6 +221,14 @@ class GroupProcess:
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._previous[sig] = signal.signal(sig, self._on_signal)
 
+    def reclaim_signals(self) -> None:
+        """Take SIGINT/SIGTERM back after a library replaced the handlers (creating a
+        SparkContext installs one that cancels every job and raises KeyboardInterrupt)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._on_signal)
+
     def _restore_signals(self) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
