@@ -58,6 +58,10 @@ def run_extract(args: argparse.Namespace) -> int:
     opts = RunOptions(once=args.once, max_batches=args.max_batches,
                       memory_limit_bytes=args.memory_limit, trigger_seconds=args.trigger,
                       max_wal_bytes=args.max_wal_bytes)
+    from trailgate.extract.oracle_dump import is_oracle_group, run_oracle_extract
+
+    if is_oracle_group(home, info):  # ADD EXTRACT …, DUMPDIR / TRANLOGOPTIONS DUMPDIR
+        return run_oracle_extract(home, name, opts)
     return run_extract_group(home, name, opts)
 
 

@@ -1,0 +1,270 @@
+"""The Oracle redo dump Extract on Spark: a parallel parse job, a streaming source, the run.
+
+* :func:`parse_in_parallel`: one Spark task per dump file parses it into transaction-assembly
+  events (cached under ``dirtmp/GROUP/oracle/``; a file is parsed once).
+* ``spark.readStream.format("oracledump")``: offsets are ``{"files": n, "last": name}``, the
+  first ``n`` ready dump files of the directory in name order.  A micro-batch
+  ``[start, end)`` is one partition: it resumes transaction assembly from the group
+  checkpoint (the assembly checkpoint the trail sink stored: oldest open transaction and
+  read position), feeds the events of the files up to ``end`` (files wholly before the
+  restart point are not read), and emits change rows of the transactions committed, then a
+  position row with the new checkpoint.  A replayed batch re-emits transactions the trail
+  may already hold; the sink skips them by (CSN, XID).
+* :func:`run_group`: ``trailgate run extract NAME`` for a DUMPDIR group.  ``--once`` parses
+  every ready file in parallel, then assembles on the driver and appends to the trail
+  through the sink's writer (same append mode, dedupe and checkpoint); otherwise the
+  streaming query runs until stopped.
+
+Options of the source: ``home`` and ``group`` (required), ``stopFile`` (no new batch while it
+exists), ``batchRows``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+from trailgate.checkpoint import CheckpointStore
+from trailgate.errors import SourceError, TrailgateError
+from trailgate.extract.oracle_dump import (
+    TITLE,
+    AssemblyResult,
+    FileSummary,
+    OracleDumpConfig,
+    assemble_rows,
+    load_oracle_config,
+    parse_file,
+    ready_dumps,
+)
+from trailgate.home import Home
+from trailgate.spark.change_rows import CHANGE_SCHEMA_DDL
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from trailgate.process.runtime import GroupProcess
+
+__all__ = ["OracleDumpDataSource", "parse_in_parallel", "run_group"]
+
+
+def _resume(cfg: OracleDumpConfig) -> dict[str, Any] | None:
+    ck = CheckpointStore(Path(cfg.home) / "dirchk").load(cfg.group, "EXTRACT")
+    if ck is None or not ck.read_position.get("assembly"):
+        return None
+    return ck.read_position
+
+
+# -- the parallel parse --------------------------------------------------------------------
+def parse_in_parallel(spark: Any, cfg: OracleDumpConfig, paths: list[str]
+                      ) -> list[FileSummary]:
+    """Parse ``paths`` into cached events, one Spark task per file (files already cached
+    cost nothing).  A SourceError in any task stops the job; its message is re-raised."""
+    if not paths:
+        return []
+    rdd = spark.sparkContext.parallelize(paths, len(paths))
+    try:
+        return list(rdd.map(lambda p: parse_file(cfg, p)).collect())
+    except Exception as exc:  # py4j: the task's Python error is inside the Java message
+        from trailgate.extract.group import _query_error
+
+        raise SourceError(_query_error(exc)) from None
+
+
+# -- the streaming source ------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class OracleDumpPartition(InputPartition):
+    """The dumps up to the batch's end, the first new one, and the checkpoint to resume."""
+
+    files: tuple[str, ...]
+    new_from: str | None
+    resume: dict[str, Any] | None
+
+
+class OracleDumpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Driver side: offsets count the ready dump files in name order."""
+
+    def __init__(self, cfg: OracleDumpConfig, stop_file: str | None, batch_rows: int):
+        self.cfg, self.stop_file, self.batch_rows = cfg, stop_file, batch_rows
+        self._target: dict[str, Any] | None = None
+
+    def _ready(self) -> dict[str, Any]:
+        files = ready_dumps(self.cfg.dumpdir)
+        return {"files": len(files), "last": Path(files[-1]).name if files else None}
+
+    def initialOffset(self) -> dict[str, Any]:
+        return {"files": 0, "last": None}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._ready()
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict[str, Any]:
+        begin = start or self.initialOffset()
+        if self.stop_file and os.path.exists(self.stop_file):
+            return begin
+        end = self._target or self._ready()
+        return end if end["files"] >= begin["files"] else begin
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        lo, hi = int(start["files"]), int(end["files"])
+        if hi <= lo:
+            return []
+        files = ready_dumps(self.cfg.dumpdir)[:hi]
+        if len(files) < hi or Path(files[-1]).name != end["last"] or (
+                lo and Path(files[lo - 1]).name != start["last"]):
+            raise SourceError(f"the dump directory {self.cfg.dumpdir} changed under "
+                              f"captured files (a dump removed, or one named to sort before "
+                              f"{start['last'] or end['last']}): dump file names must sort in "
+                              f"log sequence order and captured dumps must stay until the "
+                              f"Extract has passed them")
+        resume = _resume(self.cfg)
+        new_from = (resume or {}).get("last_file")
+        return [OracleDumpPartition(tuple(files), new_from, resume)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, OracleDumpPartition)
+        summaries = [parse_file(self.cfg, p) for p in partition.files]
+        return assemble_rows(self.cfg, summaries, partition.resume,
+                             new_from=partition.new_from, batch_rows=self.batch_rows)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release: dump files are the user's (they may be removed once the
+        group checkpoint's recovery position has passed them)."""
+
+
+class OracleDumpDataSource(DataSource):
+    """The ``oracledump`` format: an Oracle dump Extract group's capture."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "oracledump"
+
+    def schema(self) -> str:
+        return CHANGE_SCHEMA_DDL
+
+    def streamReader(self, schema: Any) -> OracleDumpStreamReader:
+        home, group = self.options.get("home"), self.options.get("group")
+        if not home or not group:
+            raise ValueError('the oracledump source needs .option("home", …) and '
+                             '.option("group", …)')
+        cfg = load_oracle_config(Home(home), group,
+                                 process_id=int(self.options.get("processId") or 0) or None)
+        return OracleDumpStreamReader(cfg, self.options.get("stopFile") or None,
+                                      int(self.options.get("batchRows") or 10_000))
+
+
+# -- the run -------------------------------------------------------------------------------
+def _sink_options(cfg: OracleDumpConfig, run_id: str) -> Any:
+    from trailgate.spark.trail_sink import SinkOptions
+
+    return SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
+                              "megabytes": str(cfg.megabytes), "home": cfg.home,
+                              "group": cfg.group, "producer": cfg.group}, run_id)
+
+
+def _report_startup(proc: GroupProcess, cfg: OracleDumpConfig, files: list[str]) -> None:
+    report = proc.report
+    assert report is not None
+    report.section("Source and trail")
+    report.line(f"Dump directory:   {cfg.dumpdir} ({len(files)} dump file(s) ready)")
+    report.line(f"Dictionary:       {cfg.dictionary} (ONUNKNOWN {cfg.on_unknown.upper()})")
+    report.line(f"Trail:            {cfg.trail_label} ({cfg.megabytes} MB files)")
+    report.line(f"Tables:           {', '.join(t.name for t in cfg.params.tables)}")
+    report.line()
+
+
+def _run_once(spark: Any, cfg: OracleDumpConfig, run_id: str, proc: GroupProcess) -> str:
+    """Parse every ready dump in parallel, assemble on the driver, append to the trail."""
+    from trailgate.spark.trail_sink import commit_checkpoint, write_change_batches
+
+    files = ready_dumps(cfg.dumpdir)
+    summaries = parse_in_parallel(spark, cfg, files)
+    resume = _resume(cfg)
+    result = AssemblyResult()
+    opts = _sink_options(cfg, run_id)
+    msg = write_change_batches(opts, assemble_rows(cfg, summaries, resume,
+                                                   new_from=(resume or {}).get("last_file"),
+                                                   result=result))
+    commit_checkpoint(opts, [msg])
+    for warning in result.warnings:
+        proc.warn(warning)
+    return (f"all ready dumps captured (--once): {len(files)} file(s), {result.records} redo "
+            f"record(s), {msg.transactions} transaction(s) written, {msg.skipped} already in "
+            f"the trail, {result.rolled_back} rolled back")
+
+
+def _start_query(spark: Any, cfg: OracleDumpConfig, opts: Any, run_id: str,
+                 stop_file: Path) -> Any:
+    spark.dataSource.register(OracleDumpDataSource)
+    reader = (spark.readStream.format("oracledump").option("home", cfg.home)
+              .option("group", cfg.group).option("processId", str(os.getpid()))
+              .option("stopFile", str(stop_file)))
+    home = Home(cfg.home)
+    writer = (reader.load().writeStream.format("trail").option("path", cfg.trail)
+              .option("trailLabel", cfg.trail_label).option("megabytes", str(cfg.megabytes))
+              .option("home", cfg.home).option("group", cfg.group).option("runId", run_id)
+              .option("producer", cfg.group)
+              .option("checkpointLocation",
+                      str(home.spark_checkpoint_dir(cfg.group) / "spark"))
+              .queryName(f"extract_{cfg.group.lower()}"))
+    seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
+    writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
+    return writer.start()
+
+
+def run_group(home: Home, name: str, opts: Any, *, spark: Any = None) -> int:
+    """Run the Oracle dump EXTRACT ``name`` in the foreground; returns the exit code."""
+    from trailgate.extract.group import SPARK_DEFAULTS, _query_error, _Stats, _watch
+    from trailgate.process.runtime import GroupProcess
+    from trailgate.spark import get_spark, stop_spark
+    from trailgate.spark.trail_sink import finish_run
+
+    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
+        cfg = load_oracle_config(home, name, process_id=os.getpid())
+        from trailgate.extract.group import _echo_parameters
+
+        _echo_parameters(proc, cfg)  # type: ignore[arg-type]
+        _report_startup(proc, cfg, ready_dumps(cfg.dumpdir))
+        stop_file = home.dirchk / f"{cfg.group}.stop"
+        stop_file.unlink(missing_ok=True)
+        run_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        stats = _Stats(home, cfg.group)
+        own = spark is None
+        if own:
+            spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
+                              conf={**SPARK_DEFAULTS, **cfg.params.spark.conf},
+                              own_session=True,
+                              inherit_fds=(proc.lock_fd,) if proc.lock_fd is not None else ())
+        try:
+            if proc.stop_requested:
+                reason = proc.stop_reason or "stop requested"
+            elif opts.once:
+                proc.started()
+                reason = _run_once(spark, cfg, run_id, proc)
+            else:
+                # what is already there is parsed in parallel; later files in the batches
+                parse_in_parallel(spark, cfg, ready_dumps(cfg.dumpdir))
+                query = _start_query(spark, cfg, opts, run_id, stop_file)
+                proc.started()
+                reason = _watch(proc, query, cfg, opts, stats, stop_file)  # type: ignore[arg-type]
+        except TrailgateError:
+            raise
+        except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
+            raise SourceError(_query_error(exc)) from None
+        finally:
+            stop_file.unlink(missing_ok=True)
+            if own:
+                stop_spark()
+        finish_run(_sink_options(cfg, run_id))
+        assert proc.report is not None
+        proc.report.section("Run Time Statistics")
+        for line in stats.final_lines():
+            proc.report.line(line)
+        proc.stopped(reason)
+    return 0
