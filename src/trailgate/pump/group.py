@@ -237,7 +237,8 @@ def run_pump(home: Home, name: str, args: argparse.Namespace, *, spark: Any = No
         own = spark is None
         if own:
             spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
-                              conf=cfg.params.spark.conf, own_session=True)
+                              conf=cfg.params.spark.conf, own_session=True,
+                              inherit_fds=(proc.lock_fd,) if proc.lock_fd else ())
         try:
             reason = pump.run(spark)
         except TrailgateError:

@@ -193,7 +193,8 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
         if own:
             spark = get_spark(f"trailgate REPLICAT {cfg.group}",
                               master=cfg.params.spark.master, conf=spark_conf(cfg.params),
-                              own_session=True)
+                              own_session=True,
+                              inherit_fds=(proc.lock_fd,) if proc.lock_fd else ())
         try:
             n = _partitions(cfg, spark)
             base = batch_base(cfg, spark_dir)
