@@ -281,9 +281,8 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
     try:
         setup, start = pipeline.write_files(Databases.login(dbs.source_conninfo),
                                             Databases.login(dbs.target_conninfo))
-        pipeline.ggsci(setup, transcript)
         mark = pipeline.event_mark()
-        pipeline.ggsci(start, transcript)
+        pipeline.ggsci([setup, start], transcript)
         t0 = time.monotonic()
         rep = pipeline.groups[-1]
         # warm up: one transaction through, so Spark and both groups are running

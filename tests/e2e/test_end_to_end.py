@@ -275,9 +275,8 @@ def _replicate(dbs: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     setup, start = pipeline.write_files(Databases.login(source), Databases.login(target))
     transcript = io.StringIO()
     try:
-        pipeline.ggsci(setup, transcript)
         mark = pipeline.event_mark()
-        pipeline.ggsci(start, transcript)
+        pipeline.ggsci([setup, start], transcript)
         # a first part while the groups start Spark (capture began at ADD EXTRACT), the
         # rest once they run, paced so that it spans many micro-batches
         generator = TypedWorkload(threads)

@@ -75,12 +75,14 @@ class Screen:
         self.out.write(f"{text}\n")
         self.out.flush()
 
-    def live(self, text: str) -> None:
+    def live(self, text: str, *, force: bool = False) -> None:
+        """Show ``text`` as the progress line; ``force`` prints it also when not on a
+        terminal (a final state)."""
         if self.tty:
             self.out.write(f"\r\033[K  {text}")
             self._live = True
             self.out.flush()
-        elif time.monotonic() - self._last_plain >= 5:
+        elif force or time.monotonic() - self._last_plain >= 5:
             self._last_plain = time.monotonic()
             self.line(f"  {text}")
 
@@ -194,12 +196,11 @@ class Demo:
                + ", ".join(sorted(f.name for f in self.home.dirprm.iterdir())))
         for g in p.groups:
             s.line(f"    {g.name:<6} {g.role}")
-        s.line(f"  obey files: {setup.name} (shown below), {start.name}")
+        s.line(f"  obey files: {setup.name} and {start.name}, run in one GGSCI session:")
         s.line()
         out = _Indented(s.out)
-        p.ggsci(setup, out)
         self.start_mark = p.event_mark()
-        p.ggsci(start, out)
+        p.ggsci([setup, start], out)
         self.started_at = time.monotonic()
         s.line("  capture began at ADD EXTRACT: what the source commits from now on is "
                "captured, while the groups are still starting Spark")
@@ -223,6 +224,11 @@ class Demo:
                 time.sleep(0.5)
         s.line(f"  all {len(p.groups)} groups running (OGG-00993) "
                f"{time.monotonic() - self.started_at:.0f} s after START")
+        p.wait_caught_up(self.dbs.source_conninfo, timeout=self.args.timeout,
+                         tick=lambda: s.live(f"first micro-batches: {self.progress_text()}"))
+        s.live(self.progress_text(), force=True)
+        s.line(f"  the seed's {self.rows_before} changes went through every group "
+               f"{time.monotonic() - self.started_at:.0f} s after START")
 
     def run_seed(self) -> None:
         s = self.screen
@@ -233,8 +239,8 @@ class Demo:
             load = seed003.initial_load()
             self.rows_before += run_statements(conn, [(q, None) for q in load])
             conn.commit()
-            s.line(f"  initial data: {len(seed003.COURSES)} courses, {len(seed003.STUDENTS)} "
-                   "students                               COMMIT")
+            s.line(f"  {'initial data':<18} {len(seed003.COURSES)} courses and "
+                   f"{len(seed003.STUDENTS)} students, one transaction")
             for step in seed003.seed_steps():
                 if step.preparation:  # rows of the TEMP table are not captured
                     for q in step.preparation:
@@ -287,7 +293,7 @@ class Demo:
             s.live(self.progress_text())
             time.sleep(0.5)
         w.wait(timeout=5)
-        s.live(self.progress_text())
+        s.live(self.progress_text(), force=True)
 
     def catch_up(self) -> None:
         s = self.screen
@@ -297,7 +303,7 @@ class Demo:
         t0 = time.monotonic()
         csn = p.wait_caught_up(self.dbs.source_conninfo, timeout=self.args.timeout,
                                tick=lambda: s.live(self.progress_text()))
-        s.live(self.progress_text())
+        s.live(self.progress_text(), force=True)
         s.line(f"  caught up at CSN {csn} in {time.monotonic() - t0:.0f} s")
 
     def stats_and_compare(self) -> bool:

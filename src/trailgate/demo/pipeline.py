@@ -180,16 +180,18 @@ class Pipeline:
         return setup_file, start_file
 
     # -- GGSCI ----------------------------------------------------------------------------
-    def ggsci(self, script: str | Path, out: TextIO, name: str = "demo") -> None:
-        """Run an obey file (or script text) in a GGSCI session printing to ``out``."""
+    def ggsci(self, scripts: str | Path | list[str | Path], out: TextIO,
+              name: str = "demo") -> None:
+        """Run obey files (or script texts) in one GGSCI session printing to ``out``."""
         from trailgate.ggsci.shell import Shell
 
         shell = Shell(self.home, out)
         try:
-            if isinstance(script, Path):
-                shell.run_file(str(script))
-            else:
-                shell.run_script(script, name)
+            for script in scripts if isinstance(scripts, list) else [scripts]:
+                if isinstance(script, Path):
+                    shell.run_file(str(script))
+                else:
+                    shell.run_script(script, name)
         except TrailgateError:
             raise
         except Exception as exc:  # _ObeyFailed: GGSCI printed the error already
