@@ -56,6 +56,7 @@ CHANGE_ARROW_SCHEMA = pa.schema([
     ("io_time", pa.int64()), ("audit_seq", pa.int64()), ("audit_pos", pa.int64()),
     ("rowid", pa.string()), ("tokens", _TOKENS), ("text", pa.string()),
 ])
+_OPS = {int(op): op for op in OpType}
 _SCALARS = ("op", "table_name", "csn", "xid", "txn_last", "io_time", "audit_seq", "audit_pos",
             "rowid", "text")
 
@@ -196,6 +197,8 @@ def _maps(array: pa.Array) -> list[dict[Any, Any] | None]:
     """A map column as Python dicts, fast: flat key/item lists sliced by the offsets."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
+    if array.null_count == len(array):
+        return [None] * len(array)
     offsets = array.offsets.to_pylist()
     keys = array.keys.to_pylist()
     items = array.items.to_pylist()
@@ -232,7 +235,8 @@ def iter_change_rows(batch: pa.RecordBatch | pa.Table) -> Iterator[ChangeRow]:
             yield ChangeRow(op, tables[i], csns[i], xids[i], False,
                             table_def=tabledef_from_json(texts[i]))
         else:
-            change = Change(OpType(op), tables[i], after=afters[i], before=befores[i],
+            change = Change(_OPS.get(op) or OpType(op), tables[i], after=afters[i],
+                            before=befores[i],
                             io_time=io_times[i] or 0, audit_seq=seqs[i] or 0,
                             audit_pos=poss[i] or 0, rowid=rowids[i], tokens=tokens[i],
                             text=texts[i])

@@ -180,7 +180,7 @@ def write_change_batches(opts: SinkOptions, batches: Iterator[pa.RecordBatch],
 def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
            tables: dict[str, TableDef], batches: Iterator[pa.RecordBatch],
            batch_id: int | None) -> TrailCommitMessage:
-    counts: dict[str, dict[str, int]] = {}
+    tally: dict[tuple[str, OpType], int] = {}  # (table, op) -> changes written
     source_position: dict[str, Any] | None = None
     in_txn = skip = False
     txn_csn, txn_xid = 0, ""
@@ -204,10 +204,8 @@ def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
                     writer.begin_transaction(txn_xid, txn_csn)
             if not skip:
                 writer.add_change(change, tables.get(change.table))
-                kind = _STAT_KIND.get(change.op)
-                if kind is not None:
-                    per_table = counts.setdefault(change.table, {})
-                    per_table[kind] = per_table.get(kind, 0) + 1
+                key = (change.table, change.op)
+                tally[key] = tally.get(key, 0) + 1
             if row.last:
                 in_txn = False
                 if skip:
@@ -219,6 +217,12 @@ def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
     if in_txn:
         raise ValueError(f"the trail sink's input ended inside transaction {txn_xid} (CSN "
                          f"{txn_csn}): a source must send whole transactions")
+    counts: dict[str, dict[str, int]] = {}
+    for (table, op), n in tally.items():
+        kind = _STAT_KIND.get(op)
+        if kind is not None:
+            per_table = counts.setdefault(table, {})
+            per_table[kind] = per_table.get(kind, 0) + n
     position = writer.flush()  # durable before anything says so
     if writer.current_file is not None:
         save_state(Path(opts.state_file), SinkState(
