@@ -66,7 +66,7 @@ def _json_canonical(value: Any) -> Any:
         return [_json_canonical(v) for v in value]
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
-    return format(Decimal(str(value)).normalize(), "f")  # 1, 1.0 and 1.00 are one number
+    return ("number", format(Decimal(str(value)).normalize(), "f"))  # 1 = 1.0 ≠ "1"
 
 
 def _float32(value: float) -> float:
