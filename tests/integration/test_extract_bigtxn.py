@@ -88,18 +88,20 @@ class Sampler(threading.Thread):
             time.sleep(0.05)
 
 
-def _capture_big(pg_db: str, tmp_path: Path, rows: int, memory_limit: str) -> Sampler:
+def _capture_big(pg_db: str, tmp_path: Path, rows: int, memory_limit: str,
+                 group: str) -> Sampler:
+    # slots are per server: each test its own group
     with connect(pg_db) as conn:
         conn.execute("CREATE TABLE big (id int PRIMARY KEY, v text, pad text)")
         add_trandata(conn, "public.big")
-    home = make_home(tmp_path / "home", pg_db, "BIG", "TABLE public.big;", megabytes=100)
+    home = make_home(tmp_path / "home", pg_db, group, "TABLE public.big;", megabytes=100)
     with connect(pg_db) as conn:
         conn.execute("INSERT INTO big SELECT g, 'row ' || g, repeat(md5(g::text), 3) "
                      "FROM generate_series(1, %s) g", (rows,))
     log = tmp_path / "extract.log"
     t0 = time.monotonic()
-    proc = start_extract(home, "BIG", "--once", "--memory-limit", memory_limit, log=log)
-    sampler = Sampler(proc.pid, home.dirtmp / "big")
+    proc = start_extract(home, group, "--once", "--memory-limit", memory_limit, log=log)
+    sampler = Sampler(proc.pid, home.dirtmp / group.lower())
     sampler.start()
     try:
         assert proc.wait(timeout=3600) == 0, log.read_text()[-3000:]
@@ -119,7 +121,7 @@ def _capture_big(pg_db: str, tmp_path: Path, rows: int, memory_limit: str) -> Sa
         if raw.trans_ind in (TransInd.LAST, TransInd.ONLY):
             ends += 1
     assert (count, ends, first) == (rows, 1, TransInd.FIRST)  # one whole transaction
-    ck = home.checkpoints.load("BIG", "EXTRACT")
+    ck = home.checkpoints.load(group, "EXTRACT")
     assert ck.stats["public.big"].inserts == rows
     mb = {role: peak / 2**20 for role, peak in sampler.peak.items()}
     print(f"\n{rows:,} rows in one transaction, memory limit {memory_limit}: {elapsed:.0f} s; "
@@ -131,7 +133,7 @@ def _capture_big(pg_db: str, tmp_path: Path, rows: int, memory_limit: str) -> Sa
 
 
 def test_transaction_larger_than_memory_spills(pg_db, tmp_path):
-    sampler = _capture_big(pg_db, tmp_path, 50_000, "1M")
+    sampler = _capture_big(pg_db, tmp_path, 50_000, "1M", "BIG")
     assert sampler.spilled
     assert sampler.peak["python worker"] < 400 * 2**20
 
@@ -141,6 +143,6 @@ def test_million_row_transaction_bounded_memory(pg_db, tmp_path):
     # 20 times the rows of the test above: held in memory they would take gigabytes; the
     # workers' peak depends on the memory limit (and Spark's batches), not on the size.
     # (Measured: 1M rows under the default 64M limit peaked at 422 MB.)
-    sampler = _capture_big(pg_db, tmp_path, 1_000_000, "16M")
+    sampler = _capture_big(pg_db, tmp_path, 1_000_000, "16M", "BIG1M")
     assert sampler.spilled
     assert sampler.peak["python worker"] < 400 * 2**20
