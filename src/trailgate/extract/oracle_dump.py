@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from trailgate.capture.oracle.assembly import RecordEvents
 
 __all__ = ["DUMP_SUFFIXES", "QUIET_SECONDS", "FileSummary", "OracleDumpConfig",
-           "assemble_rows", "is_oracle_group", "list_dumps", "load_oracle_config",
+           "assemble_rows", "is_cached", "is_oracle_group", "list_dumps", "load_oracle_config",
            "parse_file", "ready_dumps", "run_oracle_extract"]
 
 DUMP_SUFFIXES = (".dmp", ".trc")
@@ -172,13 +172,14 @@ def _complete(path: str, now: float) -> bool:
     return _END in tail or now - st.st_mtime >= QUIET_SECONDS
 
 
-def ready_dumps(dumpdir: str) -> list[str]:
+def ready_dumps(dumpdir: str, *, wait: bool = True) -> list[str]:
     """The dump files that can be read, in name order, up to the first still being written
-    (a later one must wait: files are taken in order)."""
+    (a later one must wait: files are taken in order).  ``wait=False`` (``--once``): every
+    file present, as it is."""
     now = time.time()
     out = []
     for path in list_dumps(dumpdir):
-        if not _complete(path, now):
+        if wait and not _complete(path, now):
             break
         out.append(path)
     return out
@@ -255,6 +256,16 @@ def parse_file(cfg: OracleDumpConfig, path: str) -> FileSummary:
                           changes=changes, events=str(events), warnings=warnings)
     meta.write_text(json.dumps(dataclasses.asdict(summary)), "utf-8")
     return summary
+
+
+def is_cached(cfg: OracleDumpConfig, path: str) -> bool:
+    """Whether ``path`` (as it is now) was parsed already."""
+    try:
+        key = _cache_key(path)
+    except OSError:
+        return False
+    cache = Path(cfg.cache_dir)
+    return (cache / f"{key}.json").exists() and (cache / f"{key}.events").exists()
 
 
 def load_events(summary: FileSummary) -> Iterator[RecordEvents]:

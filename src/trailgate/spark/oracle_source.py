@@ -39,6 +39,7 @@ from trailgate.extract.oracle_dump import (
     FileSummary,
     OracleDumpConfig,
     assemble_rows,
+    is_cached,
     load_oracle_config,
     parse_file,
     ready_dumps,
@@ -52,6 +53,10 @@ if TYPE_CHECKING:
     from trailgate.process.runtime import GroupProcess
 
 __all__ = ["OracleDumpDataSource", "parse_in_parallel", "run_group"]
+
+#: Unparsed dumps at start from which a streaming run first parses them in a parallel job
+#: (fewer are parsed in the first micro-batch: a job costs more than it saves).
+PARALLEL_BACKLOG = 4
 
 
 def _resume(cfg: OracleDumpConfig) -> dict[str, Any] | None:
@@ -183,7 +188,7 @@ def _run_once(spark: Any, cfg: OracleDumpConfig, run_id: str, proc: GroupProcess
     """Parse every ready dump in parallel, assemble on the driver, append to the trail."""
     from trailgate.spark.trail_sink import commit_checkpoint, write_change_batches
 
-    files = ready_dumps(cfg.dumpdir)
+    files = ready_dumps(cfg.dumpdir, wait=False)
     summaries = parse_in_parallel(spark, cfg, files)
     resume = _resume(cfg)
     result = AssemblyResult()
@@ -230,7 +235,7 @@ def run_group(home: Home, name: str, opts: Any, *, spark: Any = None) -> int:
         from trailgate.extract.group import _echo_parameters
 
         _echo_parameters(proc, cfg)  # type: ignore[arg-type]
-        _report_startup(proc, cfg, ready_dumps(cfg.dumpdir))
+        _report_startup(proc, cfg, ready_dumps(cfg.dumpdir, wait=not opts.once))
         stop_file = home.dirchk / f"{cfg.group}.stop"
         stop_file.unlink(missing_ok=True)
         run_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
@@ -248,8 +253,10 @@ def run_group(home: Home, name: str, opts: Any, *, spark: Any = None) -> int:
                 proc.started()
                 reason = _run_once(spark, cfg, run_id, proc)
             else:
-                # what is already there is parsed in parallel; later files in the batches
-                parse_in_parallel(spark, cfg, ready_dumps(cfg.dumpdir))
+                # a backlog is parsed in parallel first; new files in the micro-batches
+                backlog = [p for p in ready_dumps(cfg.dumpdir) if not is_cached(cfg, p)]
+                if len(backlog) >= PARALLEL_BACKLOG:
+                    parse_in_parallel(spark, cfg, backlog)
                 query = _start_query(spark, cfg, opts, run_id, stop_file)
                 proc.started()
                 reason = _watch(proc, query, cfg, opts, stats, stop_file)  # type: ignore[arg-type]
