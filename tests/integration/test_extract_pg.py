@@ -275,3 +275,29 @@ def test_parameter_mistakes_name_the_file_and_line(tmp_path, pg_db, capsys):
     assert cli_main(["--home", str(home.path), "run", "extract", "ext4"]) == 1
     err = capsys.readouterr().err
     assert "ext4.prm, line 4" in err and "WHERE" in err
+
+
+def test_source_offsets_bounded_and_stopped(pg_db, tmp_path):
+    """latestOffset: the flushed WAL end, at most maxWalBytesPerTrigger past the start, and
+    no new data while the stop file exists (a clean stop lets the batch in flight finish)."""
+    from trailgate.spark.pg_source import PgCapturePartition, PgCaptureStreamReader, SourceOptions
+
+    with connect(pg_db) as conn:
+        conn.execute("CREATE TABLE o (id int PRIMARY KEY)")
+        add_trandata(conn, "public.o")
+    home = make_home(tmp_path / "home", pg_db, "EXT5", "TABLE public.o;")
+    stop = home.dirchk / "EXT5.stop"
+    options = {"home": str(home.path), "group": "EXT5", "maxWalBytesPerTrigger": "1000",
+               "stopFile": str(stop)}
+    reader = PgCaptureStreamReader(SourceOptions.parse(options))
+    start = reader.initialOffset()
+    with connect(pg_db) as conn:
+        assert start["lsn"] == slot_confirmed(conn, "trailgate_ext5")
+        conn.execute("INSERT INTO o SELECT generate_series(1, 1000)")
+    end = reader.latestOffset(start, None)
+    assert end["lsn"] == start["lsn"] + 1000
+    assert reader.partitions(start, end) == [PgCapturePartition(start["lsn"], end["lsn"])]
+    assert reader.partitions(end, end) == []
+    stop.touch()
+    assert reader.latestOffset(end, None) == end
+    reader.stop()
