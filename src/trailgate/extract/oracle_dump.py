@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -308,14 +309,13 @@ class AssemblyResult:
 
 
 def assemble_rows(cfg: OracleDumpConfig, summaries: list[FileSummary],
-                  resume: dict[str, Any] | None, *, new_from: str | None = None,
-                  batch_rows: int = 10_000, result: AssemblyResult | None = None
-                  ) -> Iterator[pa.RecordBatch]:
+                  resume: dict[str, Any] | None, *, batch_rows: int = 10_000,
+                  result: AssemblyResult | None = None) -> Iterator[pa.RecordBatch]:
     """Change rows of the transactions committed in ``summaries`` (all dumps up to the
     batch's end, in name order), resumed from ``resume`` (the group checkpoint's
-    ``assembly``), then the position row.  ``new_from``: files named after the last file
-    already captured; one of them with a log sequence at or below one already read is an
-    error (name order must be log order)."""
+    ``assembly``), then the position row.  A dump of a log older than one captured that
+    was not captured itself is an error (it arrived late); a missing log between two dumps
+    is a warning; a missing log the restart needs is an error."""
     from trailgate.capture.oracle.assembly import Assembler, merge_threads
     from trailgate.capture.oracle.capture import files_by_thread
     from trailgate.capture.oracle.dictionary import Dictionary
@@ -323,13 +323,8 @@ def assemble_rows(cfg: OracleDumpConfig, summaries: list[FileSummary],
 
     result = result if result is not None else AssemblyResult()
     resume_doc = (resume or {}).get("assembly")
-    seqs_done = {int(t): int(s) for t, s in ((resume or {}).get("seqs") or {}).items()}
-    for s in summaries:
-        if new_from is not None and s.path > new_from and s.seq <= seqs_done.get(s.thread, -1):
-            raise SourceError(f"{s.path} holds log sequence {s.seq} of thread {s.thread}, but "
-                              f"sequence {seqs_done[s.thread]} was already captured: dump file "
-                              f"names must sort in log sequence order (name the dumps by "
-                              f"sequence, e.g. thread1_seq000123.dmp)")
+    captured = _captured(resume)
+    _check_sequences(summaries, captured)
     by_path = {s.path: s for s in summaries}
     threads = files_by_thread([s.path for s in summaries],
                               {s.path: (s.thread, s.seq) for s in summaries})
@@ -337,6 +332,17 @@ def assemble_rows(cfg: OracleDumpConfig, summaries: list[FileSummary],
     start_seq = {t: rba.seq for t, rba in asm.start.items()}
     needed = {t: [by_path[p] for p in paths if by_path[p].seq >= start_seq.get(t, -1)]
               for t, paths in threads.items()}
+    for t, seq in start_seq.items():
+        if needed.get(t) and needed[t][0].seq != seq:
+            raise SourceError(f"the dump of log sequence {seq} of thread {t} is missing from "
+                              f"{cfg.dumpdir}: the Extract restarts there (oldest open "
+                              f"transaction or last read position); put it back")
+    for t, lst in needed.items():
+        for a, b in pairwise(lst):
+            if b.seq != a.seq + 1:
+                result.warnings.append(f"log sequences {a.seq + 1}…{b.seq - 1} of thread {t} "
+                                       f"are not in {cfg.dumpdir} (between {a.path} and "
+                                       f"{b.path}): their changes are not captured")
     for s in (x for lst in needed.values() for x in lst):
         result.warnings.extend(s.warnings)
 
@@ -358,7 +364,7 @@ def assemble_rows(cfg: OracleDumpConfig, summaries: list[FileSummary],
         asm.finish()
         result.records += asm.records
         result.rolled_back += len(asm.rolled_back)
-        position = _position(asm, summaries, seqs_done)
+        position = _position(asm, summaries, captured)
         rows.add_position(position)
         yield rows.take()
     finally:
@@ -393,14 +399,50 @@ def _emit(txn: Any, tables: dict[str, Any], rules: TableRules, rows: Any, define
             yield rows.take()
 
 
-def _position(asm: Any, summaries: list[FileSummary], seqs_done: dict[int, int]
+def _captured(resume: dict[str, Any] | None) -> dict[int, list[list[int]]]:
+    """Log sequences captured so far per thread, as ``[low, high]`` ranges."""
+    doc = (resume or {}).get("seqs") or {}
+    return {int(t): [[int(lo), int(hi)] for lo, hi in ranges] for t, ranges in doc.items()}
+
+
+def _check_sequences(summaries: list[FileSummary], captured: dict[int, list[list[int]]]
+                     ) -> None:
+    """A dump of a log older than one already captured, that was not captured itself,
+    arrived late: its transactions would be missed, so stop."""
+    for s in summaries:
+        ranges = captured.get(s.thread, [])
+        if not ranges or any(lo <= s.seq <= hi for lo, hi in ranges):
+            continue
+        high = max(hi for _, hi in ranges)
+        if s.seq < high:
+            raise SourceError(f"{s.path} holds log sequence {s.seq} of thread {s.thread}, "
+                              f"but sequence {high} was already captured: dump file names "
+                              f"must sort in log sequence order and each log's dump must "
+                              f"arrive before later ones (e.g. thread1_seq000123.dmp)")
+
+
+def _add_range(ranges: list[list[int]], seq: int) -> None:
+    for r in ranges:
+        if r[0] <= seq <= r[1]:
+            return
+        if seq == r[1] + 1:
+            r[1] = seq
+            return
+        if seq == r[0] - 1:
+            r[0] = seq
+            return
+    ranges.append([seq, seq])
+    ranges.sort()
+
+
+def _position(asm: Any, summaries: list[FileSummary], captured: dict[int, list[list[int]]]
               ) -> dict[str, Any]:
     """The read checkpoint the sink stores: GGSCI-readable fields first, then what a
     restart needs (the assembly checkpoint, the last file, log sequences captured)."""
     ck = asm.checkpoint()
-    seqs = dict(seqs_done)
+    seqs = {t: [list(r) for r in ranges] for t, ranges in captured.items()}
     for s in summaries:
-        seqs[s.thread] = max(seqs.get(s.thread, -1), s.seq)
+        _add_range(seqs.setdefault(s.thread, []), s.seq)
     position: dict[str, Any] = {}
     reads = [v["read"] for v in ck["threads"].values() if v.get("read")]
     if reads:
@@ -409,7 +451,7 @@ def _position(asm: Any, summaries: list[FileSummary], seqs_done: dict[int, int]
                          "thread": last["thread"], "rba": last["rba"],
                          "file": last["file"], "line": last["line"]})
     position["last_file"] = summaries[-1].path if summaries else None
-    position["seqs"] = {str(t): s for t, s in sorted(seqs.items())}
+    position["seqs"] = {str(t): ranges for t, ranges in sorted(seqs.items())}
     position["assembly"] = ck
     recoveries = [v["recovery"] for v in ck["threads"].values() if v.get("recovery")]
     if recoveries:

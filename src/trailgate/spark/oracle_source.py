@@ -25,6 +25,7 @@ import os
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,15 +86,15 @@ def parse_in_parallel(spark: Any, cfg: OracleDumpConfig, paths: list[str]
 # -- the streaming source ------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class OracleDumpPartition(InputPartition):
-    """The dumps up to the batch's end, the first new one, and the checkpoint to resume."""
+    """The dumps up to the batch's end and the checkpoint to resume from."""
 
     files: tuple[str, ...]
-    new_from: str | None
     resume: dict[str, Any] | None
 
 
 class OracleDumpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Driver side: offsets count the ready dump files in name order."""
+    """Driver side: an offset is the name of the last ready dump (and how many there are,
+    for people); a batch takes the ready dumps named up to its end."""
 
     def __init__(self, cfg: OracleDumpConfig, stop_file: str | None, batch_rows: int):
         self.cfg, self.stop_file, self.batch_rows = cfg, stop_file, batch_rows
@@ -101,10 +102,10 @@ class OracleDumpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def _ready(self) -> dict[str, Any]:
         files = ready_dumps(self.cfg.dumpdir)
-        return {"files": len(files), "last": Path(files[-1]).name if files else None}
+        return {"last": Path(files[-1]).name if files else "", "files": len(files)}
 
     def initialOffset(self) -> dict[str, Any]:
-        return {"files": 0, "last": None}
+        return {"last": "", "files": 0}
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = self._ready()
@@ -114,33 +115,38 @@ class OracleDumpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if self.stop_file and os.path.exists(self.stop_file):
             return begin
         end = self._target or self._ready()
-        return end if end["files"] >= begin["files"] else begin
+        return end if end["last"] > begin["last"] else begin
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        lo, hi = int(start["files"]), int(end["files"])
-        if hi <= lo:
+        if end["last"] <= start["last"]:
             return []
-        files = ready_dumps(self.cfg.dumpdir)[:hi]
-        if len(files) < hi or Path(files[-1]).name != end["last"] or (
-                lo and Path(files[lo - 1]).name != start["last"]):
-            raise SourceError(f"the dump directory {self.cfg.dumpdir} changed under "
-                              f"captured files (a dump removed, or one named to sort before "
-                              f"{start['last'] or end['last']}): dump file names must sort in "
-                              f"log sequence order and captured dumps must stay until the "
-                              f"Extract has passed them")
-        resume = _resume(self.cfg)
-        new_from = (resume or {}).get("last_file")
-        return [OracleDumpPartition(tuple(files), new_from, resume)]
+        files = [p for p in ready_dumps(self.cfg.dumpdir) if Path(p).name <= end["last"]]
+        return [OracleDumpPartition(tuple(files), _resume(self.cfg))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, OracleDumpPartition)
         summaries = [parse_file(self.cfg, p) for p in partition.files]
-        return assemble_rows(self.cfg, summaries, partition.resume,
-                             new_from=partition.new_from, batch_rows=self.batch_rows)
+        result = AssemblyResult()
+        yield from assemble_rows(self.cfg, summaries, partition.resume,
+                                 batch_rows=self.batch_rows, result=result)
+        _report_warnings(self.cfg, result.warnings)
 
     def commit(self, end: dict) -> None:
         """Nothing to release: dump files are the user's (they may be removed once the
         group checkpoint's recovery position has passed them)."""
+
+
+def _report_warnings(cfg: OracleDumpConfig, warnings: list[str]) -> None:
+    """Warnings of a micro-batch (it runs in a Spark task, not in the group's process): to
+    the event log and the group's report, as the process's own warnings go."""
+    if not warnings:
+        return
+    home = Home(cfg.home)
+    with open(home.report_file(cfg.group), "a", encoding="utf-8") as report:
+        for warning in warnings:
+            text = f"EXTRACT {cfg.group}: {warning}"
+            home.log_event("WARNING", "OGG-01738", text)
+            report.write(f"{datetime.now():%Y-%m-%d %H:%M:%S}  WARNING OGG-01738  {text}\n")
 
 
 class OracleDumpDataSource(DataSource):
@@ -193,9 +199,7 @@ def _run_once(spark: Any, cfg: OracleDumpConfig, run_id: str, proc: GroupProcess
     resume = _resume(cfg)
     result = AssemblyResult()
     opts = _sink_options(cfg, run_id)
-    msg = write_change_batches(opts, assemble_rows(cfg, summaries, resume,
-                                                   new_from=(resume or {}).get("last_file"),
-                                                   result=result))
+    msg = write_change_batches(opts, assemble_rows(cfg, summaries, resume, result=result))
     commit_checkpoint(opts, [msg])
     for warning in result.warnings:
         proc.warn(warning)
