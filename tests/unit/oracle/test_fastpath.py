@@ -41,7 +41,7 @@ def chunks(text: str) -> list[tuple[str, int, int]]:
     """(change text, first line, change number) of every change in a dump text."""
     out = []
     for line, rec in dumpparser._record_texts(io.StringIO(text)):
-        starts = dumpparser._change_starts(rec) + [len(rec)]
+        starts = [*dumpparser._change_starts(rec), len(rec)]
         for k in range(len(starts) - 1):
             a, b = starts[k], starts[k + 1]
             out.append((rec[a:b], line + rec.count("\n", 0, a), k + 1))
@@ -64,7 +64,7 @@ def same_both_ways(text: str, line: int, number: int) -> None:
 
 def corpus() -> list[str]:
     texts = [p.read_text(encoding="latin-1") for p in sorted(FIXTURES.glob("*.dmp"))]
-    return texts + [generated()]
+    return [*texts, generated()]
 
 
 @pytest.mark.parametrize("index", range(len(corpus())))
