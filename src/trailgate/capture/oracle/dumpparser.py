@@ -154,12 +154,16 @@ def _record_texts(f) -> Iterator[tuple[int, str]]:
 def _change_starts(text: str) -> list[int]:
     """Offsets of the lines starting ``CHANGE #`` (leading whitespace allowed)."""
     out = []
-    i = text.find("CHANGE #")
+    find = text.find
+    i = find("CHANGE #")
     while i >= 0:
-        at = _at_line_start(text, i)
-        if at >= 0:
-            out.append(at)
-        i = text.find("CHANGE #", i + 8)
+        if i == 0 or text[i - 1] == "\n":
+            out.append(i)
+        else:
+            at = _at_line_start(text, i)
+            if at >= 0:
+                out.append(at)
+        i = find("CHANGE #", i + 8)
     return out
 
 
