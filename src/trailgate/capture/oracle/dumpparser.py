@@ -212,18 +212,19 @@ def _change_text(path: str, rba: RBA, text: str, line0: int, number: int) -> Cha
     """One change from its text: the fast path when it applies, else the reference parser."""
     m = _CHANGE_FAST.match(text)
     if m is not None:
-        op = _OP_CLASSES.get(m.group(10, 11))
+        g = m.groups()
+        op = _OP_CLASSES.get(g[9:11])
         if op is None:
-            layer, code = int(m[10]), int(m[11])
+            layer, code = int(g[9]), int(g[10])
             cls = REGISTRY.get((layer, code))
             if cls is None and layer not in DATA_LAYERS:
                 cls = OtherChange
-            op = _OP_CLASSES[m.group(10, 11)] = (layer, code, cls)
+            op = _OP_CLASSES[g[9:11]] = (layer, code, cls)
         layer, code, cls = op
-        if cls is not None and m[1] == (_NUMBERS[number] if number < 256 else str(number)):
+        if cls is not None and g[0] == (_NUMBERS[number] if number < 256 else str(number)):
             change: ChangeVector = cls(
-                number, layer, code, line0, int(m[2]), int(m[3]), int(m[4]), int(m[5], 16),
-                int(m[6]), int(m[7], 16) << 32 | int(m[8], 16), int(m[9]))
+                number, layer, code, line0, int(g[1]), int(g[2]), int(g[3]), int(g[4], 16),
+                int(g[5]), int(g[6], 16) << 32 | int(g[7], 16), int(g[8]))
             body = text[m.end():]
             if cls is OtherChange:
                 if "Header (" not in body:
