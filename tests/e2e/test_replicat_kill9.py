@@ -1,0 +1,152 @@
+"""kill -9 ``trailgate run replicat`` at several points while a trail grows, restart it, and
+the target equals the source exactly: every update adds 1 to a counter, so an update applied
+twice (or lost) shows in the final counters."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from replicat_support import (
+    TABLES,
+    Increments,
+    accounts,
+    events,
+    pg_target,
+    replicat_home,
+    run_group,
+    start_group,
+)
+
+from trailgate.db.cluster import Cluster
+from trailgate.trail import TrailWriter
+
+pytestmark = [pytest.mark.postgres, pytest.mark.spark]
+
+
+class TrailFeeder(threading.Thread):
+    """Appends increments transactions to the trail, as a live Extract would."""
+
+    def __init__(self, trail: Path, work: Increments, limit: int = 6000, per_tick: int = 3):
+        super().__init__(daemon=True)
+        self.trail, self.work, self.limit, self.per_tick = trail, work, limit, per_tick
+        self.stop = threading.Event()
+        self.written = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            writer = TrailWriter(self.trail, megabytes=1, fsync=False, producer="K9")
+            while not self.stop.is_set() and self.written < self.limit:
+                for txn in self.work.transactions(self.per_tick):
+                    writer.write_transaction(txn, TABLES)
+                    self.written += 1
+                writer.flush()
+                time.sleep(0.1)
+            writer.close()
+        except BaseException as exc:  # the test reports it
+            self.error = exc
+
+
+def _applied(home) -> int:  # type: ignore[no-untyped-def]
+    ck = home.checkpoints.load("REP1", "REPLICAT")
+    return int(ck.last_csn or 0) if ck else 0
+
+
+def _applying(conninfo: str) -> bool:
+    """A Replicat session is inside a transaction right now."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name "
+                           "LIKE 'trailgate replicat%%' AND state <> 'idle'").fetchone()
+    return bool(row and row[0])
+
+
+def _wait(predicate, timeout: float, what: str, log: Path, interval: float = 0.2) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}\n{log.read_text()[-3000:]}")
+        time.sleep(interval)
+
+
+def _diagnose(conninfo: str, home) -> str:  # type: ignore[no-untyped-def]
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        rows = conn.execute("SELECT pid, application_name, state, wait_event_type, "
+                            "wait_event, left(query, 120), xact_start FROM pg_stat_activity "
+                            "WHERE datname = current_database()").fetchall()
+    report = home.report_file("REP1").read_text()[-2500:]
+    return "\n".join(map(str, rows)) + "\n--- report ---\n" + report
+
+
+def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int) -> None:
+    conninfo = cluster.create_database(f"rk9_{seed}")
+    pg_target(conninfo)
+    home = replicat_home(tmp_path / "home", (
+        f"REPLICAT rep1\nTARGETDB {conninfo}\nSPARK MASTER local[2]\n"
+        "SPARK CONF trailgate.replicat.partitions=3\n"
+        "SPARK CONF trailgate.replicat.maxRecordsPerTrigger=1500\n"
+        "MAP public.*, TARGET public.*;\n"))
+    work = Increments(seed=seed, accounts=40)
+    feeder = TrailFeeder(home.dirdat / "rt", work)
+    feeder.start()
+    log = tmp_path / "replicat.log"
+    rng = random.Random(seed)
+    proc = None
+    try:
+        for n in range(kills):
+            proc = start_group(home, "replicat", "REP1", "--trigger", "0.3", log=log)
+            point = n % 3
+            if point == 0:  # in steady state, just after a group checkpoint
+                seen = _applied(home)
+                _wait(lambda s=seen: _applied(home) > s, 300, "a checkpoint", log)
+                time.sleep(rng.uniform(0, 0.8))
+                what = "after a checkpoint"
+            elif point == 1:  # while a partition's database transaction is open
+                _wait(lambda: _applying(conninfo), 300, "an apply", log, 0.01)
+                what = "while applying a batch"
+            else:  # while starting up: Spark launching, a batch being planned
+                time.sleep(rng.uniform(3, 9))
+                what = "during start-up"
+            assert proc.poll() is None, log.read_text()[-3000:]
+            os.kill(proc.pid, signal.SIGKILL)  # the Replicat's own process, nothing else
+            proc.wait(timeout=30)
+            with open(log, "a") as fh:
+                fh.write(f"\n=== test: kill -9 {what} ===\n")
+        feeder.stop.set()
+        feeder.join(timeout=60)
+        assert feeder.error is None, feeder.error
+        try:
+            done = run_group(home, "replicat", "REP1", "--once", timeout=240)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the final run did not finish:\n" + _diagnose(conninfo, home)
+                                 ) from None
+        assert done.returncode == 0, done.stderr[-3000:] + log.read_text()[-3000:]
+    finally:
+        feeder.stop.set()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert feeder.written > 100
+    assert accounts(conninfo) == work.expected_accounts(), "an update applied twice or lost"
+    assert events(conninfo) == work.events
+    ck = home.checkpoints.load("REP1", "REPLICAT")
+    assert ck is not None and ck.last_csn == work.csn
+    print(f"\n{kills} kill -9, {feeder.written} transactions, "
+          f"{sum(work.counters.values())} increments applied exactly once")
+
+
+def test_kill9_replicat_then_exact_target(e2e_cluster, tmp_path):
+    # after a checkpoint, then inside a partition's transaction
+    _run_kills(e2e_cluster, tmp_path, kills=2, seed=5)
+
+
+@pytest.mark.heavy
+def test_kill9_replicat_many_times(e2e_cluster, tmp_path):
+    _run_kills(e2e_cluster, tmp_path, kills=9, seed=55)
