@@ -108,6 +108,7 @@ class Demo:
         self.rows_before = 0  # seed rows, counted with the generated ones
         self.start_mark = 0
         self.started_at = time.monotonic()
+        self.active = False  # servers (maybe) started: there is something to stop
 
     # -- steps ----------------------------------------------------------------------------
     def prepare_home(self) -> None:
@@ -154,6 +155,7 @@ class Demo:
         s = self.screen
         s.step("PostgreSQL: embedded source and target servers")
         t0 = time.monotonic()
+        self.active = True
         self.dbs.start()
         for cluster, db in ((self.dbs.source, self.dbs.source_db),
                             (self.dbs.target, self.dbs.target_db)):
@@ -373,6 +375,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     130 after Ctrl-C."""
     out = out or sys.stdout
     demo = Demo(args, out)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # kill, closed terminal: stop as for Ctrl-C
+        signal.signal(sig, _interrupt)
     out.write("trailgate demo: seed 003 replicated end to end — PostgreSQL → Extract → trail → "
               "Data Pump → Replicat → PostgreSQL and Delta Lake, each group on local Spark.\n")
     out.flush()
@@ -390,7 +394,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         status = 0 if demo.stats_and_compare() else 1
         demo.screen.line("\nStopping the groups and the servers ...")
         stopping = True
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _ignore_signals()
         demo.shutdown()
         home = demo.home.path
         demo.screen.line(f"Done. The home {home} is kept: `./dev trailgate --home {home} "
@@ -398,25 +402,41 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                          f"{home}/dirdat/lt000000000`.")
         return status
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _ignore_signals()
         demo.screen.end_live()
         if not stopping:
             demo.shutdown(quiet=True)
-        out.write("\nInterrupted: the groups and PostgreSQL were stopped; "
-                  f"the home {demo.home.path} is kept (the next run cleans it).\n")
+        with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+            out.write("\nInterrupted: the groups and PostgreSQL were stopped; "
+                      f"the home {demo.home.path} is kept (the next run cleans it).\n")
         return 130
     except (TrailgateError, PipelineError) as exc:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _ignore_signals()
         demo.screen.end_live()
-        out.write(f"\ntrailgate demo: {exc}\nStopping the groups and the servers ...\n")
-        demo.shutdown(quiet=True)
+        out.write(f"\ntrailgate demo: {exc}\n")
+        if demo.active:
+            out.write("Stopping the groups and the servers ...\n")
+            demo.shutdown(quiet=True)
         return 1
     except Exception as exc:  # a message, never a traceback
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _ignore_signals()
         demo.screen.end_live()
-        out.write(f"\ntrailgate demo: unexpected error: {type(exc).__name__}: {exc}\n"
-                  "Stopping the groups and the servers ...\n")
-        demo.shutdown(quiet=True)
+        out.write(f"\ntrailgate demo: unexpected error: {type(exc).__name__}: {exc}\n")
+        if demo.active:
+            out.write("Stopping the groups and the servers ...\n")
+            demo.shutdown(quiet=True)
         return 1
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _ignore_signals() -> None:
+    """While stopping: a second Ctrl-C (or kill) must not cut the clean-up short."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
