@@ -247,3 +247,35 @@ def test_truncate_in_batch(tmp_path: Path) -> None:
                             t(OpType.INSERT, {0: b"3", 1: b"c", 2: b"3"})], DEFS)
     assert content(tmp_path / "lake" / "orders") == [{"id": 3, "name": "c", "qty": 3}]
     assert res.counts["lake.orders"].truncates == 1
+
+
+COURSES = tdef("us03.course", [("university", "character varying(30)"),
+                               ("subject", "character varying(30)"), ("places", "integer")],
+               ["university", "subject"])
+
+
+def test_string_keys_across_batches(tmp_path: Path) -> None:
+    """A merge writes string columns as string_view; later batches must still find their rows
+    (the demo's COURSE table abended on its second batch before this was handled)."""
+    t = Trail()
+    a = DeltaApplier(tmp_path, params("MAP us03.course, TARGET lake.course;"))
+    a.validate()
+    defs = {"us03.course": COURSES}
+    course = "us03.course"
+    a.apply_batch(0, [t(OpType.INSERT, {0: b"Oxford", 1: b"Biology", 2: b"10"}, table=course),
+                      t(OpType.INSERT, {0: b"Oxford", 1: b"Theology", 2: b"5"}, table=course)],
+                  defs)
+    for batch in range(1, 4):
+        a.apply_batch(batch, [
+            t(OpType.FIELD_COMP, {0: b"Oxford", 1: b"Biology", 2: str(10 + batch).encode()},
+              table="us03.course"),
+            t(OpType.INSERT, {0: b"Cambridge", 1: f"S{batch}".encode(), 2: b"1"},
+              table="us03.course"),
+        ], defs)
+    a.apply_batch(4, [t(OpType.DELETE, before={0: b"Oxford", 1: b"Theology"},
+                        table="us03.course")], defs)
+    rows = sorted(DeltaTable(str(tmp_path / "lake" / "course")).to_pyarrow_table().to_pylist(),
+                  key=lambda r: (r["university"], r["subject"]))
+    assert rows == [{"university": "Cambridge", "subject": f"S{i}", "places": 1}
+                    for i in (1, 2, 3)] + [
+                   {"university": "Oxford", "subject": "Biology", "places": 13}]

@@ -191,7 +191,7 @@ class DeltaApplier:
                 expr = pc.field(c).is_null() if expr is None else expr | pc.field(c).is_null()
             if expr is not None:
                 filt = expr if filt is None else filt & expr
-        table = dt.to_pyarrow_dataset().to_table(filter=filt)
+        table = _rows_matching(dt.to_pyarrow_dataset(), filt, key_cols)
         out: dict[KeyT, dict[str, Any]] = {}
         for row in table.to_pylist():
             out[tuple((c, row[c]) for c in key_cols)] = row
@@ -232,3 +232,32 @@ class DeltaApplier:
             raise TargetError(f"merge into Delta table {mapping.target.qualified_name} failed "
                               f"for batch {batch_id}: {exc}; nothing of the batch was "
                               f"committed to this table, restarting applies it again") from None
+
+
+def _rows_matching(dataset: Any, filt: Any, key_cols: list[str]) -> pa.Table:
+    """The rows of ``dataset`` that ``filt`` selects.
+
+    Files written by a Delta merge may hold string columns as ``string_view``, which pyarrow's
+    statistics pruning cannot compare with the filter's plain strings (no ``greater_equal``
+    kernel for string and string_view).  Then only the key columns are scanned and matched
+    here, and the matching rows are taken by position: still no full-row scan of the table.
+    """
+    try:
+        return _plain_strings(dataset.to_table(filter=filt))
+    except pa.ArrowNotImplementedError:
+        pass
+    keys = _plain_strings(dataset.to_table(columns=key_cols))
+    keys = keys.append_column("__row", pa.array(range(keys.num_rows), pa.int64()))
+    positions = keys.filter(filt).column("__row")
+    return _plain_strings(dataset.take(positions))
+
+
+def _plain_strings(table: pa.Table) -> pa.Table:
+    """``table`` with string_view/large_string columns as plain strings (comparable, stable)."""
+    fields = [
+        pa.field(f.name, pa.string(), f.nullable)
+        if pa.types.is_string_view(f.type) or pa.types.is_large_string(f.type) else f
+        for f in table.schema
+    ]
+    schema = pa.schema(fields)
+    return table if schema == table.schema else table.cast(schema)
