@@ -150,6 +150,7 @@ class BatchApplier:
 
     def _on_driver(self, changes: Any, batch_id: int, summary: BatchSummary
                    ) -> dict[str, TableCounts]:
+        self._plan(batch_id, True)  # the batch id on record (replicat.base relies on it)
         table = changes.sort("seqno", "rba").toArrow()
         tcs = [tc for tc, _ in trail_changes(table)]
         if not tcs:
