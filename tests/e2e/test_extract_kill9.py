@@ -53,7 +53,7 @@ class Workload(threading.Thread):
                     psycopg.connect(self.conninfo, autocommit=False) as b:
                 while not self.stop.is_set():
                     self._one(a, b)
-                    time.sleep(self.rng.uniform(0, 0.02))
+                    time.sleep(self.rng.uniform(0.005, 0.03))
         except BaseException as exc:  # the test reports it
             self.error = exc
 
@@ -74,7 +74,7 @@ class Workload(threading.Thread):
             return
         kind = rng.choice(["ins", "ins", "multi", "upd", "pk", "del", "rollback", "inter"])
         if kind in ("ins", "multi"):
-            for i in self._ids(1 if kind == "ins" else rng.randint(20, 200)):
+            for i in self._ids(1 if kind == "ins" else rng.randint(10, 60)):
                 a.execute("INSERT INTO k9 VALUES (%s, %s, %s)",
                           (i, f"v{i}", None if i % 7 == 0 else "n" * (i % 50)))
         elif kind == "upd":
@@ -157,7 +157,7 @@ def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int,
                 what = "after a checkpoint"
             else:  # while a large transaction is being written to the trail
                 wait_for(lambda: _read_lsn(home) > 0, 180, "a first checkpoint")
-                work.big(30_000)
+                work.big(15_000)
                 wait_for(lambda: _file_growing(trail), 180, "the trail to grow", 0.01)
                 what = "while writing a large transaction"
             assert proc.poll() is None, log.read_text()[-3000:]
