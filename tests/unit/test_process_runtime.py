@@ -74,3 +74,19 @@ def test_signals_are_reclaimed_from_a_library_that_took_them(home):
         os.kill(os.getpid(), signal.SIGINT)
         assert proc.stop_reason == "SIGINT received"
         proc.stopped("done")
+
+
+def test_report_echoes_parameter_files_with_passwords_masked(tmp_path):
+    from trailgate.process.runtime import Report
+
+    prm = tmp_path / "ext1.prm"
+    prm.write_text("EXTRACT ext1\nUSERID gg, PASSWORD secret\n"
+                   "SOURCEDB host=localhost password=hunter2 dbname=app\nEXTTRAIL ./dirdat/aa\n")
+    report = Report(tmp_path / "EXT1.rpt")
+    report.parameters([prm, tmp_path / "missing.prm"])
+    report.close()
+    text = (tmp_path / "EXT1.rpt").read_text()
+    assert "Running with the following parameters" in text
+    assert f"-- {prm}" in text and "EXTTRAIL ./dirdat/aa" in text
+    assert "secret" not in text and "hunter2" not in text
+    assert "PASSWORD ***" in text and "password=***" in text

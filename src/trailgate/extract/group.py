@@ -23,7 +23,7 @@ from trailgate.errors import SourceError, TrailgateError
 from trailgate.extract.config import DEFAULT_MEMORY_LIMIT, ExtractConfig, load_extract_config
 from trailgate.extract.startup import StartupReport, check_source
 from trailgate.home import Home
-from trailgate.process.runtime import EVENT_NO_TRANDATA, GroupProcess
+from trailgate.process.runtime import EVENT_NO_TRANDATA, GroupProcess, stop_after_batch
 
 __all__ = ["RunOptions", "run_extract_group"]
 
@@ -31,7 +31,6 @@ TITLE = "trailgate Capture for PostgreSQL"
 #: Arrow batches between the capture and the trail writer stay small even when rows carry
 #: big (TOASTed) values: the JVM and the workers never hold more than this per batch.
 SPARK_DEFAULTS = {"spark.sql.execution.arrow.maxBytesPerBatch": str(32 << 20)}
-_PASSWORD = re.compile(r"(?i)(\bPASSWORD\b\s+|password=)(\S+)")
 _ERROR = re.compile(r"(?:trailgate\.errors\.)?(SourceError|ConfigError|TrailFormatError|"
                     r"TargetError|ValueError|OSError|PermissionError): (.+)")
 
@@ -50,18 +49,9 @@ class RunOptions:
 
 
 def _echo_parameters(proc: GroupProcess, cfg: ExtractConfig) -> None:
-    report = proc.report
-    assert report is not None
-    report.section("Running with the following parameters")
-    for path in cfg.params.files or [cfg.params.path]:
-        report.line(f"-- {path}")
-        try:
-            text = Path(path).read_text("utf-8", errors="replace")
-        except OSError:
-            continue
-        for line in text.splitlines():
-            report.line(_PASSWORD.sub(lambda m: m.group(1) + "***", line))
-    report.line()
+    assert proc.report is not None
+    proc.report.parameters(cfg.params.files or [cfg.params.path])
+    proc.report.line()
 
 
 def _report_startup(proc: GroupProcess, cfg: ExtractConfig, info: StartupReport) -> None:
@@ -200,7 +190,7 @@ def _watch(proc: GroupProcess, query: Any, cfg: ExtractConfig, opts: RunOptions,
         if reason is None and opts.max_batches is not None and batches >= opts.max_batches:
             reason = f"{batches} micro-batches done (--max-batches)"
         if reason is not None:
-            _stop_after_batch(query, stop_file, opts.stop_timeout, proc)
+            _stop_after_batch(query, stop_file, opts.stop_timeout)
             return reason
     error = query.exception()
     if error is not None:
@@ -208,20 +198,9 @@ def _watch(proc: GroupProcess, query: Any, cfg: ExtractConfig, opts: RunOptions,
     return "all committed data captured (--once)" if opts.once else "the query ended"
 
 
-def _stop_after_batch(query: Any, stop_file: Path, timeout: float, proc: GroupProcess) -> None:
-    """No new batch starts once the stop file exists; wait for the one in flight."""
-    stop_file.touch()
-    deadline = time.monotonic() + timeout
-    quiet = 0
-    while query.isActive and time.monotonic() < deadline:
-        if not query.status.get("isTriggerActive", False):
-            quiet += 1
-            if quiet >= 2:  # two looks in a row: no batch is running
-                break
-        else:
-            quiet = 0
-        time.sleep(0.2)
-    query.stop()
+def _stop_after_batch(query: Any, stop_file: Path, timeout: float) -> None:
+    """Stop between batches; a failure of the batch in flight is the run's error."""
+    stop_after_batch(query, stop_file, timeout)
     error = query.exception()
     if error is not None:
         raise SourceError(_query_error(error))

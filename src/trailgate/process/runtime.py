@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 import platform
+import re
 import signal
 import socket
 import threading
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import IO
+from typing import IO, Any
 
 from trailgate import __version__
 from trailgate.errors import ConfigError
@@ -66,6 +67,26 @@ def _is_stdout(path: Path) -> bool:
 
 def _stamp() -> str:
     return datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+
+
+_PASSWORD = re.compile(r"(?i)(\bPASSWORD\b\s+|password=)(\S+)")
+
+
+def stop_after_batch(query: Any, stop_file: Path, timeout: float) -> None:
+    """Stop a group's streaming query between batches: once the stop file exists its source
+    plans no new batch; wait (up to ``timeout``) for the one in flight, then stop."""
+    stop_file.touch()
+    deadline = time.monotonic() + timeout
+    quiet = 0
+    while query.isActive and time.monotonic() < deadline:
+        if not query.status.get("isTriggerActive", False):
+            quiet += 1
+            if quiet >= 2:  # two looks in a row: no batch is running
+                break
+        else:
+            quiet = 0
+        time.sleep(0.2)
+    query.stop()
 
 
 class Report:
@@ -111,6 +132,18 @@ class Report:
 
     def event(self, level: str, code: str, message: str) -> None:
         self.line(f"{_stamp()}  {level.upper():<8}{code}  {message}")
+
+    def parameters(self, paths: list[Path] | list[str]) -> None:
+        """Echo the parameter files as read, passwords masked (GoldenGate's report does)."""
+        self.section("Running with the following parameters")
+        for path in paths:
+            self.line(f"-- {path}")
+            try:
+                text = Path(path).read_text("utf-8", errors="replace")
+            except OSError:
+                continue
+            for line in text.splitlines():
+                self.line(_PASSWORD.sub(lambda m: m.group(1) + "***", line))
 
     def close(self) -> None:
         if not self._fh.closed:

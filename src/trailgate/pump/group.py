@@ -20,10 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from trailgate.checkpoint import TableStats
@@ -39,7 +37,6 @@ __all__ = ["input_header", "run_pump"]
 
 TITLE = "trailgate Data Pump"
 _ROLL = "the input trail's file header changed"
-_PASSWORD = re.compile(r"(?i)(\bPASSWORD\b\s+|password=)(\S+)")
 
 
 def input_header(trail: str, position: TrailPosition) -> list[Any] | None:
@@ -207,15 +204,7 @@ class _Pump:
 def _echo(proc: GroupProcess, cfg: PumpConfig) -> None:
     report = proc.report
     assert report is not None
-    report.section("Running with the following parameters")
-    for path in cfg.params.files or [cfg.params.path]:
-        report.line(f"-- {path}")
-        try:
-            text = Path(path).read_text("utf-8", errors="replace")
-        except OSError:
-            continue
-        for line in text.splitlines():
-            report.line(_PASSWORD.sub(lambda m: m.group(1) + "***", line))
+    report.parameters(cfg.params.files or [cfg.params.path])
     report.section("Input and output")
     report.line(f"Input trail:      {cfg.source_label} ({cfg.source})")
     report.line(f"Output trail:     {cfg.trail_label} ({cfg.trail}, {cfg.megabytes} MB files)")

@@ -11,7 +11,6 @@ target table does not exist, or a missing checkpoint table, with the file, line 
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,7 +27,6 @@ from trailgate.replicat.streaming import query_error, watch
 __all__ = ["RunOptions", "run_replicat_group"]
 
 TITLE = "trailgate Replicat on Spark"
-_PASSWORD = re.compile(r"(?i)(\bPASSWORD\b\s+|password=)(\S+)")
 
 
 @dataclass(slots=True)
@@ -47,15 +45,7 @@ class RunOptions:
 def _echo_parameters(proc: GroupProcess, cfg: ReplicatConfig) -> None:
     report = proc.report
     assert report is not None
-    report.section("Running with the following parameters")
-    for path in cfg.params.files or [cfg.params.path]:
-        report.line(f"-- {path}")
-        try:
-            text = Path(path).read_text("utf-8", errors="replace")
-        except OSError:
-            continue
-        for line in text.splitlines():
-            report.line(_PASSWORD.sub(lambda m: m.group(1) + "***", line))
+    report.parameters(cfg.params.files or [cfg.params.path])
     report.line()
 
 

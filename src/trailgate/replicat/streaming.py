@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trailgate.process.runtime import GroupProcess
+from trailgate.process.runtime import GroupProcess, stop_after_batch
 from trailgate.replicat.worker import MARK
 
 __all__ = ["query_error", "stop_after_batch", "watch"]
@@ -38,22 +38,6 @@ def query_error(exc: Any) -> str:
         return found[-1][1].strip()
     first = next((line for line in text.splitlines() if line.strip()), text)
     return first.strip()[:2000]
-
-
-def stop_after_batch(query: Any, stop_file: Path, timeout: float) -> None:
-    """No new batch starts once the stop file exists; wait for the one in flight."""
-    stop_file.touch()
-    deadline = time.monotonic() + timeout
-    quiet = 0
-    while query.isActive and time.monotonic() < deadline:
-        if not query.status.get("isTriggerActive", False):
-            quiet += 1
-            if quiet >= 2:  # two looks in a row: no batch is running
-                break
-        else:
-            quiet = 0
-        time.sleep(0.2)
-    query.stop()
 
 
 def watch(proc: GroupProcess, query: Any, *, stop_file: Path, max_batches: int | None,
