@@ -250,6 +250,7 @@ def run_group(home: Home, name: str, opts: Any, *, spark: Any = None) -> int:
                               conf={**SPARK_DEFAULTS, **cfg.params.spark.conf},
                               own_session=True,
                               inherit_fds=(proc.lock_fd,) if proc.lock_fd is not None else ())
+            proc.reclaim_signals()  # the SparkContext installed its own SIGINT handler
         try:
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"
