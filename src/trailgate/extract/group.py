@@ -231,7 +231,7 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
     ``spark``: a session to run in (tests, notebooks); by default the process starts its
     own, in its own process session, and stops it at the end.
     """
-    from trailgate.spark import get_spark, stop_spark
+    from trailgate.spark import stop_spark
 
     with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
         cfg = load_extract_config(home, name, memory_limit_bytes=opts.memory_limit_bytes,
@@ -246,11 +246,8 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
         stats = _Stats(home, cfg.group)
         own = spark is None
         if own:
-            spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
-                              conf={**SPARK_DEFAULTS, **cfg.params.spark.conf},
-                              own_session=True,
-                              inherit_fds=(proc.lock_fd,) if proc.lock_fd is not None else ())
-            proc.reclaim_signals()  # the SparkContext installed its own SIGINT handler
+            spark = proc.start_spark(cfg.params.spark.master,
+                                     {**SPARK_DEFAULTS, **cfg.params.spark.conf})
         try:
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"

@@ -254,6 +254,18 @@ class GroupProcess:
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._previous[sig] = signal.signal(sig, self._on_signal)
 
+    def start_spark(self, master: str | None, conf: dict[str, str]) -> Any:
+        """The group's own Spark session. Its JVM inherits the group lock, so a restart after
+        kill -9 waits for the old JVM instead of sharing Spark's checkpoint with it; and
+        SIGINT/SIGTERM are taken back from the SparkContext so a stop finishes the batch."""
+        from trailgate.spark.session import get_spark
+
+        spark = get_spark(f"trailgate {self.kind} {self.group}", master=master, conf=conf,
+                          own_session=True,
+                          inherit_fds=(self.lock_fd,) if self.lock_fd is not None else ())
+        self.reclaim_signals()
+        return spark
+
     def reclaim_signals(self) -> None:
         """Take SIGINT/SIGTERM back after a library replaced the handlers (creating a
         SparkContext installs one that cancels every job and raises KeyboardInterrupt)."""

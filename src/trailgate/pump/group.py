@@ -217,7 +217,7 @@ def _echo(proc: GroupProcess, cfg: PumpConfig) -> None:
 
 def run_pump(home: Home, name: str, args: argparse.Namespace, *, spark: Any = None) -> int:
     """Run the data pump ``name`` in the foreground until it is stopped."""
-    from trailgate.spark import get_spark, stop_spark
+    from trailgate.spark import stop_spark
 
     with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
         cfg = load_pump_config(home, name)
@@ -225,9 +225,7 @@ def run_pump(home: Home, name: str, args: argparse.Namespace, *, spark: Any = No
         pump = _Pump(home, cfg, proc, args)
         own = spark is None
         if own:
-            spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
-                              conf=cfg.params.spark.conf, own_session=True,
-                              inherit_fds=(proc.lock_fd,) if proc.lock_fd else ())
+            spark = proc.start_spark(cfg.params.spark.master, cfg.params.spark.conf)
         try:
             reason = pump.run(spark)
         except TrailgateError:

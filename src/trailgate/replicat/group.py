@@ -158,7 +158,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
     own process session, and stops it at the end.
     """
     from trailgate.replicat.batch import BatchApplier, batch_base
-    from trailgate.spark import get_spark, stop_spark
+    from trailgate.spark import stop_spark
 
     with GroupProcess(home, "REPLICAT", name, title=TITLE) as proc:
         cfg = load_replicat_config(home, name)
@@ -181,10 +181,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
                       ("aftercsn", opts.aftercsn) if opts.aftercsn is not None else None)
         own = spark is None
         if own:
-            spark = get_spark(f"trailgate REPLICAT {cfg.group}",
-                              master=cfg.params.spark.master, conf=spark_conf(cfg.params),
-                              own_session=True,
-                              inherit_fds=(proc.lock_fd,) if proc.lock_fd else ())
+            spark = proc.start_spark(cfg.params.spark.master, spark_conf(cfg.params))
         try:
             n = _partitions(cfg, spark)
             base = batch_base(cfg, spark_dir)

@@ -231,7 +231,7 @@ def run_group(home: Home, name: str, opts: Any, *, spark: Any = None) -> int:
     """Run the Oracle dump EXTRACT ``name`` in the foreground; returns the exit code."""
     from trailgate.extract.group import SPARK_DEFAULTS, _query_error, _Stats, _watch
     from trailgate.process.runtime import GroupProcess
-    from trailgate.spark import get_spark, stop_spark
+    from trailgate.spark import stop_spark
     from trailgate.spark.trail_sink import finish_run
 
     with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
@@ -246,11 +246,8 @@ def run_group(home: Home, name: str, opts: Any, *, spark: Any = None) -> int:
         stats = _Stats(home, cfg.group)
         own = spark is None
         if own:
-            spark = get_spark(f"trailgate EXTRACT {cfg.group}", master=cfg.params.spark.master,
-                              conf={**SPARK_DEFAULTS, **cfg.params.spark.conf},
-                              own_session=True,
-                              inherit_fds=(proc.lock_fd,) if proc.lock_fd is not None else ())
-            proc.reclaim_signals()  # the SparkContext installed its own SIGINT handler
+            spark = proc.start_spark(cfg.params.spark.master,
+                                     {**SPARK_DEFAULTS, **cfg.params.spark.conf})
         try:
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"
