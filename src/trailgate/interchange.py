@@ -224,7 +224,6 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
     tables: dict[str, TableDef] = {}
     in_txn = False
     count = 0
-    headers_given = False
     try:
         for number, line in enumerate(lines, start=1):
             where = f"{source}, line {number}"
@@ -245,7 +244,6 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
                     if in_txn:
                         raise ValueError(f"{where}: a new file starts inside a transaction")
                     writer.start_file(header)
-                    headers_given = True
                 elif kind == "metadata":
                     table = _tabledef_from_json(obj["definition"])
                     tables[table.qualified_name] = table
@@ -275,7 +273,6 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
     finally:
         if writer is not None:
             writer.close()
-    del headers_given
     return count
 
 

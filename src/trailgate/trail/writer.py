@@ -337,7 +337,6 @@ class TrailWriter:
         self._txn = None
         position = self.position
         if self._fd is not None:
-            self._buf.clear() if not self._has_data else None
             self._finish_file()
         return position
 
