@@ -1,8 +1,9 @@
-"""Build hook for the optional C accelerator; everything else is in pyproject.toml.
+"""Build hook for the optional C accelerators; everything else is in pyproject.toml.
 
-``trailgate.trail._speedups`` speeds up the trail codec.  It is optional: when it cannot be
-compiled (no compiler, no Python headers) the install still succeeds and trailgate uses its
-pure-Python codec, which is the reference the C code must match byte for byte.
+``trailgate.trail._speedups`` speeds up the trail codec, ``trailgate.capture.postgres._pgfast``
+the PostgreSQL Extract's row path.  Both are optional: when one cannot be compiled (no
+compiler, no Python headers) the install still succeeds and trailgate uses its pure-Python
+code, which is the reference the C code must match byte for byte.
 """
 
 from setuptools import Extension, setup
@@ -13,6 +14,11 @@ setup(
             "trailgate.trail._speedups",
             sources=["src/trailgate/trail/_speedups.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "trailgate.capture.postgres._pgfast",
+            sources=["src/trailgate/capture/postgres/_pgfast.c"],
+            optional=True,
+        ),
     ]
 )

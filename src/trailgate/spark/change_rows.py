@@ -10,7 +10,11 @@ are for writing trails again, so they keep everything a trail record needs, exac
 * a table definition row (``op`` = 170, the definition as JSON in ``text``) before the first
   change of each table in a micro-batch, so every batch is self-contained;
 * a source position row (``op`` = -1, JSON in ``text``) at the end of a partition: the
-  read checkpoint the sink stores once the batch is durable.
+  read checkpoint the sink stores once the batch is durable;
+* or, for a change a capture source encoded itself (the PostgreSQL Extract's fast path),
+  its trail record in ``record`` (``records.encode_row_record``: TransInd MIDDLE, CSN/XID in
+  the T area of a transaction's first change) and no value maps: the sink writes the bytes
+  as they are.  Only the trail sink reads such rows.
 
 Pure pyarrow, no pyspark import: the same code runs in Spark's Python workers and in tests.
 """
@@ -32,6 +36,7 @@ __all__ = [
     "CHANGE_SCHEMA_DDL",
     "OP_METADATA",
     "OP_POSITION",
+    "ChangeColumns",
     "ChangeRow",
     "ChangeRowBuilder",
     "iter_change_rows",
@@ -45,7 +50,7 @@ OP_POSITION = -1
 CHANGE_SCHEMA_DDL = (
     "op int, table_name string, csn long, xid string, txn_last boolean, "
     "before map<int,binary>, after map<int,binary>, io_time long, audit_seq long, "
-    "audit_pos long, rowid string, tokens map<string,string>, text string"
+    "audit_pos long, rowid string, tokens map<string,string>, text string, record binary"
 )
 
 _VALUES = pa.map_(pa.int32(), pa.binary())
@@ -55,10 +60,9 @@ CHANGE_ARROW_SCHEMA = pa.schema([
     ("xid", pa.string()), ("txn_last", pa.bool_()), ("before", _VALUES), ("after", _VALUES),
     ("io_time", pa.int64()), ("audit_seq", pa.int64()), ("audit_pos", pa.int64()),
     ("rowid", pa.string()), ("tokens", _TOKENS), ("text", pa.string()),
+    ("record", pa.binary()),
 ])
 _OPS = {int(op): op for op in OpType}
-_SCALARS = ("op", "table_name", "csn", "xid", "txn_last", "io_time", "audit_seq", "audit_pos",
-            "rowid", "text")
 
 
 def tabledef_to_json(table: TableDef) -> str:
@@ -73,107 +77,81 @@ def tabledef_from_json(text: str | dict[str, Any]) -> TableDef:
     return TableDef(**{**data, "columns": columns})
 
 
-class _Map:
-    """A map column as Arrow's offsets/keys/items/validity lists."""
-
-    __slots__ = ("items", "keys", "nulls", "offsets")
-
-    def __init__(self) -> None:
-        self.offsets: list[int] = [0]
-        self.keys: list[Any] = []
-        self.items: list[Any] = []
-        self.nulls: list[bool] = []
-
-    def add(self, entries: dict[Any, Any] | None) -> None:
+def _map_array(values: list[dict[Any, Any] | None], type_: pa.MapType) -> pa.Array:
+    """A map column from per-row dicts (``None``: a null map)."""
+    if not any(v is not None for v in values):
+        return pa.nulls(len(values), type_)
+    offsets, keys, items, nulls = [0], [], [], []
+    for entries in values:
         if entries is None:
-            self.nulls.append(True)
+            nulls.append(True)
         else:
-            self.nulls.append(False)
-            self.keys.extend(entries)
-            self.items.extend(entries.values())
-        self.offsets.append(len(self.keys))
+            nulls.append(False)
+            keys.extend(entries)
+            items.extend(entries.values())
+        offsets.append(len(keys))
+    return pa.MapArray.from_arrays(
+        pa.array(offsets, pa.int32()), pa.array(keys, type_.key_type),
+        pa.array(items, type_.item_type), type=type_, mask=pa.array(nulls, pa.bool_()))
 
-    def array(self, type_: pa.MapType) -> pa.MapArray:
-        return pa.MapArray.from_arrays(
-            pa.array(self.offsets, pa.int32()), pa.array(self.keys, type_.key_type),
-            pa.array(self.items, type_.item_type), type=type_,
-            mask=pa.array(self.nulls, pa.bool_()))
+
+#: A row as the builder keeps it, in CHANGE_ARROW_SCHEMA's order.
+_ORDER = [f.name for f in CHANGE_ARROW_SCHEMA]
 
 
 class ChangeRowBuilder:
-    """Accumulates change rows column by column; :meth:`take` returns an Arrow batch."""
+    """Accumulates change rows (one tuple each); :meth:`take` returns an Arrow batch."""
 
     def __init__(self) -> None:
         self._reset()
 
     def _reset(self) -> None:
-        self.cols: dict[str, list[Any]] = {name: [] for name in _SCALARS}
-        self.before, self.after, self.tokens = _Map(), _Map(), _Map()
+        self.rows: list[tuple[Any, ...]] = []
         self.value_bytes = 0
 
     def __len__(self) -> int:
-        return len(self.cols["op"])
+        return len(self.rows)
 
     def full(self, max_rows: int, max_bytes: int = 16 << 20) -> bool:
         """Time to :meth:`take` a batch: enough rows, or enough value bytes (big values
         must not make one Arrow batch huge)."""
-        return len(self.cols["op"]) >= max_rows or self.value_bytes >= max_bytes
-
-    def _row(self, op: int, table: str | None, csn: int | None, xid: str | None, last: bool,
-             io_time: int | None = None, audit_seq: int | None = None,
-             audit_pos: int | None = None, rowid: str | None = None,
-             text: str | None = None) -> None:
-        c = self.cols
-        c["op"].append(op)
-        c["table_name"].append(table)
-        c["csn"].append(csn)
-        c["xid"].append(xid)
-        c["txn_last"].append(last)
-        c["io_time"].append(io_time)
-        c["audit_seq"].append(audit_seq)
-        c["audit_pos"].append(audit_pos)
-        c["rowid"].append(rowid)
-        c["text"].append(text)
+        return len(self.rows) >= max_rows or self.value_bytes >= max_bytes
 
     def add_change(self, change: Change, csn: int, xid: str, last: bool) -> None:
         """One change of transaction (``csn``, ``xid``); ``last`` ends the transaction."""
-        self._row(int(change.op), change.table, csn, xid, last, change.io_time,
-                  change.audit_seq, change.audit_pos, change.rowid, change.text)
-        self.before.add(change.before)
-        self.after.add(change.after)
-        self.tokens.add(change.tokens)
+        self.rows.append((int(change.op), change.table, csn, xid, last, change.before,
+                          change.after, change.io_time, change.audit_seq, change.audit_pos,
+                          change.rowid, change.tokens, change.text, None))
         for image in (change.before, change.after):
             if image:
                 self.value_bytes += sum(len(v) for v in image.values() if v)
 
+    def add_record(self, op: int, table: str, csn: int, xid: str, last: bool, io_time: int,
+                   audit_seq: int, audit_pos: int, record: bytes) -> None:
+        """One change already encoded as its trail record (see the module docstring)."""
+        self.rows.append((op, table, csn, xid, last, None, None, io_time, audit_seq, audit_pos,
+                          None, None, None, record))
+        self.value_bytes += len(record)
+
     def add_table(self, table: TableDef, csn: int | None = None, xid: str | None = None) -> None:
         """A table definition, valid for the changes after it."""
-        self._row(OP_METADATA, table.qualified_name, csn, xid, False,
-                  text=tabledef_to_json(table))
-        self.before.add(None)
-        self.after.add(None)
-        self.tokens.add(None)
+        self.rows.append((OP_METADATA, table.qualified_name, csn, xid, False, None, None, None,
+                          None, None, None, None, tabledef_to_json(table), None))
 
     def add_position(self, position: dict[str, Any]) -> None:
         """The source position every row before this one was read up to."""
-        self._row(OP_POSITION, None, None, None, False, text=json.dumps(position))
-        self.before.add(None)
-        self.after.add(None)
-        self.tokens.add(None)
+        self.rows.append((OP_POSITION, None, None, None, False, None, None, None, None, None,
+                          None, None, json.dumps(position), None))
 
     def take(self) -> pa.RecordBatch:
         """The rows so far as one batch; the builder starts empty again."""
+        columns = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(_ORDER)
         arrays = []
-        for field in CHANGE_ARROW_SCHEMA:
-            name = field.name
-            if name == "before":
-                arrays.append(self.before.array(_VALUES))
-            elif name == "after":
-                arrays.append(self.after.array(_VALUES))
-            elif name == "tokens":
-                arrays.append(self.tokens.array(_TOKENS))
+        for field, values in zip(CHANGE_ARROW_SCHEMA, columns, strict=True):
+            if isinstance(field.type, pa.MapType):
+                arrays.append(_map_array(list(values), field.type))
             else:
-                arrays.append(pa.array(self.cols[name], field.type))
+                arrays.append(pa.array(values, field.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=CHANGE_ARROW_SCHEMA)
         self._reset()
         return batch
@@ -181,7 +159,8 @@ class ChangeRowBuilder:
 
 @dataclass(slots=True)
 class ChangeRow:
-    """One decoded row: a change, a table definition or a source position."""
+    """One decoded row: a change, a table definition or a source position.  A change that
+    came encoded has ``record`` and a ``change`` without values."""
 
     op: int
     table: str | None
@@ -191,6 +170,7 @@ class ChangeRow:
     change: Change | None = None
     table_def: TableDef | None = None
     position: dict[str, Any] | None = None
+    record: bytes | None = None
 
 
 def _maps(array: pa.Array) -> list[dict[Any, Any] | None]:
@@ -214,30 +194,68 @@ def _maps(array: pa.Array) -> list[dict[Any, Any] | None]:
     return out
 
 
+class ChangeColumns:
+    """A batch of change rows as Python lists, column by column (found by name, so extra
+    columns do no harm); the value maps are only converted when a row needs them."""
+
+    def __init__(self, batch: pa.RecordBatch | pa.Table):
+        self.batch = batch
+        names = batch.schema.names
+        self._names = names
+
+        def col(name: str) -> list[Any]:
+            return batch.column(names.index(name)).to_pylist()
+
+        self.ops: list[int] = col("op")
+        self.tables: list[str | None] = col("table_name")
+        self.csns: list[int | None] = col("csn")
+        self.xids: list[str | None] = col("xid")
+        self.lasts: list[bool | None] = col("txn_last")
+        self.io_times: list[int | None] = col("io_time")
+        self.texts: list[str | None] = col("text")
+        self.records: list[bytes | None] = (col("record") if "record" in names
+                                            else [None] * len(self.ops))
+        self._rest: tuple[list[Any], ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def position(self, i: int) -> dict[str, Any]:
+        return json.loads(self.texts[i])  # type: ignore[arg-type]
+
+    def table_def(self, i: int) -> TableDef:
+        return tabledef_from_json(self.texts[i])  # type: ignore[arg-type]
+
+    def change(self, i: int) -> Change:
+        """Row ``i`` as a ``Change`` (values absent for an encoded row)."""
+        if self._rest is None:
+            names, batch = self._names, self.batch
+
+            def col(name: str) -> list[Any]:
+                return batch.column(names.index(name)).to_pylist()
+
+            self._rest = (col("audit_seq"), col("audit_pos"), col("rowid"),
+                          _maps(batch.column(names.index("before"))),
+                          _maps(batch.column(names.index("after"))),
+                          _maps(batch.column(names.index("tokens"))))
+        seqs, poss, rowids, befores, afters, tokens = self._rest
+        op = self.ops[i]
+        return Change(_OPS.get(op) or OpType(op), self.tables[i],  # type: ignore[arg-type]
+                      after=afters[i], before=befores[i], io_time=self.io_times[i] or 0,
+                      audit_seq=seqs[i] or 0, audit_pos=poss[i] or 0, rowid=rowids[i],
+                      tokens=tokens[i], text=self.texts[i])
+
+
 def iter_change_rows(batch: pa.RecordBatch | pa.Table) -> Iterator[ChangeRow]:
     """The rows of ``batch`` (columns found by name, so extra columns do no harm)."""
-    names = batch.schema.names
-
-    def col(name: str) -> list[Any]:
-        return batch.column(names.index(name)).to_pylist()
-
-    ops, tables, csns, xids, lasts = (col("op"), col("table_name"), col("csn"), col("xid"),
-                                      col("txn_last"))
-    io_times, seqs, poss, rowids, texts = (col("io_time"), col("audit_seq"), col("audit_pos"),
-                                          col("rowid"), col("text"))
-    befores = _maps(batch.column(names.index("before")))
-    afters = _maps(batch.column(names.index("after")))
-    tokens = _maps(batch.column(names.index("tokens")))
-    for i, op in enumerate(ops):
+    cols = ChangeColumns(batch)
+    for i, op in enumerate(cols.ops):
         if op == OP_POSITION:
-            yield ChangeRow(op, None, None, None, False, position=json.loads(texts[i]))
+            yield ChangeRow(op, None, None, None, False, position=cols.position(i))
         elif op == OP_METADATA:
-            yield ChangeRow(op, tables[i], csns[i], xids[i], False,
-                            table_def=tabledef_from_json(texts[i]))
+            yield ChangeRow(op, cols.tables[i], cols.csns[i], cols.xids[i], False,
+                            table_def=cols.table_def(i))
         else:
-            change = Change(_OPS.get(op) or OpType(op), tables[i], after=afters[i],
-                            before=befores[i],
-                            io_time=io_times[i] or 0, audit_seq=seqs[i] or 0,
-                            audit_pos=poss[i] or 0, rowid=rowids[i], tokens=tokens[i],
-                            text=texts[i])
-            yield ChangeRow(op, tables[i], csns[i], xids[i], bool(lasts[i]), change=change)
+            yield ChangeRow(op, cols.tables[i], cols.csns[i], cols.xids[i],
+                            bool(cols.lasts[i]), change=cols.change(i),
+                            record=cols.records[i])

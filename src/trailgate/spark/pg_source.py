@@ -41,7 +41,13 @@ from psycopg import errors as pgerrors
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from trailgate.capture.postgres.capture import CapturedTransaction, PgCapture
+from trailgate.capture.postgres import fastpath
+from trailgate.capture.postgres.capture import (
+    CapturedTransaction,
+    PgCapture,
+    TransactionChanges,
+    decode_row,
+)
 from trailgate.capture.postgres.pgoutput import format_lsn
 from trailgate.checkpoint import CheckpointStore
 from trailgate.db.connect import connect, describe
@@ -50,6 +56,7 @@ from trailgate.extract.config import DEFAULT_MEMORY_LIMIT, ExtractConfig, load_e
 from trailgate.home import Home
 from trailgate.model import Change, unix_micros_from_julian
 from trailgate.spark.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder
+from trailgate.trail.records import encode_row_record
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -144,49 +151,126 @@ def advance_slot(conn: psycopg.Connection[Any], slot: str, lsn: int) -> bool:
     return True
 
 
-class _Emitter:
-    """Captured transactions to change rows, with the group's TABLE rules applied."""
+_SKIP = object()  # a table this Extract does not capture
 
-    def __init__(self, config: ExtractConfig):
+
+class _Emitter:
+    """Captured transactions to change rows, with the group's TABLE rules applied.
+
+    A row change of a table whose rule has no TOKENS takes the fast path when the C row
+    path is built: pgoutput message to trail record in one step (``fastpath``), no
+    ``Change`` object.  Anything it declines takes the Python path, which gives the same
+    bytes (``tests/unit/test_pgfast.py``, ``tests/integration/test_pg_fastpath.py``).
+    """
+
+    def __init__(self, config: ExtractConfig, fast: bool = True):
         self.rules = config.rules
         self.defs: dict[str, Any] = {}
+        self.fast = fast and fastpath.available
+        self._plans: dict[int, tuple[Any, Any]] = {}  # id(rel) -> (rel, keep mask | plan)
+
+    def _plan(self, rel: Any) -> Any:
+        """``_SKIP``, ``None`` (Python path) or the keep mask (``b""``: every column)."""
+        cached = self._plans.get(id(rel))
+        if cached is not None and cached[0] is rel:
+            return cached[1]
+        table = rel.table
+        rule = self.rules.rule(table.qualified_name)
+        plan: Any
+        if rule is None:
+            plan = _SKIP
+        elif rule.spec.tokens or not self.fast:
+            plan = None
+        else:
+            keep = rule.keep_columns(table)
+            plan = fastpath.keep_mask(len(table.columns), keep) if keep is not None else b""
+        if len(self._plans) > 4096:
+            self._plans.clear()
+        self._plans[id(rel)] = (rel, plan)
+        return plan
 
     def emit(self, t: CapturedTransaction, rows: ChangeRowBuilder, batch_rows: int
              ) -> Iterator[pa.RecordBatch]:
         txn = t.transaction
+        changes = txn.changes
         for d in t.table_defs:
             self.defs[d.qualified_name] = d
         new_defs = [d for d in t.table_defs if self.rules.rule(d.qualified_name) is not None]
-        count = len(txn.changes)
-        pending: Change | None = None
+        count = len(changes)
+        items = changes.items() if isinstance(changes, TransactionChanges) else iter(changes)
+        io_time = getattr(changes, "io_time", 0)
+        encode = fastpath.encoder
+        ops = fastpath.OPS
+        pending: Change | tuple[Any, ...] | None = None
         csn, xid = t.csn, txn.xid
-        for index, change in enumerate(txn.changes):
-            out = self.rules.apply(change, self.defs.get(change.table), csn, xid,
-                                   txn.commit_time, index, count)
+        first = True
+        last_rel: Any = None
+        plan: Any = None
+        name, layout, mask = "", b"", None
+        for index, item in enumerate(items):
+            out: Change | tuple[Any, ...] | None = None
+            if type(item) is tuple:
+                rel, lsn, data = item
+                if rel is not last_rel:
+                    last_rel, plan = rel, self._plan(rel)
+                    name, layout, mask = rel.table.qualified_name, rel.layout, plan or None
+                if plan is _SKIP:
+                    continue
+                if plan is not None and encode is not None:
+                    encoded = encode(data, layout, mask)
+                    if encoded is not None:
+                        op = ops[encoded[0]]
+                        record = encode_row_record(op, name, encoded[1], io_time, lsn,
+                                                   lsn >> 24, csn if first else None,
+                                                   xid if first else None)
+                        if record is not None:
+                            out = (int(op), name, io_time, lsn >> 24, lsn, record)
+                if out is None:
+                    item = decode_row(item, io_time)
             if out is None:
-                continue
+                out = self.rules.apply(item, self.defs.get(item.table), csn, xid,
+                                       txn.commit_time, index, count)
+                if out is None:
+                    continue
             if new_defs:
                 for d in new_defs:
                     rows.add_table(d, csn, xid)
                 new_defs = []
             if pending is not None:
-                rows.add_change(pending, csn, xid, False)
+                if type(pending) is tuple:
+                    p_op, p_name, p_time, p_seq, p_pos, p_record = pending
+                    rows.add_record(p_op, p_name, csn, xid, False, p_time, p_seq, p_pos,
+                                    p_record)
+                else:
+                    rows.add_change(pending, csn, xid, False)
                 if rows.full(batch_rows):
                     yield rows.take()
             pending = out
+            first = False
         if pending is not None:
-            rows.add_change(pending, csn, xid, True)
+            _add(rows, pending, csn, xid, True)
             if rows.full(batch_rows):
                 yield rows.take()
 
 
-def read_partition(opts: SourceOptions, start: int, end: int) -> Iterator[pa.RecordBatch]:
-    """The rows of transactions committed in ``[start, end)``, then the position row."""
+def _add(rows: ChangeRowBuilder, item: Change | tuple[Any, ...], csn: int, xid: str,
+         last: bool) -> None:
+    if type(item) is tuple:
+        op, name, io_time, seq, pos, record = item
+        rows.add_record(op, name, csn, xid, last, io_time, seq, pos, record)
+    else:
+        rows.add_change(item, csn, xid, last)  # type: ignore[arg-type]
+
+
+def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = True
+                   ) -> Iterator[pa.RecordBatch]:
+    """The rows of transactions committed in ``[start, end)``, then the position row
+    (``fast``: let the C row path encode what it can)."""
     cfg = opts.config
     cap = PgCapture(cfg.conninfo, cfg.slot, cfg.publication, spill_dir=cfg.spill_dir,
                     memory_limit_bytes=cfg.memory_limit_bytes)
     rows = ChangeRowBuilder()
-    emitter = _Emitter(cfg)
+    emitter = _Emitter(cfg, fast)
     read_time: str | None = None
     control = connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} task")
     try:

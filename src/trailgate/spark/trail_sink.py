@@ -38,7 +38,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 
 from trailgate.checkpoint import Checkpoint, CheckpointStore
 from trailgate.model import OpType, TableDef, TrailPosition
-from trailgate.spark.change_rows import OP_METADATA, OP_POSITION, iter_change_rows
+from trailgate.spark.change_rows import OP_METADATA, OP_POSITION, ChangeColumns
 from trailgate.spark.trail_sink_state import (
     LastWritten,
     SinkState,
@@ -180,33 +180,40 @@ def write_change_batches(opts: SinkOptions, batches: Iterator[pa.RecordBatch],
 def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
            tables: dict[str, TableDef], batches: Iterator[pa.RecordBatch],
            batch_id: int | None) -> TrailCommitMessage:
-    tally: dict[tuple[str, OpType], int] = {}  # (table, op) -> changes written
+    tally: dict[tuple[str, int], int] = {}  # (table, op) -> changes written
     source_position: dict[str, Any] | None = None
     in_txn = skip = False
     txn_csn, txn_xid = 0, ""
     written = skipped = 0
     for batch in batches:
-        for row in iter_change_rows(batch):
-            if row.op == OP_POSITION:
-                source_position = row.position
+        cols = ChangeColumns(batch)
+        ops, records, lasts = cols.ops, cols.records, cols.lasts
+        for i, op in enumerate(ops):
+            if op == OP_POSITION:
+                source_position = cols.position(i)
                 continue
-            if row.op == OP_METADATA:
-                assert row.table_def is not None
-                tables[row.table_def.qualified_name] = row.table_def
+            if op == OP_METADATA:
+                table_def = cols.table_def(i)
+                tables[table_def.qualified_name] = table_def
                 continue
-            change = row.change
-            assert change is not None
             if not in_txn:
                 in_txn = True
-                txn_csn, txn_xid = int(row.csn or 0), row.xid or ""
+                txn_csn, txn_xid = int(cols.csns[i] or 0), cols.xids[i] or ""
                 skip = last.covers(txn_csn, txn_xid)
                 if not skip:
                     writer.begin_transaction(txn_xid, txn_csn)
             if not skip:
-                writer.add_change(change, tables.get(change.table))
-                key = (change.table, change.op)
+                record = records[i]
+                if record is not None:
+                    name = cols.tables[i] or ""
+                    writer.add_record(record, tables.get(name), name, cols.io_times[i] or 0)
+                else:
+                    change = cols.change(i)
+                    name = change.table
+                    writer.add_change(change, tables.get(name))
+                key = (name, op)
                 tally[key] = tally.get(key, 0) + 1
-            if row.last:
+            if lasts[i]:
                 in_txn = False
                 if skip:
                     skipped += 1

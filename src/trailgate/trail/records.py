@@ -204,6 +204,11 @@ def _data_area(change: Change, table: TableDef | None) -> tuple[bytes, list[tupl
         return (change.text or "").encode("utf-8"), lobs
     if op is OpType.PK_UPDATE:
         before = columns(change.before)
+        if len(before) > 0xFFFF:
+            raise ValueError(
+                f"the before image of a key change in {change.table} is {len(before):,} bytes, "
+                "more than the 65,535 a trail record's key image holds: give the table a "
+                "smaller key (a primary key, or ADD TRANDATA … COLS) than all its columns")
         return len(before).to_bytes(2, "big") + before + columns(change.after), lobs
     if op is OpType.DELETE:
         return columns(change.before), lobs
@@ -251,6 +256,29 @@ def encode_change_records(
             records.append(encode_record(io_type=OpType.LOB, data=head + piece, **common))
             offset += len(piece)
     return records
+
+
+def encode_row_record(op: OpType, table: str, data: bytes, io_time: int, audit_pos: int,
+                      audit_rba: int, csn: int | None, xid: str | None) -> bytes | None:
+    """A row change whose D area is already encoded (the PostgreSQL Extract's fast path) as
+    its one record, as ``encode_change_records`` would make it (TransInd MIDDLE, CSN/XID
+    given only for a transaction's first change); ``None`` when it needs record fragments
+    (then encode the ``Change``).  Positional arguments: it runs once per captured row."""
+    before_after = 0x42 if op == OpType.DELETE else 0x41
+    if _speedups is not None:
+        record = _speedups.encode_record(op, table, data, io_time, audit_pos, audit_rba,
+                                         _MIDDLE, before_after, 0, None, csn, xid, None)
+        if record is not None:
+            return record
+    try:
+        return encode_record(io_type=op, table=table, data=data, io_time=io_time,
+                             audit_pos=audit_pos, audit_rba=audit_rba, trans_ind=_MIDDLE,
+                             before_after=before_after, csn=csn, xid=xid)
+    except ValueError:
+        return None
+
+
+_MIDDLE = int(TransInd.MIDDLE)
 
 
 def _fragments(

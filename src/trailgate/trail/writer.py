@@ -132,6 +132,23 @@ class TrailWriter:
             self._emit(*self._pending, last=False)
         self._pending = (records, table, change.table, change.io_time)
 
+    def add_record(self, record: bytes, table: TableDef | None, name: str,
+                   io_time: int) -> None:
+        """Add one change already encoded as one record (``records.encode_row_record``):
+        TransInd MIDDLE, and CSN/XID in its T area only if it is the transaction's first
+        change (``at_first_change``).  The writer places it exactly as ``add_change``
+        would: the table's metadata record before it when needed, rollover, TransInd."""
+        if self._txn is None:
+            raise RuntimeError("add_record without begin_transaction")
+        if self._pending is not None:
+            self._emit(*self._pending, last=False)
+        self._pending = ([record], table, name, io_time)
+
+    @property
+    def at_first_change(self) -> bool:
+        """True while the open transaction has no change yet (its first carries CSN/XID)."""
+        return self._txn is not None and self._txn_records == 0 and self._pending is None
+
     def commit_transaction(self) -> TrailPosition:
         """End the transaction; returns the position after its last record."""
         if self._txn is None:

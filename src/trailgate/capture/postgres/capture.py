@@ -29,6 +29,7 @@ import psycopg
 from psycopg import errors as pgerrors
 
 from trailgate.capture.postgres import pgoutput as pgo
+from trailgate.capture.postgres.fastpath import relation_layout
 from trailgate.capture.postgres.types import SESSION_SETTINGS, PgType, classify, trail_from_pg_text
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
@@ -43,9 +44,14 @@ from trailgate.model import (
 
 __all__ = [
     "HEARTBEAT_PREFIX",
+    "CapturedChanges",
     "CapturedTransaction",
     "PgCapture",
+    "RawRow",
     "SpilledChanges",
+    "TransactionChanges",
+    "build_relation",
+    "decode_row",
     "julian_from_pg_micros",
 ]
 
@@ -56,6 +62,8 @@ MESSAGE_PREFIX = "trailgate."
 _KEY_KINDS = {"d": "PRIMARY", "i": "UNIQUE", "f": "ALL", "n": "NONE"}
 _CHANGE_OVERHEAD = 240  # rough bytes of a Change with its dicts, besides the values
 _VALUE_OVERHEAD = 80
+_RAW_OVERHEAD = 120  # rough bytes of a RawRow besides its message
+_ROW_MESSAGES = frozenset(b"IUD")  # Insert, Update, Delete: kept raw, decoded on demand
 
 
 def julian_from_pg_micros(pg_micros: int) -> int:
@@ -63,21 +71,77 @@ def julian_from_pg_micros(pg_micros: int) -> int:
     return julian_from_unix_micros(pg_micros + pgo.PG_EPOCH_UNIX_MICROS)
 
 
-class SpilledChanges(Sequence[Change]):
+RawRow = tuple["_Rel", int, bytes]
+"""A row change as pgoutput sent it: (relation, LSN, Insert/Update/Delete message).  Kept
+raw so the Extract's fast path can encode it in one step (``fastpath``); ``decode_row``
+gives the ``Change``."""
+
+
+def _decoded(item: Change | RawRow, io_time: int) -> Change:
+    return decode_row(item, io_time) if type(item) is tuple else item  # type: ignore[arg-type]
+
+
+class TransactionChanges(Sequence[Change]):
+    """A transaction's changes: ``Change`` objects when iterated, or as captured
+    (``items``: a ``Change`` or a ``RawRow`` each) for the fast path."""
+
+    io_time: int
+
+    def items(self) -> Iterator[Change | RawRow]:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Change]:
+        io_time = self.io_time
+        for item in self.items():
+            yield _decoded(item, io_time)
+
+    @overload
+    def __getitem__(self, index: int) -> Change: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Change]: ...
+    def __getitem__(self, index: int | slice) -> Change | list[Change]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        for i, item in enumerate(self.items()):
+            if i == index:
+                return _decoded(item, self.io_time)
+        raise IndexError(index)
+
+
+class CapturedChanges(TransactionChanges):
+    """The changes of a transaction that fit in memory."""
+
+    def __init__(self, items: list[Change | RawRow], io_time: int):
+        self._items = items
+        self.io_time = io_time
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def items(self) -> Iterator[Change | RawRow]:
+        return iter(self._items)
+
+
+class SpilledChanges(TransactionChanges):
     """The changes of a transaction that did not fit in memory, read back from disk.
 
     Iterate it (one pass reads the file in chunks); indexing works but reads from the start.
     Valid until the next transaction is read or the capture is closed.
     """
 
-    def __init__(self, path: Path, count: int):
+    def __init__(self, path: Path, count: int, io_time: int = 0):
         self.path = path
         self._count = count
+        self.io_time = io_time
 
     def __len__(self) -> int:
         return self._count
 
-    def __iter__(self) -> Iterator[Change]:
+    def items(self) -> Iterator[Change | RawRow]:
         try:
             fh = self.path.open("rb")
         except FileNotFoundError:
@@ -91,22 +155,6 @@ class SpilledChanges(Sequence[Change]):
                     return
                 yield from chunk
 
-    @overload
-    def __getitem__(self, index: int) -> Change: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Change]: ...
-    def __getitem__(self, index: int | slice) -> Change | list[Change]:
-        if isinstance(index, slice):
-            return list(self)[index]
-        if index < 0:
-            index += self._count
-        if not 0 <= index < self._count:
-            raise IndexError(index)
-        for i, change in enumerate(self):
-            if i == index:
-                return change
-        raise IndexError(index)
-
 
 class _ChangeBuffer:
     """Collects a transaction's changes, moving them to a file past the memory limit."""
@@ -114,37 +162,38 @@ class _ChangeBuffer:
     def __init__(self, spill_dir: Path, limit: int):
         self.spill_dir = spill_dir
         self.limit = limit
-        self.changes: list[Change] = []
+        self.changes: list[Change | RawRow] = []
         self.size = 0
         self.count = 0
         self.file: Any = None
         self.path: Path | None = None
 
-    def append(self, change: Change, size: int) -> None:
+    def append(self, change: Change | RawRow, size: int) -> None:
         self.changes.append(change)
         self.count += 1
         self.size += size
         if self.size > self.limit:
-            self._spill()
+            self.spill()
 
-    def _spill(self) -> None:
+    def spill(self) -> None:
+        """Move the changes held in memory to the spill file."""
         if self.file is None:
             self.spill_dir.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(prefix="txn-", suffix=".spill", dir=self.spill_dir)
             self.file = os.fdopen(fd, "wb")
             self.path = Path(name)
         pickle.dump(self.changes, self.file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.changes = []
+        self.changes.clear()  # in place: the read loop holds its append method
         self.size = 0
 
-    def finish(self) -> list[Change] | SpilledChanges:
+    def finish(self, io_time: int) -> CapturedChanges | SpilledChanges:
         if self.file is None:
-            return self.changes
+            return CapturedChanges(self.changes, io_time)
         if self.changes:
-            self._spill()
+            self.spill()
         self.file.close()
         assert self.path is not None
-        return SpilledChanges(self.path, self.count)
+        return SpilledChanges(self.path, self.count, io_time)
 
     def discard(self) -> None:
         if self.file is not None:
@@ -157,10 +206,10 @@ class _ChangeBuffer:
 class CapturedTransaction:
     """One committed transaction and where it sits in the source log.
 
-    ``transaction.changes`` is a list, or a ``SpilledChanges`` for a transaction that went to
-    disk: iterate it.  ``table_defs`` holds the definitions that are new or changed since the
-    previous transaction (write them before its changes); ``csn`` is the commit LSN and
-    ``end_lsn`` the position to ``acknowledge`` once the transaction is durable.
+    ``transaction.changes`` is a ``CapturedChanges``, or a ``SpilledChanges`` for a
+    transaction that went to disk: iterate it.  ``table_defs`` holds the definitions that are
+    new or changed since the previous transaction (write them before its changes); ``csn`` is
+    the commit LSN and ``end_lsn`` the position to ``acknowledge`` once the transaction is durable.
     """
 
     transaction: Transaction
@@ -181,11 +230,13 @@ class CapturedTransaction:
 
 @dataclass(slots=True)
 class _Rel:
-    """A relation as the current Relation message describes it."""
+    """A relation as the current Relation message describes it (``layout``: the same for
+    the C row path)."""
 
     table: TableDef
     types: list[PgType]
     key: list[int]
+    layout: bytes = b""
 
 
 class PgCapture:
@@ -397,8 +448,27 @@ class PgCapture:
         new_defs: list[TableDef] = []
         origin: str | None = None
         messages: list[pgo.LogicalMessage] = []
+        rel_key: bytes | None = None  # the relation of the previous row change
+        rel: _Rel | None = None
         try:
             for lsn, data in rows:
+                if data[0] in _ROW_MESSAGES and begin is not None and len(data) > 5:
+                    if buffer is None:  # a transaction already in the trail
+                        continue
+                    if type(data) is not bytes:
+                        data = bytes(data)
+                    key = data[1:5]
+                    if key != rel_key or rel is None:
+                        rel = self._rel(int.from_bytes(key, "big"), lsn)
+                        self._use(rel, new_defs)
+                        rel_key = key
+                    buffer.changes.append((rel, lsn, data))
+                    buffer.count += 1
+                    buffer.size += len(data) + _RAW_OVERHEAD
+                    if buffer.size > buffer.limit:
+                        buffer.spill()
+                    continue
+                rel_key = None
                 msg = pgo.decode(data, lsn=lsn)
                 if isinstance(msg, pgo.Begin):
                     begin, origin, messages, new_defs = msg, None, [], []
@@ -439,7 +509,7 @@ class PgCapture:
         commit_time = julian_from_pg_micros(commit.commit_time)
         txn = Transaction(xid=str(begin.xid), csn=commit.commit_lsn, changes=[],
                           commit_time=commit_time)
-        txn.changes = buffer.finish()  # type: ignore[assignment]
+        txn.changes = buffer.finish(julian_from_pg_micros(begin.commit_time))
         self._delivered_lsn = commit.commit_lsn
         self._last_end_lsn = commit.end_lsn
         self._unacked[commit.commit_lsn] = commit.end_lsn
@@ -457,12 +527,14 @@ class PgCapture:
 
     def _use(self, rel: _Rel, new_defs: list[TableDef]) -> None:
         name = rel.table.qualified_name
-        if self._published.get(name) != rel.table:
+        published = self._published.get(name)
+        if published is not rel.table and published != rel.table:
             self._published[name] = rel.table
             new_defs.append(rel.table)
 
     def _changes(self, msg: pgo.Message, begin: pgo.Begin, lsn: int,
                  new_defs: list[TableDef]) -> Iterator[Change]:
+        """The changes of a message other than a row change (those are kept raw)."""
         io_time = julian_from_pg_micros(begin.commit_time)
         if isinstance(msg, pgo.Truncate):
             for oid in msg.relation_oids:
@@ -470,45 +542,12 @@ class PgCapture:
                 self._use(rel, new_defs)
                 yield Change(OpType.TRUNCATE, rel.table.qualified_name, io_time=io_time,
                              audit_seq=lsn >> 24, audit_pos=lsn)
-            return
-        if not isinstance(msg, pgo.Insert | pgo.Update | pgo.Delete):
-            return
-        rel = self._rel(msg.relation_oid, lsn)
-        self._use(rel, new_defs)
-        change = Change(OpType.INSERT, rel.table.qualified_name, io_time=io_time,
-                        audit_seq=lsn >> 24, audit_pos=lsn)
-        if isinstance(msg, pgo.Insert):
-            change.after = _image(rel, msg.new, range(len(msg.new)))
-        elif isinstance(msg, pgo.Delete):
-            change.op = OpType.DELETE
-            indexes = rel.key if msg.old_kind == "K" else range(len(msg.old))
-            change.before = _image(rel, msg.old, indexes)
-        else:
-            _update(rel, msg, change)
-        yield change
 
     # --- relations and types ------------------------------------------------------------------
 
     def _relation(self, msg: pgo.Relation) -> _Rel:
-        schema = msg.namespace or "pg_catalog"
-        notnull = self._not_null(msg.oid)
-        columns, types, key = [], [], []
-        for i, col in enumerate(msg.columns):
-            pgtype = self._pgtype(col.type_oid, col.typmod)
-            types.append(pgtype)
-            columns.append(Column(name=col.name, index=i, kind=pgtype.kind,
-                                  source_type=pgtype.source_type, length=pgtype.length,
-                                  precision=pgtype.precision, scale=pgtype.scale,
-                                  nullable=col.name not in notnull, segcol=i + 1))
-            if col.is_key:
-                key.append(i)
-        key_kind = _KEY_KINDS.get(msg.replica_identity, "NONE")
-        if key_kind == "PRIMARY" and not key:
-            key_kind = "NONE"
-        table = TableDef(schema=schema, name=msg.name, columns=columns,
-                         key=[columns[i].name for i in key], key_kind=key_kind,
-                         object_id=msg.oid)
-        return _Rel(table, types, key)
+        types = [self._pgtype(col.type_oid, col.typmod) for col in msg.columns]
+        return build_relation(msg, types, self._not_null(msg.oid))
 
     def _not_null(self, oid: int) -> set[str]:
         rows = self._control_conn().execute(
@@ -529,6 +568,45 @@ class PgCapture:
             cached = classify(row[0] if row else "text")
             self._type_cache[key] = cached
         return cached
+
+
+def build_relation(msg: pgo.Relation, types: Sequence[PgType], notnull: set[str]) -> _Rel:
+    """A Relation message as a table definition, given its columns' types and which
+    columns are NOT NULL (both looked up in the database)."""
+    schema = msg.namespace or "pg_catalog"
+    columns, key = [], []
+    for i, (col, pgtype) in enumerate(zip(msg.columns, types, strict=True)):
+        columns.append(Column(name=col.name, index=i, kind=pgtype.kind,
+                              source_type=pgtype.source_type, length=pgtype.length,
+                              precision=pgtype.precision, scale=pgtype.scale,
+                              nullable=col.name not in notnull, segcol=i + 1))
+        if col.is_key:
+            key.append(i)
+    key_kind = _KEY_KINDS.get(msg.replica_identity, "NONE")
+    if key_kind == "PRIMARY" and not key:
+        key_kind = "NONE"
+    table = TableDef(schema=schema, name=msg.name, columns=columns,
+                     key=[columns[i].name for i in key], key_kind=key_kind, object_id=msg.oid)
+    return _Rel(table, list(types), key, relation_layout(table, types, key))
+
+
+def decode_row(row: RawRow, io_time: int) -> Change:
+    """The ``Change`` of a row change kept raw (``io_time``: its transaction's commit)."""
+    rel, lsn, data = row
+    msg = pgo.decode(data, lsn=lsn)
+    change = Change(OpType.INSERT, rel.table.qualified_name, io_time=io_time,
+                    audit_seq=lsn >> 24, audit_pos=lsn)
+    if isinstance(msg, pgo.Insert):
+        change.after = _image(rel, msg.new, range(len(msg.new)))
+    elif isinstance(msg, pgo.Delete):
+        change.op = OpType.DELETE
+        indexes = rel.key if msg.old_kind == "K" else range(len(msg.old))
+        change.before = _image(rel, msg.old, indexes)
+    elif isinstance(msg, pgo.Update):
+        _update(rel, msg, change)
+    else:  # the message type byte said I, U or D
+        raise SourceError(f"pgoutput message at LSN {pgo.format_lsn(lsn)} is not a row change")
+    return change
 
 
 def _image(rel: _Rel, values: list[pgo.TupleValue], indexes: Sequence[int] | range

@@ -1,0 +1,87 @@
+"""The Extract's fast row path: a pgoutput row change straight to a trail D area, in C.
+
+``_pgfast.encode_change`` does in one pass what pgoutput.py, capture.py (``_image``,
+``_update``), types.py and trail/values.py do with Python objects, and gives the same bytes;
+for anything unusual it returns ``None`` and the caller takes that Python path, which is the
+reference (``tests/unit/test_pgfast.py`` holds the two side by side).
+
+The C module is optional (``setup.py``); without it, or with ``TRAILGATE_PURE_PYTHON=1``,
+``available`` is false and every change takes the Python path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from types import ModuleType
+
+from trailgate.capture.postgres.types import PgType
+from trailgate.model import ColumnKind, OpType, TableDef
+from trailgate.trail._accel import PURE_PYTHON_ENV
+
+__all__ = ["OPS", "available", "encode_change", "encoder", "keep_mask", "relation_layout"]
+
+#: ``encode_change``'s operation codes.
+OPS = (OpType.INSERT, OpType.DELETE, OpType.FIELD_COMP, OpType.PK_UPDATE)
+
+_CONV_TEXT, _CONV_NUMBER, _CONV_BOOL, _CONV_CHAR, _CONV_DATE, _CONV_TIMESTAMP, _CONV_RAW = \
+    range(7)
+_FRAMES = {ColumnKind.CHAR: 1, ColumnKind.DATE: 2, ColumnKind.TIMESTAMP: 3}  # else variable
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
+        return None
+    try:
+        from trailgate.capture.postgres import _pgfast
+    except ImportError:  # not compiled: the Python path does everything
+        return None
+    return _pgfast
+
+
+_module = _load()
+#: True when the C row path can be used.
+available = _module is not None
+#: The C function itself, ``(message, layout, keep) -> (OPS index, D area) | None``, for a
+#: caller's per-row loop (``None`` when not built); ``encode_change`` wraps it.
+encoder = _module.encode_change if _module is not None else None
+
+
+def _conv(pgtype: PgType) -> int:
+    kind = pgtype.kind
+    if kind is ColumnKind.NUMBER:
+        return _CONV_BOOL if pgtype.is_bool else _CONV_NUMBER
+    return {ColumnKind.CHAR: _CONV_CHAR, ColumnKind.DATE: _CONV_DATE,
+            ColumnKind.TIMESTAMP: _CONV_TIMESTAMP, ColumnKind.RAW: _CONV_RAW
+            }.get(kind, _CONV_TEXT)
+
+
+def relation_layout(table: TableDef, types: Sequence[PgType], key: Sequence[int]) -> bytes:
+    """A relation as the C code reads it (see ``_pgfast.c``): how each column converts and
+    frames, and which columns are the key."""
+    out = bytearray(len(types).to_bytes(2, "big") + len(key).to_bytes(2, "big"))
+    for index in key:
+        out += index.to_bytes(2, "big")
+    for column, pgtype in zip(table.columns, types, strict=True):
+        width = (column.length or 0) if column.kind is ColumnKind.CHAR else 0
+        out += bytes((_conv(pgtype), _FRAMES.get(column.kind, 0))) + \
+            min(width, 0xFFFF).to_bytes(2, "big")
+    return bytes(out)
+
+
+def keep_mask(columns: int, keep: frozenset[int] | None) -> bytes | None:
+    """The COLS/COLSEXCEPT selection as one byte per column (``None``: every column)."""
+    if keep is None:
+        return None
+    return bytes(1 if i in keep else 0 for i in range(columns))
+
+
+def encode_change(message: bytes, layout: bytes, keep: bytes | None
+                  ) -> tuple[OpType, bytes] | None:
+    """(operation, D area) of an Insert/Update/Delete message, or ``None``: use Python."""
+    if _module is None:
+        return None
+    result = _module.encode_change(message, layout, keep)
+    if result is None:
+        return None
+    return OPS[result[0]], result[1]
