@@ -18,7 +18,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from trailgate.apply.records import TrailChange
-from trailgate.apply.values import julian_to_text, text_from_trail
+from trailgate.apply.values import julian_to_text, text_converter
 from trailgate.errors import ConfigError
 from trailgate.model import Column, OpType, TableDef, Values
 from trailgate.params.model import (
@@ -138,11 +138,13 @@ def compile_expr(expr: Expr, source: TableDef, spec: MapSpec, group: str) -> Eva
                 f"{expr.name}; columns are {', '.join(c.name for c in source.columns)}",
                 path=spec.path or None, line=spec.line or None)
         index = col.index
+        convert = text_converter(col)
 
-        def column(tc: TrailChange, image: Values, _col: Column = col) -> Value:
-            if index not in image:
-                return ABSENT
-            return text_from_trail(image[index], _col)
+        def column(tc: TrailChange, image: Values) -> Value:
+            value = image.get(index, ABSENT)
+            if value is None or value is ABSENT:
+                return value  # type: ignore[return-value]
+            return convert(value)  # type: ignore[arg-type]
         return column
     if isinstance(expr, FunctionCall):
         args = [a.value for a in expr.args if isinstance(a, Literal)]

@@ -18,7 +18,7 @@ Which key locates a row, first that applies:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,7 +31,7 @@ from trailgate.apply.expressions import (
     find_source_column,
 )
 from trailgate.apply.records import TrailChange
-from trailgate.apply.values import pg_type_for_source
+from trailgate.apply.values import pg_type_for_source, text_converter
 from trailgate.capture.postgres.types import classify
 from trailgate.errors import ConfigError, TargetError
 from trailgate.model import Column, OpType, TableDef, Values
@@ -78,6 +78,7 @@ class TargetTable:
     key: list[str] = field(default_factory=list)
     exists: bool = True
     overriding: bool = False  # has GENERATED ALWAYS identity columns (PostgreSQL)
+    triggers: bool = False  # has enabled triggers or rules: they see each change (PostgreSQL)
 
     @property
     def qualified_name(self) -> str:
@@ -145,6 +146,15 @@ class ColumnAssignment:
     source: Column | None = None
 
 
+_Field = tuple[str, int, Callable[[bytes], str] | None, Evaluator]
+
+
+def _field(a: ColumnAssignment) -> _Field:
+    if a.source is not None:
+        return (a.target.name, a.source.index, text_converter(a.source), a.evaluate)
+    return (a.target.name, -1, None, a.evaluate)
+
+
 @dataclass(slots=True)
 class TableMapping:
     """How one source table maps to its target; built once per source definition."""
@@ -156,6 +166,14 @@ class TableMapping:
     key: list[ColumnAssignment]
     key_kind: str  # KEYCOLS | PRIMARY | SOURCE | ALL
     where: Predicate | None = None
+    # (target column, source index or -1, converter or None, evaluator): how map_change
+    # reads each value; a plain column is read and converted without the evaluator's call
+    fields: tuple[_Field, ...] = ()
+    key_fields: tuple[_Field, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.fields = tuple(_field(a) for a in self.assignments)
+        self.key_fields = tuple(_field(a) for a in self.key)
 
     @property
     def handle_collisions(self) -> bool:
@@ -401,10 +419,15 @@ def map_change(mapping: TableMapping, tc: TrailChange) -> MappedChange | None:
         op = OpType.UPDATE
     values: dict[str, str | None] = {}
     if op is not OpType.DELETE:
-        for a in mapping.assignments:
-            v = a.evaluate(tc, after)
-            if v is not ABSENT:
-                values[a.target.name] = v  # type: ignore[assignment]
+        for name, index, convert, evaluate in mapping.fields:
+            if convert is not None:
+                raw = after.get(index, ABSENT)
+                if raw is not ABSENT:
+                    values[name] = None if raw is None else convert(raw)  # type: ignore[arg-type]
+            else:
+                v = evaluate(tc, after)
+                if v is not ABSENT:
+                    values[name] = v  # type: ignore[assignment]
     if op is OpType.INSERT:
         key_image = after
     elif op in (OpType.DELETE, OpType.PK_UPDATE):
@@ -418,19 +441,26 @@ def map_change(mapping: TableMapping, tc: TrailChange) -> MappedChange | None:
 def _key_values(mapping: TableMapping, tc: TrailChange, image: Values,
                 fallback: Values | None) -> dict[str, str | None]:
     key: dict[str, str | None] = {}
-    for a in mapping.key:
-        v = a.evaluate(tc, image)
-        if v is ABSENT and fallback is not None:
-            v = a.evaluate(tc, fallback)
+    for name, index, convert, evaluate in mapping.key_fields:
+        if convert is not None:
+            v = image.get(index, ABSENT)
+            if v is ABSENT and fallback is not None:
+                v = fallback.get(index, ABSENT)
+            if v is not ABSENT and v is not None:
+                v = convert(v)  # type: ignore[arg-type]
+        else:
+            v = evaluate(tc, image)
+            if v is ABSENT and fallback is not None:
+                v = evaluate(tc, fallback)
         if v is ABSENT:
             if mapping.all_columns_key:
                 continue  # seed 000: LOB columns are left out of an all-columns key
             raise MappingError(
                 f"cannot locate the row in {mapping.target.qualified_name}: the "
                 f"{tc.change.op.label} record for {tc.change.table} at trail position "
-                f"{tc.position} does not carry key column {a.target.name} "
+                f"{tc.position} does not carry key column {name} "
                 f"({mapping.key_kind} key); use KEYCOLS with columns the trail carries")
-        key[a.target.name] = v  # type: ignore[assignment]
+        key[name] = v  # type: ignore[assignment]
     if not key:
         raise MappingError(f"cannot locate the row in {mapping.target.qualified_name}: the "
                            f"{tc.change.op.label} record for {tc.change.table} at trail "

@@ -8,10 +8,14 @@ nothing is done.  Inserting the row *first* also makes two concurrent attempts o
 partition (speculative tasks) wait for each other instead of both applying.
 
 Rows are located by key (see ``mapping``), values are sent as text with a cast to the
-target column's type.  With BATCHSQL, consecutive changes that produce the same statement
-(same table, operation and columns) go to the server together (``executemany``, pipelined);
-if such a group fails it is retried one change at a time, each under a savepoint, so an
-error is attributed to its change and REPERROR can discard just that one.
+target column's type.  With BATCHSQL, a partition is first tried *set-based*
+(:mod:`~trailgate.apply.setplan`, :mod:`~trailgate.apply.pg_sets`: each key's changes
+collapsed, then COPY, ``UPDATE … FROM``, ``DELETE … USING`` per table) under a savepoint;
+any collision or error rolls that back and the partition is applied one change at a time,
+in trail order, as without BATCHSQL — where consecutive changes that produce the same
+statement still go to the server together (``executemany``, pipelined), and a failing
+group is retried one change at a time, each under a savepoint, so an error is attributed
+to its change and REPERROR can discard just that one.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ import psycopg
 from psycopg import sql
 
 from trailgate.apply.discard import Discard, DiscardWriter
-from trailgate.apply.mapping import MappedChange, Mapper, TargetColumn, TargetTable
+from trailgate.apply.mapping import MappedChange, Mapper, TableMapping, TargetColumn, TargetTable
+from trailgate.apply.pg_sets import Deviation, Stages, run_plan, stage_shapes
 from trailgate.apply.planner import DUPLICATE_CODES, MISSING_CODES, CollisionError
 from trailgate.apply.records import ApplyResult, TableCounts, TrailChange
+from trailgate.apply.setplan import SetPlan, plan_table
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect, describe
 from trailgate.errors import ConfigError, TargetError, TrailgateError
@@ -40,6 +46,9 @@ __all__ = ["PgApplier", "PgCatalog"]
 
 log = logging.getLogger("trailgate.apply")
 Conn = psycopg.Connection[Any]
+
+#: BATCHSQL: partitions with fewer changes are applied one by one (fewer round trips).
+SET_MIN_CHANGES = 8
 
 _COLUMNS_SQL = """
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, a.attidentity
@@ -54,6 +63,12 @@ CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
 WHERE i.indrelid = %(rel)s::regclass AND i.indisprimary
 ORDER BY k.n"""
+# Triggers that fire in this session (origin role) and rules see every statement: such a
+# table is applied one change at a time even with BATCHSQL.
+_TRIGGERS_SQL = """
+SELECT c.relhasrules OR EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid
+                                AND NOT t.tgisinternal AND t.tgenabled IN ('O', 'A'))
+FROM pg_class c WHERE c.oid = %(rel)s::regclass"""
 
 
 class PgCatalog:
@@ -78,11 +93,13 @@ class PgCatalog:
                 return None
             cols = cur.execute(_COLUMNS_SQL, {"rel": ident}).fetchall()
             key = [r[0] for r in cur.execute(_KEY_SQL, {"rel": ident}).fetchall()]
+            triggers = cur.execute(_TRIGGERS_SQL, {"rel": ident}).fetchone()
         if not self.conn.autocommit and self.conn.info.transaction_status:
             self.conn.rollback()
         columns = [TargetColumn(name, type_name, nullable) for name, type_name, nullable, _ in cols]
         overriding = any(ident_kind == "a" for *_, ident_kind in cols)
-        return TargetTable(schema, table, columns, key, True, overriding)
+        return TargetTable(schema, table, columns, key, True, overriding,
+                           bool(triggers and triggers[0]))
 
     def where(self) -> str:
         return f"PostgreSQL {describe(self.conninfo)}" if self.conninfo else "PostgreSQL"
@@ -119,6 +136,10 @@ class PgApplier:
         self.conn = conn if conn is not None else self._connect()
         self.mapper = Mapper(params, PgCatalog(self.conn, conninfo), group=self.group)
         self._queries: dict[tuple[Any, ...], sql.Composed] = {}
+        self._stages = Stages(self.conn)
+        self._strict = False  # in a set-based attempt: a collision is a Deviation
+        self.set_attempts = 0  # set-based attempts, and how many fell back (tests, reports)
+        self.set_fallbacks = 0
 
     def _connect(self) -> Conn:
         try:
@@ -172,14 +193,16 @@ class PgApplier:
         result = ApplyResult()
         discards: list[Discard] = []
         try:
+            plans = self._set_plans(mapped)
             with self.conn.transaction():
                 if self.checkpoint is not None and not self._claim(batch_id, partition,
                                                                    position):
                     result.skipped = True
                     return result
                 with self.conn.cursor() as cur:
-                    for run in self._runs(mapped):
-                        self._apply_run(cur, run, result, discards)
+                    if plans is None or not self._apply_sets(cur, plans, result):
+                        for run in self._runs(mapped):
+                            self._apply_run(cur, run, result, discards)
         except psycopg.OperationalError as exc:
             raise TargetError(f"lost the connection to {describe(self.conninfo)} while "
                               f"applying batch {batch_id} partition {partition}: {exc}; "
@@ -197,6 +220,62 @@ class PgApplier:
                 self.checkpoint[2]), (self.group, batch_id, partition, position)).fetchone()
         return row is not None
 
+    # -- set-based (BATCHSQL) ------------------------------------------------------------
+    def _set_plans(self, mapped: list[MappedChange]) -> list[SetPlan] | None:
+        """BATCHSQL: one set plan per table (first-change order), or None to apply one
+        change at a time.  Creates the stage tables the plans need (outside the
+        partition's transaction)."""
+        if not self.batchsql or len(mapped) < SET_MIN_CHANGES:
+            return None
+        by_table: dict[int, tuple[TableMapping, list[MappedChange]]] = {}
+        for m in mapped:
+            entry = by_table.get(id(m.mapping))
+            if entry is None:
+                entry = by_table[id(m.mapping)] = (m.mapping, [])
+            entry[1].append(m)
+        plans = []
+        for mapping, changes in by_table.values():
+            plan = plan_table(mapping, changes)
+            if plan is None:
+                return None
+            plans.append(plan)
+        if all(p.ordered == p_changes for p, (_, p_changes) in zip(
+                plans, by_table.values(), strict=True)):
+            return None  # nothing to apply as sets
+        try:
+            self._stages.ensure(shape for plan in plans for shape in stage_shapes(plan))
+        except Deviation as exc:
+            log.debug("set-based apply not possible: %s", exc)
+            return None
+        return plans
+
+    def _apply_sets(self, cur: psycopg.Cursor[Any], plans: list[SetPlan],
+                    result: ApplyResult) -> bool:
+        """Try the plans under a savepoint; False (rolled back) on any collision or error:
+        the caller then applies the partition one change at a time."""
+        self.set_attempts += 1
+        attempt = ApplyResult()
+        try:
+            with self.conn.transaction():
+                self._stages.begin()
+                for plan in plans:
+                    run_plan(cur, self._stages, plan)
+                    attempt.table(plan.mapping.target.qualified_name).add(plan.counts)
+                self._strict = True
+                try:
+                    for plan in plans:  # keys a key change links: one by one, in order
+                        for run in self._runs(plan.ordered):
+                            self._apply_run(cur, run, attempt, [])
+                finally:
+                    self._strict = False
+        except Deviation as exc:
+            self.set_fallbacks += 1
+            log.debug("set-based apply fell back to one change at a time: %s", exc)
+            return False
+        result.merge(attempt)
+        return True
+
+    # -- one change at a time ------------------------------------------------------------
     def _runs(self, mapped: list[MappedChange]) -> list[list[_Stmt]]:
         """Statements in order; consecutive ones with the same SQL grouped (BATCHSQL)."""
         runs: list[list[_Stmt]] = []
@@ -293,6 +372,8 @@ class PgApplier:
         except psycopg.OperationalError:
             raise
         except psycopg.Error as exc:
+            if self._strict:
+                raise Deviation(str(exc)) from None
             state = exc.sqlstate or "?"
             codes = (state, *DUPLICATE_CODES[1:]) if state == "23505" else (state,)
             self._error(stmt.change, codes, exc.diag.message_primary or str(exc), result,
@@ -303,6 +384,8 @@ class PgApplier:
     def _outcome(self, cur: psycopg.Cursor[Any], stmt: _Stmt, hit: bool, result: ApplyResult,
                  discards: list[Discard]) -> None:
         m = stmt.change
+        if not hit and self._strict:
+            raise Deviation(f"{m.op.label.lower()}: collision at {m.where()}")
         counts = result.table(m.target)
         op = m.op
         if op is OpType.INSERT:

@@ -1,0 +1,204 @@
+"""BATCHSQL's set-based plan: one table's changes in a partition as a few set operations.
+
+Why: row by row, every change costs a statement and a round trip; PostgreSQL applies a COPY
+of thousands of rows, or one ``UPDATE … FROM`` a staged set, in a fraction of that time.
+
+Each key's *chain* (its changes in trail order) collapses to at most two operations, applied
+in four phases — delete rows that existed, insert, update, delete rows inserted in the same
+batch — because the chain's end state and the state it needs at its start are all that
+sequential apply depends on:
+
+* ``U U …``                   → one update (the columns of every update, last value wins);
+* ``[U …] D``                 → a delete;
+* ``[U …] D I [U …]``         → a delete, then an insert of the re-inserted row;
+* ``I [U …]``                 → an insert of the row as the updates leave it;
+* ``I [U …] D``               → an insert, then a delete (the insert proves the key was free,
+  as the original insert would have).
+
+Changes that are not collapsed stay in trail order (``ordered``) and are applied one by
+one after the set operations: those of keys linked by a key change (a PK update, an update
+that moves the row to another key) or with NULL parts, and every change of a table matched
+on all its columns, of a table with a truncate in the batch, or of a table where a chain
+breaks the rule *absent → insert → present → update/delete* (two inserts in a row, an
+update after a delete: a collision, which the one-by-one attempt then meets).  A table with
+triggers or rules gets no plan at all: they must see each change, in trail order.
+
+The plan is an attempt.  :class:`PgApplier` runs it under a savepoint and treats any row that
+is not where the plan expects it — an insert that finds its key taken, an update or delete
+that finds no row or several — as a collision: it rolls back and applies the partition one
+change at a time, which gives HANDLECOLLISIONS and REPERROR their exact behaviour and
+messages.  Pure Python, no database here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from trailgate.apply.mapping import MappedChange, TableMapping
+from trailgate.apply.records import TableCounts
+from trailgate.model import OpType
+
+__all__ = ["SetPlan", "plan_table"]
+
+Key = tuple[Any, ...]
+Row = tuple[Any, ...]
+
+
+@dataclass(slots=True)
+class SetPlan:
+    """One target table's changes as set operations (see the module docstring).
+
+    Rows are tuples of PostgreSQL input text in the order of their column tuple; ``updates``
+    rows are the key values followed by the set columns' values.
+    """
+
+    mapping: TableMapping
+    key_columns: tuple[str, ...]
+    delete_first: list[Key] = field(default_factory=list)
+    inserts: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
+    updates: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
+    delete_last: list[Key] = field(default_factory=list)
+    ordered: list[MappedChange] = field(default_factory=list)
+    counts: TableCounts = field(default_factory=TableCounts)
+
+
+def _moves_key(m: MappedChange, columns: tuple[str, ...], key: Key) -> Key | None:
+    """The key a change moves its row to (a PK update, or an update setting a key column
+    to another value); None if the row stays where it is."""
+    values = m.values
+    new = tuple(values.get(c, k) for c, k in zip(columns, key, strict=True))
+    if m.op is OpType.PK_UPDATE or new != key:
+        return new
+    return None
+
+
+_MOVES = (OpType.UPDATE, OpType.PK_UPDATE)
+
+
+def plan_table(mapping: TableMapping, changes: Sequence[MappedChange]) -> SetPlan | None:
+    """The set plan of one table's changes (trail order); None when the partition must be
+    applied one change at a time because the table has triggers or rules (they must see
+    each change, in order).  A table matched on all its columns, or with a truncate or a
+    collision inside the batch, gets a plan whose changes are all ``ordered``."""
+    if mapping.target.triggers:
+        return None
+    columns = tuple(a.target.name for a in mapping.key)
+    plan = SetPlan(mapping, columns)
+    if mapping.all_columns_key:
+        plan.ordered = list(changes)
+        return plan
+    linked: set[Key] = set()
+    chains: dict[Key, list[MappedChange]] = {}
+    keys: list[Key] = []
+    for m in changes:
+        op = m.op
+        if op is OpType.TRUNCATE:
+            return _one_by_one(plan, changes)
+        key = tuple(m.key.values())  # every key column, in key order (not an ALL key)
+        keys.append(key)
+        if None in key:
+            linked.add(key)
+        if op in _MOVES:
+            moved = _moves_key(m, columns, key)
+            if moved is not None:
+                linked.add(key)
+                linked.add(moved)
+    for m, key in zip(changes, keys, strict=True):
+        if key in linked:
+            plan.ordered.append(m)
+        else:
+            chain = chains.get(key)
+            if chain is None:
+                chains[key] = [m]
+            else:
+                chain.append(m)
+    key_set = frozenset(columns)
+    counts = plan.counts
+    inserts = plan.inserts
+    for key, chain in chains.items():
+        if len(chain) == 1:  # the usual case, inline
+            m = chain[0]
+            op = m.op
+            values = m.values
+            if op is OpType.INSERT:
+                cols = tuple(values)
+                rows = inserts.get(cols)
+                if rows is None:
+                    rows = inserts[cols] = []
+                rows.append(tuple(values.values()))
+                counts.inserts += 1
+            elif op is OpType.UPDATE:
+                _update(plan, key, values, key_set)
+                counts.updates += 1
+            else:
+                plan.delete_first.append(key)
+                counts.deletes += 1
+        elif not _fold_chain(plan, key, chain, key_set):
+            return _one_by_one(plan, changes)
+    return plan
+
+
+def _one_by_one(plan: SetPlan, changes: Sequence[MappedChange]) -> SetPlan:
+    """The table's changes all in trail order (a truncate, a collision in a chain)."""
+    return SetPlan(plan.mapping, plan.key_columns, ordered=list(changes))
+
+
+def _update(plan: SetPlan, key: Key, values: dict[str, Any], key_set: frozenset[str]) -> None:
+    sets = tuple(c for c in values if c not in key_set)
+    rows = plan.updates.get(sets)
+    if rows is None:
+        rows = plan.updates[sets] = []
+    rows.append(key + tuple(values[c] for c in sets))
+
+
+def _insert(plan: SetPlan, row: dict[str, Any]) -> None:
+    plan.inserts.setdefault(tuple(row), []).append(tuple(row.values()))
+
+
+def _fold_chain(plan: SetPlan, key: Key, chain: list[MappedChange],
+                key_set: frozenset[str]) -> bool:
+    """Add one key's chain to the plan; False if the chain itself holds a collision."""
+    counts = plan.counts
+    existed = chain[0].op is not OpType.INSERT  # what the chain's first change needs
+    present = existed
+    deleted_existing = False
+    first_insert: dict[str, Any] | None = None
+    row: dict[str, Any] | None = None  # the row since the chain's last insert
+    updated: dict[str, Any] = {}  # updates of the row that existed, while it still does
+    for m in chain:
+        op = m.op
+        if op is OpType.INSERT:
+            if present:
+                return False
+            present = True
+            row = dict(m.values)
+            if first_insert is None:
+                first_insert = row
+            counts.inserts += 1
+        elif op is OpType.UPDATE:
+            if not present:
+                return False
+            (row if row is not None else updated).update(m.values)
+            counts.updates += 1
+        else:  # DELETE
+            if not present:
+                return False
+            present = False
+            if row is None:
+                deleted_existing = True
+            row = None
+            counts.deletes += 1
+    if existed and not deleted_existing:
+        _update(plan, key, updated, key_set)
+        return True
+    if deleted_existing:
+        plan.delete_first.append(key)
+    if row is not None:
+        _insert(plan, row)
+    elif not existed:  # inserted and deleted again: the insert still proves the key free
+        assert first_insert is not None
+        _insert(plan, first_insert)
+        plan.delete_last.append(key)
+    return True
