@@ -23,6 +23,7 @@ from trailgate.spark.pg_source import SourceOptions, read_partition
 from trailgate.spark.trail_sink import SinkOptions, write_change_batches
 from trailgate.trail import TrailReader
 from trailgate.trail.naming import TrailName
+from trailgate.trail.records import split_records
 
 pytestmark = [pytest.mark.postgres,
               pytest.mark.skipif(not fastpath.available, reason="the C row path is not built")]
@@ -35,7 +36,7 @@ def _flush_lsn(conninfo: str) -> int:
 
 
 def _write(home: Path, end: int, trail: Path, *, fast: bool) -> tuple[bytes, int]:
-    """The trail's bytes after its header, and how many rows came encoded."""
+    """The trail's bytes after its header, and how many changes came encoded."""
     opts = SourceOptions.parse({"home": str(home), "group": "FAST1",
                                 "memoryLimitBytes": str(256 * 1024), "batchRows": "500"})
     encoded = 0
@@ -43,7 +44,8 @@ def _write(home: Path, end: int, trail: Path, *, fast: bool) -> tuple[bytes, int
     def counted():
         nonlocal encoded
         for batch in read_partition(opts, 0, end, fast=fast):
-            encoded += sum(r is not None for r in ChangeColumns(batch).records)
+            encoded += sum(len(split_records(r)) for r in ChangeColumns(batch).records
+                           if r is not None)
             yield batch
 
     trail.parent.mkdir(parents=True, exist_ok=True)

@@ -11,10 +11,12 @@ are for writing trails again, so they keep everything a trail record needs, exac
   change of each table in a micro-batch, so every batch is self-contained;
 * a source position row (``op`` = -1, JSON in ``text``) at the end of a partition: the
   read checkpoint the sink stores once the batch is durable;
-* or, for a change a capture source encoded itself (the PostgreSQL Extract's fast path),
-  its trail record in ``record`` (``records.encode_row_record``: TransInd MIDDLE, CSN/XID in
-  the T area of a transaction's first change) and no value maps: the sink writes the bytes
-  as they are.  Only the trail sink reads such rows.
+* or a *packed* row (``op`` = -2): changes a capture source encoded itself (the PostgreSQL
+  Extract's fast path), consecutive ones of one table and transaction, as their trail
+  records end to end in ``record`` (``records.encode_row_record``: TransInd MIDDLE, CSN/XID
+  in the T area of a transaction's first change), no value maps; the sink writes the bytes
+  as they are.  Spark's cost is per row, so one row per run of records instead of one per
+  change makes the hop through the JVM cheap.  Only the trail sink reads these rows.
 
 Pure pyarrow, no pyspark import: the same code runs in Spark's Python workers and in tests.
 """
@@ -35,6 +37,7 @@ __all__ = [
     "CHANGE_ARROW_SCHEMA",
     "CHANGE_SCHEMA_DDL",
     "OP_METADATA",
+    "OP_PACKED",
     "OP_POSITION",
     "ChangeColumns",
     "ChangeRow",
@@ -46,6 +49,7 @@ __all__ = [
 
 OP_METADATA = int(OpType.METADATA)
 OP_POSITION = -1
+OP_PACKED = -2
 
 CHANGE_SCHEMA_DDL = (
     "op int, table_name string, csn long, xid string, txn_last boolean, "
@@ -126,12 +130,12 @@ class ChangeRowBuilder:
             if image:
                 self.value_bytes += sum(len(v) for v in image.values() if v)
 
-    def add_record(self, op: int, table: str, csn: int, xid: str, last: bool, io_time: int,
-                   audit_seq: int, audit_pos: int, record: bytes) -> None:
-        """One change already encoded as its trail record (see the module docstring)."""
-        self.rows.append((op, table, csn, xid, last, None, None, io_time, audit_seq, audit_pos,
-                          None, None, None, record))
-        self.value_bytes += len(record)
+    def add_packed(self, table: str, csn: int, xid: str, last: bool, io_time: int,
+                   records: bytes) -> None:
+        """Several changes of ``table``, already encoded, their records end to end."""
+        self.rows.append((OP_PACKED, table, csn, xid, last, None, None, io_time, None, None,
+                          None, None, None, records))
+        self.value_bytes += len(records)
 
     def add_table(self, table: TableDef, csn: int | None = None, xid: str | None = None) -> None:
         """A table definition, valid for the changes after it."""
@@ -159,8 +163,8 @@ class ChangeRowBuilder:
 
 @dataclass(slots=True)
 class ChangeRow:
-    """One decoded row: a change, a table definition or a source position.  A change that
-    came encoded has ``record`` and a ``change`` without values."""
+    """One decoded row: a change, a table definition or a source position.  A packed row
+    has its records in ``record`` and a ``change`` without values."""
 
     op: int
     table: str | None

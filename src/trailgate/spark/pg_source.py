@@ -152,6 +152,8 @@ def advance_slot(conn: psycopg.Connection[Any], slot: str, lsn: int) -> bool:
 
 
 _SKIP = object()  # a table this Extract does not capture
+#: Encoded records per packed row (Spark's cost is per row; a row stays well under 16 MB).
+RUN_RECORDS = 200
 
 
 class _Emitter:
@@ -191,6 +193,8 @@ class _Emitter:
 
     def emit(self, t: CapturedTransaction, rows: ChangeRowBuilder, batch_rows: int
              ) -> Iterator[pa.RecordBatch]:
+        """The change rows of ``t``; consecutive encoded changes of one table go out as
+        packed rows of up to ``RUN_RECORDS`` records."""
         txn = t.transaction
         changes = txn.changes
         for d in t.table_defs:
@@ -201,14 +205,16 @@ class _Emitter:
         io_time = getattr(changes, "io_time", 0)
         encode = fastpath.encoder
         ops = fastpath.OPS
-        pending: Change | tuple[Any, ...] | None = None
         csn, xid = t.csn, txn.xid
+        held: Change | None = None  # the last change, until we know whether it ends t
+        run: list[bytes] = []  # or the last encoded records, all of table run_name
+        run_name = ""
         first = True
         last_rel: Any = None
         plan: Any = None
         name, layout, mask = "", b"", None
         for index, item in enumerate(items):
-            out: Change | tuple[Any, ...] | None = None
+            record: bytes | None = None
             if type(item) is tuple:
                 rel, lsn, data = item
                 if rel is not last_rel:
@@ -219,47 +225,40 @@ class _Emitter:
                 if plan is not None and encode is not None:
                     encoded = encode(data, layout, mask)
                     if encoded is not None:
-                        op = ops[encoded[0]]
-                        record = encode_row_record(op, name, encoded[1], io_time, lsn,
-                                                   lsn >> 24, csn if first else None,
+                        record = encode_row_record(ops[encoded[0]], name, encoded[1], io_time,
+                                                   lsn, lsn >> 24, csn if first else None,
                                                    xid if first else None)
-                        if record is not None:
-                            out = (int(op), name, io_time, lsn >> 24, lsn, record)
-                if out is None:
+                if record is None:
                     item = decode_row(item, io_time)
-            if out is None:
-                out = self.rules.apply(item, self.defs.get(item.table), csn, xid,
-                                       txn.commit_time, index, count)
-                if out is None:
+            if record is None:
+                change = self.rules.apply(item, self.defs.get(item.table), csn, xid,
+                                          txn.commit_time, index, count)
+                if change is None:
                     continue
+            first = False
             if new_defs:
                 for d in new_defs:
                     rows.add_table(d, csn, xid)
                 new_defs = []
-            if pending is not None:
-                if type(pending) is tuple:
-                    p_op, p_name, p_time, p_seq, p_pos, p_record = pending
-                    rows.add_record(p_op, p_name, csn, xid, False, p_time, p_seq, p_pos,
-                                    p_record)
-                else:
-                    rows.add_change(pending, csn, xid, False)
-                if rows.full(batch_rows):
-                    yield rows.take()
-            pending = out
-            first = False
-        if pending is not None:
-            _add(rows, pending, csn, xid, True)
+            if record is not None and run and run_name == name and len(run) < RUN_RECORDS:
+                run.append(record)
+                continue
+            if run:
+                rows.add_packed(run_name, csn, xid, False, io_time, b"".join(run))
+            elif held is not None:
+                rows.add_change(held, csn, xid, False)
             if rows.full(batch_rows):
                 yield rows.take()
-
-
-def _add(rows: ChangeRowBuilder, item: Change | tuple[Any, ...], csn: int, xid: str,
-         last: bool) -> None:
-    if type(item) is tuple:
-        op, name, io_time, seq, pos, record = item
-        rows.add_record(op, name, csn, xid, last, io_time, seq, pos, record)
-    else:
-        rows.add_change(item, csn, xid, last)  # type: ignore[arg-type]
+            if record is not None:
+                run, run_name, held = [record], name, None
+            else:
+                run, held = [], change
+        if run:
+            rows.add_packed(run_name, csn, xid, True, io_time, b"".join(run))
+        elif held is not None:
+            rows.add_change(held, csn, xid, True)
+        if rows.full(batch_rows):
+            yield rows.take()
 
 
 def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = True

@@ -38,7 +38,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 
 from trailgate.checkpoint import Checkpoint, CheckpointStore
 from trailgate.model import OpType, TableDef, TrailPosition
-from trailgate.spark.change_rows import OP_METADATA, OP_POSITION, ChangeColumns
+from trailgate.spark.change_rows import OP_METADATA, OP_PACKED, OP_POSITION, ChangeColumns
 from trailgate.spark.trail_sink_state import (
     LastWritten,
     SinkState,
@@ -49,6 +49,7 @@ from trailgate.spark.trail_sink_state import (
 )
 from trailgate.spark.trail_source import TrailDataSource as _TrailSource
 from trailgate.trail.naming import TrailName
+from trailgate.trail.records import IO_TYPE_OFFSET, split_records
 from trailgate.trail.writer import TrailWriter
 
 if TYPE_CHECKING:
@@ -204,15 +205,19 @@ def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
                     writer.begin_transaction(txn_xid, txn_csn)
             if not skip:
                 record = records[i]
-                if record is not None:
+                if op == OP_PACKED:  # a run of encoded records of one table
                     name = cols.tables[i] or ""
-                    writer.add_record(record, tables.get(name), name, cols.io_times[i] or 0)
+                    run = split_records(record or b"")
+                    writer.add_run(run, tables.get(name), name, cols.io_times[i] or 0)
+                    for one in run:
+                        key = (name, one[IO_TYPE_OFFSET])
+                        tally[key] = tally.get(key, 0) + 1
                 else:
                     change = cols.change(i)
                     name = change.table
                     writer.add_change(change, tables.get(name))
-                key = (name, op)
-                tally[key] = tally.get(key, 0) + 1
+                    key = (name, op)
+                    tally[key] = tally.get(key, 0) + 1
             if lasts[i]:
                 in_txn = False
                 if skip:

@@ -16,6 +16,7 @@ from trailgate.trail.metadata import encode_kv, encode_tabledef
 from trailgate.trail.values import MAX_VALUE_BYTES, decode_columns, encode_columns
 
 __all__ = [
+    "IO_TYPE_OFFSET",
     "MAX_RECORD",
     "TRANS_IND_OFFSET",
     "RawRecord",
@@ -27,13 +28,17 @@ __all__ = [
     "encode_ddl_text",
     "encode_metadata_record",
     "encode_record",
+    "encode_row_record",
     "record_length_at",
+    "split_records",
 ]
 
 MAX_RECORD = 0xFFFF
 H_FIXED = 34
 #: Offset of the TransInd byte from the start of a G record (G header, H header, byte 24).
 TRANS_IND_OFFSET = 4 + 4 + 24
+#: Offset of the IOType byte from the start of a G record (H byte 6).
+IO_TYPE_OFFSET = 4 + 4 + 6
 _LOB_PIECE = 32_000  # bytes of a LONG/LOB value per piece record
 
 _HFIXED = struct.Struct(">BBBBHBBQQBIBBBBB")
@@ -347,6 +352,23 @@ def encode_ddl_text(statement: str, owner: str, name: str, obj_type: str, ddl_ty
 def record_length_at(buf: bytes | memoryview, pos: int) -> int:
     """The length field of the record header at ``pos`` (no validation)."""
     return (buf[pos + 2] << 8) | buf[pos + 3]
+
+
+def split_records(blob: bytes) -> list[bytes]:
+    """Whole G records laid end to end (as a capture source packs them) as a list; a
+    ``ValueError`` if the lengths do not add up."""
+    out = []
+    pos, end = 0, len(blob)
+    while pos < end:
+        if end - pos < 8 or blob[pos] != TYPE_G:
+            raise ValueError(f"packed records: no G record at byte {pos}")
+        length = (blob[pos + 2] << 8) | blob[pos + 3]
+        if length < 8 or pos + length > end:
+            raise ValueError(f"packed records: a record of {length} bytes at byte {pos} "
+                             f"does not fit in {end}")
+        out.append(blob[pos:pos + length])
+        pos += length
+    return out
 
 
 def decode_record(buf: bytes, pos: int, end: int) -> RawRecord:

@@ -132,22 +132,39 @@ class TrailWriter:
             self._emit(*self._pending, last=False)
         self._pending = (records, table, change.table, change.io_time)
 
-    def add_record(self, record: bytes, table: TableDef | None, name: str,
-                   io_time: int) -> None:
-        """Add one change already encoded as one record (``records.encode_row_record``):
-        TransInd MIDDLE, and CSN/XID in its T area only if it is the transaction's first
-        change (``at_first_change``).  The writer places it exactly as ``add_change``
-        would: the table's metadata record before it when needed, rollover, TransInd."""
+    def add_run(self, records: list[bytes], table: TableDef | None, name: str,
+                io_time: int) -> None:
+        """Add changes of one table already encoded, one record each
+        (``records.encode_row_record``: TransInd MIDDLE, CSN/XID in the T area only on the
+        transaction's first change).  The bytes are those ``add_change`` gives: metadata
+        record, rollover and TransInd as for any change; runs that fit in the file are
+        appended in one go."""
         if self._txn is None:
-            raise RuntimeError("add_record without begin_transaction")
+            raise RuntimeError("add_run without begin_transaction")
+        if not records:
+            return
         if self._pending is not None:
             self._emit(*self._pending, last=False)
-        self._pending = ([record], table, name, io_time)
-
-    @property
-    def at_first_change(self) -> bool:
-        """True while the open transaction has no change yet (its first carries CSN/XID)."""
-        return self._txn is not None and self._txn_records == 0 and self._pending is None
+            self._pending = None
+        body = records[:-1]
+        if body and (self._fd is None or self._txn_records == 0
+                     or (table is not None and self._tables_in_file.get(name) != table)):
+            self._emit(body[:1], table, name, io_time, last=False)  # file, metadata, FIRST
+            body = body[1:]
+        if body:
+            size = sum(map(len, body))
+            if self._file_len + size <= self.max_bytes:  # all MIDDLE, no rollover: as is
+                self._buf += b"".join(body)
+                self._file_len += size
+                if len(self._buf) >= _SPILL_BYTES:
+                    self._write_buffer()
+                self._txn_records += len(body)
+                self._last_csn = self._txn[1]
+                self._last_io_time = io_time
+            else:
+                for record in body:
+                    self._emit([record], table, name, io_time, last=False)
+        self._pending = ([records[-1]], table, name, io_time)
 
     def commit_transaction(self) -> TrailPosition:
         """End the transaction; returns the position after its last record."""
