@@ -44,6 +44,7 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres.capture import (
     CapturedTransaction,
+    EncodedRun,
     PgCapture,
     TransactionChanges,
     decode_row,
@@ -54,9 +55,8 @@ from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
 from trailgate.extract.config import DEFAULT_MEMORY_LIMIT, ExtractConfig, load_extract_config
 from trailgate.home import Home
-from trailgate.model import Change, unix_micros_from_julian
+from trailgate.model import Change, TableDef, unix_micros_from_julian
 from trailgate.spark.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder
-from trailgate.trail.records import encode_row_record
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -151,50 +151,36 @@ def advance_slot(conn: psycopg.Connection[Any], slot: str, lsn: int) -> bool:
     return True
 
 
-_SKIP = object()  # a table this Extract does not capture
-#: Encoded records per packed row (Spark's cost is per row; a row stays well under 16 MB).
-RUN_RECORDS = 200
+#: Value bytes per Arrow batch: small enough that the sink writes while the source reads.
+BATCH_BYTES = 1 << 20
 
 
 class _Emitter:
     """Captured transactions to change rows, with the group's TABLE rules applied.
 
-    A row change of a table whose rule has no TOKENS takes the fast path when the C row
-    path is built: pgoutput message to trail record in one step (``fastpath``), no
-    ``Change`` object.  Anything it declines takes the Python path, which gives the same
-    bytes (``tests/unit/test_pgfast.py``, ``tests/integration/test_pg_fastpath.py``).
+    With ``fast`` (and the C row path built) the capture loop itself encodes the row changes
+    of tables whose rule has no TOKENS (``encode_plan``): they arrive as ``EncodedRun``s and
+    go out as packed rows, no Python object per change.  Everything else takes the Python
+    path, which gives the same bytes (``tests/integration/test_pg_fastpath.py``).
     """
 
     def __init__(self, config: ExtractConfig, fast: bool = True):
         self.rules = config.rules
         self.defs: dict[str, Any] = {}
         self.fast = fast and fastpath.available
-        self._plans: dict[int, tuple[Any, Any]] = {}  # id(rel) -> (rel, keep mask | plan)
 
-    def _plan(self, rel: Any) -> Any:
-        """``_SKIP``, ``None`` (Python path) or the keep mask (``b""``: every column)."""
-        cached = self._plans.get(id(rel))
-        if cached is not None and cached[0] is rel:
-            return cached[1]
-        table = rel.table
+    def encode_plan(self, table: TableDef) -> bytes | bool | None:
+        """PgCapture's ``EncodePlan``: drop, keep raw, or encode with this column mask."""
         rule = self.rules.rule(table.qualified_name)
-        plan: Any
         if rule is None:
-            plan = _SKIP
-        elif rule.spec.tokens or not self.fast:
-            plan = None
-        else:
-            keep = rule.keep_columns(table)
-            plan = fastpath.keep_mask(len(table.columns), keep) if keep is not None else b""
-        if len(self._plans) > 4096:
-            self._plans.clear()
-        self._plans[id(rel)] = (rel, plan)
-        return plan
+            return False
+        if rule.spec.tokens:
+            return None
+        keep = rule.keep_columns(table)
+        return b"" if keep is None else fastpath.keep_mask(len(table.columns), keep)
 
     def emit(self, t: CapturedTransaction, rows: ChangeRowBuilder, batch_rows: int
              ) -> Iterator[pa.RecordBatch]:
-        """The change rows of ``t``; consecutive encoded changes of one table go out as
-        packed rows of up to ``RUN_RECORDS`` records."""
         txn = t.transaction
         changes = txn.changes
         for d in t.table_defs:
@@ -203,62 +189,44 @@ class _Emitter:
         count = len(changes)
         items = changes.items() if isinstance(changes, TransactionChanges) else iter(changes)
         io_time = getattr(changes, "io_time", 0)
-        encode = fastpath.encoder
-        ops = fastpath.OPS
         csn, xid = t.csn, txn.xid
-        held: Change | None = None  # the last change, until we know whether it ends t
-        run: list[bytes] = []  # or the last encoded records, all of table run_name
-        run_name = ""
-        first = True
-        last_rel: Any = None
-        plan: Any = None
-        name, layout, mask = "", b"", None
-        for index, item in enumerate(items):
-            record: bytes | None = None
-            if type(item) is tuple:
-                rel, lsn, data = item
-                if rel is not last_rel:
-                    last_rel, plan = rel, self._plan(rel)
-                    name, layout, mask = rel.table.qualified_name, rel.layout, plan or None
-                if plan is _SKIP:
-                    continue
-                if plan is not None and encode is not None:
-                    encoded = encode(data, layout, mask)
-                    if encoded is not None:
-                        record = encode_row_record(ops[encoded[0]], name, encoded[1], io_time,
-                                                   lsn, lsn >> 24, csn if first else None,
-                                                   xid if first else None)
-                if record is None:
+        held: Change | EncodedRun | None = None  # the last output, until we know if it ends t
+        index = 0  # of the change, for @GETENV's position in the transaction
+        for item in items:
+            out: Change | EncodedRun | None
+            if type(item) is EncodedRun:
+                out = item
+                index += len(item.records)
+            else:
+                if type(item) is tuple:
                     item = decode_row(item, io_time)
-            if record is None:
-                change = self.rules.apply(item, self.defs.get(item.table), csn, xid,
-                                          txn.commit_time, index, count)
-                if change is None:
+                out = self.rules.apply(item, self.defs.get(item.table), csn, xid,
+                                       txn.commit_time, index, count)
+                index += 1
+                if out is None:
                     continue
-            first = False
             if new_defs:
                 for d in new_defs:
                     rows.add_table(d, csn, xid)
                 new_defs = []
-            if record is not None and run and run_name == name and len(run) < RUN_RECORDS:
-                run.append(record)
-                continue
-            if run:
-                rows.add_packed(run_name, csn, xid, False, io_time, b"".join(run))
-            elif held is not None:
-                rows.add_change(held, csn, xid, False)
-            if rows.full(batch_rows):
+            if held is not None:
+                _add(rows, held, csn, xid, io_time, False)
+                if rows.full(batch_rows, BATCH_BYTES):
+                    yield rows.take()
+            held = out
+        if held is not None:
+            _add(rows, held, csn, xid, io_time, True)
+            if rows.full(batch_rows, BATCH_BYTES):
                 yield rows.take()
-            if record is not None:
-                run, run_name, held = [record], name, None
-            else:
-                run, held = [], change
-        if run:
-            rows.add_packed(run_name, csn, xid, True, io_time, b"".join(run))
-        elif held is not None:
-            rows.add_change(held, csn, xid, True)
-        if rows.full(batch_rows):
-            yield rows.take()
+
+
+def _add(rows: ChangeRowBuilder, out: Change | EncodedRun, csn: int, xid: str, io_time: int,
+         last: bool) -> None:
+    if type(out) is EncodedRun:
+        rows.add_packed(out.table.qualified_name, csn, xid, last, io_time,
+                        b"".join(out.records))
+    else:
+        rows.add_change(out, csn, xid, last)  # type: ignore[arg-type]
 
 
 def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = True
@@ -266,10 +234,11 @@ def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = Tr
     """The rows of transactions committed in ``[start, end)``, then the position row
     (``fast``: let the C row path encode what it can)."""
     cfg = opts.config
-    cap = PgCapture(cfg.conninfo, cfg.slot, cfg.publication, spill_dir=cfg.spill_dir,
-                    memory_limit_bytes=cfg.memory_limit_bytes)
-    rows = ChangeRowBuilder()
     emitter = _Emitter(cfg, fast)
+    cap = PgCapture(cfg.conninfo, cfg.slot, cfg.publication, spill_dir=cfg.spill_dir,
+                    memory_limit_bytes=cfg.memory_limit_bytes,
+                    encode_plan=emitter.encode_plan if emitter.fast else None)
+    rows = ChangeRowBuilder()
     read_time: str | None = None
     control = connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} task")
     try:

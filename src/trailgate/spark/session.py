@@ -65,6 +65,10 @@ def _defaults(work: Path) -> dict[str, str]:
         "spark.executor.extraJavaOptions": java_opts,
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         "spark.python.worker.reuse": "true",
+        # Batches into Python writers (the trail sink, Replicat) are cut at 1 MB rather than
+        # only at 10,000 rows: a writer then works while its source still reads, instead of
+        # receiving a micro-batch of few large rows only once it has all been read.
+        "spark.sql.execution.arrow.maxBytesPerBatch": str(1 << 20),
     }
 
 

@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from trailgate.model import Change, ColumnKind, OpType, TableDef, TransInd
 from trailgate.trail._accel import speedups as _speedups
 from trailgate.trail.metadata import encode_kv, encode_tabledef
-from trailgate.trail.values import MAX_VALUE_BYTES, decode_columns, encode_columns
+from trailgate.trail.values import (
+    MAX_VALUE_BYTES,
+    decode_columns,
+    encode_columns,
+    fixed_indexes,
+)
 
 __all__ = [
     "IO_TYPE_OFFSET",
@@ -31,6 +36,8 @@ __all__ = [
     "encode_row_record",
     "record_length_at",
     "split_records",
+    "table_fixed_indexes",
+    "with_t_area",
 ]
 
 MAX_RECORD = 0xFFFF
@@ -352,6 +359,28 @@ def encode_ddl_text(statement: str, owner: str, name: str, obj_type: str, ddl_ty
 def record_length_at(buf: bytes | memoryview, pos: int) -> int:
     """The length field of the record header at ``pos`` (no validation)."""
     return (buf[pos + 2] << 8) | buf[pos + 3]
+
+
+def table_fixed_indexes(table: TableDef | None) -> frozenset[int] | None:
+    """The fixed-width column indexes of ``table`` (what ``decode_change`` needs)."""
+    kinds, _ = _kinds(table)
+    return None if kinds is None else fixed_indexes(kinds)
+
+
+def with_t_area(record: bytes, csn: int, xid: str) -> bytes | None:
+    """``record`` (one encoded without a T area, e.g. by ``encode_row_record``) with the T
+    area a transaction's first record carries, as ``encode_record`` would place it (after
+    the D area); ``None`` if it would no longer fit in one record."""
+    pos = 4
+    for _ in range(2):  # the H and D areas
+        pos += 4 + ((record[pos + 2] << 8) | record[pos + 3])
+    t_area = _t_area(None, csn, xid)
+    extra = _sub(TYPE_T, t_area)
+    total = len(record) + len(extra)
+    if total > MAX_RECORD:
+        return None
+    head = total.to_bytes(2, "big")
+    return (record[:2] + head + record[4:pos] + extra + record[pos:-2] + head)
 
 
 def split_records(blob: bytes) -> list[bytes]:

@@ -26,8 +26,12 @@ from trailgate.trail.header import (
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import (
     TRANS_IND_OFFSET,
+    decode_change,
+    decode_record,
     encode_change_records,
     encode_metadata_record,
+    table_fixed_indexes,
+    with_t_area,
 )
 
 __all__ = ["TrailWriter"]
@@ -135,10 +139,10 @@ class TrailWriter:
     def add_run(self, records: list[bytes], table: TableDef | None, name: str,
                 io_time: int) -> None:
         """Add changes of one table already encoded, one record each
-        (``records.encode_row_record``: TransInd MIDDLE, CSN/XID in the T area only on the
-        transaction's first change).  The bytes are those ``add_change`` gives: metadata
-        record, rollover and TransInd as for any change; runs that fit in the file are
-        appended in one go."""
+        (``records.encode_row_record``: TransInd MIDDLE, no T area).  The bytes are those
+        ``add_change`` gives: the T area on the transaction's first record, metadata record,
+        rollover and TransInd as for any change; runs that fit in the file are appended in
+        one go."""
         if self._txn is None:
             raise RuntimeError("add_run without begin_transaction")
         if not records:
@@ -146,10 +150,17 @@ class TrailWriter:
         if self._pending is not None:
             self._emit(*self._pending, last=False)
             self._pending = None
+        if self._txn_records == 0:  # the transaction's first change: CSN and XID go with it
+            first = self._with_t_area(records[0], table)
+            records = records[1:]
+            if not records:
+                self._pending = (first, table, name, io_time)
+                return
+            self._emit(first, table, name, io_time, last=False)
         body = records[:-1]
-        if body and (self._fd is None or self._txn_records == 0
+        if body and (self._fd is None
                      or (table is not None and self._tables_in_file.get(name) != table)):
-            self._emit(body[:1], table, name, io_time, last=False)  # file, metadata, FIRST
+            self._emit(body[:1], table, name, io_time, last=False)  # file, metadata
             body = body[1:]
         if body:
             size = sum(map(len, body))
@@ -159,12 +170,24 @@ class TrailWriter:
                 if len(self._buf) >= _SPILL_BYTES:
                     self._write_buffer()
                 self._txn_records += len(body)
+                self._has_data = True
                 self._last_csn = self._txn[1]
                 self._last_io_time = io_time
             else:
                 for record in body:
                     self._emit([record], table, name, io_time, last=False)
         self._pending = ([records[-1]], table, name, io_time)
+
+    def _with_t_area(self, record: bytes, table: TableDef | None) -> list[bytes]:
+        """The first change's record(s) with the transaction's CSN and XID."""
+        assert self._txn is not None
+        xid, csn = self._txn
+        patched = with_t_area(record, csn, xid)
+        if patched is not None:
+            return [patched]
+        # too long with its T area: fragments, exactly as add_change makes them
+        change = decode_change(decode_record(record, 0, len(record)), table_fixed_indexes(table))
+        return encode_change_records(change, table, TransInd.MIDDLE, csn, xid)
 
     def commit_transaction(self) -> TrailPosition:
         """End the transaction; returns the position after its last record."""

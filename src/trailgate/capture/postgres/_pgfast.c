@@ -355,60 +355,17 @@ static int put_image(Out *o, const Layout *lay, const Value *vals, const unsigne
     return 0;
 }
 
-static PyObject *encode_values(const unsigned char *d, Py_ssize_t n, const Layout *layp,
-                               const unsigned char *keep, Value *oldv, Value *newv,
-                               unsigned char *want, unsigned char *is_key);
-
-static PyObject *encode_change(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 3 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[1])
-        || (args[2] != Py_None && !PyBytes_Check(args[2])))
-        Py_RETURN_NONE;
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
-    const unsigned char *lb = (const unsigned char *)PyBytes_AS_STRING(args[1]);
-    Py_ssize_t ln = PyBytes_GET_SIZE(args[1]);
-    Layout lay;
-    if (ln < 4)
-        Py_RETURN_NONE;
-    lay.ncols = (int)get16(lb);
-    lay.nkey = (int)get16(lb + 2);
-    lay.key = lb + 4;
-    lay.cols = lb + 4 + 2 * lay.nkey;
-    if (lay.ncols > MAX_COLUMNS || ln != 4 + 2 * lay.nkey + 4 * lay.ncols)
-        Py_RETURN_NONE;
-    const unsigned char *keep = NULL;
-    if (args[2] != Py_None) {
-        if (PyBytes_GET_SIZE(args[2]) != lay.ncols)
-            Py_RETURN_NONE;
-        keep = (const unsigned char *)PyBytes_AS_STRING(args[2]);
-    }
-    if (n < 6)
-        Py_RETURN_NONE;
-
-    Value small[2 * SMALL_COLUMNS], *oldv = small, *newv = small + SMALL_COLUMNS, *big = NULL;
-    unsigned char want[MAX_COLUMNS], is_key[MAX_COLUMNS];
-    if (lay.ncols > SMALL_COLUMNS) {
-        big = PyMem_Malloc(sizeof(Value) * 2 * (size_t)lay.ncols);
-        if (big == NULL)
-            return PyErr_NoMemory();
-        oldv = big;
-        newv = big + lay.ncols;
-    }
-    PyObject *result = encode_values(d, n, &lay, keep, oldv, newv, want, is_key);
-    PyMem_Free(big);
-    return result;
-}
-
-static PyObject *encode_values(const unsigned char *d, Py_ssize_t n, const Layout *layp,
-                               const unsigned char *keep, Value *oldv, Value *newv,
-                               unsigned char *want, unsigned char *is_key) {
-    Layout lay = *layp;
-    memset(is_key, 0, (size_t)lay.ncols);
-    for (int k = 0; k < lay.nkey; k++) {
-        unsigned idx = get16(lay.key + 2 * k);
-        if ((int)idx >= lay.ncols)
-            Py_RETURN_NONE;
+/* The D area of message d (n bytes) appended to o from o->len on; *op gets the operation.
+ * 0 ok, 1 not handled, -1 error (exception set). */
+static int encode_values(const unsigned char *d, Py_ssize_t n, const Layout *lay,
+                         const unsigned char *keep, Value *oldv, Value *newv,
+                         unsigned char *want, unsigned char *is_key, Out *o, int *op) {
+    int ncols = lay->ncols;
+    memset(is_key, 0, (size_t)ncols);
+    for (int k = 0; k < lay->nkey; k++) {
+        unsigned idx = get16(lay->key + 2 * k);
+        if ((int)idx >= ncols)
+            return 1;
         is_key[idx] = 1;
     }
     char type = (char)d[0];
@@ -417,91 +374,234 @@ static PyObject *encode_values(const unsigned char *d, Py_ssize_t n, const Layou
     if (type == 'U' || type == 'D') {
         if (d[pos] == 'K' || d[pos] == 'O') {
             old_kind = (char)d[pos++];
-            if (parse_tuple(d, n, &pos, lay.ncols, oldv))
-                Py_RETURN_NONE;
+            if (parse_tuple(d, n, &pos, ncols, oldv))
+                return 1;
         } else if (type == 'D') {
-            Py_RETURN_NONE;
+            return 1;
         }
     }
     if (type == 'I' || type == 'U') {
-        if (pos >= n || d[pos++] != 'N' || parse_tuple(d, n, &pos, lay.ncols, newv))
-            Py_RETURN_NONE;
+        if (pos >= n || d[pos++] != 'N' || parse_tuple(d, n, &pos, ncols, newv))
+            return 1;
     } else if (type != 'D') {
-        Py_RETURN_NONE;
+        return 1;
     }
     if (pos != n)
-        Py_RETURN_NONE;
+        return 1;
 
-    Out o = {NULL, 0, 0};
-    int op, r = 0;
     if (type == 'I') {
-        op = OP_INSERT;
-        memset(want, 1, (size_t)lay.ncols);
-        r = put_image(&o, &lay, newv, want, keep);
-    } else if (type == 'D') {
-        op = OP_DELETE;
-        if (old_kind == 'K')
-            memcpy(want, is_key, (size_t)lay.ncols);
-        else
-            memset(want, 1, (size_t)lay.ncols);
-        r = put_image(&o, &lay, oldv, want, keep);
-    } else if (old_kind == 0) { /* no old image: every column the log gives */
-        op = OP_FIELD_COMP;
-        memset(want, 1, (size_t)lay.ncols);
-        r = put_image(&o, &lay, newv, want, keep);
-    } else {
-        for (int i = 0; i < lay.ncols; i++) /* an unchanged TOASTed key travels in the old */
-            if (is_key[i] && newv[i].kind == 'u' && oldv[i].kind == 't')
-                newv[i] = oldv[i];
-        int full = old_kind == 'O', pk_changed = 0;
-        for (int i = 0; i < lay.ncols; i++) {
-            int changed = newv[i].kind != 'u' && (!full || !values_equal(&newv[i], &oldv[i]));
-            want[i] = is_key[i] || changed;
-            if (is_key[i] && oldv[i].kind != 'u' && !values_equal(&oldv[i], &newv[i]))
-                pk_changed = 1;
-        }
-        if (pk_changed) {
-            op = OP_PK_UPDATE;
-            r = out_reserve(&o, 2);
-            if (!r) {
-                o.len = 2;
-                r = put_image(&o, &lay, oldv, is_key, keep);
-            }
-            if (!r) {
-                if (o.len - 2 > 0xFFFF)
-                    r = 1;
-                else
-                    put16(o.buf, (unsigned)(o.len - 2));
-            }
-        } else {
-            op = OP_FIELD_COMP;
-        }
-        if (!r)
-            r = put_image(&o, &lay, newv, want, keep);
+        *op = OP_INSERT;
+        memset(want, 1, (size_t)ncols);
+        return put_image(o, lay, newv, want, keep);
     }
+    if (type == 'D') {
+        *op = OP_DELETE;
+        if (old_kind == 'K')
+            memcpy(want, is_key, (size_t)ncols);
+        else
+            memset(want, 1, (size_t)ncols);
+        return put_image(o, lay, oldv, want, keep);
+    }
+    if (old_kind == 0) { /* no old image: every column the log gives */
+        *op = OP_FIELD_COMP;
+        memset(want, 1, (size_t)ncols);
+        return put_image(o, lay, newv, want, keep);
+    }
+    for (int i = 0; i < ncols; i++) /* an unchanged TOASTed key travels in the old image */
+        if (is_key[i] && newv[i].kind == 'u' && oldv[i].kind == 't')
+            newv[i] = oldv[i];
+    int full = old_kind == 'O', pk_changed = 0;
+    for (int i = 0; i < ncols; i++) {
+        int changed = newv[i].kind != 'u' && (!full || !values_equal(&newv[i], &oldv[i]));
+        want[i] = is_key[i] || changed;
+        if (is_key[i] && oldv[i].kind != 'u' && !values_equal(&oldv[i], &newv[i]))
+            pk_changed = 1;
+    }
+    *op = OP_FIELD_COMP;
+    if (pk_changed) {
+        *op = OP_PK_UPDATE;
+        if (out_reserve(o, 2) < 0)
+            return -1;
+        Py_ssize_t at = o->len;
+        o->len += 2;
+        int r = put_image(o, lay, oldv, is_key, keep);
+        if (r)
+            return r;
+        if (o->len - at - 2 > 0xFFFF)
+            return 1;
+        put16(o->buf + at, (unsigned)(o->len - at - 2));
+    }
+    return put_image(o, lay, newv, want, keep);
+}
+
+/* Parse the common arguments (message, layout, keep) and run encode_values into o.
+ * 0 ok, 1 not handled, -1 error. */
+static int encode_message(PyObject *const *args, Out *o, int *op) {
+    if (!PyBytes_Check(args[0]) || !PyBytes_Check(args[1])
+        || (args[2] != Py_None && !PyBytes_Check(args[2])))
+        return 1;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    const unsigned char *lb = (const unsigned char *)PyBytes_AS_STRING(args[1]);
+    Py_ssize_t ln = PyBytes_GET_SIZE(args[1]);
+    Layout lay;
+    if (ln < 4 || n < 6)
+        return 1;
+    lay.ncols = (int)get16(lb);
+    lay.nkey = (int)get16(lb + 2);
+    lay.key = lb + 4;
+    lay.cols = lb + 4 + 2 * lay.nkey;
+    if (lay.ncols > MAX_COLUMNS || ln != 4 + 2 * lay.nkey + 4 * lay.ncols)
+        return 1;
+    const unsigned char *keep = NULL;
+    if (args[2] != Py_None) {
+        if (PyBytes_GET_SIZE(args[2]) != lay.ncols)
+            return 1;
+        keep = (const unsigned char *)PyBytes_AS_STRING(args[2]);
+    }
+    Value small[2 * SMALL_COLUMNS], *oldv = small, *newv = small + SMALL_COLUMNS, *big = NULL;
+    unsigned char want[MAX_COLUMNS], is_key[MAX_COLUMNS];
+    if (lay.ncols > SMALL_COLUMNS) {
+        big = PyMem_Malloc(sizeof(Value) * 2 * (size_t)lay.ncols);
+        if (big == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        oldv = big;
+        newv = big + lay.ncols;
+    }
+    int r = encode_values(d, n, &lay, keep, oldv, newv, want, is_key, o, op);
+    PyMem_Free(big);
+    return r;
+}
+
+static PyObject *encode_change(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3)
+        Py_RETURN_NONE;
+    Out o = {NULL, 0, 0};
+    int op = 0;
+    int r = encode_message(args, &o, &op);
     if (r) {
         PyMem_Free(o.buf);
         if (r < 0)
             return NULL;
         Py_RETURN_NONE;
     }
-    PyObject *area = PyBytes_FromStringAndSize((const char *)o.buf, o.len);
+    PyObject *area = PyBytes_FromStringAndSize((const char *)(o.buf ? o.buf : (unsigned char *)""),
+                                               o.len);
     PyMem_Free(o.buf);
     if (area == NULL)
         return NULL;
     return Py_BuildValue("(iN)", op, area);
 }
 
+/* GoldenGate IOTypes (model.OpType) of encode_change's operations, and TransInd MIDDLE. */
+static const unsigned char IO_TYPES[] = {5, 3, 15, 115};
+#define TRANS_IND_MIDDLE 1
+#define H_FIXED 34
+
+static inline void put64(unsigned char *p, uint64_t v) {
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (unsigned char)v;
+        v >>= 8;
+    }
+}
+
+/* encode_row(message, layout, keep, table, io_time, lsn) -> bytes | None: the change's
+ * whole trail record, as records.encode_row_record(op, table, d_area, io_time, lsn,
+ * lsn >> 24, None, None) makes it. */
+static PyObject *encode_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6 || !PyUnicode_Check(args[3]))
+        Py_RETURN_NONE;
+    Py_ssize_t name_len;
+    const char *name = PyUnicode_AsUTF8AndSize(args[3], &name_len);
+    if (name == NULL)
+        return NULL;
+    unsigned long long io_time = PyLong_AsUnsignedLongLong(args[4]);
+    unsigned long long lsn = PyLong_AsUnsignedLongLong(args[5]);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if ((lsn >> 24) > 0xFFFFFFFFull || (Py_ssize_t)strlen(name) != name_len)
+        Py_RETURN_NONE;
+    Py_ssize_t prefix = 4 + 4 + H_FIXED + name_len + 1 + 4; /* G, H sub, D sub header */
+    Out o = {NULL, 0, 0};
+    if (out_reserve(&o, prefix + 256) < 0)
+        return NULL;
+    o.len = prefix;
+    int op = 0;
+    int r = encode_message(args, &o, &op);
+    Py_ssize_t dlen = o.len - prefix, total = o.len + 4;
+    if (!r && (dlen > 0xFFFF || total > 0xFFFF))
+        r = 1; /* fragments: the Python path */
+    if (!r && out_reserve(&o, 4) < 0)
+        r = -1;
+    if (r) {
+        PyMem_Free(o.buf);
+        if (r < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    unsigned char *b = o.buf;
+    b[0] = 'G';
+    b[1] = 0x01;
+    put16(b + 2, (unsigned)total);
+    unsigned char *h = b + 4;
+    h[0] = 'H';
+    h[1] = 0;
+    put16(h + 2, (unsigned)(H_FIXED + name_len + 1));
+    unsigned char *f = h + 4;
+    f[0] = 0x45;
+    f[1] = 0x04;
+    f[2] = 0x00;
+    f[3] = op == OP_DELETE ? 0x42 : 0x41;
+    put16(f + 4, (unsigned)dlen);
+    f[6] = IO_TYPES[op];
+    f[7] = 0xFF;
+    put64(f + 8, io_time);
+    put64(f + 16, lsn);
+    f[24] = TRANS_IND_MIDDLE;
+    uint32_t rba = (uint32_t)(lsn >> 24);
+    f[25] = (unsigned char)(rba >> 24);
+    f[26] = (unsigned char)(rba >> 16);
+    f[27] = (unsigned char)(rba >> 8);
+    f[28] = (unsigned char)rba;
+    f[29] = 0x52;
+    f[30] = 0;
+    f[31] = 0;
+    f[32] = 0; /* continued */
+    f[33] = 1;
+    memcpy(f + H_FIXED, name, (size_t)name_len);
+    f[H_FIXED + name_len] = 0;
+    unsigned char *dsub = f + H_FIXED + name_len + 1;
+    dsub[0] = 'D';
+    dsub[1] = 0;
+    put16(dsub + 2, (unsigned)dlen);
+    unsigned char *z = b + o.len;
+    z[0] = 'Z';
+    z[1] = 0x01;
+    put16(z + 2, (unsigned)total);
+    PyObject *record = PyBytes_FromStringAndSize((const char *)b, total);
+    PyMem_Free(o.buf);
+    return record;
+}
+
 static PyMethodDef methods[] = {
     {"encode_change", (PyCFunction)(void (*)(void))encode_change, METH_FASTCALL,
      "encode_change(message, layout, keep) -> (op, d_area) | None: a pgoutput Insert, "
      "Update or Delete as a trail D area; None when the Python path must do it."},
+    {"encode_row", (PyCFunction)(void (*)(void))encode_row, METH_FASTCALL,
+     "encode_row(message, layout, keep, table, io_time, lsn) -> bytes | None: the same "
+     "change as its whole trail record (TransInd MIDDLE, no T area)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_pgfast",
-    "pgoutput row changes straight to trail D areas (the Python path is the reference).", -1,
+    "pgoutput row changes straight to trail records (the Python path is the reference).", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 

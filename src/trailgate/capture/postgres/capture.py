@@ -20,7 +20,7 @@ import contextlib
 import os
 import pickle
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
@@ -28,6 +28,7 @@ from typing import Any, overload
 import psycopg
 from psycopg import errors as pgerrors
 
+from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres import pgoutput as pgo
 from trailgate.capture.postgres.fastpath import relation_layout
 from trailgate.capture.postgres.types import SESSION_SETTINGS, PgType, classify, trail_from_pg_text
@@ -41,11 +42,18 @@ from trailgate.model import (
     Transaction,
     julian_from_unix_micros,
 )
+from trailgate.trail.records import (
+    decode_change,
+    decode_record,
+    table_fixed_indexes,
+)
 
 __all__ = [
     "HEARTBEAT_PREFIX",
     "CapturedChanges",
     "CapturedTransaction",
+    "EncodePlan",
+    "EncodedRun",
     "PgCapture",
     "RawRow",
     "SpilledChanges",
@@ -63,6 +71,9 @@ _KEY_KINDS = {"d": "PRIMARY", "i": "UNIQUE", "f": "ALL", "n": "NONE"}
 _CHANGE_OVERHEAD = 240  # rough bytes of a Change with its dicts, besides the values
 _VALUE_OVERHEAD = 80
 _RAW_OVERHEAD = 120  # rough bytes of a RawRow besides its message
+_RECORD_OVERHEAD = 40  # rough bytes of an encoded record in a run, besides its bytes
+#: Records per EncodedRun (one Spark row each downstream).
+RUN_RECORDS = 200
 _ROW_MESSAGES = frozenset(b"IUD")  # Insert, Update, Delete: kept raw, decoded on demand
 
 
@@ -71,29 +82,51 @@ def julian_from_pg_micros(pg_micros: int) -> int:
     return julian_from_unix_micros(pg_micros + pgo.PG_EPOCH_UNIX_MICROS)
 
 
+@dataclass(slots=True)
+class EncodedRun:
+    """Consecutive row changes of one table that the capture loop encoded itself (the fast
+    path, see ``fastpath``): their trail records end to end, TransInd MIDDLE and no T area
+    (the trail writer adds it to a transaction's first record)."""
+
+    table: TableDef
+    records: list[bytes]
+
+
+#: Per table, what the capture loop does with its row changes: ``False`` drop them (not
+#: captured), ``None`` keep them raw (``RawRow``, decoded later), bytes encode them now
+#: (``EncodedRun``) keeping the columns the mask marks (``b""``: every column).
+EncodePlan = Callable[[TableDef], "bytes | bool | None"]
+
 RawRow = tuple["_Rel", int, bytes]
 """A row change as pgoutput sent it: (relation, LSN, Insert/Update/Delete message).  Kept
 raw so the Extract's fast path can encode it in one step (``fastpath``); ``decode_row``
 gives the ``Change``."""
 
 
-def _decoded(item: Change | RawRow, io_time: int) -> Change:
-    return decode_row(item, io_time) if type(item) is tuple else item  # type: ignore[arg-type]
+def _decoded(item: Change | RawRow | EncodedRun, io_time: int) -> Iterator[Change]:
+    if type(item) is tuple:
+        yield decode_row(item, io_time)  # type: ignore[arg-type]
+    elif type(item) is EncodedRun:
+        for record in item.records:
+            yield decode_encoded(item.table, record)  # type: ignore[union-attr]
+    else:
+        yield item  # type: ignore[misc]
 
 
 class TransactionChanges(Sequence[Change]):
     """A transaction's changes: ``Change`` objects when iterated, or as captured
-    (``items``: a ``Change`` or a ``RawRow`` each) for the fast path."""
+    (``items``: a ``Change``, a ``RawRow`` or an ``EncodedRun`` each) for the fast path.
+    ``len`` counts changes."""
 
     io_time: int
 
-    def items(self) -> Iterator[Change | RawRow]:
+    def items(self) -> Iterator[Change | RawRow | EncodedRun]:
         raise NotImplementedError
 
     def __iter__(self) -> Iterator[Change]:
         io_time = self.io_time
         for item in self.items():
-            yield _decoded(item, io_time)
+            yield from _decoded(item, io_time)
 
     @overload
     def __getitem__(self, index: int) -> Change: ...
@@ -106,23 +139,24 @@ class TransactionChanges(Sequence[Change]):
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
-        for i, item in enumerate(self.items()):
+        for i, change in enumerate(self):
             if i == index:
-                return _decoded(item, self.io_time)
+                return change
         raise IndexError(index)
 
 
 class CapturedChanges(TransactionChanges):
     """The changes of a transaction that fit in memory."""
 
-    def __init__(self, items: list[Change | RawRow], io_time: int):
+    def __init__(self, items: list[Change | RawRow | EncodedRun], count: int, io_time: int):
         self._items = items
+        self._count = count
         self.io_time = io_time
 
     def __len__(self) -> int:
-        return len(self._items)
+        return self._count
 
-    def items(self) -> Iterator[Change | RawRow]:
+    def items(self) -> Iterator[Change | RawRow | EncodedRun]:
         return iter(self._items)
 
 
@@ -141,7 +175,7 @@ class SpilledChanges(TransactionChanges):
     def __len__(self) -> int:
         return self._count
 
-    def items(self) -> Iterator[Change | RawRow]:
+    def items(self) -> Iterator[Change | RawRow | EncodedRun]:
         try:
             fh = self.path.open("rb")
         except FileNotFoundError:
@@ -162,13 +196,13 @@ class _ChangeBuffer:
     def __init__(self, spill_dir: Path, limit: int):
         self.spill_dir = spill_dir
         self.limit = limit
-        self.changes: list[Change | RawRow] = []
+        self.changes: list[Change | RawRow | EncodedRun] = []
         self.size = 0
         self.count = 0
         self.file: Any = None
         self.path: Path | None = None
 
-    def append(self, change: Change | RawRow, size: int) -> None:
+    def append(self, change: Change | RawRow | EncodedRun, size: int) -> None:
         self.changes.append(change)
         self.count += 1
         self.size += size
@@ -188,7 +222,7 @@ class _ChangeBuffer:
 
     def finish(self, io_time: int) -> CapturedChanges | SpilledChanges:
         if self.file is None:
-            return CapturedChanges(self.changes, io_time)
+            return CapturedChanges(self.changes, self.count, io_time)
         if self.changes:
             self.spill()
         self.file.close()
@@ -240,11 +274,16 @@ class _Rel:
 
 
 class PgCapture:
-    """Reads committed transactions from logical replication slot ``slot``."""
+    """Reads committed transactions from logical replication slot ``slot``.
+
+    ``encode_plan`` (see ``EncodePlan``) lets the read loop encode row changes into trail
+    records itself with the C row path, the Extract's fast path: no Python object per row.
+    """
 
     def __init__(self, conninfo: str, slot: str, publication: str, *,
                  spill_dir: str | os.PathLike[str] | None = None,
-                 memory_limit_bytes: int = 64 * 1024 * 1024, chunk_rows: int = 1000):
+                 memory_limit_bytes: int = 64 * 1024 * 1024, chunk_rows: int = 1000,
+                 encode_plan: EncodePlan | None = None):
         self.conninfo = conninfo
         self.slot = slot
         self.publication = publication
@@ -265,6 +304,8 @@ class PgCapture:
         self._reading = False
         self._pending_ack = 0
         self._previous: CapturedTransaction | None = None
+        self._encode_plan = encode_plan if fastpath.available else None
+        self._plans: dict[int, tuple[_Rel, bytes | bool | None]] = {}
 
     # --- connections ------------------------------------------------------------------------
 
@@ -450,6 +491,10 @@ class PgCapture:
         messages: list[pgo.LogicalMessage] = []
         rel_key: bytes | None = None  # the relation of the previous row change
         rel: _Rel | None = None
+        plan: bytes | bool | None = None
+        run: EncodedRun | None = None  # the run the next encoded row may join
+        io_time = 0
+        encode = fastpath.row_encoder if self._encode_plan is not None else None
         try:
             for lsn, data in rows:
                 if data[0] in _ROW_MESSAGES and begin is not None and len(data) > 5:
@@ -461,17 +506,36 @@ class PgCapture:
                     if key != rel_key or rel is None:
                         rel = self._rel(int.from_bytes(key, "big"), lsn)
                         self._use(rel, new_defs)
-                        rel_key = key
+                        rel_key, plan, run = key, self._plan(rel), None
+                    if plan is False:
+                        continue
+                    if plan is not None and encode is not None:
+                        record = encode(data, rel.layout, plan or None,
+                                        rel.table.qualified_name, io_time, lsn)
+                        if record is not None:
+                            if run is None or len(run.records) >= RUN_RECORDS:
+                                run = EncodedRun(rel.table, [record])
+                                buffer.changes.append(run)
+                            else:
+                                run.records.append(record)
+                            buffer.count += 1
+                            buffer.size += len(record) + _RECORD_OVERHEAD
+                            if buffer.size > buffer.limit:
+                                buffer.spill()
+                                run = None  # pickled: a new run starts
+                            continue
+                    run = None
                     buffer.changes.append((rel, lsn, data))
                     buffer.count += 1
                     buffer.size += len(data) + _RAW_OVERHEAD
                     if buffer.size > buffer.limit:
                         buffer.spill()
                     continue
-                rel_key = None
+                rel_key, run = None, None
                 msg = pgo.decode(data, lsn=lsn)
                 if isinstance(msg, pgo.Begin):
                     begin, origin, messages, new_defs = msg, None, [], []
+                    io_time = julian_from_pg_micros(msg.commit_time)
                     skip = msg.final_lsn <= self._delivered_lsn
                     buffer = None if skip else _ChangeBuffer(self.spill_dir,
                                                              self.memory_limit_bytes)
@@ -524,6 +588,19 @@ class PgCapture:
         except KeyError:
             raise SourceError(f"pgoutput change for relation {oid} without its Relation message "
                               f"at LSN {pgo.format_lsn(lsn)} in slot {self.slot!r}") from None
+
+    def _plan(self, rel: _Rel) -> bytes | bool | None:
+        """The encode plan of ``rel`` (asked once per Relation message)."""
+        if self._encode_plan is None:
+            return None
+        cached = self._plans.get(id(rel))
+        if cached is not None and cached[0] is rel:
+            return cached[1]
+        if len(self._plans) > 4096:
+            self._plans.clear()
+        plan = self._encode_plan(rel.table)
+        self._plans[id(rel)] = (rel, plan)
+        return plan
 
     def _use(self, rel: _Rel, new_defs: list[TableDef]) -> None:
         name = rel.table.qualified_name
@@ -588,6 +665,11 @@ def build_relation(msg: pgo.Relation, types: Sequence[PgType], notnull: set[str]
     table = TableDef(schema=schema, name=msg.name, columns=columns,
                      key=[columns[i].name for i in key], key_kind=key_kind, object_id=msg.oid)
     return _Rel(table, list(types), key, relation_layout(table, types, key))
+
+
+def decode_encoded(table: TableDef, record: bytes) -> Change:
+    """The ``Change`` of a record the capture loop encoded (values in trail form)."""
+    return decode_change(decode_record(record, 0, len(record)), table_fixed_indexes(table))
 
 
 def decode_row(row: RawRow, io_time: int) -> Change:

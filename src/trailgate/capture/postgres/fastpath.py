@@ -1,4 +1,4 @@
-"""The Extract's fast row path: a pgoutput row change straight to a trail D area, in C.
+"""The Extract's fast row path: a pgoutput row change straight to a trail record, in C.
 
 ``_pgfast.encode_change`` does in one pass what pgoutput.py, capture.py (``_image``,
 ``_update``), types.py and trail/values.py do with Python objects, and gives the same bytes;
@@ -19,7 +19,7 @@ from trailgate.capture.postgres.types import PgType
 from trailgate.model import ColumnKind, OpType, TableDef
 from trailgate.trail._accel import PURE_PYTHON_ENV
 
-__all__ = ["OPS", "available", "encode_change", "encoder", "keep_mask", "relation_layout"]
+__all__ = ["OPS", "available", "encode_change", "keep_mask", "relation_layout", "row_encoder"]
 
 #: ``encode_change``'s operation codes.
 OPS = (OpType.INSERT, OpType.DELETE, OpType.FIELD_COMP, OpType.PK_UPDATE)
@@ -42,9 +42,10 @@ def _load() -> ModuleType | None:
 _module = _load()
 #: True when the C row path can be used.
 available = _module is not None
-#: The C function itself, ``(message, layout, keep) -> (OPS index, D area) | None``, for a
-#: caller's per-row loop (``None`` when not built); ``encode_change`` wraps it.
-encoder = _module.encode_change if _module is not None else None
+#: The C function for a per-row loop (``None`` when not built):
+#: ``(message, layout, keep, table, io_time, lsn) -> record | None``, the change's whole trail
+#: record as ``records.encode_row_record`` makes it from ``encode_change``'s D area.
+row_encoder = _module.encode_row if _module is not None else None
 
 
 def _conv(pgtype: PgType) -> int:

@@ -1,0 +1,105 @@
+"""``TrailWriter.add_run`` (changes already encoded, as the PostgreSQL Extract's fast path
+sends them) writes the very bytes ``add_change`` writes: T area on each transaction's first
+record, metadata records, TransInd, rollover at the same record, and fragments when a first
+record with its T area no longer fits in one record."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, TransInd
+from trailgate.trail import TrailReader
+from trailgate.trail.naming import TrailName
+from trailgate.trail.records import encode_change_records, split_records
+from trailgate.trail.writer import TrailWriter
+
+T = TableDef("public", "t", [
+    Column("id", 0, ColumnKind.NUMBER, "integer", nullable=False),
+    Column("c", 1, ColumnKind.CHAR, "character(4)", length=4),
+    Column("v", 2, ColumnKind.VARCHAR2, "text"),
+    Column("d", 3, ColumnKind.TIMESTAMP, "timestamp without time zone"),
+], key=["id"], object_id=7)
+U = TableDef("public", "u", [Column("id", 0, ColumnKind.NUMBER, "integer")], key=["id"])
+
+
+def _change(rng: random.Random, n: int, io_time: int) -> Change:
+    """A change; a transaction's changes share their io_time (its commit time)."""
+    table = rng.choice(["public.t", "public.t", "public.u"])
+    if table == "public.u":
+        return Change(OpType.INSERT, table, after={0: str(n).encode()}, io_time=io_time,
+                      audit_seq=n >> 8, audit_pos=n)
+    size = rng.choice([3, 40, 2_000, 65_400])  # the last: no room left for a T area
+    after = {0: str(n).encode(), 1: b"ab  ", 2: b"x" * size,
+             3: b"2024-01-02:03:04:05.000000000"}
+    op = rng.choice([OpType.INSERT, OpType.FIELD_COMP, OpType.DELETE])
+    if op is OpType.DELETE:
+        return Change(op, table, before={0: str(n).encode()}, io_time=io_time,
+                      audit_seq=n >> 8, audit_pos=n)
+    return Change(op, table, after=after, io_time=io_time, audit_seq=n >> 8, audit_pos=n)
+
+
+def _records(change: Change) -> list[bytes] | None:
+    """The change as one fast-path record (no T area), or None if it needs fragments."""
+    records = encode_change_records(change, T if change.table == "public.t" else U,
+                                    TransInd.MIDDLE)
+    return records if len(records) == 1 else None
+
+
+def _body(trail: Path) -> bytes:
+    out = b""
+    for seq in TrailName(trail).sequence_numbers():
+        path = Path(f"{trail}{seq:09d}")
+        first = next(iter(TrailReader(path).raw_records()))[0].rba
+        out += path.read_bytes()[first:]
+    return out
+
+
+def test_runs_write_the_bytes_changes_do(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    tables = {"public.t": T, "public.u": U}
+    slow = TrailWriter(tmp_path / "a" / "aa", megabytes=1)
+    fast = TrailWriter(tmp_path / "b" / "aa", megabytes=1)
+    n = 0
+    for txn in range(120):
+        changes = [_change(rng, n + i, 5_000 + txn) for i in range(rng.randint(1, 12))]
+        n += len(changes)
+        xid, csn = f"x{txn}", 1_000 + txn
+        slow.begin_transaction(xid, csn)
+        for change in changes:
+            slow.add_change(change, tables[change.table])
+        slow.commit_transaction()
+        fast.begin_transaction(xid, csn)
+        run: list[bytes] = []
+        run_table, run_io = "", 0
+        for change in changes:  # runs of one table, as the capture loop builds them
+            records = _records(change)
+            if (records is None or change.table != run_table) and run:
+                fast.add_run(run, tables[run_table], run_table, run_io)
+                run = []
+            if records is None:
+                fast.add_change(change, tables[change.table])
+                continue
+            run_table, run_io = change.table, change.io_time
+            run.append(records[0])
+        if run:
+            fast.add_run(run, tables[run_table], run_table, run_io)
+        fast.commit_transaction()
+    slow.close()
+    fast.close()
+    files = TrailName(tmp_path / "a" / "aa").sequence_numbers()
+    assert len(files) > 3  # several rollovers happened
+    assert TrailName(tmp_path / "b" / "aa").sequence_numbers() == files
+    assert _body(tmp_path / "b" / "aa") == _body(tmp_path / "a" / "aa")
+
+
+def test_split_records_rejects_a_bad_blob() -> None:
+    record = encode_change_records(Change(OpType.INSERT, "public.u", after={0: b"1"}), U)[0]
+    assert split_records(record * 3) == [record] * 3
+    for bad in (record[:-1], b"X" + record[1:], record + b"G\x01"):
+        try:
+            split_records(bad)
+        except ValueError as exc:
+            assert "packed records" in str(exc)
+        else:
+            raise AssertionError(f"accepted {bad[:8]!r}")
