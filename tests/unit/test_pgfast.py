@@ -13,6 +13,7 @@ import random
 import struct
 
 import pytest
+from test_pgoutput import tup
 
 from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres import pgoutput as pgo
@@ -69,16 +70,7 @@ def _value(rng: random.Random, type_name: str) -> str:
 
 
 def _tuple(values: list[pgo.TupleValue]) -> bytes:
-    out = bytearray(struct.pack(">h", len(values)))
-    for v in values:
-        if v is None:
-            out += b"n"
-        elif v is pgo.UNCHANGED_TOAST:
-            out += b"u"
-        else:
-            raw = v.encode("utf-8")  # type: ignore[union-attr]
-            out += b"t" + struct.pack(">i", len(raw)) + raw
-    return bytes(out)
+    return tup(*values)
 
 
 def _row(rng: random.Random, nulls: bool = True, toast: bool = False
