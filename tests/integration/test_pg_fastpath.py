@@ -17,6 +17,7 @@ from extract_support import make_home
 from test_extract_pg import PARAMS, _schema, _workload_one, _workload_two
 
 from trailgate.capture.postgres import fastpath
+from trailgate.capture.postgres.trandata import add_trandata
 from trailgate.db.connect import connect
 from trailgate.spark.change_rows import ChangeColumns
 from trailgate.spark.pg_source import SourceOptions, read_partition
@@ -78,3 +79,35 @@ def test_c_row_path_writes_the_python_paths_bytes(pg_db, tmp_path):
     assert encoded > 6000  # the bulk went through the C path
     assert len(fast_bytes) == len(slow_bytes)
     assert fast_bytes == slow_bytes
+
+
+def test_next_batch_reuses_connections_and_survives_losing_them(pg_db, tmp_path):
+    """A micro-batch hands its connections to the next one in the same worker; if they
+    were lost meanwhile (a server restart, an administrator), the next batch opens new ones
+    instead of failing."""
+    from trailgate.spark import pg_source
+
+    with connect(pg_db) as conn:
+        conn.execute("CREATE TABLE r (id int PRIMARY KEY)")
+        add_trandata(conn, "public.r")
+    home = make_home(tmp_path / "home", pg_db, "REUSE1", "TABLE public.r;")
+    opts = SourceOptions.parse({"home": str(home.path), "group": "REUSE1"})
+    start = 0
+    pids = []
+    for batch in range(3):
+        with connect(pg_db) as conn:
+            conn.execute("INSERT INTO r VALUES (%s)", (batch,))
+        end = _flush_lsn(pg_db)
+        rows = [r for b in read_partition(opts, start, end) for r in ChangeColumns(b).ops]
+        assert rows.count(-2) == 1  # the one insert, as a packed row
+        start = end
+        with connect(pg_db) as conn:
+            pids.append(sorted(r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name LIKE "
+                "'trailgate trailgate_reuse1%'")))
+            if batch == 1:  # lose them: the next batch must still work
+                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                             "application_name LIKE 'trailgate trailgate_reuse1%'")
+    assert len(pids[0]) == 2 and pids[1] == pids[0]  # reused, not reopened
+    assert set(pids[2]).isdisjoint(pids[1])  # new ones after the loss
+    pg_source._idle_connections.clear()

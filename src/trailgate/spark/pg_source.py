@@ -235,13 +235,16 @@ def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = Tr
     (``fast``: let the C row path encode what it can)."""
     cfg = opts.config
     emitter = _Emitter(cfg, fast)
+    key = (cfg.conninfo, cfg.slot)
     cap = PgCapture(cfg.conninfo, cfg.slot, cfg.publication, spill_dir=cfg.spill_dir,
                     memory_limit_bytes=cfg.memory_limit_bytes,
-                    encode_plan=emitter.encode_plan if emitter.fast else None)
+                    encode_plan=emitter.encode_plan if emitter.fast else None,
+                    connections=_adopt(key))
     rows = ChangeRowBuilder()
     read_time: str | None = None
-    control = connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} task")
+    done = False
     try:
+        control = cap.control_connection()
         wait_for_slot(control, cfg.slot)
         for t in cap.read(start_after_lsn=start - 1, upto_lsn=end):
             if t.csn >= end:
@@ -253,10 +256,36 @@ def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = Tr
         if read_time is not None:
             position["read_time"] = read_time
         rows.add_position(position)
+        done = True
         yield rows.take()
     finally:
+        if done:
+            pair = cap.hand_over()
+            if pair is not None:
+                _idle_connections[key] = pair
         cap.close()
-        control.close()
+
+
+#: Per Python worker process: the connections of the last finished read of each slot, for
+#: the next micro-batch (Spark reuses its Python workers): no new connections per batch.
+_idle_connections: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+
+def _adopt(key: tuple[str, str]) -> tuple[Any, Any] | None:
+    """The idle connections for ``key`` if they still work (the server may have restarted
+    since), else ``None``: the capture opens new ones."""
+    pair = _idle_connections.pop(key, None)
+    if pair is None:
+        return None
+    try:
+        for conn in pair:
+            conn.execute("SELECT 1")
+    except psycopg.Error:
+        for conn in pair:
+            with contextlib.suppress(psycopg.Error):
+                conn.close()
+        return None
+    return pair
 
 
 class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -283,7 +283,8 @@ class PgCapture:
     def __init__(self, conninfo: str, slot: str, publication: str, *,
                  spill_dir: str | os.PathLike[str] | None = None,
                  memory_limit_bytes: int = 64 * 1024 * 1024, chunk_rows: int = 1000,
-                 encode_plan: EncodePlan | None = None):
+                 encode_plan: EncodePlan | None = None,
+                 connections: tuple[Any, Any] | None = None):
         self.conninfo = conninfo
         self.slot = slot
         self.publication = publication
@@ -291,8 +292,9 @@ class PgCapture:
             f"trailgate-spill-{slot}"
         self.memory_limit_bytes = memory_limit_bytes
         self.chunk_rows = chunk_rows
-        self._reader: psycopg.Connection[Any] | None = None
-        self._control: psycopg.Connection[Any] | None = None
+        # (reader, control): connections a previous capture handed over, else opened on use
+        self._reader: psycopg.Connection[Any] | None = connections[0] if connections else None
+        self._control: psycopg.Connection[Any] | None = connections[1] if connections else None
         self._relations: dict[int, _Rel] = {}
         self._published: dict[str, TableDef] = {}  # last definition handed out per table
         self._type_cache: dict[tuple[int, int], PgType] = {}
@@ -319,6 +321,24 @@ class PgCapture:
             self._reader = connect(self.conninfo, settings=SESSION_SETTINGS,
                                    application_name=f"trailgate {self.slot} reader")
         return self._reader
+
+    def control_connection(self) -> psycopg.Connection[Any]:
+        """The connection for queries about the slot (not the one that reads it)."""
+        return self._control_conn()
+
+    def hand_over(self) -> tuple[Any, Any] | None:
+        """Give up this capture's (reader, control) connections for a later capture of the
+        same slot (``connections=``): a micro-batch need not open new ones.  ``None`` when
+        they are not both healthy; either way, ``close`` no longer touches them."""
+        pair = (self._reader, self._control)
+        self._reader = self._control = None
+        if any(c is None or c.closed or c.broken for c in pair):
+            for conn in pair:
+                if conn is not None:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.close()
+            return None
+        return pair
 
     def close(self) -> None:
         """Close connections and remove spilled data."""
