@@ -17,7 +17,7 @@ from test_pgoutput import tup
 
 from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres import pgoutput as pgo
-from trailgate.capture.postgres.capture import build_relation, decode_row
+from trailgate.capture.postgres.rows import build_relation, decode_row
 from trailgate.capture.postgres.types import classify
 from trailgate.trail.records import _data_area, encode_row_record
 from trailgate.trail.values import MAX_VALUE_BYTES

@@ -42,14 +42,10 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from trailgate.capture.postgres import fastpath
-from trailgate.capture.postgres.capture import (
-    CapturedTransaction,
-    EncodedRun,
-    PgCapture,
-    TransactionChanges,
-    decode_row,
-)
+from trailgate.capture.postgres.capture import CapturedTransaction, PgCapture
+from trailgate.capture.postgres.changes import TransactionChanges
 from trailgate.capture.postgres.pgoutput import format_lsn
+from trailgate.capture.postgres.rows import EncodedRun, decode_row
 from trailgate.checkpoint import CheckpointStore
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError

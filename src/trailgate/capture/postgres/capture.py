@@ -18,56 +18,40 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import psycopg
 from psycopg import errors as pgerrors
 
 from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres import pgoutput as pgo
-from trailgate.capture.postgres.fastpath import relation_layout
-from trailgate.capture.postgres.types import SESSION_SETTINGS, PgType, classify, trail_from_pg_text
+from trailgate.capture.postgres.changes import ChangeBuffer, SpilledChanges
+from trailgate.capture.postgres.rows import (
+    CapturedRelation,
+    EncodedRun,
+    build_relation,
+    julian_from_pg_micros,
+)
+from trailgate.capture.postgres.types import SESSION_SETTINGS, PgType, classify
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
 from trailgate.model import (
     Change,
-    Column,
     OpType,
     TableDef,
     Transaction,
-    julian_from_unix_micros,
-)
-from trailgate.trail.records import (
-    decode_change,
-    decode_record,
-    table_fixed_indexes,
 )
 
-__all__ = [
-    "HEARTBEAT_PREFIX",
-    "CapturedChanges",
-    "CapturedTransaction",
-    "EncodePlan",
-    "EncodedRun",
-    "PgCapture",
-    "RawRow",
-    "SpilledChanges",
-    "TransactionChanges",
-    "build_relation",
-    "decode_row",
-    "julian_from_pg_micros",
-]
+__all__ = ["HEARTBEAT_PREFIX", "CapturedTransaction", "EncodePlan", "PgCapture"]
 
 #: Prefix of the non-transactional logical messages ``heartbeat()`` writes.
 HEARTBEAT_PREFIX = "trailgate.heartbeat"
 #: Transactional logical messages whose prefix starts with this are kept on the transaction.
 MESSAGE_PREFIX = "trailgate."
-_KEY_KINDS = {"d": "PRIMARY", "i": "UNIQUE", "f": "ALL", "n": "NONE"}
 _CHANGE_OVERHEAD = 240  # rough bytes of a Change with its dicts, besides the values
 _VALUE_OVERHEAD = 80
 _RAW_OVERHEAD = 120  # rough bytes of a RawRow besides its message
@@ -77,164 +61,10 @@ RUN_RECORDS = 200
 _ROW_MESSAGES = frozenset(b"IUD")  # Insert, Update, Delete: kept raw, decoded on demand
 
 
-def julian_from_pg_micros(pg_micros: int) -> int:
-    """PostgreSQL timestamp (microseconds since 2000-01-01 UTC) as Julian microseconds."""
-    return julian_from_unix_micros(pg_micros + pgo.PG_EPOCH_UNIX_MICROS)
-
-
-@dataclass(slots=True)
-class EncodedRun:
-    """Consecutive row changes of one table that the capture loop encoded itself (the fast
-    path, see ``fastpath``): their trail records end to end, TransInd MIDDLE and no T area
-    (the trail writer adds it to a transaction's first record)."""
-
-    table: TableDef
-    records: list[bytes]
-
-
 #: Per table, what the capture loop does with its row changes: ``False`` drop them (not
 #: captured), ``None`` keep them raw (``RawRow``, decoded later), bytes encode them now
 #: (``EncodedRun``) keeping the columns the mask marks (``b""``: every column).
 EncodePlan = Callable[[TableDef], "bytes | bool | None"]
-
-RawRow = tuple["_Rel", int, bytes]
-"""A row change as pgoutput sent it: (relation, LSN, Insert/Update/Delete message).  Kept
-raw so the Extract's fast path can encode it in one step (``fastpath``); ``decode_row``
-gives the ``Change``."""
-
-
-def _decoded(item: Change | RawRow | EncodedRun, io_time: int) -> Iterator[Change]:
-    if type(item) is tuple:
-        yield decode_row(item, io_time)  # type: ignore[arg-type]
-    elif type(item) is EncodedRun:
-        for record in item.records:
-            yield decode_encoded(item.table, record)  # type: ignore[union-attr]
-    else:
-        yield item  # type: ignore[misc]
-
-
-class TransactionChanges(Sequence[Change]):
-    """A transaction's changes: ``Change`` objects when iterated, or as captured
-    (``items``: a ``Change``, a ``RawRow`` or an ``EncodedRun`` each) for the fast path.
-    ``len`` counts changes."""
-
-    io_time: int
-
-    def items(self) -> Iterator[Change | RawRow | EncodedRun]:
-        raise NotImplementedError
-
-    def __iter__(self) -> Iterator[Change]:
-        io_time = self.io_time
-        for item in self.items():
-            yield from _decoded(item, io_time)
-
-    @overload
-    def __getitem__(self, index: int) -> Change: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Change]: ...
-    def __getitem__(self, index: int | slice) -> Change | list[Change]:
-        if isinstance(index, slice):
-            return list(self)[index]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        for i, change in enumerate(self):
-            if i == index:
-                return change
-        raise IndexError(index)
-
-
-class CapturedChanges(TransactionChanges):
-    """The changes of a transaction that fit in memory."""
-
-    def __init__(self, items: list[Change | RawRow | EncodedRun], count: int, io_time: int):
-        self._items = items
-        self._count = count
-        self.io_time = io_time
-
-    def __len__(self) -> int:
-        return self._count
-
-    def items(self) -> Iterator[Change | RawRow | EncodedRun]:
-        return iter(self._items)
-
-
-class SpilledChanges(TransactionChanges):
-    """The changes of a transaction that did not fit in memory, read back from disk.
-
-    Iterate it (one pass reads the file in chunks); indexing works but reads from the start.
-    Valid until the next transaction is read or the capture is closed.
-    """
-
-    def __init__(self, path: Path, count: int, io_time: int = 0):
-        self.path = path
-        self._count = count
-        self.io_time = io_time
-
-    def __len__(self) -> int:
-        return self._count
-
-    def items(self) -> Iterator[Change | RawRow | EncodedRun]:
-        try:
-            fh = self.path.open("rb")
-        except FileNotFoundError:
-            raise SourceError(f"spilled transaction {self.path} is gone: a transaction's "
-                              "changes are valid only until the next one is read") from None
-        with fh:
-            while True:
-                try:
-                    chunk = pickle.load(fh)
-                except EOFError:
-                    return
-                yield from chunk
-
-
-class _ChangeBuffer:
-    """Collects a transaction's changes, moving them to a file past the memory limit."""
-
-    def __init__(self, spill_dir: Path, limit: int):
-        self.spill_dir = spill_dir
-        self.limit = limit
-        self.changes: list[Change | RawRow | EncodedRun] = []
-        self.size = 0
-        self.count = 0
-        self.file: Any = None
-        self.path: Path | None = None
-
-    def append(self, change: Change | RawRow | EncodedRun, size: int) -> None:
-        self.changes.append(change)
-        self.count += 1
-        self.size += size
-        if self.size > self.limit:
-            self.spill()
-
-    def spill(self) -> None:
-        """Move the changes held in memory to the spill file."""
-        if self.file is None:
-            self.spill_dir.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(prefix="txn-", suffix=".spill", dir=self.spill_dir)
-            self.file = os.fdopen(fd, "wb")
-            self.path = Path(name)
-        pickle.dump(self.changes, self.file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.changes.clear()  # in place: the read loop holds its append method
-        self.size = 0
-
-    def finish(self, io_time: int) -> CapturedChanges | SpilledChanges:
-        if self.file is None:
-            return CapturedChanges(self.changes, self.count, io_time)
-        if self.changes:
-            self.spill()
-        self.file.close()
-        assert self.path is not None
-        return SpilledChanges(self.path, self.count, io_time)
-
-    def discard(self) -> None:
-        if self.file is not None:
-            self.file.close()
-        if self.path is not None:
-            self.path.unlink(missing_ok=True)
-
 
 @dataclass(slots=True)
 class CapturedTransaction:
@@ -262,17 +92,6 @@ class CapturedTransaction:
         return isinstance(self.transaction.changes, SpilledChanges)
 
 
-@dataclass(slots=True)
-class _Rel:
-    """A relation as the current Relation message describes it (``layout``: the same for
-    the C row path)."""
-
-    table: TableDef
-    types: list[PgType]
-    key: list[int]
-    layout: bytes = b""
-
-
 class PgCapture:
     """Reads committed transactions from logical replication slot ``slot``.
 
@@ -295,7 +114,7 @@ class PgCapture:
         # (reader, control): connections a previous capture handed over, else opened on use
         self._reader: psycopg.Connection[Any] | None = connections[0] if connections else None
         self._control: psycopg.Connection[Any] | None = connections[1] if connections else None
-        self._relations: dict[int, _Rel] = {}
+        self._relations: dict[int, CapturedRelation] = {}
         self._published: dict[str, TableDef] = {}  # last definition handed out per table
         self._type_cache: dict[tuple[int, int], PgType] = {}
         self._delivered_lsn = 0  # commit LSN of the last transaction handed out (or skipped)
@@ -307,7 +126,7 @@ class PgCapture:
         self._pending_ack = 0
         self._previous: CapturedTransaction | None = None
         self._encode_plan = encode_plan if fastpath.available else None
-        self._plans: dict[int, tuple[_Rel, bytes | bool | None]] = {}
+        self._plans: dict[int, tuple[CapturedRelation, bytes | bool | None]] = {}
 
     # --- connections ------------------------------------------------------------------------
 
@@ -504,13 +323,13 @@ class PgCapture:
 
     def _transactions(self, rows: Iterator[tuple[int, bytes]]) -> Iterator[CapturedTransaction]:
         begin: pgo.Begin | None = None
-        buffer: _ChangeBuffer | None = None
+        buffer: ChangeBuffer | None = None
         skip = False
         new_defs: list[TableDef] = []
         origin: str | None = None
         messages: list[pgo.LogicalMessage] = []
         rel_key: bytes | None = None  # the relation of the previous row change
-        rel: _Rel | None = None
+        rel: CapturedRelation | None = None
         plan: bytes | bool | None = None
         run: EncodedRun | None = None  # the run the next encoded row may join
         io_time = 0
@@ -557,7 +376,7 @@ class PgCapture:
                     begin, origin, messages, new_defs = msg, None, [], []
                     io_time = julian_from_pg_micros(msg.commit_time)
                     skip = msg.final_lsn <= self._delivered_lsn
-                    buffer = None if skip else _ChangeBuffer(self.spill_dir,
+                    buffer = None if skip else ChangeBuffer(self.spill_dir,
                                                              self.memory_limit_bytes)
                 elif isinstance(msg, pgo.Relation):
                     self._relations[msg.oid] = self._relation(msg)
@@ -587,7 +406,7 @@ class PgCapture:
             if buffer is not None:
                 buffer.discard()
 
-    def _finish(self, begin: pgo.Begin, commit: pgo.Commit, buffer: _ChangeBuffer,
+    def _finish(self, begin: pgo.Begin, commit: pgo.Commit, buffer: ChangeBuffer,
                 new_defs: list[TableDef], origin: str | None,
                 messages: list[pgo.LogicalMessage]) -> CapturedTransaction:
         commit_time = julian_from_pg_micros(commit.commit_time)
@@ -602,14 +421,14 @@ class PgCapture:
 
     # --- changes ------------------------------------------------------------------------------
 
-    def _rel(self, oid: int, lsn: int) -> _Rel:
+    def _rel(self, oid: int, lsn: int) -> CapturedRelation:
         try:
             return self._relations[oid]
         except KeyError:
             raise SourceError(f"pgoutput change for relation {oid} without its Relation message "
                               f"at LSN {pgo.format_lsn(lsn)} in slot {self.slot!r}") from None
 
-    def _plan(self, rel: _Rel) -> bytes | bool | None:
+    def _plan(self, rel: CapturedRelation) -> bytes | bool | None:
         """The encode plan of ``rel`` (asked once per Relation message)."""
         if self._encode_plan is None:
             return None
@@ -622,7 +441,7 @@ class PgCapture:
         self._plans[id(rel)] = (rel, plan)
         return plan
 
-    def _use(self, rel: _Rel, new_defs: list[TableDef]) -> None:
+    def _use(self, rel: CapturedRelation, new_defs: list[TableDef]) -> None:
         name = rel.table.qualified_name
         published = self._published.get(name)
         if published is not rel.table and published != rel.table:
@@ -642,7 +461,7 @@ class PgCapture:
 
     # --- relations and types ------------------------------------------------------------------
 
-    def _relation(self, msg: pgo.Relation) -> _Rel:
+    def _relation(self, msg: pgo.Relation) -> CapturedRelation:
         types = [self._pgtype(col.type_oid, col.typmod) for col in msg.columns]
         return build_relation(msg, types, self._not_null(msg.oid))
 
@@ -665,87 +484,6 @@ class PgCapture:
             cached = classify(row[0] if row else "text")
             self._type_cache[key] = cached
         return cached
-
-
-def build_relation(msg: pgo.Relation, types: Sequence[PgType], notnull: set[str]) -> _Rel:
-    """A Relation message as a table definition, given its columns' types and which
-    columns are NOT NULL (both looked up in the database)."""
-    schema = msg.namespace or "pg_catalog"
-    columns, key = [], []
-    for i, (col, pgtype) in enumerate(zip(msg.columns, types, strict=True)):
-        columns.append(Column(name=col.name, index=i, kind=pgtype.kind,
-                              source_type=pgtype.source_type, length=pgtype.length,
-                              precision=pgtype.precision, scale=pgtype.scale,
-                              nullable=col.name not in notnull, segcol=i + 1))
-        if col.is_key:
-            key.append(i)
-    key_kind = _KEY_KINDS.get(msg.replica_identity, "NONE")
-    if key_kind == "PRIMARY" and not key:
-        key_kind = "NONE"
-    table = TableDef(schema=schema, name=msg.name, columns=columns,
-                     key=[columns[i].name for i in key], key_kind=key_kind, object_id=msg.oid)
-    return _Rel(table, list(types), key, relation_layout(table, types, key))
-
-
-def decode_encoded(table: TableDef, record: bytes) -> Change:
-    """The ``Change`` of a record the capture loop encoded (values in trail form)."""
-    return decode_change(decode_record(record, 0, len(record)), table_fixed_indexes(table))
-
-
-def decode_row(row: RawRow, io_time: int) -> Change:
-    """The ``Change`` of a row change kept raw (``io_time``: its transaction's commit)."""
-    rel, lsn, data = row
-    msg = pgo.decode(data, lsn=lsn)
-    change = Change(OpType.INSERT, rel.table.qualified_name, io_time=io_time,
-                    audit_seq=lsn >> 24, audit_pos=lsn)
-    if isinstance(msg, pgo.Insert):
-        change.after = _image(rel, msg.new, range(len(msg.new)))
-    elif isinstance(msg, pgo.Delete):
-        change.op = OpType.DELETE
-        indexes = rel.key if msg.old_kind == "K" else range(len(msg.old))
-        change.before = _image(rel, msg.old, indexes)
-    elif isinstance(msg, pgo.Update):
-        _update(rel, msg, change)
-    else:  # the message type byte said I, U or D
-        raise SourceError(f"pgoutput message at LSN {pgo.format_lsn(lsn)} is not a row change")
-    return change
-
-
-def _image(rel: _Rel, values: list[pgo.TupleValue], indexes: Sequence[int] | range
-           ) -> dict[int, bytes | None]:
-    """Trail-form values of ``indexes``; unchanged TOAST values are left out, never NULL."""
-    image: dict[int, bytes | None] = {}
-    for i in indexes:
-        v = values[i]
-        if v is None:
-            image[i] = None
-        elif isinstance(v, str):
-            image[i] = trail_from_pg_text(v, rel.types[i])
-    return image
-
-
-def _update(rel: _Rel, msg: pgo.Update, change: Change) -> None:
-    """Compressed update: key plus changed columns; a changed key makes a PK update."""
-    new, old = msg.new, msg.old
-    if old is None:  # no old image: every column the log gives, key included
-        change.op = OpType.FIELD_COMP
-        change.after = _image(rel, new, range(len(new)))
-        return
-    new = list(new)
-    for i in rel.key:  # an unchanged TOASTed key value travels in the old key only
-        if new[i] is pgo.UNCHANGED_TOAST and isinstance(old[i], str):
-            new[i] = old[i]
-    full = msg.old_kind == "O"
-    changed = [i for i, v in enumerate(new)
-               if v is not pgo.UNCHANGED_TOAST and (not full or v != old[i])]
-    keyset = set(rel.key)
-    change.after = _image(rel, new, sorted(keyset.union(changed)))
-    if rel.key and any(old[i] != new[i] for i in rel.key
-                       if old[i] is not pgo.UNCHANGED_TOAST):
-        change.op = OpType.PK_UPDATE
-        change.before = _image(rel, old, rel.key)
-    else:
-        change.op = OpType.FIELD_COMP
 
 
 def _estimate(change: Change) -> int:
