@@ -118,7 +118,8 @@ def test_converters_equal_text_from_trail(source_type: str, kind: ColumnKind) ->
     rng = random.Random(source_type)
     samples = [b"1", b"0", b"-12.5", b"abc", "h\u00e9llo".encode(), b"\x00\xff",
                b"2013-03-14:00:00:00", b"2013-03-14:22:39:56", b"2013-03-14:22:39:56.5",
-               b"2013-03-14:22:39:56.123456789", b"infinity", b"12345-01-01:00:00:00",
+               b"2013-03-14:22:39:56.123456789", b"2013-03-14:22:39:56.12345678\n",
+               b"1999-12-31:23:59:59.000001000", b"infinity", b"12345-01-01:00:00:00",
                bytes(rng.randrange(256) for _ in range(8))]
     for value in samples:
         try:

@@ -53,6 +53,7 @@ __all__ = [
 #: Operations a mapped change can carry (FIELD_COMP and full UPDATE both become UPDATE).
 APPLIED_OPS = frozenset({OpType.INSERT, OpType.UPDATE, OpType.DELETE, OpType.PK_UPDATE,
                          OpType.TRUNCATE})
+_MAPPED_OPS = APPLIED_OPS | {OpType.FIELD_COMP}
 
 
 class MappingError(TargetError):
@@ -170,10 +171,15 @@ class TableMapping:
     # reads each value; a plain column is read and converted without the evaluator's call
     fields: tuple[_Field, ...] = ()
     key_fields: tuple[_Field, ...] = ()
+    # every field a plain column: (target column, source index, converter) for a
+    # comprehension; None when a COLMAP expression is among them
+    plain: tuple[tuple[str, int, Callable[[bytes], str]], ...] | None = None
 
     def __post_init__(self) -> None:
         self.fields = tuple(_field(a) for a in self.assignments)
         self.key_fields = tuple(_field(a) for a in self.key)
+        if all(f[2] is not None for f in self.fields):
+            self.plain = tuple((name, i, conv) for name, i, conv, _ in self.fields)  # type: ignore[misc]
 
     @property
     def handle_collisions(self) -> bool:
@@ -384,7 +390,7 @@ class Mapper:
         """The change in target terms; None when no MAP takes the table, WHERE filters it,
         or it is a truncate and GETTRUNCATES is not in force for the MAP."""
         change = tc.change
-        if change.op not in APPLIED_OPS and change.op is not OpType.FIELD_COMP:
+        if change.op not in _MAPPED_OPS:
             return None
         mapping = self.mapping(change.table, table_def)
         if mapping is None:
@@ -395,10 +401,20 @@ class Mapper:
                 table_defs: Mapping[str, TableDef]) -> list[MappedChange]:
         """Map a batch, in order, dropping what no MAP takes."""
         out = []
+        mappings: dict[str, TableMapping | None] = {}  # this batch's, looked up once each
         for tc in changes:
-            m = self.map(tc, table_defs.get(tc.change.table))
-            if m is not None:
-                out.append(m)
+            change = tc.change
+            if change.op not in _MAPPED_OPS:
+                continue
+            table = change.table
+            if table in mappings:
+                mapping = mappings[table]
+            else:
+                mapping = mappings[table] = self.mapping(table, table_defs.get(table))
+            if mapping is not None:
+                m = map_change(mapping, tc)
+                if m is not None:
+                    out.append(m)
         return out
 
 
@@ -418,7 +434,12 @@ def map_change(mapping: TableMapping, tc: TrailChange) -> MappedChange | None:
     if op is OpType.FIELD_COMP:
         op = OpType.UPDATE
     values: dict[str, str | None] = {}
-    if op is not OpType.DELETE:
+    if op is OpType.DELETE:
+        pass
+    elif mapping.plain is not None:
+        values = {name: None if (v := after[index]) is None else convert(v)
+                  for name, index, convert in mapping.plain if index in after}
+    else:
         for name, index, convert, evaluate in mapping.fields:
             if convert is not None:
                 raw = after.get(index, ABSENT)

@@ -57,10 +57,13 @@ def _pg_datetime(value: bytes, date: bool, tz: bool) -> str:
     m = _TRAIL_TS.match(value)
     if m is None:
         return value.decode("utf-8")  # infinity, BC, year > 9999: stored as text
-    day, hh, mi, ss, frac = m.groups()
     if date:
-        return day.decode("ascii")
-    text = b"%s %s:%s:%s.%s" % (day, hh, mi, ss, (frac or b"").ljust(9, b"0")[:6])
+        return value[:10].decode("ascii")
+    if len(value) == 29:  # capture's form, nine fraction digits: slices, no groups
+        text = value[:10] + b" " + value[11:26]
+    else:
+        day, hh, mi, ss, frac = m.groups()
+        text = b"%s %s:%s:%s.%s" % (day, hh, mi, ss, (frac or b"").ljust(9, b"0")[:6])
     return (text + b"+00" if tz else text).decode("ascii")
 
 
