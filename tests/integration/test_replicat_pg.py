@@ -9,6 +9,7 @@ import pytest
 from replicat_support import (
     ACCOUNTS,
     CKPT,
+    EVENTS,
     Increments,
     accounts,
     events,
@@ -26,9 +27,13 @@ from trailgate.replicat.group import RunOptions, run_replicat_group
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 
 
-def prm(conninfo: str, extra: str = "", maps: str = "MAP public.*, TARGET public.*;") -> str:
+def prm(conninfo: str, extra: str = "", maps: str = "MAP public.*, TARGET public.*;",
+        split: int | None = 1) -> str:
+    """``split``: splitMinRecords (1: every batch as key partitions, in Spark tasks; None:
+    the default, small batches read and applied on the driver)."""
+    conf = "" if split is None else f"SPARK CONF trailgate.replicat.splitMinRecords={split}\n"
     return (f"REPLICAT rep1\nTARGETDB {conninfo}\n"
-            f"SPARK CONF trailgate.replicat.partitions=3\n{extra}{maps}\n")
+            f"SPARK CONF trailgate.replicat.partitions=3\n{conf}{extra}{maps}\n")
 
 
 def run_once(home: Home, spark: object, **kw: object) -> int:
@@ -65,9 +70,10 @@ def test_trail_applied_exactly_once_across_runs(tmp_path: Path, pg_db: str,
 
 def test_replayed_batch_is_skipped(tmp_path: Path, pg_db: str, spark: object) -> None:
     """A batch applied but not committed by Spark (crash after apply) is replayed: the
-    checkpoint table makes it a no-op."""
+    checkpoint table makes it a no-op.  Small batches are applied on the driver, in one
+    key partition."""
     pg_target(pg_db)
-    home = replicat_home(tmp_path, prm(pg_db))
+    home = replicat_home(tmp_path, prm(pg_db, split=None))
     work = Increments(seed=3)
     write_trail(home.dirdat / "rt", work.transactions(60))
     assert run_once(home, spark) == 0
@@ -78,27 +84,44 @@ def test_replayed_batch_is_skipped(tmp_path: Path, pg_db: str, spark: object) ->
     ck = home.checkpoints.load("REP1", "REPLICAT")
     assert ck is not None
     assert ck.stats["public.accounts"].updates == sum(work.counters.values())
+    assert query(pg_db, f"SELECT DISTINCT partition FROM {CKPT}") == [(0,)]
 
 
-def test_key_update_batch_applies_in_order(tmp_path: Path, pg_db: str, spark: object) -> None:
-    """A batch holding a PK update is applied whole, in trail order."""
-    from trailgate.model import Change, OpType, Transaction
+def test_replay_keeps_the_split_when_settings_change(tmp_path: Path, pg_db: str,
+                                                     spark: object) -> None:
+    """A batch applied in three key partitions, one of them lost to a crash, replayed after
+    the parallelism and the split threshold changed: it splits as recorded, so the lost
+    partition is applied and nothing twice."""
+    import psycopg
+
+    from trailgate.model import Change, OpType
+    from trailgate.replicat.rows import key_hash
 
     pg_target(pg_db)
     home = replicat_home(tmp_path, prm(pg_db))
-    t = 212_000_000_000_000_000
-    txns = [
-        Transaction("a", 1, [Change(OpType.INSERT, "public.accounts", io_time=t,
-                                    after={0: b"1", 1: b"0", 2: b"x"})], commit_time=t),
-        Transaction("b", 2, [Change(OpType.PK_UPDATE, "public.accounts", io_time=t,
-                                    before={0: b"1"}, after={0: b"2", 1: b"5"})],
-                    commit_time=t),
-        Transaction("c", 3, [Change(OpType.INSERT, "public.accounts", io_time=t,
-                                    after={0: b"1", 1: b"9", 2: b"again"})], commit_time=t),
-        Transaction("d", 4, [Change(OpType.FIELD_COMP, "public.accounts", io_time=t,
-                                    after={0: b"2", 1: b"6"})], commit_time=t),
-    ]
-    write_trail(home.dirdat / "rt", txns)
+    work = Increments(seed=11)
+    write_trail(home.dirdat / "rt", work.transactions(60))
     assert run_once(home, spark) == 0
-    assert accounts(pg_db) == {1: 9, 2: 6}
-    assert ACCOUNTS.key == ["id"]
+    before = query(pg_db, f"SELECT batch_id, partition FROM {CKPT} ORDER BY 1, 2")
+    assert [p for _, p in before] == [0, 1, 2]
+    # as if key partition 1's transaction had not committed when the Replicat was killed:
+    # neither Spark's commit nor the group checkpoint were written
+    forget_last_commit(home)
+    (home.dirchk / "REP1.cpr").unlink()
+
+    def lost(table: str, tdef: object, ids: object) -> list[int]:
+        return [i for i in ids if key_hash(Change(OpType.INSERT, table,
+                                                  after={0: str(i).encode()}), tdef) % 3 == 1]
+    gone_accounts = lost("public.accounts", ACCOUNTS, work.counters)
+    gone_events = lost("public.events", EVENTS, work.events)
+    assert gone_accounts and gone_events
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute(f"DELETE FROM {CKPT} WHERE partition = 1")
+        conn.execute("DELETE FROM public.accounts WHERE id = ANY(%s)", (gone_accounts,))
+        conn.execute("DELETE FROM public.events WHERE id = ANY(%s)", (gone_events,))
+    home.param_file("REP1").write_text(prm(pg_db, split=None).replace("partitions=3",
+                                                                      "partitions=2"))
+    assert run_once(home, spark) == 0
+    assert query(pg_db, f"SELECT batch_id, partition FROM {CKPT} ORDER BY 1, 2") == before
+    assert accounts(pg_db) == work.expected_accounts()
+    assert events(pg_db) == work.events

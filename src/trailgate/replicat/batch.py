@@ -1,19 +1,21 @@
-"""One Replicat micro-batch: plan, apply, checkpoint (the ``foreachBatch`` function).
+"""One Replicat micro-batch: apply, checkpoint (the ``foreachBatch`` function).
 
 Order of work for batch *b* (Spark's batch id, stable across a replay of the same offsets):
 
-1. **Summary** (one small job): table definitions, the batch's end offset, its last commit
-   (time, CSN, XID), and whether it holds a PK update, truncate or DDL.
-2. **Plan**: the key-partition count *n* (``SPARK CONF trailgate.replicat.partitions``; 1 for
-   a batch that must stay whole) is written to ``dirchk/NAME/replicat.plan`` before anything
-   is applied, and a replay of *b* reuses it, so its rows split exactly as before.
-3. **Apply**: PostgreSQL — rows ``repartition``-ed by ``p = key_hash mod n``, sorted by trail
-   position within each partition, applied by tasks (one transaction plus checkpoint-table
-   row per key partition; replays skip committed ones). Delta — the batch on the driver, one
-   commit per table with application transaction (group, *b*). Parquet — one change-log file
-   per table and batch, ``<dir>/<schema>/<table>/batch_id=<b>/part-00000.parquet``, written
-   to a temporary name and renamed: a replay rewrites the same file with the same rows.
-4. **Checkpoint** ``dirchk/NAME.cpr`` (atomic): read position = the batch's end offset, last
+1. **Record** *b* in ``dirchk/NAME/replicat.plan`` (``replicat.base`` relies on it).
+2. **Apply**: PostgreSQL — the batch's key-partition count is decided and recorded
+   (:mod:`~trailgate.replicat.split`: 1 for a small batch or one with a PK update,
+   truncate or DDL).  One key partition: the driver reads the batch's range (from Spark's
+   offset log) straight from the trail and applies it, no Spark job.  Several: one Spark
+   job, each task reading one key partition from the trail (the ``trailchanges`` source,
+   no shuffle) and applying it.  Either way a key partition is one transaction plus its
+   checkpoint-table row (replays skip committed ones), and the batch's position row comes
+   back for the checkpoint.  Delta and Parquet — the batch read on the driver the same way
+   (collected from Spark if its range is not known).  Delta: one commit per table with
+   application transaction (group, *b*).  Parquet: one change-log file per table and
+   batch, ``<dir>/<schema>/<table>/batch_id=<b>/part-00000.parquet``, written to a
+   temporary name and renamed: a replay rewrites the same file with the same rows.
+3. **Checkpoint** ``dirchk/NAME.cpr`` (atomic): read position = the batch's end offset, last
    CSN/XID, source commit time (LAG), and the batch's counts per target table (not added
    again if the checkpoint already holds this batch's end).
 
@@ -32,20 +34,36 @@ from trailgate.apply.records import TableCounts, TrailChange
 from trailgate.checkpoint import Checkpoint, TableStats, atomic_write_text
 from trailgate.errors import TrailgateError
 from trailgate.home import Home
-from trailgate.model import OpType
-from trailgate.replicat.batch_rows import BatchSummary, trail_changes
+from trailgate.model import OpType, TrailPosition
+from trailgate.replicat.batch_range import batch_range
+from trailgate.replicat.batch_rows import BatchSummary, TaskRows, read_task_rows, trail_changes
 from trailgate.replicat.config import ReplicatConfig
-from trailgate.replicat.worker import RESULT_FIELDS, RESULT_SCHEMA_DDL, marked, pg_apply_task
+from trailgate.replicat.rows import Router
+from trailgate.replicat.split import SPLIT_MIN_RECORDS, key_partitions
+from trailgate.replicat.worker import (
+    RESULT_FIELDS,
+    RESULT_SCHEMA_DDL,
+    apply_task_rows,
+    marked,
+    pg_apply_task,
+)
+from trailgate.spark.change_rows import OP_POSITION
 
-__all__ = ["BatchApplier", "batch_base", "plan_file"]
+__all__ = ["BatchApplier", "batch_base", "plan_file", "split_file"]
 
 log = logging.getLogger("trailgate.replicat")
 _SPECIAL = (int(OpType.METADATA), -1)
 
 
 def plan_file(cfg: ReplicatConfig) -> Path:
-    """``dirchk/NAME/replicat.plan``: the last batch's id and key-partition count."""
+    """``dirchk/NAME/replicat.plan``: the last batch's id."""
     return Home(cfg.home).spark_checkpoint_dir(cfg.group) / "replicat.plan"
+
+
+def split_file(cfg: ReplicatConfig) -> Path:
+    """``dirchk/NAME/replicat.split``: the last planned batch's range and key-partition
+    count (:mod:`~trailgate.replicat.split`)."""
+    return Home(cfg.home).spark_checkpoint_dir(cfg.group) / "replicat.split"
 
 
 def batch_base(cfg: ReplicatConfig, spark_dir: Path) -> int:
@@ -69,90 +87,136 @@ def batch_base(cfg: ReplicatConfig, spark_dir: Path) -> int:
 
 
 class BatchApplier:
-    """Callable for ``foreachBatch``; keeps the driver-side appliers (Delta) and counts."""
+    """Callable for ``foreachBatch``; keeps the driver-side appliers (Delta) and counts.
+
+    ``spark_dir`` (the query's checkpoint location) and ``start`` (its
+    ``startingPosition``) let a small PostgreSQL batch be read and applied on the driver
+    (:mod:`~trailgate.replicat.batch_range`); without them every batch goes through Spark.
+    """
 
     def __init__(self, cfg: ReplicatConfig, partitions: int, *, base: int = 0,
                  csn_filter: tuple[str, int] | None = None,
-                 on_batch: Callable[[int, dict[str, TableCounts]], None] | None = None):
+                 on_batch: Callable[[int, dict[str, TableCounts]], None] | None = None,
+                 spark_dir: Path | None = None, start: TrailPosition | None = None):
         self.cfg = cfg
         self.partitions = max(1, partitions)
         self.base = base  # batch id = base + Spark's batch id (0 unless Spark's checkpoint
         #                   was recreated: ids must keep growing for the targets' records)
         self.csn_filter = csn_filter
         self.on_batch = on_batch
+        self.spark_dir = spark_dir
+        self.start = start
+        self.router = Router.of(cfg.source_patterns, list(cfg.params.map_excludes))
         self.home = Home(cfg.home)
         self._delta: Any = None
+        self.driver_batches = 0  # PostgreSQL batches applied on the driver (tests)
 
     # -- the foreachBatch function ---------------------------------------------------------
     def __call__(self, df: Any, batch_id: int) -> None:
         try:
-            self._batch(df, self.base + int(batch_id))
+            self._batch(df, int(batch_id))
         except TrailgateError as exc:
             raise RuntimeError(marked(str(exc))) from None
 
-    def _batch(self, df: Any, batch_id: int) -> None:
+    def _batch(self, df: Any, spark_id: int) -> None:
+        batch_id = self.base + spark_id
+        self._record(batch_id)
+        rng = (batch_range(self.spark_dir, spark_id, self.start)
+               if self.spark_dir is not None else None)
+        if self.cfg.target_kind == "POSTGRES":
+            summary, counts = self._postgres(df, rng, batch_id)
+        else:
+            summary, counts = self._on_driver(df, rng, batch_id)
+        self._checkpoint(summary, counts)
+        if self.on_batch is not None:
+            self.on_batch(batch_id, counts)
+
+    def _filtered(self, df: Any) -> Any:
+        """ATCSN/AFTERCSN: earlier transactions' changes left out."""
+        if self.csn_filter is None:
+            return df
         from pyspark.sql import functions as F
 
-        if self.csn_filter is not None:
-            kind, csn = self.csn_filter
-            keep = F.col("csn") >= csn if kind == "atcsn" else F.col("csn") > csn
-            df = df.where(F.col("op").isin(*_SPECIAL) | keep)
-        df = df.persist()
-        try:
-            rows = (df.where(F.col("op").isin(*_SPECIAL) | F.col("single"))
-                    .select("op", "table_name", "seqno", "rba", "text", "single").collect())
-            summary = BatchSummary.from_rows(tuple(r) for r in rows)
-            changes = df.where(~F.col("op").isin(*_SPECIAL))
-            kind = self.cfg.target_kind
-            if kind == "POSTGRES":
-                counts = self._postgres(changes, batch_id, summary)
-            else:
-                counts = self._on_driver(changes, batch_id, summary)
-            self._checkpoint(summary, counts)
-            if self.on_batch is not None:
-                self.on_batch(batch_id, counts)
-        finally:
-            df.unpersist()
+        kind, csn = self.csn_filter
+        keep = F.col("csn") >= csn if kind == "atcsn" else F.col("csn") > csn
+        return df.where(F.col("op").isin(*_SPECIAL) | keep)
 
-    # -- plan ------------------------------------------------------------------------------
-    def _plan(self, batch_id: int, single: bool) -> int:
-        """The key-partition count of this batch: the recorded one for a replay."""
+    def _read(self, rng: tuple[TrailPosition, TrailPosition]) -> TaskRows:
+        """The batch's range read straight from the trail (ATCSN/AFTERCSN applied)."""
+        task = read_task_rows(self.cfg.trail, rng[0], rng[1], self.router)
+        if self.csn_filter is not None:
+            kind, at = self.csn_filter
+            task.changes = {
+                p: kept for p, tcs in task.changes.items()
+                if (kept := [tc for tc in tcs if (tc.csn >= at if kind == "atcsn"
+                                                  else tc.csn > at)])}
+        return task
+
+    def _record(self, batch_id: int) -> None:
+        """Keep the batch id on record (``replicat.base`` relies on it)."""
         path = plan_file(self.cfg)
-        try:
-            plan = json.loads(path.read_text("utf-8"))
-            if int(plan["batch_id"]) == batch_id:
-                return int(plan["partitions"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        n = 1 if single else self.partitions
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps({"batch_id": batch_id, "partitions": n}) + "\n")
-        return n
+        atomic_write_text(path, json.dumps({"batch_id": batch_id}) + "\n")
 
     # -- targets ---------------------------------------------------------------------------
-    def _postgres(self, changes: Any, batch_id: int, summary: BatchSummary
-                  ) -> dict[str, TableCounts]:
-        from pyspark.sql import functions as F
-
-        n = self._plan(batch_id, summary.single)
-        part = F.pmod(F.col("key_hash"), F.lit(n)).cast("int") if n > 1 else F.lit(0)
-        planned = (changes.withColumn("p", part).repartition(n, "p")
-                   .sortWithinPartitions("seqno", "rba"))
-        task = pg_apply_task(self.cfg, batch_id, summary.definitions)
-        results = planned.mapInArrow(task, RESULT_SCHEMA_DDL).collect()
+    def _postgres(self, df: Any, rng: tuple[TrailPosition, TrailPosition] | None,
+                  batch_id: int) -> tuple[BatchSummary, dict[str, TableCounts]]:
+        """A batch of one key partition (a small one, or one that must stay whole) is read
+        and applied here, on the driver: a Spark job costs more than its apply.  Otherwise
+        one Spark job, each task applying one key partition.  Both give counts and the
+        batch's position row."""
+        rows = None
+        if rng is not None:
+            cfg = self.cfg
+            n = key_partitions(cfg.trail, rng[0], rng[1], partitions=self.partitions,
+                               split_min=cfg.split_min_records or SPLIT_MIN_RECORDS,
+                               router=self.router, path=split_file(cfg))
+            if n == 1:
+                rows = apply_task_rows(cfg, batch_id, self._read(rng))
+                self.driver_batches += 1
+        if rows is not None:
+            results = [dict(zip(rows, values, strict=True))
+                       for values in zip(*rows.values(), strict=True)]
+        else:
+            results = [r.asDict() for r in self._filtered(df).mapInArrow(
+                pg_apply_task(self.cfg, batch_id), RESULT_SCHEMA_DDL).collect()]
         counts: dict[str, TableCounts] = {}
+        positions = []
         for r in results:
+            if r["position"] is not None:
+                positions.append((OP_POSITION, None, 0, 0, r["position"], False))
             if r["skipped"] or not r["target"]:
                 continue
             c = counts.setdefault(r["target"], TableCounts())
             c.add(TableCounts(**{f: int(r[f]) for f in RESULT_FIELDS}))
-        return counts
+        return BatchSummary.from_rows(positions), counts
 
-    def _on_driver(self, changes: Any, batch_id: int, summary: BatchSummary
-                   ) -> dict[str, TableCounts]:
-        self._plan(batch_id, True)  # the batch id on record (replicat.base relies on it)
-        table = changes.sort("seqno", "rba").toArrow()
-        tcs = [tc for tc, _ in trail_changes(table)]
+    def _on_driver(self, df: Any, rng: tuple[TrailPosition, TrailPosition] | None,
+                   batch_id: int) -> tuple[BatchSummary, dict[str, TableCounts]]:
+        """Delta and Parquet: the batch on the driver — read straight from the trail when
+        the range is known, else collected from Spark."""
+        if rng is not None:
+            task = self._read(rng)
+            summary = BatchSummary.from_rows(
+                (OP_POSITION, None, 0, 0, text, False) for text in task.positions)
+            summary.definitions = task.definitions
+            tcs = [tc for p in sorted(task.changes) for tc in task.changes[p]]
+            return summary, self._apply_on_driver(tcs, batch_id, summary)
+        from pyspark.sql import functions as F
+
+        df = self._filtered(df).persist()
+        try:
+            rows = (df.where(F.col("op").isin(*_SPECIAL))
+                    .select("op", "table_name", "seqno", "rba", "text", "single").collect())
+            summary = BatchSummary.from_rows(tuple(r) for r in rows)
+            changes = df.where(~F.col("op").isin(*_SPECIAL))
+            tcs = trail_changes(changes.sort("seqno", "rba").toArrow())
+            return summary, self._apply_on_driver(tcs, batch_id, summary)
+        finally:
+            df.unpersist()
+
+    def _apply_on_driver(self, tcs: list[TrailChange], batch_id: int, summary: BatchSummary
+                         ) -> dict[str, TableCounts]:
         if not tcs:
             return {}
         defs = summary.definitions.for_changes(tcs)

@@ -1,4 +1,4 @@
-"""Change rows (Arrow) back into what the apply layer takes: TrailChanges and definitions.
+"""Apply rows (Arrow) back into what the apply layer takes: TrailChanges and definitions.
 
 Used on both sides: in Spark's Python workers (a partition's rows) and on the driver (a
 batch's table definitions and end position, a Delta or Parquet batch).
@@ -16,9 +16,11 @@ import pyarrow as pa
 
 from trailgate.apply.records import TrailChange
 from trailgate.model import TableDef, TrailPosition
-from trailgate.spark.change_rows import OP_METADATA, OP_POSITION, iter_change_rows
+from trailgate.replicat.apply_rows import trail_change_of
+from trailgate.replicat.rows import Router, TrailRange, trans_ind
+from trailgate.spark.change_rows import OP_METADATA, OP_POSITION
 
-__all__ = ["BatchSummary", "Definitions", "trail_changes"]
+__all__ = ["BatchSummary", "Definitions", "TaskRows", "read_task_rows", "trail_changes"]
 
 
 @dataclass(slots=True)
@@ -92,20 +94,73 @@ class BatchSummary:
         return out
 
 
-def trail_changes(batch: pa.RecordBatch | pa.Table) -> list[tuple[TrailChange, int | None]]:
-    """The change rows of ``batch`` as (TrailChange, key partition) pairs, in row order."""
-    names = batch.schema.names
-    seqnos = batch.column(names.index("seqno")).to_pylist()
-    rbas = batch.column(names.index("rba")).to_pylist()
-    inds = batch.column(names.index("trans_ind")).to_pylist()
-    commits = batch.column(names.index("commit_time")).to_pylist()
-    parts = (batch.column(names.index("p")).to_pylist() if "p" in names
-             else [None] * len(seqnos))
-    out: list[tuple[TrailChange, int | None]] = []
-    for i, row in enumerate(iter_change_rows(batch)):
-        if row.change is None:
-            continue
-        out.append((TrailChange(row.change, int(row.csn or 0), row.xid or "",
-                                TrailPosition(seqnos[i], rbas[i]), commits[i] or 0,
-                                inds[i] if inds[i] is not None else 3), parts[i]))
+@dataclass(slots=True)
+class TaskRows:
+    """What a task's apply rows hold: changes by key partition (trail order as read), the
+    table definitions, and the position rows' JSON."""
+
+    changes: dict[int, list[TrailChange]] = field(default_factory=dict)
+    definitions: Definitions = field(default_factory=Definitions)
+    positions: list[str] = field(default_factory=list)
+
+    def add(self, batch: pa.RecordBatch | pa.Table) -> None:
+        """Take in one Arrow batch of apply rows."""
+        names = batch.schema.names
+
+        def col(name: str) -> list[Any]:
+            return batch.column(names.index(name)).to_pylist()
+
+        ops, tables, seqnos, rbas = col("op"), col("table_name"), col("seqno"), col("rba")
+        csns, xids, inds, commits = col("csn"), col("xid"), col("trans_ind"), col("commit_time")
+        texts, payloads, parts = col("text"), col("payload"), col("p")
+        changes = self.changes
+        for i, op in enumerate(ops):
+            if op == OP_POSITION:
+                self.positions.append(texts[i])
+            elif op == OP_METADATA:
+                from trailgate.spark.change_rows import tabledef_from_json
+
+                self.definitions.add(tables[i], TrailPosition(seqnos[i], rbas[i]),
+                                     tabledef_from_json(texts[i]))
+            else:
+                p = parts[i] or 0
+                bucket = changes.get(p)
+                if bucket is None:
+                    bucket = changes[p] = []
+                bucket.append(trail_change_of(op, tables[i], seqnos[i], rbas[i], csns[i],
+                                              xids[i], inds[i], commits[i], texts[i],
+                                              payloads[i]))
+
+
+def read_task_rows(trail: str, lower: TrailPosition, upper: TrailPosition,
+                   router: Router) -> TaskRows:
+    """What the apply rows of ``[lower, upper)`` would hold, read straight from the trail
+    (the driver applying a small batch: no Arrow, no Spark); all in key partition 0."""
+    span = TrailRange(trail, lower, upper, router)
+    rows = TaskRows()
+    changes: list[TrailChange] = []
+    defined: dict[str, TableDef] = {}
+    for txn in span.transactions():
+        n = len(txn.items)
+        for i, (change, pos, tdef) in enumerate(txn.items):
+            name = change.table
+            if tdef is not None and defined.get(name) is not tdef:
+                rows.definitions.add(name, pos, tdef)
+                defined[name] = tdef
+            changes.append(TrailChange(change, txn.csn, txn.xid, pos, txn.commit_time,
+                                       trans_ind(i, n)))
+    if changes:
+        rows.changes[0] = changes
+    info, _ = span.position(True)
+    rows.positions.append(json.dumps(info))
+    return rows
+
+
+def trail_changes(batch: pa.RecordBatch | pa.Table) -> list[TrailChange]:
+    """The changes of a batch of apply rows, in row order."""
+    rows = TaskRows()
+    rows.add(batch)
+    out = [tc for part in rows.changes.values() for tc in part]
+    if len(rows.changes) > 1:
+        out.sort(key=lambda tc: tc.position)
     return out

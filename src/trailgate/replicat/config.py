@@ -16,13 +16,18 @@ from trailgate.home import GroupInfo, Home
 from trailgate.params import ReplicatParams, parse_group_params
 from trailgate.params.names import parse_name
 
-__all__ = ["PARTITIONS_CONF", "ReplicatConfig", "load_replicat_config"]
+__all__ = ["PARTITIONS_CONF", "SPLIT_MIN_CONF", "ReplicatConfig", "load_replicat_config"]
 
 #: ``SPARK CONF trailgate.replicat.partitions=n``: how many key partitions a batch is split
 #: into (default: Spark's default parallelism).
 PARTITIONS_CONF = "trailgate.replicat.partitions"
-#: ``SPARK CONF trailgate.replicat.maxRecordsPerTrigger=n``: bound a micro-batch.
+#: ``SPARK CONF trailgate.replicat.maxRecordsPerTrigger=n``: bound a micro-batch (default
+#: 100,000 change records: a batch is held in memory while it is applied).
 MAX_RECORDS_CONF = "trailgate.replicat.maxRecordsPerTrigger"
+MAX_RECORDS_DEFAULT = 100_000
+#: ``SPARK CONF trailgate.replicat.splitMinRecords=n``: a PostgreSQL batch with fewer change
+#: records is applied as one key partition, on the driver (``split.SPLIT_MIN_RECORDS``).
+SPLIT_MIN_CONF = "trailgate.replicat.splitMinRecords"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +47,7 @@ class ReplicatConfig:
     max_records: int | None
     params: ReplicatParams
     info: GroupInfo
+    split_min_records: int | None = None
 
     @property
     def source_patterns(self) -> list[tuple[str, str | None]]:
@@ -112,7 +118,9 @@ def load_replicat_config(home: Home, group: str) -> ReplicatConfig:
         begin=_begin(info), target_kind=target.kind, target=location,
         checkpoint_table=info.checkpoint_table if target.kind == "POSTGRES" else None,
         discard_file=discard, partitions=_int_conf(params, PARTITIONS_CONF),
-        max_records=_int_conf(params, MAX_RECORDS_CONF), params=params, info=info)
+        max_records=_int_conf(params, MAX_RECORDS_CONF) or MAX_RECORDS_DEFAULT,
+        params=params, info=info,
+        split_min_records=_int_conf(params, SPLIT_MIN_CONF))
 
 
 def spark_conf(params: ReplicatParams) -> dict[str, str]:

@@ -20,6 +20,7 @@ from typing import Any
 from trailgate.apply.records import TableCounts
 from trailgate.errors import TargetError, TrailgateError
 from trailgate.home import Home
+from trailgate.model import TrailPosition
 from trailgate.process.runtime import GroupProcess
 from trailgate.replicat.config import ReplicatConfig, load_replicat_config, spark_conf
 from trailgate.replicat.streaming import query_error, watch
@@ -130,14 +131,20 @@ def _partitions(cfg: ReplicatConfig, spark: Any) -> int:
 
 def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: Path,
                  applier: Any, spark_dir: Path, start: str) -> Any:
+    from trailgate.replicat.batch import split_file
     from trailgate.replicat.source import TrailChangesDataSource, router_option
 
     spark.dataSource.register(TrailChangesDataSource)
     reader = (spark.readStream.format("trailchanges").option("path", cfg.trail)
-              .option("startingPosition", start).option("hashes", "true")
+              .option("startingPosition", start).option("rows", "apply")
               .option("stopFile", str(stop_file))
               .option("tables", router_option(cfg.source_patterns,
                                               list(cfg.params.map_excludes))))
+    if cfg.target_kind == "POSTGRES":  # each batch read as key partitions (no shuffle)
+        reader = (reader.option("keyPartitions", str(applier.partitions))
+                  .option("splitFile", str(split_file(cfg))))
+        if cfg.split_min_records:
+            reader = reader.option("splitMinRecords", str(cfg.split_min_records))
     if cfg.max_records:
         reader = reader.option("maxRecordsPerTrigger", str(cfg.max_records))
     writer = (reader.load().writeStream.foreachBatch(applier)
@@ -188,18 +195,20 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
             report.line(f"Partitions:       {n} (changes to one key stay in one, in trail "
                         f"order)")
             report.line()
+            start = _start_position(home, cfg)
             applier = BatchApplier(cfg, n, base=base, csn_filter=csn_filter,
-                                   on_batch=stats.add)
+                                   on_batch=stats.add, spark_dir=spark_dir,
+                                   start=TrailPosition.parse(start))
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"
             else:
-                query = _start_query(spark, cfg, opts, stop_file, applier, spark_dir,
-                                     _start_position(home, cfg))
+                query = _start_query(spark, cfg, opts, stop_file, applier, spark_dir, start)
                 proc.started()
                 reason = watch(proc, query, stop_file=stop_file,
                                max_batches=opts.max_batches, stop_timeout=opts.stop_timeout,
                                report_every=_report_interval(cfg),
-                               progress=stats.progress_line)
+                               progress=stats.progress_line,
+                               batches=lambda: stats.batches)
                 if opts.once and reason == "the query ended":
                     reason = "everything in the trail applied (--once)"
         except TrailgateError:

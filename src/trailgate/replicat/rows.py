@@ -207,7 +207,7 @@ class _Builder:
 
 
 @dataclass(slots=True)
-class _Pending:
+class Pending:
     """One transaction's kept changes, held until its last record proves it complete."""
 
     csn: int
@@ -216,78 +216,107 @@ class _Pending:
     commit_time: int = 0
 
 
+class TrailRange:
+    """The complete transactions starting in ``[lower, upper)`` (the module docstring's
+    rule), with the router's tables only, renamed as it says: what both row forms read.
+
+    After :meth:`transactions` is exhausted, :meth:`position` gives the range's end and
+    last commit (the position row)."""
+
+    def __init__(self, trail: str, lower: TrailPosition, upper: TrailPosition | None,
+                 router: Router | None = None):
+        self.trail, self.lower, self.upper = trail, lower, upper
+        self.router = router or Router()
+        self.end: TrailPosition | None = None
+        self.last_commit: tuple[int, int, str] | None = None  # (julian, csn, xid)
+        self._renamed: dict[int, TableDef] = {}
+
+    def _output_def(self, table: TableDef, name: str) -> TableDef:
+        if name == table.qualified_name:
+            return table
+        cached = self._renamed.get(id(table))
+        if cached is None:
+            schema, _, tname = name.rpartition(".")
+            cached = self._renamed[id(table)] = replace(table, schema=schema, name=tname)
+        return cached
+
+    def transactions(self) -> Iterator[Pending]:
+        """Each complete transaction with at least one kept change, in trail order."""
+        upper, router = self.upper, self.router
+        reader = TrailReader(self.trail, start=self.lower,
+                             tables=_definitions_before(self.trail, self.lower))
+        txn: Pending | None = None
+        for record in reader.records():
+            raw = record.raw
+            beyond = upper is not None and record.position >= upper
+            if raw.io_type == OpType.METADATA:
+                if beyond and txn is None:
+                    break
+                continue
+            if record.starts_transaction:
+                if beyond:
+                    break
+                txn = Pending(int(raw.csn or 0), raw.xid or "")
+            elif txn is None:
+                if beyond:
+                    break
+                continue  # the rest of a transaction that started before this range
+            change = record.change
+            if change is not None and raw.io_type != OpType.COMMENT:
+                txn.commit_time = change.io_time or txn.commit_time
+                name = router.route(change.table)
+                if name is not None:
+                    tdef = record.table_def
+                    if name != change.table:
+                        change = replace(change, table=name)
+                        tdef = self._output_def(tdef, name) if tdef is not None else None
+                    txn.items.append((change, record.position, tdef))
+            if record.ends_transaction:
+                self.last_commit = (txn.commit_time, txn.csn, txn.xid)
+                if txn.items:
+                    yield txn
+                txn = None
+        self.end = upper if upper is not None else reader.position
+
+    def position(self, with_csn: bool) -> tuple[dict[str, object], TrailPosition]:
+        """The position row's JSON (end, last commit time, and its CSN/XID if asked) and
+        the end."""
+        end = self.end
+        assert end is not None, "read the transactions first"
+        info: dict[str, object] = {"seqno": end.seqno, "rba": end.rba}
+        if self.last_commit is not None:
+            info["read_time"] = julian_to_iso(self.last_commit[0])
+            if with_csn:
+                info["csn"], info["xid"] = self.last_commit[1], self.last_commit[2]
+        return info, end
+
+
+def trans_ind(i: int, n: int) -> int:
+    """The TransInd of change ``i`` of ``n`` kept in a transaction."""
+    return 3 if n == 1 else 0 if i == 0 else 2 if i == n - 1 else 1
+
+
 def read_change_rows(trail: str, lower: TrailPosition, upper: TrailPosition | None, *,
                      router: Router | None = None, hashes: bool = False,
                      batch_rows: int = 10_000) -> Iterator[pa.RecordBatch]:
     """Change rows of the transactions starting in ``[lower, upper)``; see the module
     docstring.  ``hashes`` fills ``key_hash`` (Replicat)."""
-    router = router or Router()
-    reader = TrailReader(trail, start=lower, tables=_definitions_before(trail, lower))
+    span = TrailRange(trail, lower, upper, router)
     out = _Builder()
     emitted: dict[str, TableDef] = {}  # output name -> definition already sent
-    renamed: dict[int, TableDef] = {}
-    txn: _Pending | None = None
-    last_commit: tuple[int, int, str] | None = None  # (julian, csn, xid)
-
-    def output_def(table: TableDef, name: str) -> TableDef:
-        if name == table.qualified_name:
-            return table
-        cached = renamed.get(id(table))
-        if cached is None:
-            schema, _, tname = name.rpartition(".")
-            cached = renamed[id(table)] = replace(table, schema=schema, name=tname)
-        return cached
-
-    def flush(pending: _Pending) -> None:
-        n = len(pending.items)
-        for i, (change, pos, tdef) in enumerate(pending.items):
+    for txn in span.transactions():
+        n = len(txn.items)
+        for i, (change, pos, tdef) in enumerate(txn.items):
             name = change.table
             if tdef is not None and emitted.get(name) != tdef:
                 out.table(tdef, pos)
                 emitted[name] = tdef
-            ind = 3 if n == 1 else 0 if i == 0 else 2 if i == n - 1 else 1
             khash = key_hash(change, tdef) if hashes else None
-            out.change(change, pending.csn, pending.xid, i == n - 1, pos, ind,
-                       pending.commit_time, khash)
-
-    for record in reader.records():
-        raw = record.raw
-        beyond = upper is not None and record.position >= upper
-        if raw.io_type == OpType.METADATA:
-            if beyond and txn is None:
-                break
-            continue
-        if record.starts_transaction:
-            if beyond:
-                break
-            txn = _Pending(int(raw.csn or 0), raw.xid or "")
-        elif txn is None:
-            if beyond:
-                break
-            continue  # the rest of a transaction that started before this range
-        change = record.change
-        if change is not None and raw.io_type != OpType.COMMENT:
-            txn.commit_time = change.io_time or txn.commit_time
-            name = router.route(change.table)
-            if name is not None:
-                tdef = record.table_def
-                if name != change.table:
-                    change = replace(change, table=name)
-                    tdef = output_def(tdef, name) if tdef is not None else None
-                txn.items.append((change, record.position, tdef))
-        if record.ends_transaction:
-            if txn.items:
-                flush(txn)
-            last_commit = (txn.commit_time, txn.csn, txn.xid)
-            txn = None
-            if len(out) >= batch_rows:
-                yield out.take()
-    end = upper if upper is not None else reader.position
-    info: dict[str, object] = {"seqno": end.seqno, "rba": end.rba}
-    if last_commit is not None:
-        info["read_time"] = julian_to_iso(last_commit[0])
-        if hashes:
-            info["csn"], info["xid"] = last_commit[1], last_commit[2]
+            out.change(change, txn.csn, txn.xid, i == n - 1, pos, trans_ind(i, n),
+                       txn.commit_time, khash)
+        if len(out) >= batch_rows:
+            yield out.take()
+    info, end = span.position(hashes)
     out.position(info, end)
     yield out.take()
 

@@ -12,17 +12,33 @@ the ``trail`` sink.  Extra options:
   the batch in flight finish and starts no other;
 * ``sameHeader``: JSON ``[compatibility, uri, [uri history…]]`` — a batch never reaches
   into a file whose header differs (a pump restarts its output file there).
+
+The Replicat reads the compact *apply rows* (:mod:`trailgate.replicat.apply_rows`) instead:
+
+* ``rows``: ``apply`` for them;
+* ``keyPartitions``: *n* — each batch is read as key partitions rather than files: Spark
+  partition *p* holds the changes whose key hashes to *p* modulo the batch's count, so the
+  apply needs no shuffle.  The count (:mod:`trailgate.replicat.split`) is *n*, or 1 for a
+  batch with a PK update, truncate or DDL of a kept table, or with fewer than
+  ``splitMinRecords`` change records;
+* ``splitFile``: where each batch's count is recorded; a batch planned again (a replay
+  after a crash) takes the recorded count, so it splits exactly as before.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pyspark.sql.datasource import InputPartition
+
 from trailgate.model import TrailPosition
+from trailgate.replicat.apply_rows import APPLY_SCHEMA_DDL, read_apply_rows
 from trailgate.replicat.rows import ROW_SCHEMA_DDL, Router, read_change_rows
+from trailgate.replicat.split import SPLIT_MIN_RECORDS, key_partitions, single_marker
 from trailgate.spark.trail_offsets import offset_of, position_of
 from trailgate.spark.trail_options import TrailOptions, parse_options
 from trailgate.spark.trail_source import TrailDataSource, TrailPartition, TrailStreamReader
@@ -30,10 +46,21 @@ from trailgate.trail.naming import TrailName
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql.datasource import InputPartition
     from pyspark.sql.streaming.datasource import ReadLimit
 
-__all__ = ["TrailChangesDataSource", "header_key", "router_option"]
+__all__ = ["KeyPartition", "TrailChangesDataSource", "header_key", "router_option"]
+
+
+
+@dataclass(frozen=True, slots=True)
+class KeyPartition(InputPartition):
+    """Key partition ``p`` of ``n`` of the transactions starting in ``[lower, upper)``."""
+
+    trail: str
+    lower: TrailPosition
+    upper: TrailPosition
+    p: int
+    n: int
 
 
 def router_option(rules: list[tuple[str, str | None]], excludes: list[str]) -> str:
@@ -60,20 +87,27 @@ class TrailChangesDataSource(TrailDataSource):
     def name(cls) -> str:
         return "trailchanges"
 
+    _OWN = ("tables", "rows", "keyPartitions", "splitFile", "splitMinRecords")
+
     def schema(self) -> str:
-        return ROW_SCHEMA_DDL
+        return APPLY_SCHEMA_DDL if self.options.get("rows") == "apply" else ROW_SCHEMA_DDL
 
     def streamReader(self, schema: Any) -> TrailChangesStreamReader:
-        opts = parse_options({k: v for k, v in self.options.items() if k != "tables"},
+        o = self.options
+        opts = parse_options({k: v for k, v in o.items() if k not in self._OWN},
                              streaming=True)
-        tables = json.loads(self.options.get("tables") or "{}")
+        tables = json.loads(o.get("tables") or "{}")
         router = Router.of([(s, t) for s, t in tables.get("rules", [])],
                            tables.get("excludes", []))
-        same = self.options.get("sameHeader")
-        return TrailChangesStreamReader(
-            opts, router, hashes=self.options.get("hashes", "false").lower() == "true",
-            stop_file=self.options.get("stopFile") or None,
+        same = o.get("sameHeader")
+        reader = TrailChangesStreamReader(
+            opts, router, hashes=o.get("hashes", "false").lower() == "true",
+            stop_file=o.get("stopFile") or None,
             same_header=json.loads(same) if same else None)
+        if o.get("rows") == "apply":
+            reader.apply_rows(int(o.get("keyPartitions") or 0), o.get("splitFile") or None,
+                              int(o.get("splitMinRecords") or SPLIT_MIN_RECORDS))
+        return reader
 
 
 class TrailChangesStreamReader(TrailStreamReader):
@@ -86,6 +120,19 @@ class TrailChangesStreamReader(TrailStreamReader):
         self.hashes = hashes
         self.stop_file = stop_file
         self.same_header = same_header
+        self.apply = False
+        self.key_partitions = 0
+        self.split_file: str | None = None
+        self.split_min = SPLIT_MIN_RECORDS
+
+    def apply_rows(self, key_partitions: int, split_file: str | None, split_min: int) -> None:
+        """Read apply rows; with ``key_partitions``, each batch as key partitions."""
+        self.apply = True
+        self.key_partitions = key_partitions
+        self.split_file = split_file
+        self.split_min = split_min
+        if key_partitions:
+            self._mark = single_marker(self.router)
 
     def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         begin = position_of(start) if start is not None else position_of(self.initialOffset())
@@ -117,8 +164,33 @@ class TrailChangesStreamReader(TrailStreamReader):
                 return TrailPosition(seq, 0)
         return None
 
+    # -- key partitions ------------------------------------------------------------------
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        if not self.key_partitions:
+            return super().partitions(start, end)
+        lower, upper = position_of(start), position_of(end)
+        if lower >= upper:
+            return []
+        n = self._split(lower, upper)
+        return [KeyPartition(self.options.trail, lower, upper, p, n) for p in range(n)]
+
+    def _split(self, lower: TrailPosition, upper: TrailPosition) -> int:
+        """The batch's key-partition count (recorded, or decided and recorded)."""
+        state = self._state if self._scan_start == lower else None
+        return key_partitions(self.options.trail, lower, upper,
+                              partitions=self.key_partitions, split_min=self.split_min,
+                              router=self.router, path=self.split_file, scanned=state)
+
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        o = self.options
+        if isinstance(partition, KeyPartition):
+            return read_apply_rows(partition.trail, partition.lower, partition.upper,
+                                   router=self.router, part=(partition.p, partition.n),
+                                   batch_rows=o.batch_rows)
         assert isinstance(partition, TrailPartition)
+        if self.apply:
+            return read_apply_rows(partition.trail, partition.lower, partition.upper,
+                                   router=self.router, batch_rows=o.batch_rows)
         return read_change_rows(partition.trail, partition.lower, partition.upper,
                                 router=self.router, hashes=self.hashes,
-                                batch_rows=self.options.batch_rows)
+                                batch_rows=o.batch_rows)

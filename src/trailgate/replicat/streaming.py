@@ -42,30 +42,36 @@ def query_error(exc: Any) -> str:
 
 def watch(proc: GroupProcess, query: Any, *, stop_file: Path, max_batches: int | None,
           stop_timeout: float, report_every: float, progress: Callable[[], str],
-          idle: Callable[[], str | None] | None = None) -> str:
+          idle: Callable[[], str | None] | None = None,
+          batches: Callable[[], int] | None = None) -> str:
     """Follow the query until it ends or a stop is due; returns the stop reason.
 
     ``idle`` is asked between batches whether the query should end (a reason) — the pump
-    uses it to roll its output file when the input's header changes.
+    uses it to roll its output file when the input's header changes.  ``batches`` counts
+    the micro-batches with data for ``max_batches`` (default: Spark's progress, which
+    misses the Replicat's batches applied on the driver, as Spark never reads them).
     """
     next_report = time.monotonic() + report_every
     seen: int | None = None
-    batches = 0
+    done = 0
     report = proc.report
     while True:
         if query.awaitTermination(0.5):
             break
-        last = query.lastProgress
-        if last is not None and last.get("batchId") != seen:
-            seen = last.get("batchId")
-            if last.get("numInputRows", 0) > 0:
-                batches += 1
+        if batches is not None:
+            done = batches()
+        else:
+            last = query.lastProgress
+            if last is not None and last.get("batchId") != seen:
+                seen = last.get("batchId")
+                if last.get("numInputRows", 0) > 0:
+                    done += 1
         if report is not None and time.monotonic() >= next_report:
             report.line(progress())
             next_report = time.monotonic() + report_every
         reason = proc.stop_reason if proc.stop_requested else None
-        if reason is None and max_batches is not None and batches >= max_batches:
-            reason = f"{batches} micro-batches done (--max-batches)"
+        if reason is None and max_batches is not None and done >= max_batches:
+            reason = f"{done} micro-batches done (--max-batches)"
         if reason is None and idle is not None:
             reason = idle()
         if reason is not None:

@@ -1,11 +1,14 @@
 """The PostgreSQL apply task: one Spark partition of a batch, in a Python worker.
 
-A Spark partition holds the rows of one or more *key partitions* (``p``, the key hash modulo
-the batch's partition count), sorted by trail position.  Each key partition is applied by
-:meth:`PgApplier.apply_partition` as one database transaction with its checkpoint-table row
-``(group, batch id, p)``, so exactly-once does not depend on how Spark placed the rows: a
-replayed batch splits into the same key partitions (same rows, same hash, same count) and
-skips those already committed.
+A Spark partition holds the apply rows of one *key partition* ``p`` of the batch's ``n``
+(read straight from the trail by the ``trailchanges`` source: the changes whose key hashes
+to ``p``, in trail order, with the definitions of their tables and the batch's position
+row).  The key partition is applied by :meth:`PgApplier.apply_partition` as one database
+transaction with its checkpoint-table row ``(group, batch id, p)``, so exactly-once does not
+depend on how Spark ran the tasks: a replayed batch splits into the same key partitions
+(same rows, same hash, the same count, recorded by the source) and skips those already
+committed.  The task returns its counts and the position row (the batch's end and last
+commit, for the group checkpoint).
 
 Errors reach the driver as text inside Spark's exception; :data:`MARK` brackets trailgate's
 own message so the group can report it without a Java or Python stack.
@@ -22,18 +25,20 @@ import pyarrow as pa
 from trailgate.apply.discard import DiscardWriter
 from trailgate.apply.postgres import PgApplier
 from trailgate.errors import TrailgateError
-from trailgate.replicat.batch_rows import Definitions, trail_changes
+from trailgate.replicat.batch_rows import TaskRows
 
-__all__ = ["MARK", "RESULT_SCHEMA", "RESULT_SCHEMA_DDL", "marked", "pg_apply_task"]
+__all__ = ["MARK", "RESULT_SCHEMA", "RESULT_SCHEMA_DDL", "apply_task_rows", "marked",
+           "pg_apply_task"]
 
 MARK = "@@TRAILGATE@@"
 RESULT_FIELDS = ("inserts", "updates", "deletes", "truncates", "discards", "ignores",
                  "collisions")
 RESULT_SCHEMA = pa.schema([("p", pa.int32()), ("skipped", pa.bool_()),
                            ("target", pa.string()),
-                           *[(f, pa.int64()) for f in RESULT_FIELDS]])
+                           *[(f, pa.int64()) for f in RESULT_FIELDS],
+                           ("position", pa.string())])
 RESULT_SCHEMA_DDL = ("p int, skipped boolean, target string, "
-                     + ", ".join(f"{f} long" for f in RESULT_FIELDS))
+                     + ", ".join(f"{f} long" for f in RESULT_FIELDS) + ", position string")
 
 _lock = threading.Lock()
 _appliers: dict[tuple[Any, ...], PgApplier] = {}
@@ -62,38 +67,47 @@ def _applier(cfg: Any) -> PgApplier:
         return applier
 
 
-def pg_apply_task(cfg: Any, batch_id: int, definitions: Definitions):
-    """The ``mapInArrow`` function applying a batch's Spark partitions to PostgreSQL."""
+def apply_task_rows(cfg: Any, batch_id: int, task: TaskRows) -> dict[str, list[Any]]:
+    """Apply the key partitions a task's rows hold; the result rows (``RESULT_SCHEMA``
+    columns): counts per key partition and target, a skipped partition, the position rows.
+    Used by the Spark task and, for a batch of one key partition, by the driver."""
+    rows: dict[str, list[Any]] = {name: [] for name in RESULT_SCHEMA.names}
+    if task.changes:
+        applier = _applier(cfg)
+        for p in sorted(task.changes):
+            changes = task.changes[p]
+            result = applier.apply_partition(batch_id, p, changes,
+                                             task.definitions.for_changes(changes))
+            if result.skipped:
+                _row(rows, p, True, "", None)
+            for target, counts in result.counts.items():
+                _row(rows, p, False, target, counts.as_dict())
+    for text in task.positions:
+        _row(rows, -1, False, "", None, text)
+    return rows
+
+
+def pg_apply_task(cfg: Any, batch_id: int):
+    """The ``mapInArrow`` function applying a batch's key partitions to PostgreSQL."""
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        groups: dict[int, list[Any]] = {}
+        task = TaskRows()
         for batch in batches:
-            for tc, p in trail_changes(batch):
-                groups.setdefault(int(p or 0), []).append(tc)
-        rows: dict[str, list[Any]] = {name: [] for name in RESULT_SCHEMA.names}
-        if groups:
-            try:
-                applier = _applier(cfg)
-                for p in sorted(groups):
-                    changes = groups[p]
-                    changes.sort(key=lambda tc: tc.position)
-                    result = applier.apply_partition(batch_id, p, changes,
-                                                     definitions.for_changes(changes))
-                    if result.skipped:
-                        _row(rows, p, True, "", None)
-                    for target, counts in result.counts.items():
-                        _row(rows, p, False, target, counts.as_dict())
-            except TrailgateError as exc:
-                raise RuntimeError(marked(str(exc))) from None
+            task.add(batch)
+        try:
+            rows = apply_task_rows(cfg, batch_id, task)
+        except TrailgateError as exc:
+            raise RuntimeError(marked(str(exc))) from None
         yield pa.RecordBatch.from_pydict(rows, schema=RESULT_SCHEMA)
 
     return apply
 
 
 def _row(rows: dict[str, list[Any]], p: int, skipped: bool, target: str,
-         counts: dict[str, int] | None) -> None:
+         counts: dict[str, int] | None, position: str | None = None) -> None:
     rows["p"].append(p)
     rows["skipped"].append(skipped)
     rows["target"].append(target)
     for f in RESULT_FIELDS:
         rows[f].append((counts or {}).get(f, 0))
+    rows["position"].append(position)

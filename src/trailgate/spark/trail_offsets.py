@@ -10,6 +10,7 @@ writer's next file does.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,9 @@ class ScanState:
     in_txn: bool  # a transaction started after ``boundary`` is still open at ``resume``
     pending: int  # its change records so far
     in_metadata: bool  # ``resume`` is inside a fragmented table definition
+    pending_marked: bool = False  # the open transaction has a record ``mark`` chose
+    covered: int = 0  # change records from the scan's start to ``boundary``
+    marked: bool = False  # ... and whether one of them was a record ``mark`` chose
 
 
 def scan_boundary(
@@ -71,6 +75,7 @@ def scan_boundary(
     limit: TrailPosition | None = None,
     max_records: int | None = None,
     state: ScanState | None = None,
+    mark: Callable[[int, str], bool] | None = None,
 ) -> tuple[TrailPosition, int, ScanState]:
     """(end of the last complete transaction after ``start``, change records before it,
     where the scan stopped).
@@ -79,14 +84,18 @@ def scan_boundary(
     are not considered) and once ``max_records`` change records are covered (always at least
     one transaction, so a big transaction still makes progress).  Returns ``start`` when no
     transaction is complete yet.  ``state`` from an earlier scan that found ``start`` as its
-    boundary lets this one read only what came after.
+    boundary lets this one read only what came after.  ``mark(io_type, table)`` picks
+    records the caller wants to know about: the returned state's ``marked`` says whether
+    a complete transaction before the boundary holds one (the Replicat's PK updates,
+    truncates and DDL).
     """
     boundary, covered, pending = start, 0, 0
-    in_txn = in_metadata = False
+    in_txn = in_metadata = pending_marked = marked = False
     resume = start
     if state is not None and state.boundary == start and state.resume >= start:
-        resume, in_txn, pending, in_metadata = (state.resume, state.in_txn, state.pending,
-                                                state.in_metadata)
+        resume, in_txn, pending, in_metadata, pending_marked = (
+            state.resume, state.in_txn, state.pending, state.in_metadata,
+            state.pending_marked)
     reader = TrailReader(trail, start=resume)
     for _pos, raw in reader.raw_records():
         end = reader.position
@@ -100,16 +109,21 @@ def scan_boundary(
             continue
         in_metadata = False
         if raw.trans_ind in _STARTS:
-            in_txn, pending = True, 0  # a transaction left open before this one was abandoned
+            # a transaction left open before this one was abandoned
+            in_txn, pending, pending_marked = True, 0, False
         if not in_txn:
             continue  # the tail of a transaction that started before ``start``
         if io_type not in _NOT_ROWS:
             pending += 1
+            if mark is not None and not pending_marked and mark(io_type, raw.table):
+                pending_marked = True
         if raw.trans_ind in _ENDS:
             in_txn = False
             boundary = end
             covered += pending
-            pending = 0
+            marked = marked or pending_marked
+            pending, pending_marked = 0, False
             if max_records is not None and covered >= max_records:
                 break
-    return boundary, covered, ScanState(boundary, resume, in_txn, pending, in_metadata)
+    return boundary, covered, ScanState(boundary, resume, in_txn, pending, in_metadata,
+                                        pending_marked, covered, marked)

@@ -10,7 +10,7 @@ exactly one partition.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +120,8 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: TrailPosition | None = None
         self._target_set = False
         self._state: ScanState | None = None  # where the last boundary scan stopped
+        self._scan_start: TrailPosition | None = None  # ... and where it started
+        self._mark: Callable[[int, str], bool] | None = None  # records scans look out for
 
     def initialOffset(self) -> dict[str, int]:
         if self.options.start is not None:
@@ -143,7 +145,8 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         boundary, _, self._state = scan_boundary(
             self.options.trail, begin, limit=self._target, max_records=max_rows,
-            state=self._state)
+            state=self._state, mark=self._mark)
+        self._scan_start = begin
         return offset_of(max(boundary, begin))
 
     def reportLatestOffset(self) -> dict | None:

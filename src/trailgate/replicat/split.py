@@ -1,0 +1,73 @@
+"""How many key partitions a PostgreSQL batch is applied as, decided once per batch.
+
+*n* (``SPARK CONF trailgate.replicat.partitions``), or 1 when the batch holds a PK update,
+truncate or DDL of a kept table (it must be applied whole, in trail order) or fewer change
+records than ``splitMinRecords``.  One key partition is read and applied by the driver;
+several by Spark tasks, each reading the whole range and keeping its keys.  Measured on two
+cores (bench apply_pg), the driver is faster at every batch size: a task re-reads what the
+others read, and its rows cross the JVM twice.  So the default threshold is above the
+default batch bound (``maxRecordsPerTrigger``, 100,000): only a single larger transaction
+is split, which also spreads its memory.  Lower it where the target rather than this
+process is the limit (a remote database: parallel connections overlap their waits).
+
+The count is recorded with the batch's range in ``dirchk/NAME/replicat.split`` before
+anything is applied, and a batch planned again — a replay after a crash, even with
+other settings — takes the recorded count, so it splits into exactly the same key
+partitions as before (the checkpoint table's rows name them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from trailgate.checkpoint import atomic_write_text
+from trailgate.model import OpType, TrailPosition
+from trailgate.replicat.rows import Router
+from trailgate.spark.trail_offsets import ScanState, scan_boundary
+
+__all__ = ["SPLIT_MIN_RECORDS", "key_partitions", "single_marker"]
+
+#: ``splitMinRecords`` default: a batch with fewer change records is one key partition.
+SPLIT_MIN_RECORDS = 500_000
+#: The smallest trail record (header and trailer): a range of fewer bytes than
+#: ``split_min`` of these cannot hold ``split_min`` records.
+MIN_RECORD_BYTES = 46
+_SINGLE_OPS = frozenset({int(OpType.PK_UPDATE), int(OpType.TRUNCATE), int(OpType.DDL)})
+
+
+def single_marker(router: Router) -> Callable[[int, str], bool]:
+    """The ``scan_boundary`` mark for records that keep a batch whole: a PK update,
+    truncate or DDL of a table the router keeps."""
+
+    def single(io_type: int, table: str) -> bool:
+        return io_type in _SINGLE_OPS and router.route(table) is not None
+    return single
+
+
+def key_partitions(trail: str, lower: TrailPosition, upper: TrailPosition, *,
+                   partitions: int, split_min: int, router: Router, path: str | Path | None,
+                   scanned: ScanState | None = None) -> int:
+    """The key-partition count of the batch ``[lower, upper)``: the recorded one, else
+    decided and recorded.  ``scanned``: a boundary scan that covered exactly this range."""
+    key = [[lower.seqno, lower.rba], [upper.seqno, upper.rba]]
+    if path is not None:
+        try:
+            plan = json.loads(Path(path).read_text("utf-8"))
+            if [plan["start"], plan["end"]] == key:
+                return int(plan["partitions"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    if partitions <= 1 or (lower.seqno == upper.seqno
+                           and upper.rba - lower.rba < split_min * MIN_RECORD_BYTES):
+        n = 1  # too few bytes to hold split_min records: no need to scan
+    else:
+        state = scanned
+        if state is None or state.boundary != upper:
+            _, _, state = scan_boundary(trail, lower, limit=upper, mark=single_marker(router))
+        n = 1 if state.marked or state.covered < split_min else partitions
+    if path is not None:
+        atomic_write_text(path, json.dumps({"start": key[0], "end": key[1],
+                                            "partitions": n}) + "\n")
+    return n

@@ -1,0 +1,71 @@
+"""A batch's range from Spark's offset log, and its key-partition count: decided once,
+recorded, and taken back for a replay whatever the settings are then."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+
+from replicat_support import TABLES, Increments
+
+from trailgate.model import Change, OpType, TrailPosition, Transaction
+from trailgate.replicat.batch_range import batch_range, logged_end
+from trailgate.replicat.rows import Router
+from trailgate.replicat.split import key_partitions
+from trailgate.trail import TrailWriter
+
+META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
+
+
+def _log(spark_dir: Path, batch: int, offset: str) -> None:
+    (spark_dir / "offsets").mkdir(parents=True, exist_ok=True)
+    (spark_dir / "offsets" / str(batch)).write_text(f"v1\n{META}\n{offset}")
+
+
+def test_batch_range_from_the_offset_log(tmp_path: Path) -> None:
+    start = TrailPosition(0, 1234)
+    _log(tmp_path, 0, '{"seqno": 0, "rba": 5000}')
+    _log(tmp_path, 1, '{"seqno":1,"rba":77}')
+    assert logged_end(tmp_path, 1) == TrailPosition(1, 77)
+    assert batch_range(tmp_path, 0, start) == (start, TrailPosition(0, 5000))
+    assert batch_range(tmp_path, 1, start) == (TrailPosition(0, 5000), TrailPosition(1, 77))
+    assert batch_range(tmp_path, 2, start) is None  # not logged
+    assert batch_range(tmp_path, 0, None) is None  # first batch, start unknown
+    _log(tmp_path, 3, "-")  # no offset for the source
+    _log(tmp_path, 4, '{"lsn": 5}')  # not a trail offset
+    (tmp_path / "offsets" / "5").write_text("v2\nwhatever\n{}")
+    assert [logged_end(tmp_path, b) for b in (3, 4, 5)] == [None, None, None]
+    assert batch_range(tmp_path, 4, start) is None
+
+
+def test_key_partitions_are_recorded_and_kept_for_a_replay(tmp_path: Path) -> None:
+    trail = tmp_path / "aa"
+    writer = TrailWriter(trail, megabytes=1, fsync=False)
+    work = Increments(seed=9)
+    ends = [writer.write_transaction(t, TABLES) for t in work.transactions(40)]
+    pk = Transaction("pk", 99_000, [Change(OpType.PK_UPDATE, "public.events",
+                                           after={0: b"500"}, before={0: b"499"})])
+    ends.append(writer.write_transaction(pk, TABLES))
+    writer.close()
+    split = tmp_path / "replicat.split"
+    router = Router.of([("public.*", None)], [])
+
+    def count(lower: TrailPosition, upper: TrailPosition, **kw: object) -> int:
+        opts: dict = {"partitions": 3, "split_min": 1, "router": router, "path": split} | kw
+        return key_partitions(str(trail), lower, upper, **opts)
+
+    assert count(ends[0], ends[30]) == 3
+    assert json.loads(split.read_text()) == {
+        "start": [ends[0].seqno, ends[0].rba], "end": [ends[30].seqno, ends[30].rba],
+        "partitions": 3}
+    # the same range planned again with other settings: the recorded count
+    assert count(ends[0], ends[30], partitions=2, split_min=10**6) == 3
+    # another range: decided anew
+    assert count(ends[30], ends[39], split_min=10**6) == 1  # small
+    assert count(ends[30], ends[-1], path=None) == 1  # holds a PK update of a kept table
+    unkept = Router.of([("public.accounts", None)], [])
+    assert count(ends[30], ends[-1], path=None, router=unkept) == 3  # not a kept table
+    assert count(ends[0], ends[30], partitions=1, path=None) == 1
