@@ -2,7 +2,8 @@
 logical replication (publication and subscription), between the same two databases.
 
     ./dev bench apply_pg [--rows 100000] [--txn-rows 100] [--steady-rate 500]
-                         [--steady-seconds 30] [--trigger-ms 500] [--keep DIR]
+                         [--steady-seconds 30] [--trigger-ms 500] [--replicat-trigger-ms MS]
+                         [--only native|trailgate] [--replicat-param LINE] [--keep DIR]
 
 Two embedded servers, source and target, with the same tables.  For each method in turn:
 
@@ -13,13 +14,20 @@ Two embedded servers, source and target, with the same tables.  For each method 
    applies in commit order, so the marker row's arrival says so; for trailgate, the
    Replicat's checkpoint reaching the marker's CSN says so, and its time is the checkpoint's.
    trailgate's groups are started and warm (Spark up) before the clock starts.
-2. **Lag under steady load**: ``--steady-rate`` rows/s in 10-row transactions for
+2. **Apply from a backlog**: the apply side alone.  The applier is held (native: the
+   subscription disabled; trailgate: the Replicat's stop file, so its source plans no batch)
+   while the same workload runs and, for trailgate, the Extract writes it to the trail; then
+   it is released, and the time is from the release until the marker is applied.
+3. **Lag under steady load**: ``--steady-rate`` rows/s in 10-row transactions for
    ``--steady-seconds``; each transaction's commit time is taken on the source side when
    COMMIT returns, its applied time is the target rows' ``applied_at`` default
-   (``clock_timestamp()`` when the row was written; same machine, same clock).
+   (``clock_timestamp()`` when the row was written; same machine, same clock).  For
+   trailgate the lag is also split: *Extract* is commit → the first Extract checkpoint
+   covering the transaction (its commit time, ``read_time``, at or after it), *Replicat*
+   the rest.
 
-Prints rows/s for each method, the ratio (aim: trailgate ≥ native) and lag p50/p99.
-Everything it starts is stopped at the end, also on Ctrl-C.
+Prints rows/s for each method and phase, the ratios (aim: trailgate ≥ native) and lag
+p50/p99.  Everything it starts is stopped at the end, also on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,7 +55,7 @@ from psycopg.conninfo import conninfo_to_dict  # noqa: E402
 
 from trailgate.db.connect import connect  # noqa: E402
 from trailgate.demo.databases import Databases, run_sql  # noqa: E402
-from trailgate.demo.pipeline import Pipeline, PipelineSpec  # noqa: E402
+from trailgate.demo.pipeline import Group, Pipeline, PipelineSpec  # noqa: E402
 from trailgate.errors import TrailgateError  # noqa: E402
 from trailgate.home import Home  # noqa: E402
 from trailgate.spark.session import SPARK_DIR_ENV  # noqa: E402
@@ -66,6 +75,8 @@ CREATE TABLE bench.ticks (id bigint PRIMARY KEY, txn integer, created timestampt
                           applied_at timestamptz DEFAULT clock_timestamp());
 """
 MARKER_ID = -1
+BACKLOG_MARKER_ID = -2
+BACKLOG_FIRST_ID = 10_000_000  # the backlog workload's ids, clear of the first one's
 
 
 def say(text: str, end: str = "\n") -> None:
@@ -90,12 +101,15 @@ def end_live() -> None:
 
 # -- workloads ------------------------------------------------------------------------------
 
-def throughput_workload(conninfo: str, rows: int, txn_rows: int) -> tuple[int, int]:
-    """The measured workload; returns (row changes, transactions)."""
+def throughput_workload(conninfo: str, rows: int, txn_rows: int,
+                        first: int = 1) -> tuple[int, int]:
+    """The measured workload on ids ``first …``; returns (row changes, transactions)."""
     changes = txns = 0
+    base = first - 1
     with connect(conninfo, autocommit=False, application_name="bench workload") as conn:
         for start in range(1, rows + 1, txn_rows):
             stop = min(start + txn_rows - 1, rows)
+            start, stop = start + base, stop + base
             changes += conn.execute(
                 "INSERT INTO bench.orders SELECT g, 'customer ' || g, g * 1.25, "
                 "clock_timestamp(), md5(g::text) FROM generate_series(%s::int, %s::int) g",
@@ -104,12 +118,14 @@ def throughput_workload(conninfo: str, rows: int, txn_rows: int) -> tuple[int, i
             txns += 1
         for start in range(1, rows + 1, txn_rows * 5):
             stop = min(start + txn_rows - 1, rows)
+            start, stop = start + base, stop + base
             changes += conn.execute("UPDATE bench.orders SET amount = amount + 1, note = 'upd' "
                                     "WHERE id BETWEEN %s AND %s", (start, stop)).rowcount
             conn.commit()
             txns += 1
         for start in range(3, rows + 1, txn_rows * 10):
             stop = min(start + txn_rows - 1, rows)
+            start, stop = start + base, stop + base
             changes += conn.execute("DELETE FROM bench.orders WHERE id BETWEEN %s AND %s",
                                     (start, stop)).rowcount
             conn.commit()
@@ -117,11 +133,11 @@ def throughput_workload(conninfo: str, rows: int, txn_rows: int) -> tuple[int, i
     return changes, txns
 
 
-def marker(conninfo: str) -> int:
+def marker(conninfo: str, marker_id: int = MARKER_ID) -> int:
     """Commit the marker row; returns a WAL position its commit record lies after."""
     with connect(conninfo, autocommit=False) as conn:
         conn.execute("INSERT INTO bench.orders VALUES (%s, 'marker', 0, clock_timestamp(), "
-                     "'done')", (MARKER_ID,))
+                     "'done')", (marker_id,))
         row = conn.execute("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8"
                            ).fetchone()
         conn.commit()
@@ -171,11 +187,16 @@ def wait_rows(conninfo: str, query: str, expected: int, timeout: float, what: st
 
 def lags(target: str, commits: dict[int, datetime]) -> list[float]:
     """Seconds from each transaction's commit to its last row applied."""
+    return sorted(by_txn(target, commits).values())
+
+
+def by_txn(target: str, commits: dict[int, datetime]) -> dict[int, float]:
+    """Seconds from each transaction's commit to its last row applied, by transaction."""
     with connect(target) as conn:
         rows = conn.execute("SELECT txn, max(applied_at) FROM bench.ticks GROUP BY txn"
                             ).fetchall()
-    return sorted(max(0.0, (applied - commits[txn]).total_seconds())
-                  for txn, applied in rows if txn in commits)
+    return {txn: max(0.0, (applied - commits[txn]).total_seconds())
+            for txn, applied in rows if txn in commits}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -193,10 +214,16 @@ class Result:
     transactions: int
     seconds: float
     lag: list[float]
+    backlog_seconds: float = float("nan")
+    lag_parts: tuple[list[float], list[float]] | None = None  # (Extract, Replicat)
 
     @property
     def rate(self) -> float:
         return self.changes / self.seconds if self.seconds > 0 else float("nan")
+
+    @property
+    def backlog_rate(self) -> float:
+        return self.changes / self.backlog_seconds if self.backlog_seconds > 0 else float("nan")
 
 
 # -- native logical replication -------------------------------------------------------------
@@ -227,13 +254,29 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
         end_live()
         say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
             f"{wrote:.1f} s, target had them all after {seconds:.1f} s")
+        say("  apply from a backlog: the same workload with the subscription disabled, then "
+            "enabled")
+        with connect(target) as conn:
+            conn.execute("ALTER SUBSCRIPTION bench_sub DISABLE")
+        throughput_workload(source, args.rows, args.txn_rows, BACKLOG_FIRST_ID)
+        marker(source, BACKLOG_MARKER_ID)
+        t0 = time.monotonic()
+        with connect(target) as conn:
+            conn.execute("ALTER SUBSCRIPTION bench_sub ENABLE")
+        wait_rows(target, f"SELECT count(*) FROM bench.orders WHERE id = {BACKLOG_MARKER_ID}",
+                  1, args.timeout, "the subscription to apply the backlog",
+                  lambda _: f"applying ... {time.monotonic() - t0:.1f} s")
+        backlog = time.monotonic() - t0
+        end_live()
+        say(f"  {changes:,} row changes applied {backlog:.1f} s after the subscription was "
+            "enabled")
         lag = steady(dbs, args, "native")
     finally:
         with connect(target) as conn:
             conn.execute("DROP SUBSCRIPTION IF EXISTS bench_sub")
         with connect(source) as conn:
             conn.execute("DROP PUBLICATION IF EXISTS bench_pub")
-    return Result("PostgreSQL logical replication", changes, txns, seconds, lag)
+    return Result("PostgreSQL logical replication", changes, txns, seconds, lag, backlog)
 
 
 def wait_subscription(target: str, timeout: float = 60) -> None:
@@ -252,7 +295,8 @@ def wait_subscription(target: str, timeout: float = 60) -> None:
 
 
 def steady(dbs: Databases, args: argparse.Namespace, label: str,
-           applied: Callable[[], str] | None = None) -> list[float]:
+           applied: Callable[[], str] | None = None,
+           commits_out: dict[int, datetime] | None = None) -> list[float]:
     say(f"  steady load: {args.steady_rate:g} rows/s for {args.steady_seconds:g} s "
         "(10-row transactions)")
     first = 1_000_000 if label == "native" else 2_000_000
@@ -264,7 +308,48 @@ def steady(dbs: Databases, args: argparse.Namespace, label: str,
               total, args.timeout, "the steady load to be applied",
               lambda have: f"{have:,}/{total:,} rows applied")
     end_live()
+    if commits_out is not None:
+        commits_out.update(commits)
     return lags(dbs.target_conninfo, commits)
+
+
+class CheckpointWatch(threading.Thread):
+    """Records each new checkpoint of a group: (written at, its last source commit)."""
+
+    def __init__(self, pipeline: Pipeline, group: Group):
+        super().__init__(daemon=True)
+        self.pipeline, self.group = pipeline, group
+        self.seen: list[tuple[datetime, datetime]] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        last = None
+        while not self.done.is_set():
+            ck = self.pipeline.checkpoint(self.group)
+            if ck is not None and ck.updated != last and ck.read_time:
+                last = ck.updated
+                read = datetime.fromisoformat(ck.read_time)
+                if read.tzinfo is None:
+                    read = read.replace(tzinfo=UTC)
+                self.seen.append((datetime.fromisoformat(ck.updated), read))
+            time.sleep(0.01)
+
+
+def split_lags(commits: dict[int, datetime], lag: dict[int, float],
+               extract: list[tuple[datetime, datetime]]) -> tuple[list[float], list[float]]:
+    """Per transaction, (commit → first Extract checkpoint covering it, the rest)."""
+    ex, rep = [], []
+    tolerance = 0.005  # COMMIT returns a little after the commit time the WAL records
+    for txn, committed in commits.items():
+        if txn not in lag:
+            continue
+        for written, read in extract:
+            if (read - committed).total_seconds() >= -tolerance:
+                part = max(0.0, (written - committed).total_seconds())
+                ex.append(part)
+                rep.append(max(0.0, lag[txn] - part))
+                break
+    return sorted(ex), sorted(rep)
 
 
 # -- trailgate --------------------------------------------------------------------------------
@@ -282,10 +367,15 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
     try:
         setup, start = pipeline.write_files(Databases.login(dbs.source_conninfo),
                                             Databases.login(dbs.target_conninfo))
+        rep = pipeline.groups[-1]
+        if args.replicat_trigger_ms is not None:
+            prm = home.param_file(rep.name)
+            prm.write_text(prm.read_text().replace(
+                f"SPARK TRIGGER {args.trigger_ms} MILLISECONDS",
+                f"SPARK TRIGGER {args.replicat_trigger_ms} MILLISECONDS"))
         mark = pipeline.event_mark()
         pipeline.ggsci([setup, start], transcript)
         t0 = time.monotonic()
-        rep = pipeline.groups[-1]
         # warm up: one transaction through, so Spark and both groups are running
         with connect(dbs.source_conninfo) as conn:
             conn.execute("INSERT INTO bench.ticks VALUES (0, -1, now())")
@@ -313,9 +403,20 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
         say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
             f"{wrote:.1f} s, the Extract checkpoint had them all after {captured:.1f} s, "
             f"the Replicat checkpoint after {seconds:.1f} s")
-        lag = steady(dbs, args, "trailgate",
-                     lambda: f"Replicat {pipeline.operations(rep) - base:,} applied")
-        return Result("trailgate Extract → trail → Replicat", changes, txns, seconds, lag)
+        backlog = run_backlog(dbs, args, pipeline, changes)
+        watch = CheckpointWatch(pipeline, pipeline.groups[0])
+        watch.start()
+        commits: dict[int, datetime] = {}
+        try:
+            lag = steady(dbs, args, "trailgate",
+                         lambda: f"Replicat {pipeline.operations(rep) - base:,} applied",
+                         commits)
+        finally:
+            watch.done.set()
+            watch.join()
+        parts = split_lags(commits, by_txn(dbs.target_conninfo, commits), watch.seen)
+        return Result("trailgate Extract → trail → Replicat", changes, txns, seconds, lag,
+                      backlog, parts)
     except BaseException:
         say(transcript.getvalue())
         for g in pipeline.groups:
@@ -324,6 +425,40 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
     finally:
         for line in pipeline.stop_all():
             say(f"  {line}")
+
+
+def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
+                changes: int) -> float:
+    """The Replicat held by its stop file (its source plans no batch while it exists) while
+    the workload runs and the Extract writes it; the seconds from its release until its
+    checkpoint covers the marker."""
+    ext, rep = pipeline.groups[0], pipeline.groups[-1]
+    say("  apply from a backlog: the same workload with the Replicat held, then released")
+    stop = pipeline.home.dirchk / f"{rep.name}.stop"
+    stop.touch()
+    try:
+        time.sleep(2 * max(args.trigger_ms, args.replicat_trigger_ms or 0) / 1000 + 1)
+        throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows, BACKLOG_FIRST_ID)
+        lsn = marker(dbs.source_conninfo, BACKLOG_MARKER_ID)
+        deadline = time.monotonic() + args.timeout
+        while True:
+            ck = pipeline.checkpoint(ext)
+            if ck is not None and ck.last_csn is not None and int(ck.last_csn) >= lsn:
+                break
+            pipeline.check_running()
+            if time.monotonic() > deadline:
+                raise TrailgateError("timed out waiting for the Extract")
+            time.sleep(0.1)
+        base = pipeline.operations(rep)
+    finally:
+        released = datetime.now(UTC)
+        stop.unlink(missing_ok=True)
+    t0 = time.monotonic()
+    finished = wait_checkpoint(pipeline, lsn, args.timeout, base, changes, t0)
+    seconds = (finished[rep.name] - released).total_seconds()
+    end_live()
+    say(f"  {changes:,} row changes applied {seconds:.1f} s after the Replicat was released")
+    return seconds
 
 
 def wait_checkpoint(pipeline: Pipeline, lsn: int, timeout: float, base: int, changes: int,
@@ -363,14 +498,28 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         ratio = tg.rate / native.rate if native.rate else float("nan")
         say(f"{'ratio trailgate / native':<40} {'':>12} {'':>9} {ratio:>10.2f}   "
             f"(aim: ≥ 1.00 — {'met' if ratio >= 1 else 'not met'})")
+    say("\n== Apply from a backlog (the applier held during the workload, then released) ==")
+    say(f"{'method':<40} {'row changes':>12} {'seconds':>9} {'rows/s':>10}")
+    for r in results:
+        say(f"{r.method:<40} {r.changes:>12,} {r.backlog_seconds:>9.2f} "
+            f"{r.backlog_rate:>10,.0f}")
+    if len(results) == 2:
+        native, tg = results
+        ratio = tg.backlog_rate / native.backlog_rate if native.backlog_rate else float("nan")
+        say(f"{'ratio trailgate / native':<40} {'':>12} {'':>9} {ratio:>10.2f}")
     say(f"\n== Lag under steady load ({args.steady_rate:g} rows/s, {args.steady_seconds:g} s; "
         "source commit → row applied on the target) ==")
     say(f"{'method':<40} {'txns':>6} {'p50':>9} {'p99':>9} {'max':>9}")
     for r in results:
         say(f"{r.method:<40} {len(r.lag):>6} {percentile(r.lag, 0.5):>8.3f}s "
             f"{percentile(r.lag, 0.99):>8.3f}s {max(r.lag, default=float('nan')):>8.3f}s")
-    say(f"(trailgate's Spark trigger: {args.trigger_ms} ms per micro-batch, Extract and "
-        "Replicat)")
+        if r.lag_parts is not None:
+            for label, part in zip(("  of which Extract", "  of which Replicat"),
+                                   r.lag_parts, strict=True):
+                say(f"{label:<40} {len(part):>6} {percentile(part, 0.5):>8.3f}s "
+                    f"{percentile(part, 0.99):>8.3f}s {max(part, default=float('nan')):>8.3f}s")
+    replicat = args.replicat_trigger_ms or args.trigger_ms
+    say(f"(trailgate's Spark trigger: Extract {args.trigger_ms} ms, Replicat {replicat} ms)")
 
 
 def main() -> int:
@@ -381,6 +530,8 @@ def main() -> int:
     parser.add_argument("--steady-seconds", type=float, default=30.0)
     parser.add_argument("--trigger-ms", type=int, default=500,
                         help="Spark trigger interval of the trailgate groups")
+    parser.add_argument("--replicat-trigger-ms", type=int,
+                        help="the Replicat's trigger interval (default: --trigger-ms)")
     parser.add_argument("--partitions", type=int, default=2,
                         help="Replicat parallelism (its Spark master local[N])")
     parser.add_argument("--timeout", type=float, default=900.0)
