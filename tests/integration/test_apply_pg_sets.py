@@ -255,3 +255,25 @@ def test_random_batches_match_one_at_a_time(pg_db: str) -> None:
             assert (a.set_attempts, a.set_fallbacks) == (1, 0)
         attempts += a.set_attempts - a.set_fallbacks
     assert attempts >= 4
+
+
+def test_without_batchsql_pipelined_then_a_savepoint_per_change(pg_db: str) -> None:
+    """Without BATCHSQL the statements are those of one change at a time, sent pipelined;
+    a collision sends the partition back to a savepoint per change, with the same result."""
+    setup(pg_db, DDL)
+    conn = psycopg.connect(pg_db, autocommit=True)
+    conn.execute(SEED.replace("{s}", "seq"))
+    t = Trail()
+    o = "public.orders"
+    clean = [t(INS, o, {0: b"5", 1: b"e"}), t(U, o, {0: b"5", 2: b"1"}),
+             t(U, o, {0: b"1", 2: b"7"}), t(D, o, before={0: b"2"})]
+    p = params("MAP public.orders, TARGET seq.orders;", head="HANDLECOLLISIONS\n")
+    with applier(pg_db, p, batchsql=False) as a:
+        res = a.apply_partition(1, 0, clean, DEFS)
+        assert (a.pipelined_attempts, a.pipelined_fallbacks) == (1, 0)
+        assert counts(res) == {"orders": (1, 2, 1, 0, 0, 0, 0)}
+        res = a.apply_partition(2, 0, collision_batch(t), DEFS)
+        assert (a.pipelined_attempts, a.pipelined_fallbacks) == (2, 1)
+    assert counts(res) == {"orders": (11, 0, 0, 0, 0, 0, 4)}  # row 2 is gone too
+    assert rows(conn, "SELECT * FROM seq.orders WHERE id < 20 ORDER BY id") == [
+        (1, "dup", 10), (5, "e", 1)]

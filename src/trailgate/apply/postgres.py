@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,6 +141,8 @@ class PgApplier:
         self._strict = False  # in a set-based attempt: a collision is a Deviation
         self.set_attempts = 0  # set-based attempts, and how many fell back (tests, reports)
         self.set_fallbacks = 0
+        self.pipelined_attempts = 0  # the same for pipelined one-at-a-time attempts
+        self.pipelined_fallbacks = 0
 
     def _connect(self) -> Conn:
         try:
@@ -200,8 +203,10 @@ class PgApplier:
                     result.skipped = True
                     return result
                 with self.conn.cursor() as cur:
-                    if plans is None or not self._apply_sets(cur, plans, result):
-                        for run in self._runs(mapped):
+                    done = (self._apply_sets(cur, plans, result) if plans is not None
+                            else self._apply_pipelined(cur, mapped, result))
+                    if not done:  # exactly: each change (BATCHSQL: run) under a savepoint
+                        for run in self._runs(mapped, self.batchsql):
                             self._apply_run(cur, run, result, discards)
         except psycopg.OperationalError as exc:
             raise TargetError(f"lost the connection to {describe(self.conninfo)} while "
@@ -264,7 +269,7 @@ class PgApplier:
                 self._strict = True
                 try:
                     for plan in plans:  # keys a key change links: one by one, in order
-                        for run in self._runs(plan.ordered):
+                        for run in self._runs(plan.ordered, True):
                             self._apply_run(cur, run, attempt, [])
                 finally:
                     self._strict = False
@@ -276,12 +281,38 @@ class PgApplier:
         return True
 
     # -- one change at a time ------------------------------------------------------------
-    def _runs(self, mapped: list[MappedChange]) -> list[list[_Stmt]]:
-        """Statements in order; consecutive ones with the same SQL grouped (BATCHSQL)."""
+    def _apply_pipelined(self, cur: psycopg.Cursor[Any], mapped: list[MappedChange],
+                         result: ApplyResult) -> bool:
+        """The same statements, in the same order, but consecutive ones with the same SQL
+        sent together (``executemany``, pipelined) and no savepoint per change, under one
+        savepoint: False (rolled back) at the first collision or error — the savepoint per
+        change that REPERROR needs costs two round trips a change, so it is paid only then.
+        """
+        if len(mapped) < 2:
+            return False
+        self.pipelined_attempts += 1
+        attempt = ApplyResult()
+        self._strict = True
+        try:
+            with self.conn.transaction():
+                for run in self._runs(mapped, True):
+                    self._apply_run(cur, run, attempt, [])
+        except Deviation as exc:
+            self.pipelined_fallbacks += 1
+            log.debug("pipelined apply fell back to a savepoint per change: %s", exc)
+            return False
+        finally:
+            self._strict = False
+        result.merge(attempt)
+        return True
+
+    def _runs(self, mapped: list[MappedChange], group: bool) -> list[list[_Stmt]]:
+        """Statements in order; with ``group``, consecutive ones with the same SQL
+        together."""
         runs: list[list[_Stmt]] = []
         for m in mapped:
             stmt = self._statement(m)
-            if (self.batchsql and runs and runs[-1][0].query is stmt.query
+            if (group and runs and runs[-1][0].query is stmt.query
                     and m.op is not OpType.TRUNCATE):
                 runs[-1].append(stmt)
             else:
@@ -347,7 +378,7 @@ class PgApplier:
             self._apply_one(cur, run[0], result, discards)
             return
         try:
-            with self.conn.transaction():
+            with self._savepoint():
                 cur.executemany(run[0].query, [s.params for s in run], returning=True)
                 found = []
                 while True:
@@ -356,7 +387,9 @@ class PgApplier:
                         break
         except psycopg.OperationalError:
             raise
-        except psycopg.Error:
+        except psycopg.Error as exc:
+            if self._strict:
+                raise Deviation(str(exc)) from None
             for stmt in run:  # find the failing change(s), one savepoint each
                 self._apply_one(cur, stmt, result, discards)
             return
@@ -366,7 +399,7 @@ class PgApplier:
     def _apply_one(self, cur: psycopg.Cursor[Any], stmt: _Stmt, result: ApplyResult,
                    discards: list[Discard]) -> None:
         try:
-            with self.conn.transaction():
+            with self._savepoint():
                 cur.execute(stmt.query, stmt.params)
                 hit = stmt.change.op is OpType.TRUNCATE or cur.fetchone() is not None
         except psycopg.OperationalError:
@@ -380,6 +413,11 @@ class PgApplier:
                         discards)
             return
         self._outcome(cur, stmt, hit, result, discards)
+
+    def _savepoint(self) -> AbstractContextManager[Any]:
+        """A savepoint around one statement (a run), so an error leaves the rest; none in a
+        strict attempt, which any error ends."""
+        return nullcontext() if self._strict else self.conn.transaction()
 
     def _outcome(self, cur: psycopg.Cursor[Any], stmt: _Stmt, hit: bool, result: ApplyResult,
                  discards: list[Discard]) -> None:

@@ -105,15 +105,15 @@ def plan_table(mapping: TableMapping, changes: Sequence[MappedChange]) -> SetPla
             if moved is not None:
                 linked.add(key)
                 linked.add(moved)
-    for m, key in zip(changes, keys, strict=True):
-        if key in linked:
-            plan.ordered.append(m)
+        chain = chains.get(key)
+        if chain is None:
+            chains[key] = [m]
         else:
-            chain = chains.get(key)
-            if chain is None:
-                chains[key] = [m]
-            else:
-                chain.append(m)
+            chain.append(m)
+    if linked:  # their changes leave the chains, in trail order
+        plan.ordered = [m for m, key in zip(changes, keys, strict=True) if key in linked]
+        for key in linked:
+            chains.pop(key, None)
     key_set = frozenset(columns)
     counts = plan.counts
     inserts = plan.inserts

@@ -17,7 +17,7 @@ import pyarrow as pa
 from trailgate.apply.records import TrailChange
 from trailgate.model import TableDef, TrailPosition
 from trailgate.replicat.apply_rows import trail_change_of
-from trailgate.replicat.rows import Router, TrailRange, trans_ind
+from trailgate.replicat.rows import Router, TrailRange
 from trailgate.spark.change_rows import OP_METADATA, OP_POSITION
 
 __all__ = ["BatchSummary", "Definitions", "TaskRows", "read_task_rows", "trail_changes"]
@@ -140,15 +140,17 @@ def read_task_rows(trail: str, lower: TrailPosition, upper: TrailPosition,
     rows = TaskRows()
     changes: list[TrailChange] = []
     defined: dict[str, TableDef] = {}
+    add = changes.append
     for txn in span.transactions():
-        n = len(txn.items)
-        for i, (change, pos, tdef) in enumerate(txn.items):
+        items, csn, xid, commit = txn.items, txn.csn, txn.xid, txn.commit_time
+        last = len(items) - 1
+        for i, (change, pos, tdef) in enumerate(items):
             name = change.table
             if tdef is not None and defined.get(name) is not tdef:
                 rows.definitions.add(name, pos, tdef)
                 defined[name] = tdef
-            changes.append(TrailChange(change, txn.csn, txn.xid, pos, txn.commit_time,
-                                       trans_ind(i, n)))
+            ind = 3 if last == 0 else 0 if i == 0 else 2 if i == last else 1  # trans_ind
+            add(TrailChange(change, csn, xid, pos, commit, ind))
     if changes:
         rows.changes[0] = changes
     info, _ = span.position(True)

@@ -242,7 +242,7 @@ class TrailRange:
 
     def transactions(self) -> Iterator[Pending]:
         """Each complete transaction with at least one kept change, in trail order."""
-        upper, router = self.upper, self.router
+        upper, route = self.upper, self.router.route
         reader = TrailReader(self.trail, start=self.lower,
                              tables=_definitions_before(self.trail, self.lower))
         txn: Pending | None = None
@@ -264,7 +264,7 @@ class TrailRange:
             change = record.change
             if change is not None and raw.io_type != OpType.COMMENT:
                 txn.commit_time = change.io_time or txn.commit_time
-                name = router.route(change.table)
+                name = route(change.table)
                 if name is not None:
                     tdef = record.table_def
                     if name != change.table:
