@@ -125,3 +125,22 @@ def test_replay_keeps_the_split_when_settings_change(tmp_path: Path, pg_db: str,
     assert query(pg_db, f"SELECT batch_id, partition FROM {CKPT} ORDER BY 1, 2") == before
     assert accounts(pg_db) == work.expected_accounts()
     assert events(pg_db) == work.events
+
+
+def test_aftercsn_skips_earlier_transactions_on_the_driver(tmp_path: Path, pg_db: str,
+                                                          spark: object) -> None:
+    """AFTERCSN with a batch read and applied on the driver: earlier transactions are left
+    out, later ones applied, and the checkpoint still moves to the end."""
+    from trailgate.model import Change, OpType, Transaction
+
+    pg_target(pg_db)
+    home = replicat_home(tmp_path, prm(pg_db, split=None))
+    txns = [Transaction(f"0.{n}.1", 100 + n, [Change(OpType.INSERT, "public.events",
+                                                     after={0: str(n).encode(), 1: b"k"})])
+            for n in range(1, 21)]
+    write_trail(home.dirdat / "rt", txns)
+    assert run_once(home, spark, aftercsn=110) == 0
+    assert events(pg_db) == set(range(11, 21))
+    ck = home.checkpoints.load("REP1", "REPLICAT")
+    assert ck is not None and ck.last_csn == 120
+    assert ck.stats["public.events"].inserts == 10
