@@ -178,3 +178,21 @@ def test_scan_marks_ranges_with_key_changes(tmp_path: Path) -> None:
     assert not state.marked
     _, _, state = scan_boundary(str(trail), TrailPosition(0, 0), limit=ends[4], mark=single)
     assert not state.marked and state.boundary == ends[4]
+
+
+def test_cyclic_gc_paused_while_a_batch_is_applied() -> None:
+    import gc
+
+    from trailgate.replicat.worker import paused_gc
+
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.enable()

@@ -14,7 +14,8 @@ from replicat_support import TABLES, Increments
 from trailgate.model import Change, OpType, TrailPosition, Transaction
 from trailgate.replicat.batch_range import batch_range, logged_end
 from trailgate.replicat.rows import Router
-from trailgate.replicat.split import key_partitions
+from trailgate.replicat.split import key_partitions, scan_hint_file, write_scan_hint
+from trailgate.spark.trail_offsets import scan_boundary
 from trailgate.trail import TrailWriter
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
@@ -69,3 +70,23 @@ def test_key_partitions_are_recorded_and_kept_for_a_replay(tmp_path: Path) -> No
     unkept = Router.of([("public.accounts", None)], [])
     assert count(ends[30], ends[-1], path=None, router=unkept) == 3  # not a kept table
     assert count(ends[0], ends[30], partitions=1, path=None) == 1
+
+
+def test_the_source_scan_hint_spares_a_second_scan(tmp_path: Path) -> None:
+    trail = tmp_path / "aa"
+    writer = TrailWriter(trail, megabytes=1, fsync=False)
+    ends = [writer.write_transaction(t, TABLES) for t in Increments(seed=4).transactions(20)]
+    writer.close()
+    split = tmp_path / "replicat.split"
+    router = Router.of([("public.*", None)], [])
+    _, _, state = scan_boundary(str(trail), ends[0])
+    assert state.boundary == ends[-1]
+    # a hint that (falsely) says the range holds a PK update: believed, so not scanned
+    write_scan_hint(split, ends[0], state.__class__(**{
+        **{f: getattr(state, f) for f in state.__dataclass_fields__}, "marked": True}))
+    assert json.loads(scan_hint_file(split).read_text())["marked"] is True
+    opts = {"partitions": 3, "split_min": 1, "router": router, "path": split}
+    assert key_partitions(str(trail), ends[0], ends[-1], **opts) == 1
+    # for another range the hint does not count: scanned, no PK update, split
+    split.unlink()
+    assert key_partitions(str(trail), ends[1], ends[-1], **opts) == 3

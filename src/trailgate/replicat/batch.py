@@ -45,6 +45,7 @@ from trailgate.replicat.worker import (
     RESULT_SCHEMA_DDL,
     apply_task_rows,
     marked,
+    paused_gc,
     pg_apply_task,
 )
 from trailgate.spark.change_rows import OP_POSITION
@@ -172,7 +173,8 @@ class BatchApplier:
                                split_min=cfg.split_min_records or SPLIT_MIN_RECORDS,
                                router=self.router, path=split_file(cfg))
             if n == 1:
-                rows = apply_task_rows(cfg, batch_id, self._read(rng))
+                with paused_gc():
+                    rows = apply_task_rows(cfg, batch_id, self._read(rng))
                 self.driver_batches += 1
         if rows is not None:
             results = [dict(zip(rows, values, strict=True))
@@ -196,12 +198,13 @@ class BatchApplier:
         """Delta and Parquet: the batch on the driver — read straight from the trail when
         the range is known, else collected from Spark."""
         if rng is not None:
-            task = self._read(rng)
-            summary = BatchSummary.from_rows(
-                (OP_POSITION, None, 0, 0, text, False) for text in task.positions)
-            summary.definitions = task.definitions
-            tcs = [tc for p in sorted(task.changes) for tc in task.changes[p]]
-            return summary, self._apply_on_driver(tcs, batch_id, summary)
+            with paused_gc():
+                task = self._read(rng)
+                summary = BatchSummary.from_rows(
+                    (OP_POSITION, None, 0, 0, text, False) for text in task.positions)
+                summary.definitions = task.definitions
+                tcs = [tc for p in sorted(task.changes) for tc in task.changes[p]]
+                return summary, self._apply_on_driver(tcs, batch_id, summary)
         from pyspark.sql import functions as F
 
         df = self._filtered(df).persist()

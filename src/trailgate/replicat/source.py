@@ -38,7 +38,12 @@ from pyspark.sql.datasource import InputPartition
 from trailgate.model import TrailPosition
 from trailgate.replicat.apply_rows import APPLY_SCHEMA_DDL, read_apply_rows
 from trailgate.replicat.rows import ROW_SCHEMA_DDL, Router, read_change_rows
-from trailgate.replicat.split import SPLIT_MIN_RECORDS, key_partitions, single_marker
+from trailgate.replicat.split import (
+    SPLIT_MIN_RECORDS,
+    key_partitions,
+    single_marker,
+    write_scan_hint,
+)
 from trailgate.spark.trail_offsets import offset_of, position_of
 from trailgate.spark.trail_options import TrailOptions, parse_options
 from trailgate.spark.trail_source import TrailDataSource, TrailPartition, TrailStreamReader
@@ -150,7 +155,10 @@ class TrailChangesStreamReader(TrailStreamReader):
                     return super().latestOffset(start, limit)
                 finally:
                     self._target, self._target_set = saved
-        return super().latestOffset(start, limit)
+        end = super().latestOffset(start, limit)
+        if self.split_file and self._state is not None and self._state.boundary > begin:
+            write_scan_hint(self.split_file, begin, self._state)
+        return end
 
     def _fence(self, begin: TrailPosition) -> TrailPosition | None:
         """The start of the first file after ``begin``'s whose header differs from the one

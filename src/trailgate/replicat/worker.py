@@ -16,8 +16,10 @@ own message so the group can report it without a Java or Python stack.
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +30,7 @@ from trailgate.errors import TrailgateError
 from trailgate.replicat.batch_rows import TaskRows
 
 __all__ = ["MARK", "RESULT_SCHEMA", "RESULT_SCHEMA_DDL", "apply_task_rows", "marked",
-           "pg_apply_task"]
+           "paused_gc", "pg_apply_task"]
 
 MARK = "@@TRAILGATE@@"
 RESULT_FIELDS = ("inserts", "updates", "deletes", "truncates", "discards", "ignores",
@@ -42,6 +44,24 @@ RESULT_SCHEMA_DDL = ("p int, skipped boolean, target string, "
 
 _lock = threading.Lock()
 _appliers: dict[tuple[Any, ...], PgApplier] = {}
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection while a batch is read and applied.
+
+    A batch makes hundreds of thousands of small objects that reference counting frees
+    (changes, their mapped forms, rows); the cyclic collector would traverse them again
+    and again as they pile up — about a third of the apply's CPU time, measured.  It runs
+    again afterwards, for whatever cycles the batch left.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def marked(message: str) -> str:
@@ -91,13 +111,14 @@ def pg_apply_task(cfg: Any, batch_id: int):
     """The ``mapInArrow`` function applying a batch's key partitions to PostgreSQL."""
 
     def apply(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        task = TaskRows()
-        for batch in batches:
-            task.add(batch)
-        try:
-            rows = apply_task_rows(cfg, batch_id, task)
-        except TrailgateError as exc:
-            raise RuntimeError(marked(str(exc))) from None
+        with paused_gc():
+            task = TaskRows()
+            for batch in batches:
+                task.add(batch)
+            try:
+                rows = apply_task_rows(cfg, batch_id, task)
+            except TrailgateError as exc:
+                raise RuntimeError(marked(str(exc))) from None
         yield pa.RecordBatch.from_pydict(rows, schema=RESULT_SCHEMA)
 
     return apply
