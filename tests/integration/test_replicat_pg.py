@@ -144,3 +144,25 @@ def test_aftercsn_skips_earlier_transactions_on_the_driver(tmp_path: Path, pg_db
     ck = home.checkpoints.load("REP1", "REPLICAT")
     assert ck is not None and ck.last_csn == 120
     assert ck.stats["public.events"].inserts == 10
+
+
+def test_new_spark_checkpoint_starts_at_the_group_checkpoint(tmp_path: Path, pg_db: str,
+                                                            spark: object) -> None:
+    """Spark's checkpoint removed: the query starts where the group checkpoint says, not at
+    the trail's start (every update adds 1: one applied twice shows), and batches keep to
+    maxRecordsPerTrigger."""
+    import shutil
+
+    pg_target(pg_db)
+    home = replicat_home(tmp_path, prm(
+        pg_db, split=None, extra="SPARK CONF trailgate.replicat.maxRecordsPerTrigger=40\n"))
+    work = Increments(seed=5)
+    write_trail(home.dirdat / "rt", work.transactions(60))
+    assert run_once(home, spark) == 0
+    batches = query(pg_db, f"SELECT count(DISTINCT batch_id) FROM {CKPT}")[0][0]
+    assert batches >= 3  # about 170 changes, at most 40 (whole transactions) a batch
+    shutil.rmtree(home.spark_checkpoint_dir("REP1") / "spark")
+    write_trail(home.dirdat / "rt", work.transactions(30))
+    assert run_once(home, spark) == 0
+    assert accounts(pg_db) == work.expected_accounts()
+    assert events(pg_db) == work.events

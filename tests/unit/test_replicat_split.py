@@ -90,3 +90,25 @@ def test_the_source_scan_hint_spares_a_second_scan(tmp_path: Path) -> None:
     # for another range the hint does not count: scanned, no PK update, split
     split.unlink()
     assert key_partitions(str(trail), ends[1], ends[-1], **opts) == 3
+
+
+def test_source_options_are_read_case_insensitively(tmp_path: Path) -> None:
+    """Spark hands a data source its options with lower-case names: the trailchanges
+    reader must still find startingPosition and maxRecordsPerTrigger."""
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    from trailgate.replicat.source import TrailChangesDataSource
+
+    (tmp_path / "rt000000000").write_bytes(b"")
+    options = CaseInsensitiveDict({
+        "path": str(tmp_path / "rt"), "startingPosition": "0:1359", "rows": "apply",
+        "maxRecordsPerTrigger": "40", "keyPartitions": "3", "splitMinRecords": "7",
+        "tables": json.dumps({"rules": [["public.*", None]], "excludes": []})})
+    assert "startingposition" in dict(options)  # what Spark does to the names
+    reader = TrailChangesDataSource(options).streamReader(None)
+    assert reader.options.start == TrailPosition(0, 1359)
+    assert reader.initialOffset() == {"seqno": 0, "rba": 1359}
+    assert reader.options.max_records_per_trigger == 40
+    assert reader.options.tables is None  # the routing rules are not a table filter
+    assert (reader.key_partitions, reader.split_min) == (3, 7)
+    assert reader.router.route("public.x") == "public.x" and reader.router.route("a.b") is None

@@ -92,15 +92,14 @@ class TrailChangesDataSource(TrailDataSource):
     def name(cls) -> str:
         return "trailchanges"
 
-    _OWN = ("tables", "rows", "keyPartitions", "splitFile", "splitMinRecords")
-
     def schema(self) -> str:
         return APPLY_SCHEMA_DDL if self.options.get("rows") == "apply" else ROW_SCHEMA_DDL
 
     def streamReader(self, schema: Any) -> TrailChangesStreamReader:
         o = self.options
-        opts = parse_options({k: v for k, v in o.items() if k not in self._OWN},
-                             streaming=True)
+        trail_opts = o.copy()  # still case-insensitive: Spark keeps option names lower case
+        trail_opts.pop("tables", None)  # here a routing rule set, not the trail source's list
+        opts = parse_options(trail_opts, streaming=True)
         tables = json.loads(o.get("tables") or "{}")
         router = Router.of([(s, t) for s, t in tables.get("rules", [])],
                            tables.get("excludes", []))

@@ -1,4 +1,5 @@
-"""The PostgreSQL apply task: one Spark partition of a batch, in a Python worker.
+"""The PostgreSQL apply task: one key partition of a batch, in a Python worker (or, for a
+batch of one key partition, on the driver: :func:`apply_task_rows`).
 
 A Spark partition holds the apply rows of one *key partition* ``p`` of the batch's ``n``
 (read straight from the trail by the ``trailchanges`` source: the changes whose key hashes
@@ -6,9 +7,9 @@ to ``p``, in trail order, with the definitions of their tables and the batch's p
 row).  The key partition is applied by :meth:`PgApplier.apply_partition` as one database
 transaction with its checkpoint-table row ``(group, batch id, p)``, so exactly-once does not
 depend on how Spark ran the tasks: a replayed batch splits into the same key partitions
-(same rows, same hash, the same count, recorded by the source) and skips those already
-committed.  The task returns its counts and the position row (the batch's end and last
-commit, for the group checkpoint).
+(same rows, same hash, the count recorded with its range: :mod:`~trailgate.replicat.split`)
+and skips those already committed.  The task returns its counts and the position row (the
+batch's end and last commit, for the group checkpoint).
 
 Errors reach the driver as text inside Spark's exception; :data:`MARK` brackets trailgate's
 own message so the group can report it without a Java or Python stack.
