@@ -1,7 +1,8 @@
 """Build hook for the optional C accelerators; everything else is in pyproject.toml.
 
 ``trailgate.trail._speedups`` speeds up the trail codec, ``trailgate.capture.postgres._pgfast``
-the PostgreSQL Extract's row path.  Both are optional: when one cannot be compiled (no
+the PostgreSQL Extract's row path, ``trailgate.apply._spanplan`` the Replicat's set-based
+apply of a batch.  All are optional: when one cannot be compiled (no
 compiler, no Python headers) the install still succeeds and trailgate uses its pure-Python
 code, which is the reference the C code must match byte for byte.
 """
@@ -18,6 +19,11 @@ setup(
         Extension(
             "trailgate.capture.postgres._pgfast",
             sources=["src/trailgate/capture/postgres/_pgfast.c"],
+            optional=True,
+        ),
+        Extension(
+            "trailgate.apply._spanplan",
+            sources=["src/trailgate/apply/_spanplan.c"],
             optional=True,
         ),
     ]

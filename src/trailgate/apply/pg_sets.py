@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from trailgate.apply.setplan import SetPlan
+from trailgate.apply.setplan import CopyRows, SetPlan
 
 __all__ = ["Deviation", "Stages", "run_plan", "stage_shapes"]
 
@@ -110,12 +110,17 @@ def run_plan(cur: Cursor, stages: Stages, plan: SetPlan) -> None:
         _delete(cur, table, stages.take(cur, shape), keys, plan.delete_last)
 
 
-def _copy(cur: Cursor, table: sql.Composable, columns: Sequence[str],
-          rows: Sequence[tuple[Any, ...]]) -> None:
+Rows = Sequence[tuple[Any, ...]] | CopyRows
+
+
+def _copy(cur: Cursor, table: sql.Composable, columns: Sequence[str], rows: Rows) -> None:
     query = sql.SQL("COPY {} ({}) FROM STDIN").format(
         table, sql.SQL(", ").join(map(sql.Identifier, columns)))
     try:
         with cur.copy(query) as copy:
+            if isinstance(rows, CopyRows):
+                copy.write(rows.data)
+                return
             write = copy.write_row
             for row in rows:
                 write(row)
@@ -147,14 +152,14 @@ def _check(cur: Cursor, statement: sql.Composable, expected: int) -> None:
 
 
 def _delete(cur: Cursor, table: sql.Composable, stage: sql.Identifier,
-            keys: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> None:
+            keys: Sequence[str], rows: Rows) -> None:
     _copy(cur, stage, keys, rows)
     _check(cur, sql.SQL("DELETE FROM {} USING {} s WHERE {} RETURNING s.ctid").format(
         table, stage, _join(table, keys)), len(rows))
 
 
 def _update(cur: Cursor, table: sql.Composable, stage: sql.Identifier,
-            keys: Sequence[str], sets: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> None:
+            keys: Sequence[str], sets: Sequence[str], rows: Rows) -> None:
     _copy(cur, stage, (*keys, *sets), rows)
     if sets:
         assign = sql.SQL(", ").join(sql.SQL("{} = s.{}").format(

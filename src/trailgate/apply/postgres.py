@@ -209,13 +209,44 @@ class PgApplier:
                         for run in self._runs(mapped, self.batchsql):
                             self._apply_run(cur, run, result, discards)
         except psycopg.OperationalError as exc:
-            raise TargetError(f"lost the connection to {describe(self.conninfo)} while "
-                              f"applying batch {batch_id} partition {partition}: {exc}; "
-                              f"nothing of it was committed, restarting the Replicat "
-                              f"applies it again") from None
+            raise self._lost(exc, batch_id, partition) from None
         if self.discard is not None:
             self.discard.write(discards)
         return result
+
+    def apply_plans(self, batch_id: int, partition: int, plans: Sequence[SetPlan],
+                    position: str) -> ApplyResult | None:
+        """Set plans made straight from the trail (``spanplan``) applied with the
+        partition's checkpoint row, as :meth:`apply_partition` applies its own; None —
+        nothing committed — when the target is not as the plans expect (a collision, an
+        error): the caller then applies the partition with :meth:`apply_partition`, whose
+        one-change-at-a-time fallback gives HANDLECOLLISIONS and REPERROR their behaviour.
+        """
+        result = ApplyResult()
+        try:
+            try:
+                self._stages.ensure(shape for plan in plans for shape in stage_shapes(plan))
+            except Deviation:
+                return None
+            with self.conn.transaction():
+                if self.checkpoint is not None and not self._claim(batch_id, partition,
+                                                                   position):
+                    result.skipped = True
+                    return result
+                with self.conn.cursor() as cur:
+                    if not self._apply_sets(cur, list(plans), result):
+                        raise _Fallback
+        except _Fallback:
+            return None
+        except psycopg.OperationalError as exc:
+            raise self._lost(exc, batch_id, partition) from None
+        return result
+
+    def _lost(self, exc: Exception, batch_id: int, partition: int) -> TargetError:
+        return TargetError(f"lost the connection to {describe(self.conninfo)} while "
+                           f"applying batch {batch_id} partition {partition}: {exc}; "
+                           f"nothing of it was committed, restarting the Replicat "
+                           f"applies it again")
 
     def _claim(self, batch_id: int, partition: int, position: str) -> bool:
         assert self.checkpoint is not None
@@ -482,6 +513,10 @@ class PgApplier:
             raise CollisionError(f"{text}. The Replicat stops (REPERROR ABEND); correct the "
                                  f"target, or use HANDLECOLLISIONS or a REPERROR rule for "
                                  f"error {codes[0]}", m, codes)
+
+
+class _Fallback(Exception):
+    """Roll the partition's transaction back: its set plans met a collision or error."""
 
 
 def _param(type_name: str) -> sql.Composable:

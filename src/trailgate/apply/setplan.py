@@ -40,10 +40,25 @@ from trailgate.apply.mapping import MappedChange, TableMapping
 from trailgate.apply.records import TableCounts
 from trailgate.model import OpType
 
-__all__ = ["SetPlan", "plan_table"]
+__all__ = ["CopyRows", "SetPlan", "plan_table"]
 
 Key = tuple[Any, ...]
 Row = tuple[Any, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class CopyRows:
+    """Rows already written as PostgreSQL COPY text (``spanplan``: made in C, no tuple per
+    row); stands wherever a plan holds a list of rows."""
+
+    data: bytes
+    rows: int
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __bool__(self) -> bool:
+        return self.rows > 0
 
 
 @dataclass(slots=True)
@@ -51,15 +66,16 @@ class SetPlan:
     """One target table's changes as set operations (see the module docstring).
 
     Rows are tuples of PostgreSQL input text in the order of their column tuple; ``updates``
-    rows are the key values followed by the set columns' values.
+    rows are the key values followed by the set columns' values.  A :class:`CopyRows` may
+    stand for any list of rows.
     """
 
     mapping: TableMapping
     key_columns: tuple[str, ...]
-    delete_first: list[Key] = field(default_factory=list)
-    inserts: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
-    updates: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
-    delete_last: list[Key] = field(default_factory=list)
+    delete_first: list[Key] | CopyRows = field(default_factory=list)
+    inserts: dict[tuple[str, ...], list[Row] | CopyRows] = field(default_factory=dict)
+    updates: dict[tuple[str, ...], list[Row] | CopyRows] = field(default_factory=dict)
+    delete_last: list[Key] | CopyRows = field(default_factory=list)
     ordered: list[MappedChange] = field(default_factory=list)
     counts: TableCounts = field(default_factory=TableCounts)
 

@@ -43,6 +43,7 @@ from trailgate.replicat.split import SPLIT_MIN_RECORDS, key_partitions
 from trailgate.replicat.worker import (
     RESULT_FIELDS,
     RESULT_SCHEMA_DDL,
+    apply_span_rows,
     apply_task_rows,
     marked,
     paused_gc,
@@ -111,6 +112,7 @@ class BatchApplier:
         self.home = Home(cfg.home)
         self._delta: Any = None
         self.driver_batches = 0  # PostgreSQL batches applied on the driver (tests)
+        self.span_batches = 0  # of which straight from the trail's bytes (spanplan)
 
     # -- the foreachBatch function ---------------------------------------------------------
     def __call__(self, df: Any, batch_id: int) -> None:
@@ -174,7 +176,11 @@ class BatchApplier:
                                router=self.router, path=split_file(cfg))
             if n == 1:
                 with paused_gc():
-                    rows = apply_task_rows(cfg, batch_id, self._read(rng))
+                    if self.csn_filter is None:
+                        rows = apply_span_rows(cfg, batch_id, rng[0], rng[1], self.router)
+                        self.span_batches += rows is not None
+                    if rows is None:
+                        rows = apply_task_rows(cfg, batch_id, self._read(rng))
                 self.driver_batches += 1
         if rows is not None:
             results = [dict(zip(rows, values, strict=True))

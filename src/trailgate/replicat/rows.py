@@ -53,6 +53,7 @@ __all__ = [
     "ROW_ARROW_SCHEMA",
     "ROW_SCHEMA_DDL",
     "Router",
+    "definitions_before",
     "julian_to_iso",
     "key_hash",
     "read_change_rows",
@@ -125,7 +126,7 @@ _prefix_lock = threading.Lock()
 _prefix_cache: dict[tuple[str, int], tuple[int, dict[str, TableDef]]] = {}
 
 
-def _definitions_before(trail: str, position: TrailPosition) -> dict[str, TableDef]:
+def definitions_before(trail: str, position: TrailPosition) -> dict[str, TableDef]:
     """Definitions in ``position``'s file before it (the writer puts each table's
     definition in every file before its first change).  Cached per process and file: a
     later range of the same file scans only from where the last scan stopped."""
@@ -244,7 +245,7 @@ class TrailRange:
         """Each complete transaction with at least one kept change, in trail order."""
         upper, route = self.upper, self.router.route
         reader = TrailReader(self.trail, start=self.lower,
-                             tables=_definitions_before(self.trail, self.lower))
+                             tables=definitions_before(self.trail, self.lower))
         txn: Pending | None = None
         for record in reader.records():
             raw = record.raw

@@ -28,10 +28,13 @@ import pyarrow as pa
 from trailgate.apply.discard import DiscardWriter
 from trailgate.apply.postgres import PgApplier
 from trailgate.errors import TrailgateError
+from trailgate.model import TrailPosition
 from trailgate.replicat.batch_rows import TaskRows
+from trailgate.replicat.rows import Router
+from trailgate.replicat.span_apply import apply_span
 
-__all__ = ["MARK", "RESULT_SCHEMA", "RESULT_SCHEMA_DDL", "apply_task_rows", "marked",
-           "paused_gc", "pg_apply_task"]
+__all__ = ["MARK", "RESULT_SCHEMA", "RESULT_SCHEMA_DDL", "apply_span_rows", "apply_task_rows",
+           "marked", "paused_gc", "pg_apply_task"]
 
 MARK = "@@TRAILGATE@@"
 RESULT_FIELDS = ("inserts", "updates", "deletes", "truncates", "discards", "ignores",
@@ -105,6 +108,25 @@ def apply_task_rows(cfg: Any, batch_id: int, task: TaskRows) -> dict[str, list[A
                 _row(rows, p, False, target, counts.as_dict())
     for text in task.positions:
         _row(rows, -1, False, "", None, text)
+    return rows
+
+
+def apply_span_rows(cfg: Any, batch_id: int, lower: TrailPosition, upper: TrailPosition,
+                    router: Router) -> dict[str, list[Any]] | None:
+    """:func:`apply_task_rows` for a batch of one key partition applied on the driver,
+    from the trail's bytes (:mod:`~trailgate.replicat.span_apply`); None — nothing done —
+    when the range needs the usual reading."""
+    done = apply_span(_applier(cfg), batch_id, cfg.trail, lower, upper, router)
+    if done is None:
+        return None
+    result, position = done
+    rows: dict[str, list[Any]] = {name: [] for name in RESULT_SCHEMA.names}
+    if result is not None:
+        if result.skipped:
+            _row(rows, 0, True, "", None)
+        for target, counts in result.counts.items():
+            _row(rows, 0, False, target, counts.as_dict())
+    _row(rows, -1, False, "", None, position)
     return rows
 
 

@@ -1,0 +1,158 @@
+"""BATCHSQL set plans straight from a batch's trail bytes, in C (``_spanplan.plan_span``).
+
+Why: applying a backlog, the Replicat spent ~30 µs of Python per change reading the trail
+into ``Change`` objects, mapping them and planning the sets, where PostgreSQL needs a few
+for its share.  ``plan_span`` does the three in one pass without an object per change and
+writes the rows as COPY text, for the common case: plain column mappings (no COLMAP
+expression, no WHERE), a key that is not every column, no triggers, and inserts, updates
+and deletes that collapse per key.  Anything else — and any value a converter would not
+take as is — returns ``None`` and the caller takes the Python path, which is the reference
+(``tests/unit/test_spanplan.py`` holds the two side by side).
+
+The C module is optional (``setup.py``); without it, or with ``TRAILGATE_PURE_PYTHON=1``,
+``available`` is false.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from types import ModuleType
+from typing import Any
+
+from trailgate.apply.mapping import TableMapping
+from trailgate.apply.setplan import CopyRows, SetPlan
+from trailgate.apply.values import _ascii, _bool, _pg_datetime, _raw, _utf8
+from trailgate.model import ColumnKind, TableDef
+from trailgate.trail._accel import PURE_PYTHON_ENV
+
+__all__ = ["SpanResult", "available", "plan_span", "table_spec"]
+
+_FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
+_CONV_UTF8, _CONV_ASCII, _CONV_BOOL, _CONV_RAW, _CONV_DATE, _CONV_TS, _CONV_TSTZ = range(7)
+_SIMPLE = {id(_utf8): _CONV_UTF8, id(_ascii): _CONV_ASCII, id(_bool): _CONV_BOOL,
+           id(_raw): _CONV_RAW}
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
+        return None
+    try:
+        from trailgate.apply import _spanplan
+    except ImportError:  # not compiled: the Python path does everything
+        return None
+    return _spanplan
+
+
+_module = _load()
+#: True when set plans can be made in C.
+available = _module is not None
+
+
+def _code(convert: Callable[[bytes], str]) -> int | None:
+    """The C converter doing what ``convert`` (one of values.text_converter's) does."""
+    code = _SIMPLE.get(id(convert))
+    if code is not None:
+        return code
+    if isinstance(convert, partial) and convert.func is _pg_datetime and not convert.args:
+        date, tz = convert.keywords.get("date"), convert.keywords.get("tz")
+        if date:
+            return _CONV_DATE
+        return _CONV_TSTZ if tz else _CONV_TS
+    return None
+
+
+def table_spec(spec_id: int, mapping: TableMapping, source: TableDef) -> tuple[Any, ...] | None:
+    """What ``plan_span`` needs of one table, or None when its changes need the Python
+    path: COLMAP expressions or WHERE (no ``plain``), an all-columns key, triggers or rules,
+    a key column not mapped straight, a converter C does not have."""
+    plain = mapping.plain
+    if (plain is None or not plain or mapping.where is not None or mapping.all_columns_key
+            or mapping.target.triggers):
+        return None
+    slots = {name: slot for slot, (name, _, _) in enumerate(plain)}
+    fields = []
+    for slot, (_, index, convert) in enumerate(plain):
+        code = _code(convert)
+        if code is None:
+            return None
+        fields.append((index, slot, code))
+    key = []
+    for name, index, convert, _ in mapping.key_fields:
+        slot = slots.get(name)
+        if convert is None or slot is None:
+            return None
+        code = _code(convert)
+        if code is None or code != fields[slot][2] or index != fields[slot][0]:
+            return None
+        key.append((index, code, slot))
+    if not key:
+        return None
+    n_source = max([c.index for c in source.columns] + [i for i, _, _ in fields]) + 1
+    fixed = frozenset(c.index for c in source.columns if c.kind in _FIXED_KINDS)
+    return (spec_id, n_source, fixed, len(plain), tuple(fields), tuple(key))
+
+
+@dataclass(slots=True)
+class SpanResult:
+    """A span's set plans (one per mapped table, first-change order) and what the caller
+    needs besides: the offset of the last kept change record (-1: none), how many records
+    the router kept and how many were mapped, and the last complete transaction's commit
+    (Julian µs, CSN, XID)."""
+
+    plans: list[SetPlan]
+    last_kept: int
+    kept: int
+    mapped: int
+    last_commit: tuple[int, int, str] | None
+
+
+def plan_span(data: bytes, start: int, end: int,
+              resolve: Callable[[str], tuple[TableMapping, tuple[Any, ...]] | bool | None],
+              on_metadata: Callable[[bytes], bool]) -> SpanResult | None:
+    """The set plans of the trail records in ``data[start:end]`` (whole transactions).
+
+    ``resolve(table)`` says what to do with a table's changes: None leave them (the router
+    does not keep the table), True keep them unmapped (no MAP), False give the span to the
+    Python path, or ``(mapping, table_spec(...))``.  ``on_metadata(blob)`` sees each
+    metadata record's D area; False gives the span to the Python path.  Returns None when
+    the Python path must do the span.
+    """
+    if _module is None:
+        return None
+    mappings: list[TableMapping] = []
+
+    def spec_of(table: str) -> tuple[Any, ...] | bool | None:
+        found = resolve(table)
+        if found is None or isinstance(found, bool):
+            return found
+        mapping, spec = found
+        mappings.append(mapping)
+        return (len(mappings) - 1, *spec[1:])
+
+    out = _module.plan_span(data, start, end, spec_of, on_metadata)
+    if out is None:
+        return None
+    tables, last_kept, kept, mapped, last_commit = out
+    plans = [_set_plan(mappings[item[0]], item) for item in tables]
+    return SpanResult(plans, last_kept, kept, mapped, last_commit)
+
+
+def _set_plan(mapping: TableMapping, item: tuple[Any, ...]) -> SetPlan:
+    _, inserts, updates, deletes, delete_first, insert_groups, update_groups, delete_last = item
+    names = [name for name, _, _ in mapping.plain or ()]
+    plan = SetPlan(mapping, tuple(a.target.name for a in mapping.key))
+    plan.counts.inserts, plan.counts.updates, plan.counts.deletes = inserts, updates, deletes
+    if delete_first is not None:
+        plan.delete_first = CopyRows(*delete_first)
+    if delete_last is not None:
+        plan.delete_last = CopyRows(*delete_last)
+    for mask, data, rows in insert_groups:
+        plan.inserts[tuple(n for n, on in zip(names, mask, strict=True) if on)] = CopyRows(
+            data, rows)
+    for mask, data, rows in update_groups:
+        plan.updates[tuple(n for n, on in zip(names, mask, strict=True) if on)] = CopyRows(
+            data, rows)
+    return plan

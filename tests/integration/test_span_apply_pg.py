@@ -1,0 +1,166 @@
+"""A batch applied from its trail bytes (``span_apply``, the C set planner) against real
+PostgreSQL: the same end state and counts as the Python path, a replay skipped, and a
+collision handing the batch back with nothing committed."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_apply_pg import CKPT, applier, params, rows, setup, tdef
+
+from trailgate.apply.spanplan import available
+from trailgate.capture.postgres.types import classify, trail_from_pg_text
+from trailgate.model import Change, OpType, TrailPosition, Transaction
+from trailgate.replicat.batch_rows import read_task_rows
+from trailgate.replicat.rows import Router
+from trailgate.replicat.span_apply import apply_span
+from trailgate.spark.trail_offsets import scan_boundary
+from trailgate.trail.writer import TrailWriter
+
+pytestmark = [pytest.mark.postgres,
+              pytest.mark.skipif(not available, reason="the C set planner is not built")]
+
+TYPES = [("id", "integer"), ("name", "text"), ("price", "numeric(12,2)"), ("flag", "boolean"),
+         ("code", "character(4)"), ("blob", "bytea"), ("day", "date"),
+         ("at", "timestamp without time zone"), ("atz", "timestamp with time zone"),
+         ("doc", "jsonb")]
+ITEMS = tdef("public.items", TYPES, ["id"])
+COLS = ", ".join(f"{n} {t}" for n, t in TYPES[1:])
+DDL = f"""CREATE SCHEMA fast; CREATE SCHEMA slow;
+CREATE TABLE fast.items (id int PRIMARY KEY, {COLS});
+CREATE TABLE slow.items (id int PRIMARY KEY, {COLS});"""
+ROUTER = Router.of([("public.*", None)], [])
+TEXTS = {"name": ["plain", "tab\there", "new\nline", "back\\slash", "ünï ☃", ""],
+         "price": ["0.00", "-12.50", "99999.99"], "flag": ["t", "f"],
+         "code": ["ab", "wxyz", "é"], "blob": ["\\x", "\\x00ff10", "\\x5c09"],
+         "day": ["2024-02-29", "0001-01-01"],
+         "at": ["2024-02-29 23:59:58.123456", "1999-01-01 00:00:00"],
+         "atz": ["2024-02-29 23:59:58.5+00", "1999-01-01 00:00:00+00"],
+         "doc": ['{"a": [1, 2]}', '"x"', "null"]}
+
+
+def image(rng: random.Random, key: int, partial: bool = False) -> dict[int, bytes | None]:
+    out: dict[int, bytes | None] = {0: str(key).encode()}
+    for col in ITEMS.columns[1:]:
+        if partial and rng.random() < 0.5:
+            continue
+        text = None if rng.random() < 0.15 else rng.choice(TEXTS[col.name])
+        out[col.index] = (None if text is None
+                          else trail_from_pg_text(text, classify(col.source_type)))
+    return out
+
+
+def workload(seed: int, txns: int, keys: int = 60) -> list[Transaction]:
+    rng = random.Random(seed)
+    present: dict[int, bool] = {}
+    out = []
+    for n in range(txns):
+        changes = []
+        for _ in range(rng.randrange(1, 10)):
+            k = rng.randrange(keys)
+            if not present.get(k):
+                changes.append(Change(OpType.INSERT, "public.items", image(rng, k)))
+                present[k] = True
+            elif rng.random() < 0.6:
+                op = rng.choice([OpType.UPDATE, OpType.FIELD_COMP])
+                changes.append(Change(op, "public.items", image(rng, k, op is OpType.FIELD_COMP)))
+            else:
+                changes.append(Change(OpType.DELETE, "public.items", None, {0: str(k).encode()}))
+                present[k] = False
+        out.append(Transaction(f"0.{n}.3", 500 + n, changes, 2_460_000_000_000_000 + n))
+    return out
+
+
+def write(path: Path, txns: list[Transaction]) -> str:
+    prefix = str(path / "it")
+    with TrailWriter(prefix, fsync=False) as w:
+        for txn in txns:
+            w.write_transaction(txn, {"public.items": ITEMS})
+    return prefix
+
+
+def both_ways(pg_db: str, trail: str, lower: TrailPosition, upper: TrailPosition,
+              batch: int, head: str = "") -> tuple[Any, Any]:
+    """The range applied from its bytes into fast.items and the Python way into slow.items."""
+    with applier(pg_db, params("MAP public.items, TARGET fast.items;", "BATCHSQL\n" + head),
+                 group="fast") as a:
+        done = apply_span(a, batch, trail, lower, upper, ROUTER)
+    task = read_task_rows(trail, lower, upper, ROUTER)
+    changes = task.changes.get(0, [])
+    with applier(pg_db, params("MAP public.items, TARGET slow.items;", "BATCHSQL\n" + head),
+                 group="slow") as a:
+        want = a.apply_partition(batch, 0, changes, task.definitions.for_changes(changes))
+    return done, (want, task.positions[0])
+
+
+def counts(result: Any) -> dict[str, tuple[int, ...]]:
+    return {name.split(".")[1]: tuple(c.as_dict().values()) for name, c in result.counts.items()}
+
+
+def test_random_batches_equal_the_python_path(pg_db: str, tmp_path: Path) -> None:
+    conn = setup(pg_db, DDL)
+    trail = write(tmp_path, workload(11, 400))
+    lower, batch = TrailPosition(0, 0), 0
+    while True:
+        upper, _, _ = scan_boundary(trail, lower, max_records=300)
+        if upper == lower:
+            break
+        done, (want, position) = both_ways(pg_db, trail, lower, upper, batch)
+        assert done is not None, "a plain batch went the Python way"
+        result, got_position = done
+        assert got_position == position
+        assert result is not None and counts(result) == counts(want)
+        assert (rows(conn, "SELECT * FROM fast.items ORDER BY id")
+                == rows(conn, "SELECT * FROM slow.items ORDER BY id"))
+        lower, batch = upper, batch + 1
+    assert batch >= 3
+    n = rows(conn, f"SELECT count(*) FROM {CKPT} WHERE group_name = 'FAST'")[0][0]
+    assert n == batch
+
+
+def test_replay_is_skipped(pg_db: str, tmp_path: Path) -> None:
+    conn = setup(pg_db, DDL)
+    trail = write(tmp_path, workload(5, 50))
+    upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
+    p = params("MAP public.items, TARGET fast.items;", "BATCHSQL\n")
+    with applier(pg_db, p, group="fast") as a:
+        first = apply_span(a, 7, trail, TrailPosition(0, 0), upper, ROUTER)
+        before = rows(conn, "SELECT * FROM fast.items ORDER BY id")
+        again = apply_span(a, 7, trail, TrailPosition(0, 0), upper, ROUTER)
+    assert first is not None and first[0] is not None and not first[0].skipped
+    assert again is not None and again[0] is not None and again[0].skipped
+    assert rows(conn, "SELECT * FROM fast.items ORDER BY id") == before
+
+
+def test_a_collision_hands_the_batch_back_with_nothing_committed(pg_db: str,
+                                                                 tmp_path: Path) -> None:
+    conn = setup(pg_db, DDL)
+    txns = [Transaction("0.1.1", 9, [Change(OpType.INSERT, "public.items",
+                                            {0: str(k).encode(), 1: b"new"}) for k in range(20)],
+                        2_460_000_000_000_001)]
+    trail = write(tmp_path, txns)
+    upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
+    conn.execute("INSERT INTO fast.items (id, name) VALUES (13, 'old')")
+    p = params("MAP public.items, TARGET fast.items;", "BATCHSQL\nHANDLECOLLISIONS\n")
+    with applier(pg_db, p, group="fast") as a:
+        assert apply_span(a, 1, trail, TrailPosition(0, 0), upper, ROUTER) is None
+        assert rows(conn, "SELECT id, name FROM fast.items") == [(13, "old")]
+        assert rows(conn, f"SELECT count(*) FROM {CKPT}") == [(0,)]
+        # the Python path then applies it, HANDLECOLLISIONS turning the insert into an update
+        task = read_task_rows(trail, TrailPosition(0, 0), upper, ROUTER)
+        result = a.apply_partition(1, 0, task.changes[0],
+                                   task.definitions.for_changes(task.changes[0]))
+    assert result.counts["fast.items"].collisions == 1
+    assert rows(conn, "SELECT count(*), count(*) FILTER (WHERE name = 'new') FROM fast.items"
+                ) == [(20, 20)]
+
+
+def test_without_batchsql_the_python_path_applies(pg_db: str, tmp_path: Path) -> None:
+    setup(pg_db, DDL)
+    trail = write(tmp_path, workload(2, 30))
+    upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
+    with applier(pg_db, params("MAP public.items, TARGET fast.items;"), group="fast") as a:
+        assert apply_span(a, 1, trail, TrailPosition(0, 0), upper, ROUTER) is None

@@ -1,0 +1,299 @@
+"""The C set planner (``spanplan``) beside the Python path it stands in for: the same trail
+range read with ``read_task_rows``, mapped with ``Mapper.map_all`` and planned with
+``plan_table`` must give the same rows, keys and counts — and where the Python path would
+do anything else (a key change, a collision inside a chain, a value a converter would not
+take as is), the C planner must give the range back (None)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trailgate.apply import Mapper, StaticCatalog, TargetColumn, TargetTable
+from trailgate.apply.setplan import CopyRows, SetPlan, plan_table
+from trailgate.apply.spanplan import available
+from trailgate.capture.postgres.types import classify, trail_from_pg_text
+from trailgate.model import Change, Column, OpType, TableDef, TrailPosition, Transaction
+from trailgate.params import ReplicatParams, parse_params_text
+from trailgate.replicat.batch_rows import read_task_rows
+from trailgate.replicat.rows import Router
+from trailgate.replicat.span_apply import plan_range, position_row
+from trailgate.spark.trail_offsets import scan_boundary
+from trailgate.trail.writer import TrailWriter
+
+pytestmark = pytest.mark.skipif(not available, reason="the C set planner is not built")
+
+INS, UPD, CMP, DEL = OpType.INSERT, OpType.UPDATE, OpType.FIELD_COMP, OpType.DELETE
+TYPES = [("id", "integer"), ("name", "text"), ("price", "numeric(12,2)"), ("flag", "boolean"),
+         ("code", "character(4)"), ("blob", "bytea"), ("day", "date"),
+         ("at", "timestamp without time zone"), ("atz", "timestamp with time zone"),
+         ("doc", "jsonb")]
+
+
+def tabledef(schema: str, name: str, types: list[tuple[str, str]] = TYPES,
+             key: list[str] | None = None) -> TableDef:
+    cols = []
+    for i, (cname, ctype) in enumerate(types):
+        t = classify(ctype)
+        cols.append(Column(cname, i, t.kind, ctype, t.length, t.precision, t.scale, True))
+    return TableDef(schema, name, cols, ["id"] if key is None else key, "PRIMARY")
+
+
+ITEMS = tabledef("public", "items")
+NOTES = tabledef("public", "notes", [("id", "bigint"), ("body", "text")])
+SKIPPED = tabledef("other", "skipped", [("id", "integer")])
+DEFS = {t.qualified_name: t for t in (ITEMS, NOTES, SKIPPED)}
+INDEX = {c.name: c.index for c in ITEMS.columns}
+
+
+def mapper(maps: str = "MAP public.*, TARGET r.*;") -> Mapper:
+    p = parse_params_text(f"REPLICAT rep1\nTARGETDB x\nBATCHSQL\n{maps}\n", "rep1.prm")
+    assert isinstance(p, ReplicatParams)
+    targets = [TargetTable("r", t.name, [TargetColumn(c.name, c.source_type)
+                                         for c in t.columns], ["id"])
+               for t in (ITEMS, NOTES)]
+    return Mapper(p, StaticCatalog(targets))
+
+
+def text_value(rng: random.Random, ctype: str) -> str:
+    if ctype in ("integer", "bigint"):
+        return str(rng.randrange(-10**6, 10**6))
+    if ctype.startswith("numeric"):
+        return f"{rng.randrange(-10**8, 10**8) / 100:.2f}"
+    if ctype == "boolean":
+        return rng.choice(["t", "f"])
+    if ctype.startswith("character"):
+        return rng.choice(["ab", "wxyz", "é", ""])
+    if ctype == "bytea":
+        return "\\x" + bytes(rng.randrange(256) for _ in range(rng.randrange(6))).hex()
+    if ctype == "date":
+        return rng.choice(["2024-02-29", "0001-01-01", "9999-12-31"])
+    if ctype.startswith("timestamp"):
+        frac = rng.choice(["", ".5", ".123456", ".000001"])
+        tz = "+00" if "with time" in ctype else ""
+        return rng.choice([f"2024-02-29 23:59:58{frac}{tz}", f"1999-01-01 00:00:00{frac}{tz}"])
+    pieces = ["plain", "tab\there", "new\nline", "back\\slash", "cr\r", "ünï", "\u2603",
+              "{\"a\": [1, 2]}", "", "\b\f\v"]
+    return "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 4)))
+
+
+def image(rng: random.Random, table: TableDef, key: int, partial: bool = False
+          ) -> dict[int, bytes | None]:
+    out: dict[int, bytes | None] = {0: str(key).encode()}
+    for col in table.columns[1:]:
+        if partial and rng.random() < 0.5:
+            continue
+        if rng.random() < 0.15:
+            out[col.index] = None
+        else:
+            out[col.index] = trail_from_pg_text(text_value(rng, col.source_type),
+                                                classify(col.source_type))
+    return out
+
+
+def workload(rng: random.Random, txns: int, keys: int = 40) -> list[Transaction]:
+    """Random inserts, updates (full and compressed) and deletes that never collide, over
+    few keys (so chains are long), two mapped tables and one the router leaves out."""
+    state: dict[tuple[str, int], bool] = {}
+    out = []
+    for n in range(txns):
+        changes = []
+        for _ in range(rng.randrange(1, 12)):
+            table = rng.choice([ITEMS, ITEMS, NOTES, SKIPPED])
+            k = rng.randrange(keys)
+            name = table.qualified_name
+            if not state.get((name, k)):
+                changes.append(Change(INS, name, image(rng, table, k)))
+                state[name, k] = True
+            elif rng.random() < 0.6:
+                op = rng.choice([UPD, CMP])
+                changes.append(Change(op, name, image(rng, table, k, op is CMP)))
+            else:
+                changes.append(Change(DEL, name, None, {0: str(k).encode()}))
+                state[name, k] = False
+        out.append(Transaction(f"0.{n}.7", 1000 + n, changes, 2_460_000_000_000_000 + n))
+    return out
+
+
+def write(path: Path, txns: list[Transaction], defs: dict[str, TableDef] = DEFS) -> str:
+    prefix = str(path / "aa")
+    with TrailWriter(prefix, fsync=False) as w:
+        for txn in txns:
+            w.write_transaction(txn, defs)
+    return prefix
+
+
+def python_plans(trail: str, lower: TrailPosition, upper: TrailPosition, router: Router,
+                 m: Mapper) -> tuple[list[SetPlan], str]:
+    task = read_task_rows(trail, lower, upper, router)
+    changes = task.changes.get(0, [])
+    mapped = m.map_all(changes, task.definitions.for_changes(changes))
+    by: dict[int, tuple[Any, list[Any]]] = {}
+    for mc in mapped:
+        by.setdefault(id(mc.mapping), (mc.mapping, []))[1].append(mc)
+    plans = []
+    for mapping, mcs in by.values():
+        plan = plan_table(mapping, mcs)
+        assert plan is not None
+        plans.append(plan)
+    return plans, task.positions[0]
+
+
+_UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def copy_rows(rows: list[tuple[Any, ...]] | CopyRows) -> list[tuple[Any, ...]]:
+    """Rows of a plan as tuples of text (None for NULL), whichever form they are in."""
+    if not isinstance(rows, CopyRows):
+        return list(rows)
+    out = []
+    for line in rows.data.decode("utf-8").split("\n")[:-1]:
+        row: list[str | None] = []
+        for field in line.split("\t"):
+            if field == "\\N":
+                row.append(None)
+                continue
+            text, i = [], 0
+            while i < len(field):
+                if field[i] == "\\":
+                    text.append(_UNESCAPE[field[i + 1]])
+                    i += 2
+                else:
+                    text.append(field[i])
+                    i += 1
+            row.append("".join(text))
+        out.append(tuple(row))
+    assert len(out) == len(rows)
+    return out
+
+
+def normal(plan: SetPlan) -> dict[str, Any]:
+    """A plan's effect, independent of row order and column order within a group."""
+    ordered = plan.ordered
+    assert not ordered
+    keys = plan.key_columns
+    inserts = sorted((tuple(sorted(zip(cols, row, strict=True)))
+                      for cols, rows in plan.inserts.items() for row in copy_rows(rows)),
+                     key=repr)
+    updates = sorted(((row[:len(keys)], tuple(sorted(zip(cols, row[len(keys):], strict=True))))
+                      for cols, rows in plan.updates.items() for row in copy_rows(rows)),
+                     key=repr)
+    c = plan.counts
+    return {"target": plan.mapping.target.qualified_name, "key": keys,
+            "delete_first": sorted(copy_rows(plan.delete_first), key=repr),
+            "delete_last": sorted(copy_rows(plan.delete_last), key=repr),
+            "inserts": inserts, "updates": updates,
+            "counts": (c.inserts, c.updates, c.deletes)}
+
+
+def both(trail: str, lower: TrailPosition, upper: TrailPosition, router: Router,
+         maps: str = "MAP public.*, TARGET r.*;") -> tuple[Any, Any]:
+    want, position = python_plans(trail, lower, upper, router, mapper(maps))
+    planned = plan_range(mapper(maps), trail, lower, upper, router)
+    if planned is None:
+        return [normal(p) for p in want], None
+    span, _ = planned
+    assert position_row(upper, span) == position
+    return [normal(p) for p in want], [normal(p) for p in span.plans]
+
+
+ROUTER = Router.of([("public.*", None)], [])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_workloads_plan_the_same(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    trail = write(tmp_path, workload(rng, 300))
+    lower = TrailPosition(0, 0)
+    spans = 0
+    while True:
+        upper, _, _ = scan_boundary(trail, lower, max_records=rng.choice([50, 400, 5000]))
+        if upper == lower:
+            break
+        want, got = both(trail, lower, upper, ROUTER)
+        assert got is not None, "C gave a plain workload back to Python"
+        assert got == want, (lower, upper)
+        spans += 1
+        lower = upper
+    assert spans >= 1
+
+
+def test_last_kept_position_and_skipped_tables(tmp_path: Path) -> None:
+    """The checkpoint row's position is the last change the router kept, as the Python
+    path's ``max(position)``; a table the router leaves out is neither planned nor kept."""
+    rng = random.Random(9)
+    txns = [Transaction("0.1.1", 5, [Change(INS, "public.items", image(rng, ITEMS, k))
+                                     for k in range(10)]
+                        + [Change(INS, "other.skipped", {0: b"1"})], 2_460_000_000_000_001)]
+    trail = write(tmp_path, txns)
+    upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
+    planned = plan_range(mapper(), trail, TrailPosition(0, 0), upper, ROUTER)
+    assert planned is not None
+    span, base = planned
+    task = read_task_rows(trail, TrailPosition(0, 0), upper, ROUTER)
+    last = max(tc.position for tc in task.changes[0])
+    assert (span.kept, span.mapped) == (10, 10)
+    assert TrailPosition(0, base + span.last_kept) == last
+    assert [p.mapping.target.name for p in span.plans] == ["items"]
+
+
+def test_renamed_tables_and_unmapped_ones(tmp_path: Path) -> None:
+    """A router that renames (the Pump's MAP) and a table no MAP takes (kept, not mapped)."""
+    rng = random.Random(3)
+    trail = write(tmp_path, workload(rng, 60))
+    router = Router.of([("public.items", "public.notes"), ("public.notes", "public.items")], [])
+    upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
+    want, got = both(trail, TrailPosition(0, 0), upper, router, "MAP public.notes, TARGET r.notes;")
+    assert got == want and got
+
+
+def change_txn(*changes: Change) -> Transaction:
+    return Transaction("0.9.9", 77, list(changes), 2_460_000_000_000_009)
+
+
+def ins(k: int, **extra: bytes | None) -> Change:
+    after: dict[int, bytes | None] = {0: str(k).encode(), 1: b"x"}
+    after.update({INDEX[n]: v for n, v in extra.items()})
+    return Change(INS, "public.items", after)
+
+
+@pytest.mark.parametrize("case,changes", [
+    ("PK update", [ins(1), Change(OpType.PK_UPDATE, "public.items", {0: b"2"}, {0: b"1"})]),
+    ("collision in a chain", [ins(1), ins(1)]),
+    ("update after delete", [ins(1), Change(DEL, "public.items", None, {0: b"1"}),
+                             Change(CMP, "public.items", {0: b"1", 1: b"z"})]),
+    ("NULL key", [Change(INS, "public.items", {0: None, 1: b"x"})]),
+    ("key absent", [Change(CMP, "public.items", {1: b"x"})]),
+    ("truncate", [ins(1), Change(OpType.TRUNCATE, "public.items")]),
+    ("non-ASCII number", [ins(1, price=b"1\xc3\xa9")]),
+    ("invalid UTF-8", [ins(1, name=b"\xff")]),
+    ("NUL in text", [ins(1, name=b"a\x00b")]),
+    ("timestamp text", [ins(1, at=b"infinity")]),
+])
+def test_what_c_gives_back_to_python(tmp_path: Path, case: str, changes: list[Change]) -> None:
+    trail = write(tmp_path, [change_txn(*changes)])
+    upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
+    assert plan_range(mapper(), trail, TrailPosition(0, 0), upper, ROUTER) is None, case
+
+
+def test_table_definition_changing_inside_the_range(tmp_path: Path) -> None:
+    """A second definition of a table already used in the range: Python keeps both."""
+    prefix = str(tmp_path / "aa")
+    wider = tabledef("public", "notes", [("id", "bigint"), ("body", "text"), ("n", "integer")])
+    with TrailWriter(prefix, fsync=False) as w:
+        w.write_transaction(change_txn(Change(INS, "public.notes", {0: b"1", 1: b"a"})), DEFS)
+        w.write_transaction(change_txn(Change(INS, "public.notes", {0: b"2", 1: b"b", 2: b"3"})),
+                            {"public.notes": wider})
+    upper, _, _ = scan_boundary(prefix, TrailPosition(0, 0))
+    assert plan_range(mapper(), prefix, TrailPosition(0, 0), upper, ROUTER) is None
+
+
+def test_expressions_and_where_stay_in_python(tmp_path: Path) -> None:
+    trail = write(tmp_path, workload(random.Random(1), 20))
+    upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
+    for maps in ("MAP public.items, TARGET r.items, COLMAP (USEDEFAULTS, name = 'x');",
+                 "MAP public.items, TARGET r.items, WHERE (id > 3);"):
+        assert plan_range(mapper(maps), trail, TrailPosition(0, 0), upper, ROUTER) is None
