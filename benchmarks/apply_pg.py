@@ -3,7 +3,8 @@ logical replication (publication and subscription), between the same two databas
 
     ./dev bench apply_pg [--rows 100000] [--txn-rows 100] [--steady-rate 500]
                          [--steady-seconds 30] [--trigger-ms 500] [--replicat-trigger-ms MS]
-                         [--only native|trailgate] [--replicat-param LINE] [--keep DIR]
+                         [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
+                         [--keep DIR]
 
 Two embedded servers, source and target, with the same tables.  For each method in turn:
 
@@ -13,7 +14,9 @@ Two embedded servers, source and target, with the same tables.  For each method 
    the last commit (a marker transaction committed after the workload): native replication
    applies in commit order, so the marker row's arrival says so; for trailgate, the
    Replicat's checkpoint reaching the marker's CSN says so, and its time is the checkpoint's.
-   trailgate's groups are started and warm (Spark up) before the clock starts.
+   trailgate's groups are started and warm before the clock starts: two transactions
+   went through both, one after the other, so Spark, the Python workers and the groups'
+   first (slow) micro-batches are behind them.
 2. **Apply from a backlog**: the apply side alone.  The applier is held (native: the
    subscription disabled; trailgate: the Replicat's stop file, so its source plans no batch)
    while the same workload runs and, for trailgate, the Extract writes it to the trail; then
@@ -26,8 +29,9 @@ Two embedded servers, source and target, with the same tables.  For each method 
    covering the transaction (its commit time, ``read_time``, at or after it), *Replicat*
    the rest.
 
-Prints rows/s for each method and phase, the ratios (aim: trailgate ≥ native) and lag
-p50/p99.  Everything it starts is stopped at the end, also on Ctrl-C.
+Phases 1 and 2 run ``--repeat`` rounds each (on fresh ids); the best round counts, as the
+machine is shared and noisy.  Prints rows/s for each method and phase, the ratios (aim:
+trailgate ≥ native) and lag p50/p99.  Everything it starts is stopped at the end, also on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -74,9 +78,13 @@ CREATE TABLE bench.orders (id bigint PRIMARY KEY, customer text, amount numeric(
 CREATE TABLE bench.ticks (id bigint PRIMARY KEY, txn integer, created timestamptz,
                           applied_at timestamptz DEFAULT clock_timestamp());
 """
-MARKER_ID = -1
-BACKLOG_MARKER_ID = -2
-BACKLOG_FIRST_ID = 10_000_000  # the backlog workload's ids, clear of the first one's
+
+
+def round_ids(rows: int, round_no: int, backlog: bool) -> tuple[int, int]:
+    """(first id, marker id) of one measured round: every round and phase on its own ids."""
+    stride = 10 ** len(str(max(rows, 1))) * 10
+    n = 2 * round_no + int(backlog)
+    return 1 + n * stride, -(1 + n)
 
 
 def say(text: str, end: str = "\n") -> None:
@@ -133,7 +141,7 @@ def throughput_workload(conninfo: str, rows: int, txn_rows: int,
     return changes, txns
 
 
-def marker(conninfo: str, marker_id: int = MARKER_ID) -> int:
+def marker(conninfo: str, marker_id: int) -> int:
     """Commit the marker row; returns a WAL position its commit record lies after."""
     with connect(conninfo, autocommit=False) as conn:
         conn.execute("INSERT INTO bench.orders VALUES (%s, 'marker', 0, clock_timestamp(), "
@@ -216,6 +224,8 @@ class Result:
     lag: list[float]
     backlog_seconds: float = float("nan")
     lag_parts: tuple[list[float], list[float]] | None = None  # (Extract, Replicat)
+    runs: list[float] = field(default_factory=list)  # every round's seconds (best: seconds)
+    backlog_runs: list[float] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -243,40 +253,46 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
         wait_subscription(target)
         say(f"  throughput: {args.rows:,} inserts, then updates and deletes, "
             f"{args.txn_rows} rows per transaction")
-        t0 = time.monotonic()
-        changes, txns = throughput_workload(source, args.rows, args.txn_rows)
-        wrote = time.monotonic() - t0
-        marker(source)
-        wait_rows(target, f"SELECT count(*) FROM bench.orders WHERE id = {MARKER_ID}", 1,
-                  args.timeout, "the subscription to apply the workload",
-                  lambda _: f"applying ... {time.monotonic() - t0:.1f} s")
-        seconds = time.monotonic() - t0
-        end_live()
-        say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
-            f"{wrote:.1f} s, target had them all after {seconds:.1f} s")
+        runs, backlog_runs = [], []
+        for r in range(args.repeat):
+            first, marker_id = round_ids(args.rows, r, False)
+            t0 = time.monotonic()
+            changes, txns = throughput_workload(source, args.rows, args.txn_rows, first)
+            wrote = time.monotonic() - t0
+            marker(source, marker_id)
+            wait_rows(target, f"SELECT count(*) FROM bench.orders WHERE id = {marker_id}", 1,
+                      args.timeout, "the subscription to apply the workload",
+                      lambda _, t0=t0: f"applying ... {time.monotonic() - t0:.1f} s")
+            runs.append(time.monotonic() - t0)
+            end_live()
+            say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
+                f"{wrote:.1f} s, target had them all after {runs[-1]:.1f} s")
         say("  apply from a backlog: the same workload with the subscription disabled, then "
             "enabled")
-        with connect(target) as conn:
-            conn.execute("ALTER SUBSCRIPTION bench_sub DISABLE")
-        throughput_workload(source, args.rows, args.txn_rows, BACKLOG_FIRST_ID)
-        marker(source, BACKLOG_MARKER_ID)
-        t0 = time.monotonic()
-        with connect(target) as conn:
-            conn.execute("ALTER SUBSCRIPTION bench_sub ENABLE")
-        wait_rows(target, f"SELECT count(*) FROM bench.orders WHERE id = {BACKLOG_MARKER_ID}",
-                  1, args.timeout, "the subscription to apply the backlog",
-                  lambda _: f"applying ... {time.monotonic() - t0:.1f} s")
-        backlog = time.monotonic() - t0
-        end_live()
-        say(f"  {changes:,} row changes applied {backlog:.1f} s after the subscription was "
-            "enabled")
+        for r in range(args.repeat):
+            first, marker_id = round_ids(args.rows, r, True)
+            with connect(target) as conn:
+                conn.execute("ALTER SUBSCRIPTION bench_sub DISABLE")
+            throughput_workload(source, args.rows, args.txn_rows, first)
+            marker(source, marker_id)
+            t0 = time.monotonic()
+            with connect(target) as conn:
+                conn.execute("ALTER SUBSCRIPTION bench_sub ENABLE")
+            wait_rows(target, f"SELECT count(*) FROM bench.orders WHERE id = {marker_id}",
+                      1, args.timeout, "the subscription to apply the backlog",
+                      lambda _, t0=t0: f"applying ... {time.monotonic() - t0:.1f} s")
+            backlog_runs.append(time.monotonic() - t0)
+            end_live()
+            say(f"  {changes:,} row changes applied {backlog_runs[-1]:.1f} s after the "
+                "subscription was enabled")
         lag = steady(dbs, args, "native")
     finally:
         with connect(target) as conn:
             conn.execute("DROP SUBSCRIPTION IF EXISTS bench_sub")
         with connect(source) as conn:
             conn.execute("DROP PUBLICATION IF EXISTS bench_pub")
-    return Result("PostgreSQL logical replication", changes, txns, seconds, lag, backlog)
+    return Result("PostgreSQL logical replication", changes, txns, min(runs), lag,
+                  min(backlog_runs), runs=runs, backlog_runs=backlog_runs)
 
 
 def wait_subscription(target: str, timeout: float = 60) -> None:
@@ -376,34 +392,29 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
         mark = pipeline.event_mark()
         pipeline.ggsci([setup, start], transcript)
         t0 = time.monotonic()
-        # warm up: one transaction through, so Spark and both groups are running
-        with connect(dbs.source_conninfo) as conn:
-            conn.execute("INSERT INTO bench.ticks VALUES (0, -1, now())")
-        while len(pipeline.started_since(mark)) < len(pipeline.groups) or \
-                pipeline.operations(rep) < 1:
-            pipeline.check_running()
-            if time.monotonic() - t0 > args.timeout:
-                raise TrailgateError("the groups did not start in time")
-            live(f"starting the groups on Spark: {time.monotonic() - t0:.0f} s")
-            time.sleep(0.5)
-        end_live()
+        warm_up(dbs, args, pipeline, mark, t0)
         say(f"  groups running and warm after {time.monotonic() - t0:.0f} s (not timed)")
         say(f"  throughput: {args.rows:,} inserts, then updates and deletes, "
             f"{args.txn_rows} rows per transaction")
-        base = pipeline.operations(rep)
-        start_wall = datetime.now(UTC)
-        t0 = time.monotonic()
-        changes, txns = throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows)
-        wrote = time.monotonic() - t0
-        lsn = marker(dbs.source_conninfo)
-        finished = wait_checkpoint(pipeline, lsn, args.timeout, base, changes, t0)
-        seconds = (finished[rep.name] - start_wall).total_seconds()
-        captured = (finished[pipeline.groups[0].name] - start_wall).total_seconds()
-        end_live()
-        say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
-            f"{wrote:.1f} s, the Extract checkpoint had them all after {captured:.1f} s, "
-            f"the Replicat checkpoint after {seconds:.1f} s")
-        backlog = run_backlog(dbs, args, pipeline, changes)
+        runs = []
+        for r in range(args.repeat):
+            first, marker_id = round_ids(args.rows, r, False)
+            base = pipeline.operations(rep)
+            start_wall = datetime.now(UTC)
+            t0 = time.monotonic()
+            changes, txns = throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows,
+                                                first)
+            wrote = time.monotonic() - t0
+            lsn = marker(dbs.source_conninfo, marker_id)
+            finished = wait_checkpoint(pipeline, lsn, args.timeout, base, changes, t0)
+            runs.append((finished[rep.name] - start_wall).total_seconds())
+            captured = (finished[pipeline.groups[0].name] - start_wall).total_seconds()
+            end_live()
+            say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
+                f"{wrote:.1f} s, the Extract checkpoint had them all after {captured:.1f} s, "
+                f"the Replicat checkpoint after {runs[-1]:.1f} s")
+        backlog_runs = [run_backlog(dbs, args, pipeline, changes, r)
+                        for r in range(args.repeat)]
         watch = CheckpointWatch(pipeline, pipeline.groups[0])
         watch.start()
         commits: dict[int, datetime] = {}
@@ -415,8 +426,8 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
             watch.done.set()
             watch.join()
         parts = split_lags(commits, by_txn(dbs.target_conninfo, commits), watch.seen)
-        return Result("trailgate Extract → trail → Replicat", changes, txns, seconds, lag,
-                      backlog, parts)
+        return Result("trailgate Extract → trail → Replicat", changes, txns, min(runs), lag,
+                      min(backlog_runs), parts, runs=runs, backlog_runs=backlog_runs)
     except BaseException:
         say(transcript.getvalue())
         for g in pipeline.groups:
@@ -427,8 +438,35 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
             say(f"  {line}")
 
 
+def warm_up(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline, mark: int,
+            t0: float) -> None:
+    """Two transactions through, one after the other, each waited for in both groups'
+    checkpoints: Spark, the Python workers and both groups' first (slow) batches are done
+    before anything is timed."""
+    ext, rep = pipeline.groups[0], pipeline.groups[-1]
+    for n in range(2):
+        with connect(dbs.source_conninfo, autocommit=False) as conn:
+            conn.execute("INSERT INTO bench.ticks VALUES (%s, -1, now())", (-1 - n,))
+            row = conn.execute("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8"
+                               ).fetchone()
+            conn.commit()
+        lsn = int(row[0]) if row else 0
+        while True:
+            cks = [pipeline.checkpoint(g) for g in (ext, rep)]
+            if (len(pipeline.started_since(mark)) >= len(pipeline.groups)
+                    and all(ck is not None and ck.last_csn is not None
+                            and int(ck.last_csn) >= lsn for ck in cks)):
+                break
+            pipeline.check_running()
+            if time.monotonic() - t0 > args.timeout:
+                raise TrailgateError("the groups did not start in time")
+            live(f"starting the groups on Spark: {time.monotonic() - t0:.0f} s")
+            time.sleep(0.2)
+    end_live()
+
+
 def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
-                changes: int) -> float:
+                changes: int, round_no: int) -> float:
     """The Replicat held by its stop file (its source plans no batch while it exists) while
     the workload runs and the Extract writes it; the seconds from its release until its
     checkpoint covers the marker."""
@@ -438,8 +476,9 @@ def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
     stop.touch()
     try:
         time.sleep(2 * max(args.trigger_ms, args.replicat_trigger_ms or 0) / 1000 + 1)
-        throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows, BACKLOG_FIRST_ID)
-        lsn = marker(dbs.source_conninfo, BACKLOG_MARKER_ID)
+        first, marker_id = round_ids(args.rows, round_no, True)
+        throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows, first)
+        lsn = marker(dbs.source_conninfo, marker_id)
         deadline = time.monotonic() + args.timeout
         while True:
             ck = pipeline.checkpoint(ext)
@@ -539,6 +578,9 @@ def main() -> int:
     parser.add_argument("--replicat-param", action="append", default=[], metavar="LINE",
                         help="an extra line for the Replicat's parameter file (repeatable), "
                              "e.g. 'SPARK CONF spark.eventLog.enabled=true'")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="measured rounds of the throughput and backlog phases; the "
+                             "best of each is reported (the machine is shared and noisy)")
     parser.add_argument("--only", choices=("native", "trailgate"),
                         help="run one method only (no ratio)")
     args = parser.parse_args()

@@ -297,3 +297,27 @@ def test_expressions_and_where_stay_in_python(tmp_path: Path) -> None:
     for maps in ("MAP public.items, TARGET r.items, COLMAP (USEDEFAULTS, name = 'x');",
                  "MAP public.items, TARGET r.items, WHERE (id > 3);"):
         assert plan_range(mapper(maps), trail, TrailPosition(0, 0), upper, ROUTER) is None
+
+
+def test_definitions_after_a_span_are_remembered(tmp_path: Path) -> None:
+    """The next batch starts where a span ended: the definitions before it (including one
+    met inside the span) are known without scanning the file again."""
+    from trailgate.replicat import rows as rows_module
+
+    prefix = str(tmp_path / "aa")
+    wider = tabledef("public", "notes", [("id", "bigint"), ("body", "text"), ("n", "integer")])
+    with TrailWriter(prefix, fsync=False) as w:
+        w.write_transaction(change_txn(Change(INS, "public.items", {0: b"1", 1: b"a"})), DEFS)
+        mid = w.position
+        w.write_transaction(change_txn(Change(INS, "public.notes", {0: b"2", 1: b"b", 2: b"3"})),
+                            {"public.notes": wider})
+        w.write_transaction(change_txn(Change(INS, "public.notes", {0: b"3", 1: b"c", 2: b"4"})),
+                            {"public.notes": wider})
+    upper, _, _ = scan_boundary(prefix, mid, max_records=1)
+    assert plan_range(mapper(), prefix, mid, upper, ROUTER) is not None
+    remembered = rows_module._prefix_cache[(prefix, upper.seqno)]
+    assert remembered[0] == upper.rba
+    assert remembered[1]["public.notes"] == wider
+    assert remembered[1] == rows_module.definitions_before(prefix, upper)
+    rows_module._prefix_cache.clear()
+    assert rows_module.definitions_before(prefix, upper) == remembered[1]

@@ -57,6 +57,7 @@ __all__ = [
     "julian_to_iso",
     "key_hash",
     "read_change_rows",
+    "remember_definitions",
 ]
 
 _SINGLE = frozenset({OpType.PK_UPDATE, OpType.TRUNCATE, OpType.DDL})
@@ -162,6 +163,19 @@ def definitions_before(trail: str, position: TrailPosition) -> dict[str, TableDe
             if len(_prefix_cache) > 64:
                 _prefix_cache.pop(next(iter(_prefix_cache)))
     return tables
+
+
+def remember_definitions(trail: str, position: TrailPosition,
+                         tables: dict[str, TableDef]) -> None:
+    """Record that ``tables`` are the definitions in ``position``'s file before it (a range
+    read up to there): the next range, starting there, need not scan what was just read."""
+    key = (trail, position.seqno)
+    with _prefix_lock:
+        done, _ = _prefix_cache.get(key, (0, {}))
+        if position.rba >= done:
+            _prefix_cache[key] = (position.rba, dict(tables))
+            if len(_prefix_cache) > 64:
+                _prefix_cache.pop(next(iter(_prefix_cache)))
 
 
 # -- reading ------------------------------------------------------------------------------

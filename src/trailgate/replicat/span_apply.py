@@ -22,7 +22,12 @@ from trailgate.apply.records import ApplyResult
 from trailgate.apply.spanplan import SpanResult, available, plan_span, table_spec
 from trailgate.errors import TrailgateError
 from trailgate.model import TableDef, TrailPosition
-from trailgate.replicat.rows import Router, definitions_before, julian_to_iso
+from trailgate.replicat.rows import (
+    Router,
+    definitions_before,
+    julian_to_iso,
+    remember_definitions,
+)
 from trailgate.trail.header import decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
@@ -94,7 +99,10 @@ def plan_range(mapper: Mapper, trail: str, lower: TrailPosition, upper: TrailPos
         return False if spec is None else (mapping, spec)
 
     span = plan_span(data, 0, len(data), resolve, on_metadata)
-    return None if span is None else (span, base)
+    if span is None:
+        return None
+    remember_definitions(trail, upper, defs)  # the next batch starts there
+    return span, base
 
 
 def position_row(upper: TrailPosition, span: SpanResult) -> str:
