@@ -48,6 +48,7 @@ def single_marker(router: Router) -> Callable[[int, str], bool]:
 
     def single(io_type: int, table: str) -> bool:
         return io_type in _SINGLE_OPS and router.route(table) is not None
+    single.io_types = _SINGLE_OPS  # type: ignore[attr-defined]  # the C scan asks only these
     return single
 
 

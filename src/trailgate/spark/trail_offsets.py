@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trailgate.model import OpType, TrailPosition, TransInd
+from trailgate.trail._accel import speedups
+from trailgate.trail.header import decode_file_header
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import TrailReader
 
@@ -96,6 +98,18 @@ def scan_boundary(
         resume, in_txn, pending, in_metadata, pending_marked = (
             state.resume, state.in_txn, state.pending, state.in_metadata,
             state.pending_marked)
+    if speedups is not None:
+        found = _scan_fast(trail, resume, limit, max_records, mark,
+                           (in_txn, pending, in_metadata, pending_marked, covered, marked))
+        if found is not None:
+            resume, end_found, (in_txn, pending, in_metadata, pending_marked, covered,
+                                marked), finished = found
+            if end_found is not None:
+                boundary = end_found
+            if finished:
+                return boundary, covered, ScanState(boundary, resume, in_txn, pending,
+                                                    in_metadata, pending_marked, covered,
+                                                    marked)
     reader = TrailReader(trail, start=resume)
     for _pos, raw in reader.raw_records():
         end = reader.position
@@ -127,3 +141,61 @@ def scan_boundary(
                 break
     return boundary, covered, ScanState(boundary, resume, in_txn, pending, in_metadata,
                                         pending_marked, covered, marked)
+
+
+_CHUNK = 4 << 20
+_State = tuple[bool, int, bool, bool, int, bool]
+
+
+def _scan_fast(trail: str, resume: TrailPosition, limit: TrailPosition | None,
+               max_records: int | None, mark: Callable[[int, str], bool] | None,
+               state: _State) -> tuple[TrailPosition, TrailPosition | None, _State, bool] | None:
+    """The scan's loop in C over the complete records of ``resume``'s file: (where it
+    stopped, the last boundary found or None, the state, whether the scan is finished).
+    It stops before anything unusual — the file's end, a record cut short or inconsistent,
+    the limit — and the Python loop, the reference, goes on from there.  None: nothing
+    done."""
+    assert speedups is not None
+    if limit is not None and limit.seqno < resume.seqno:
+        return None
+    stop_at = limit.rba if limit is not None and limit.seqno == resume.seqno else None
+    seq, boundary = resume.seqno, None
+    types = getattr(mark, "io_types", None)
+    try:
+        with open(TrailName(trail).file(seq), "rb") as f:
+            pos = resume.rba
+            if pos == 0:
+                try:
+                    pos = decode_file_header(f.read(0xFFFF)).length
+                except ValueError:
+                    return None  # still being written, or damaged: the reader says which
+                resume = TrailPosition(seq, pos)
+            f.seek(pos)
+            carry = b""
+            while True:
+                want = _CHUNK if stop_at is None else min(_CHUNK, stop_at - pos - len(carry))
+                chunk = f.read(want) if want > 0 else b""
+                if not chunk:
+                    break
+                buf = carry + chunk if carry else chunk
+                out = speedups.scan_records(buf, 0, len(buf), state,
+                                            -1 if max_records is None else max_records,
+                                            mark, types)
+                if out is None:
+                    break
+                n, found, covered, pending, in_txn, in_metadata, pending_marked, marked, \
+                    stop = out
+                state = (bool(in_txn), pending, bool(in_metadata), bool(pending_marked),
+                         covered, bool(marked))
+                if found >= 0:
+                    boundary = TrailPosition(seq, pos + found)
+                pos += n
+                resume = TrailPosition(seq, pos)
+                carry = buf[n:]
+                if stop:
+                    break
+                if max_records is not None and covered >= max_records:
+                    return resume, boundary, state, True
+    except OSError:
+        return None
+    return resume, boundary, state, False

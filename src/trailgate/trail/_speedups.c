@@ -1287,6 +1287,143 @@ done:
 
 /* --------------------------------------------------------------------------------------- */
 
+
+/* ---------------------------------------------------------------------------------------
+ * scan_records(buf, pos, end, state, max_records, mark, mark_types)
+ *     -> (pos, boundary, covered, pending, in_txn, in_metadata, pending_marked, marked, stop)
+ *
+ * trail_offsets.scan_boundary's loop over the complete records in buf[pos:end] (one file,
+ * past its header), without a RawRecord per record.  `state` is (in_txn, pending,
+ * in_metadata, pending_marked, covered, marked); `boundary` is the offset just after the
+ * last transaction that ended here (-1: none did).  It stops before a record it cannot
+ * judge — cut short by `end`, or inconsistent (`stop` True: Python's reader reads it and
+ * says why) — and once `max_records` (-1: no bound) change records are covered.  `mark` is
+ * called as mark(io_type, table) for change records whose io_type is in `mark_types`
+ * (None: for every change record), as the Python loop calls it.
+ */
+#define IO_FRAGMENT 161
+#define IO_LOB 116
+#define IO_METADATA 170
+
+static PyObject *
+sp_scan_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "scan_records(buf, pos, end, state, max_records, mark, mark_types)");
+        return NULL;
+    }
+    PyObject *buf = args[0], *state = args[3], *mark = args[5], *mark_types = args[6];
+    Py_ssize_t pos, end, max_records;
+    if (!PyBytes_Check(buf) || as_ssize(args[1], &pos) < 0 || as_ssize(args[2], &end) < 0
+        || as_ssize(args[4], &max_records) < 0 || !PyTuple_Check(state)
+        || PyTuple_GET_SIZE(state) != 6 || (mark_types != Py_None && !PyAnySet_Check(mark_types)))
+        Py_RETURN_NONE;
+    if (pos < 0 || pos > end || end > PyBytes_GET_SIZE(buf))
+        Py_RETURN_NONE;
+    Py_ssize_t st[6];
+    for (int i = 0; i < 6; i++)
+        if (as_ssize(PyTuple_GET_ITEM(state, i), &st[i]) < 0)
+            Py_RETURN_NONE;
+    int in_txn = st[0] != 0, in_metadata = st[2] != 0, pending_marked = st[3] != 0,
+        marked = st[5] != 0;
+    Py_ssize_t pending = st[1], covered = st[4], boundary = -1;
+    int stop = 0;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(buf);
+
+    while (end - pos >= 4) {
+        if (b[pos] != TYPE_G) {
+            stop = 1;
+            break;
+        }
+        unsigned flag = b[pos + 1];
+        Py_ssize_t length = be16(b + pos + 2);
+        if (length > end - pos)
+            break; /* cut short: the caller reads on */
+        Py_ssize_t rend = pos + length;
+        if (length < MIN_G_LENGTH || b[rend - 4] != TYPE_Z || b[rend - 3] != flag
+            || (Py_ssize_t)be16(b + rend - 2) != length || b[pos + 4] != TYPE_H) {
+            stop = 1;
+            break;
+        }
+        Py_ssize_t hlen = be16(b + pos + 6), hstart = pos + 8;
+        if (hlen < H_FIXED + 1 || hlen > rend - 4 - hstart) {
+            stop = 1;
+            break;
+        }
+        const unsigned char *h = b + hstart, *name = h + H_FIXED;
+        const unsigned char *nul = memchr(name, 0, (size_t)(hlen - H_FIXED));
+        if (nul == NULL) {
+            stop = 1;
+            break;
+        }
+        unsigned io_type = h[6], ind = h[24], continued = h[32];
+        pos = rend;
+        if (io_type == IO_METADATA || (in_metadata && io_type == IO_FRAGMENT)) {
+            in_metadata = continued != 0;
+            continue;
+        }
+        in_metadata = 0;
+        if (ind == 0 || ind == 3) {
+            in_txn = 1;
+            pending = 0;
+            pending_marked = 0;
+        }
+        if (!in_txn)
+            continue;
+        if (io_type != IO_FRAGMENT && io_type != IO_LOB) {
+            pending++;
+            if (mark != Py_None && !pending_marked) {
+                int wanted = 1;
+                if (mark_types != Py_None) {
+                    PyObject *key = PyLong_FromLong((long)io_type);
+                    if (key == NULL)
+                        return NULL;
+                    wanted = PySet_Contains(mark_types, key);
+                    Py_DECREF(key);
+                    if (wanted < 0)
+                        return NULL;
+                }
+                if (wanted) {
+                    PyObject *table = PyUnicode_DecodeUTF8((const char *)name, nul - name, NULL);
+                    if (table == NULL) {
+                        if (!PyErr_ExceptionMatches(PyExc_ValueError))
+                            return NULL;
+                        PyErr_Clear(); /* Python's reader reports the bad name */
+                        pos -= length;
+                        pending--;
+                        stop = 1;
+                        break;
+                    }
+                    PyObject *res = PyObject_CallFunction(mark, "IO", io_type, table);
+                    Py_DECREF(table);
+                    if (res == NULL)
+                        return NULL;
+                    int truth = PyObject_IsTrue(res);
+                    Py_DECREF(res);
+                    if (truth < 0)
+                        return NULL;
+                    if (truth)
+                        pending_marked = 1;
+                }
+            }
+        }
+        if (ind == 2 || ind == 3) {
+            in_txn = 0;
+            boundary = pos;
+            covered += pending;
+            marked = marked || pending_marked;
+            pending = 0;
+            pending_marked = 0;
+            if (max_records >= 0 && covered >= max_records)
+                break;
+        }
+    }
+    return Py_BuildValue("(nnnniiiii)", pos, boundary, covered, pending, in_txn, in_metadata,
+                         pending_marked, marked, stop);
+}
+
 static PyMethodDef speedups_methods[] = {
     {"decode_columns", (PyCFunction)(void (*)(void))sp_decode_columns, METH_FASTCALL,
      "decode_columns(data, fixed, start, end) -> dict | None"},
@@ -1299,6 +1436,8 @@ static PyMethodDef speedups_methods[] = {
      "before_after, continued, rowid, csn, xid, tokens) -> bytes | None"},
     {"decode_change", (PyCFunction)(void (*)(void))sp_decode_change, METH_FASTCALL,
      "decode_change(record, fixed, data, change_class, op_types) -> change | None"},
+    {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL,
+     "scan_records(buf, pos, end, state, max_records, mark, mark_types) -> tuple | None"},
     {"register_dataclass", sp_register_dataclass, METH_O,
      "register_dataclass(cls) -> bool: build cls by filling its slots, not calling it"},
     {"set_column_kinds", (PyCFunction)(void (*)(void))sp_set_column_kinds, METH_FASTCALL,
