@@ -125,6 +125,6 @@ def test_damage_is_left_to_the_reader(tmp_path: Path, monkeypatch: pytest.Monkey
                     m.setattr(trail_offsets, "speedups", None)
                 try:
                     scan_boundary(prefix, TrailPosition(0, 0))
-                except Exception as exc:  # noqa: BLE001 - the same error either way
+                except Exception as exc:  # the same error either way
                     errors.append(str(exc))
         assert len(errors) == 2 and errors[0] == errors[1], offset

@@ -1,6 +1,7 @@
 """One run of an Extract group: start-up checks, the streaming query, reports, clean stop.
 
-The query is ``pgcapture`` → ``trail`` (see docs/processes.md).  This module is the driver
+The query is ``pgcapture`` → each micro-batch appended to the trail by
+:class:`~trailgate.extract.batch.ExtractBatch` (see docs/processes.md).  This module is the driver
 around it: it checks the source, writes the report, watches the query's progress, and on a
 stop request lets the micro-batch in flight finish (no new batch starts once the stop file
 exists), stops the query, completes the trail file, and moves the slot to the checkpoint.
@@ -19,7 +20,7 @@ from typing import Any
 
 from trailgate.checkpoint import Checkpoint, TableStats
 from trailgate.db.connect import connect
-from trailgate.errors import SourceError, TrailgateError
+from trailgate.errors import ConfigError, SourceError, TrailgateError
 from trailgate.extract.config import DEFAULT_MEMORY_LIMIT, ExtractConfig, load_extract_config
 from trailgate.extract.startup import StartupReport, check_source
 from trailgate.home import Home
@@ -143,21 +144,29 @@ def _report_interval(cfg: ExtractConfig) -> float:
 
 def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
                  stop_file: Path) -> Any:
+    from trailgate.extract.batch import DRIVER_MAX_BYTES, DRIVER_MAX_BYTES_CONF, ExtractBatch
     from trailgate.spark.pg_source import PgCaptureDataSource
+    from trailgate.spark.trail_sink import SinkOptions
 
     spark.dataSource.register(PgCaptureDataSource)
-    reader = (spark.readStream.format("pgcapture").option("home", cfg.home)
-              .option("group", cfg.group)
-              .option("memoryLimitBytes", str(opts.memory_limit_bytes))
-              .option("processId", str(os.getpid())).option("stopFile", str(stop_file)))
+    source = {"home": cfg.home, "group": cfg.group,
+              "memoryLimitBytes": str(opts.memory_limit_bytes), "processId": str(os.getpid()),
+              "stopFile": str(stop_file)}
     if opts.max_wal_bytes:
-        reader = reader.option("maxWalBytesPerTrigger", str(opts.max_wal_bytes))
-    home = Home(cfg.home)
-    writer = (reader.load().writeStream.format("trail").option("path", cfg.trail)
-              .option("trailLabel", cfg.trail_label).option("megabytes", str(cfg.megabytes))
-              .option("home", cfg.home).option("group", cfg.group).option("runId", run_id)
-              .option("checkpointLocation",
-                      str(home.spark_checkpoint_dir(cfg.group) / "spark"))
+        source["maxWalBytesPerTrigger"] = str(opts.max_wal_bytes)
+    reader = spark.readStream.format("pgcapture").options(**source)
+    sink = SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
+                              "megabytes": str(cfg.megabytes), "home": cfg.home,
+                              "group": cfg.group, "runId": run_id}, run_id)
+    spark_dir = Home(cfg.home).spark_checkpoint_dir(cfg.group) / "spark"
+    try:
+        driver_max = int(cfg.params.spark.conf.get(DRIVER_MAX_BYTES_CONF, DRIVER_MAX_BYTES))
+    except ValueError:
+        raise ConfigError(f"SPARK CONF {DRIVER_MAX_BYTES_CONF}: expected a number of bytes"
+                          ) from None
+    writer = (reader.load().writeStream
+              .foreachBatch(ExtractBatch(source, sink, spark_dir, driver_max))
+              .option("checkpointLocation", str(spark_dir))
               .queryName(f"extract_{cfg.group.lower()}"))
     if opts.once:
         writer = writer.trigger(availableNow=True)

@@ -1,0 +1,59 @@
+"""Where an Extract micro-batch runs: on the driver, or in a Spark task for the first batch and
+a large range — and both write the same trail.
+
+Two Extract groups read the same history (two slots created before the workload) in
+micro-batches of at most 64 kB of WAL: one with the default threshold (every batch after the
+first on the driver), one with ``driverMaxBytes=0`` (every batch in a Spark task).  Their
+trails must hold the same records after the file headers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from extract_support import make_home, trail_transactions
+from spark_conftest import spark_session  # noqa: F401  (the ``spark`` fixture)
+from test_extract_pg import PARAMS, _schema, _workload_one, _workload_two
+
+from trailgate.db.connect import connect
+from trailgate.extract import batch as extract_batch
+from trailgate.extract.group import RunOptions, run_extract_group
+from trailgate.trail import TrailReader
+from trailgate.trail.naming import TrailName
+
+pytestmark = [pytest.mark.postgres, pytest.mark.spark]
+
+
+def _records(trail: Path) -> bytes:
+    out = b""
+    for seq in TrailName(trail).sequence_numbers():
+        path = Path(f"{trail}{seq:09d}")
+        first = next(iter(TrailReader(path).raw_records()))[0].rba
+        out += path.read_bytes()[first:]
+    return out
+
+
+def test_driver_and_task_batches_write_the_same_trail(spark, pg_db, tmp_path, monkeypatch):
+    with connect(pg_db) as conn:
+        _schema(conn)
+    homes = {name: make_home(tmp_path / name, pg_db, name, PARAMS + extra, megabytes=500)
+             for name, extra in (("DRV", ""),
+                                 ("TSK", "\nSPARK CONF trailgate.extract.driverMaxBytes=0"))}
+    _workload_one(pg_db)
+    _workload_two(pg_db)
+    where: dict[str, tuple[int, int]] = {}
+    original = extract_batch.ExtractBatch.__call__
+
+    def counting(self, df, batch_id):
+        original(self, df, batch_id)
+        where[self.sink.group] = (self.driver_batches, self.task_batches)
+
+    monkeypatch.setattr(extract_batch.ExtractBatch, "__call__", counting)
+    for name, home in homes.items():
+        assert run_extract_group(home, name, RunOptions(once=True, max_wal_bytes=64 << 10),
+                                 spark=spark) == 0
+    drv, tsk = (homes[n].dirdat / "aa" for n in ("DRV", "TSK"))
+    assert where["DRV"][0] >= 3 and where["DRV"][1] == 1  # the first batch only in a task
+    assert where["TSK"] == (0, where["DRV"][0] + 1)
+    assert len(trail_transactions(drv)) > 20
+    assert _records(drv) == _records(tsk)
