@@ -8,8 +8,6 @@ trails must hold the same records after the file headers."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from extract_support import make_home, trail_transactions
 from spark_conftest import spark_session  # noqa: F401  (the ``spark`` fixture)
@@ -18,19 +16,9 @@ from test_extract_pg import PARAMS, _schema, _workload_one, _workload_two
 from trailgate.db.connect import connect
 from trailgate.extract import batch as extract_batch
 from trailgate.extract.group import RunOptions, run_extract_group
-from trailgate.trail import TrailReader
-from trailgate.trail.naming import TrailName
+from trailgate.trail.reader import record_bytes
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
-
-
-def _records(trail: Path) -> bytes:
-    out = b""
-    for seq in TrailName(trail).sequence_numbers():
-        path = Path(f"{trail}{seq:09d}")
-        first = next(iter(TrailReader(path).raw_records()))[0].rba
-        out += path.read_bytes()[first:]
-    return out
 
 
 def test_driver_and_task_batches_write_the_same_trail(spark, pg_db, tmp_path, monkeypatch):
@@ -56,4 +44,4 @@ def test_driver_and_task_batches_write_the_same_trail(spark, pg_db, tmp_path, mo
     assert where["DRV"][0] >= 3 and where["DRV"][1] == 1  # the first batch only in a task
     assert where["TSK"] == (0, where["DRV"][0] + 1)
     assert len(trail_transactions(drv)) > 20
-    assert _records(drv) == _records(tsk)
+    assert record_bytes(drv) == record_bytes(tsk)

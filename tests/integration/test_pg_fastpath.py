@@ -22,8 +22,7 @@ from trailgate.db.connect import connect
 from trailgate.spark.change_rows import ChangeColumns
 from trailgate.spark.pg_source import SourceOptions, read_partition
 from trailgate.spark.trail_sink import SinkOptions, write_change_batches
-from trailgate.trail import TrailReader
-from trailgate.trail.naming import TrailName
+from trailgate.trail.reader import record_bytes
 from trailgate.trail.records import split_records
 
 pytestmark = [pytest.mark.postgres,
@@ -53,12 +52,7 @@ def _write(home: Path, end: int, trail: Path, *, fast: bool) -> tuple[bytes, int
     sink = SinkOptions.parse({"path": str(trail)}, "run")
     msg = write_change_batches(sink, counted())
     assert msg.transactions > 20
-    out = b""
-    for seq in TrailName(trail).sequence_numbers():
-        path = Path(f"{trail}{seq:09d}")
-        first = next(iter(TrailReader(path).raw_records()))[0].rba
-        out += path.read_bytes()[first:]
-    return out, encoded
+    return record_bytes(trail), encoded
 
 
 def test_c_row_path_writes_the_python_paths_bytes(pg_db, tmp_path):

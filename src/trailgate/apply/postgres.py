@@ -21,8 +21,8 @@ to its change and REPERROR can discard just that one.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,19 +197,15 @@ class PgApplier:
         discards: list[Discard] = []
         try:
             plans = self._set_plans(mapped)
-            with self.conn.transaction():
-                if self.checkpoint is not None and not self._claim(batch_id, partition,
-                                                                   position):
-                    result.skipped = True
-                    return result
-                with self.conn.cursor() as cur:
-                    done = (self._apply_sets(cur, plans, result) if plans is not None
-                            else self._apply_pipelined(cur, mapped, result))
-                    if not done:  # exactly: each change (BATCHSQL: run) under a savepoint
-                        for run in self._runs(mapped, self.batchsql):
-                            self._apply_run(cur, run, result, discards)
         except psycopg.OperationalError as exc:
             raise self._lost(exc, batch_id, partition) from None
+        with self._partition(batch_id, partition, position, result) as cur:
+            if cur is not None:
+                done = (self._apply_sets(cur, plans, result) if plans is not None
+                        else self._apply_pipelined(cur, mapped, result))
+                if not done:  # exactly: each change (BATCHSQL: run) under a savepoint
+                    for run in self._runs(mapped, self.batchsql):
+                        self._apply_run(cur, run, result, discards)
         if self.discard is not None:
             self.discard.write(discards)
         return result
@@ -224,23 +220,36 @@ class PgApplier:
         """
         result = ApplyResult()
         try:
-            try:
-                self._stages.ensure(shape for plan in plans for shape in stage_shapes(plan))
-            except Deviation:
-                return None
+            self._stages.ensure(shape for plan in plans for shape in stage_shapes(plan))
+        except Deviation:
+            return None
+        except psycopg.OperationalError as exc:
+            raise self._lost(exc, batch_id, partition) from None
+        try:
+            with self._partition(batch_id, partition, position, result) as cur:
+                if cur is not None and not self._apply_sets(cur, list(plans), result):
+                    raise _Fallback
+        except _Fallback:
+            return None
+        return result
+
+    @contextmanager
+    def _partition(self, batch_id: int, partition: int, position: str,
+                   result: ApplyResult) -> Iterator[psycopg.Cursor[Any] | None]:
+        """The partition's transaction with its checkpoint row claimed first: a cursor, or
+        None (``result.skipped``) when the row shows the partition applied before.  An
+        exception rolls it all back; a lost connection becomes a TargetError."""
+        try:
             with self.conn.transaction():
                 if self.checkpoint is not None and not self._claim(batch_id, partition,
                                                                    position):
                     result.skipped = True
-                    return result
+                    yield None
+                    return
                 with self.conn.cursor() as cur:
-                    if not self._apply_sets(cur, list(plans), result):
-                        raise _Fallback
-        except _Fallback:
-            return None
+                    yield cur
         except psycopg.OperationalError as exc:
             raise self._lost(exc, batch_id, partition) from None
-        return result
 
     def _lost(self, exc: Exception, batch_id: int, partition: int) -> TargetError:
         return TargetError(f"lost the connection to {describe(self.conninfo)} while "

@@ -15,18 +15,16 @@ The C module is optional (``setup.py``); without it, or with ``TRAILGATE_PURE_PY
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from types import ModuleType
 from typing import Any
 
 from trailgate.apply.mapping import TableMapping
 from trailgate.apply.setplan import CopyRows, SetPlan
 from trailgate.apply.values import _ascii, _bool, _pg_datetime, _raw, _utf8
 from trailgate.model import ColumnKind, TableDef
-from trailgate.trail._accel import PURE_PYTHON_ENV
+from trailgate.trail._accel import load_optional
 
 __all__ = ["SpanResult", "available", "plan_span", "table_spec"]
 
@@ -36,17 +34,7 @@ _SIMPLE = {id(_utf8): _CONV_UTF8, id(_ascii): _CONV_ASCII, id(_bool): _CONV_BOOL
            id(_raw): _CONV_RAW}
 
 
-def _load() -> ModuleType | None:
-    if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
-        return None
-    try:
-        from trailgate.apply import _spanplan
-    except ImportError:  # not compiled: the Python path does everything
-        return None
-    return _spanplan
-
-
-_module = _load()
+_module = load_optional("trailgate.apply._spanplan")
 #: True when set plans can be made in C.
 available = _module is not None
 

@@ -11,23 +11,25 @@ is read once, at import.
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
-__all__ = ["PURE_PYTHON_ENV", "speedups"]
+__all__ = ["PURE_PYTHON_ENV", "load_optional", "speedups"]
 
 PURE_PYTHON_ENV = "TRAILGATE_PURE_PYTHON"
 
 
-def _load() -> ModuleType | None:
+def load_optional(name: str) -> ModuleType | None:
+    """The optional C extension ``name`` (``trailgate.trail._speedups``, …), or ``None`` when
+    it was not compiled or ``TRAILGATE_PURE_PYTHON`` asks for the Python code everywhere."""
     if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
         return None
     try:
-        from trailgate.trail import _speedups
+        return importlib.import_module(name)
     except ImportError:  # not compiled (no compiler at install time): pure Python it is
         return None
-    return _speedups
 
 
 #: The C module, or ``None`` when the pure-Python codec is in use.
-speedups: ModuleType | None = _load()
+speedups: ModuleType | None = load_optional("trailgate.trail._speedups")

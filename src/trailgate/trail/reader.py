@@ -36,7 +36,8 @@ from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import RawRecord, decode_change, decode_lob_piece, decode_record
 
-__all__ = ["ReadTransaction", "TrailReader", "TrailRecord", "find_next_record", "read_header"]
+__all__ = ["ReadTransaction", "TrailReader", "TrailRecord", "find_next_record", "read_header",
+           "record_bytes"]
 
 log = logging.getLogger("trailgate.trail")
 _FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
@@ -409,3 +410,14 @@ def _seq_of(path: Path) -> int:
 
     parsed = parse_trail_file(path)
     return parsed[1] if parsed else 0
+
+
+def record_bytes(trail: str | Path) -> bytes:
+    """Every file of ``trail`` after its file header, end to end: what two trails written
+    from the same changes must share (headers differ in times and hosts)."""
+    out = []
+    name = TrailName(trail)
+    for seq in name.sequence_numbers():
+        data = name.file(seq).read_bytes()
+        out.append(data[decode_file_header(data[:0xFFFF]).length:])
+    return b"".join(out)

@@ -11,13 +11,11 @@ The C module is optional (``setup.py``); without it, or with ``TRAILGATE_PURE_PY
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from types import ModuleType
 
 from trailgate.capture.postgres.types import PgType
 from trailgate.model import ColumnKind, OpType, TableDef
-from trailgate.trail._accel import PURE_PYTHON_ENV
+from trailgate.trail._accel import load_optional
 
 __all__ = ["OPS", "available", "encode_change", "keep_mask", "relation_layout", "row_encoder"]
 
@@ -29,17 +27,7 @@ _CONV_TEXT, _CONV_NUMBER, _CONV_BOOL, _CONV_CHAR, _CONV_DATE, _CONV_TIMESTAMP, _
 _FRAMES = {ColumnKind.CHAR: 1, ColumnKind.DATE: 2, ColumnKind.TIMESTAMP: 3}  # else variable
 
 
-def _load() -> ModuleType | None:
-    if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
-        return None
-    try:
-        from trailgate.capture.postgres import _pgfast
-    except ImportError:  # not compiled: the Python path does everything
-        return None
-    return _pgfast
-
-
-_module = _load()
+_module = load_optional("trailgate.capture.postgres._pgfast")
 #: True when the C row path can be used.
 available = _module is not None
 #: The C function for a per-row loop (``None`` when not built):
