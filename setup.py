@@ -14,6 +14,7 @@ setup(
         Extension(
             "trailgate.trail._speedups",
             sources=["src/trailgate/trail/_speedups.c"],
+            depends=["src/trailgate/trail/_frame.h"],
             optional=True,
         ),
         Extension(
@@ -24,6 +25,7 @@ setup(
         Extension(
             "trailgate.apply._spanplan",
             sources=["src/trailgate/apply/_spanplan.c"],
+            depends=["src/trailgate/trail/_frame.h"],
             optional=True,
         ),
     ]

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define H_FIXED 34
-#define MIN_G_LENGTH (8 + 4 + H_FIXED + 1)
+#include "../trail/_frame.h" /* the record frame, as the trail codec reads it */
+
 #define MAX_TARGETS 1600
 #define MAX_SOURCE 0x10000
 #define MAX_GROUPS 256
@@ -34,21 +34,6 @@ enum { OP_DELETE = 3, OP_INSERT = 5, OP_UPDATE = 10, OP_FIELD_COMP = 15, OP_META
 enum { CONV_UTF8 = 0, CONV_ASCII, CONV_BOOL, CONV_RAW, CONV_DATE, CONV_TS, CONV_TSTZ, N_CONV };
 /* What resolve() said about a table. */
 enum { T_SKIP = 0, T_KEPT, T_MAPPED };
-
-static inline unsigned
-be16(const unsigned char *p)
-{
-    return ((unsigned)p[0] << 8) | p[1];
-}
-
-static inline uint64_t
-be64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 /* -- growable byte buffer ----------------------------------------------------------------- */
 
@@ -803,14 +788,11 @@ static int
 t_area(const unsigned char *b, Py_ssize_t p, Py_ssize_t end, PyObject **csn, PyObject **xid)
 {
     while (p < end) {
-        if (end - p < 4)
+        unsigned char type;
+        const unsigned char *v;
+        Py_ssize_t n;
+        if (next_sub(b, &p, end, &type, &v, &n) < 0)
             return BAIL;
-        unsigned char type = b[p];
-        Py_ssize_t n = be16(b + p + 2);
-        const unsigned char *v = b + p + 4;
-        if (n > end - p - 4)
-            return BAIL;
-        p += 4 + n;
         if (type == 'L') {
             if (n == 0 || n > 19 || !digits(v, (int)n))
                 return BAIL;
@@ -876,56 +858,36 @@ plan_span(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
 
     while (pos < end) {
-        if (end - pos < 4 || b[pos] != 'G') {
+        Frame f;
+        if (frame_at(b, pos, end, &f) != FRAME_OK) {
+            status = BAIL; /* cut short or broken: the Python reader says which */
+            break;
+        }
+        const unsigned char *h = f.h, *name = f.name;
+        Py_ssize_t rend = pos + f.length, name_len = f.name_len;
+        if (h[32] != 0) { /* a record continued in fragments */
             status = BAIL;
             break;
         }
-        unsigned flag = b[pos + 1];
-        Py_ssize_t length = be16(b + pos + 2);
-        if (length < MIN_G_LENGTH || length > end - pos) {
-            status = BAIL;
-            break;
-        }
-        Py_ssize_t rend = pos + length, body_end = rend - 4;
-        if (b[body_end] != 'Z' || b[body_end + 1] != flag || (Py_ssize_t)be16(b + rend - 2) != length
-            || b[pos + 4] != 'H') {
-            status = BAIL;
-            break;
-        }
-        Py_ssize_t hlen = be16(b + pos + 6), hstart = pos + 8;
-        if (hlen < H_FIXED + 1 || hlen > body_end - hstart) {
-            status = BAIL;
-            break;
-        }
-        const unsigned char *h = b + hstart, *name = h + H_FIXED;
-        const unsigned char *nul = memchr(name, 0, (size_t)(hlen - H_FIXED));
-        if (nul == NULL || h[32] != 0) { /* no name, or a record continued in fragments */
-            status = BAIL;
-            break;
-        }
-        Py_ssize_t name_len = nul - name;
         unsigned rec_length = be16(h + 4), io_type = h[6], ind = h[24];
         /* sub-records: the D area, and the T area of a transaction's first record */
         Py_ssize_t d = -1, dlen = 0, tpos = -1, tend = 0;
-        for (Py_ssize_t p = hstart + hlen; p < body_end;) {
-            if (body_end - p < 4) {
+        for (Py_ssize_t p = f.body; p < f.body_end;) {
+            unsigned char type;
+            const unsigned char *v;
+            Py_ssize_t n;
+            if (next_sub(b, &p, f.body_end, &type, &v, &n) < 0) {
                 status = BAIL;
                 break;
             }
-            Py_ssize_t slen = be16(b + p + 2);
-            if (slen > body_end - p - 4) {
-                status = BAIL;
-                break;
+            if (type == 'D') {
+                d = v - b;
+                dlen = n;
             }
-            if (b[p] == 'D') {
-                d = p + 4;
-                dlen = slen;
+            else if (type == 'T') {
+                tpos = v - b;
+                tend = p;
             }
-            else if (b[p] == 'T') {
-                tpos = p + 4;
-                tend = p + 4 + slen;
-            }
-            p += 4 + slen;
         }
         if (status != OK)
             break;

@@ -24,14 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_frame.h" /* the record frame: be16/be32/be64, frame_at, next_sub, H_FIXED */
+
 /* Record layout constants (docs/trail-format.md). */
-#define H_FIXED 34
-#define MIN_G_LENGTH (8 + 4 + H_FIXED + 1) /* G/Z headers, H header, fixed part, NUL */
 #define MAX_RECORD 0xFFFF
-#define TYPE_G 'G'
-#define TYPE_Z 'Z'
-#define TYPE_H 'H'
-#define TYPE_D 'D'
+#define TYPE_D 'D' 
 #define TYPE_T 'T'
 #define TYPE_U 'U'
 #define TYPE_ROWID 'R'
@@ -40,24 +37,6 @@
 
 /* Outcome of a helper: carry on, give the input back to Python, or a real error. */
 enum { OK = 0, INCONSISTENT = 1, FAILED = -1 };
-
-static inline unsigned
-be16(const unsigned char *p)
-{
-    return ((unsigned)p[0] << 8) | p[1];
-}
-
-static inline uint32_t
-be32(const unsigned char *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-static inline uint64_t
-be64(const unsigned char *p)
-{
-    return ((uint64_t)be32(p) << 32) | be32(p + 4);
-}
 
 static inline void
 put16(unsigned char *p, unsigned v)
@@ -500,14 +479,11 @@ decode_t(const unsigned char *b, Py_ssize_t p, Py_ssize_t end, PyObject **rowid,
          PyObject **csn, PyObject **xid)
 {
     while (p < end) {
-        if (end - p < 4)
+        unsigned char stype;
+        const unsigned char *v;
+        Py_ssize_t slen;
+        if (next_sub(b, &p, end, &stype, &v, &slen) < 0)
             return INCONSISTENT;
-        unsigned char stype = b[p];
-        Py_ssize_t slen = be16(b + p + 2);
-        const unsigned char *v = b + p + 4;
-        if (slen > end - p - 4)
-            return INCONSISTENT;
-        p += 4 + slen;
         PyObject *obj = NULL;
         if (stype == TYPE_ROWID) {
             /* 18 characters then 00 01; a value without the suffix is taken whole. */
@@ -619,40 +595,20 @@ sp_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(buf);
 
-    /* G header and the Z trailer its length points to. */
-    if (b[pos] != TYPE_G)
+    /* G header, the Z trailer its length points to, the H area and its table name. */
+    Frame f;
+    if (frame_at(b, pos, end, &f) != FRAME_OK)
         Py_RETURN_NONE;
-    unsigned flag = b[pos + 1];
-    Py_ssize_t length = be16(b + pos + 2);
-    if (length < MIN_G_LENGTH || length > end - pos)
-        Py_RETURN_NONE;
-    Py_ssize_t rend = pos + length;
-    if (b[rend - 4] != TYPE_Z || b[rend - 3] != flag || (Py_ssize_t)be16(b + rend - 2) != length)
-        Py_RETURN_NONE;
-    Py_ssize_t body_end = rend - 4;
-
-    /* H: the fixed part, then the NUL-terminated table name.  MIN_G_LENGTH guarantees the
-     * H header's four bytes lie inside the body. */
-    Py_ssize_t p = pos + 4;
-    if (b[p] != TYPE_H)
-        Py_RETURN_NONE;
-    Py_ssize_t hlen = be16(b + p + 2);
-    Py_ssize_t hstart = p + 4;
-    if (hlen < H_FIXED + 1 || hlen > body_end - hstart)
-        Py_RETURN_NONE;
-    Py_ssize_t hend = hstart + hlen;
-    const unsigned char *h = b + hstart;
-    const unsigned char *name = h + H_FIXED;
-    const unsigned char *nul = memchr(name, 0, (size_t)(hend - hstart - H_FIXED));
-    if (nul == NULL)
-        Py_RETURN_NONE;
+    unsigned flag = f.flag;
+    Py_ssize_t length = f.length, body_end = f.body_end;
+    const unsigned char *h = f.h;
 
     PyObject *table = NULL, *data = NULL, *rowid = NULL, *csn = NULL, *xid = NULL;
     PyObject *tokens = NULL, *result = NULL;
     PyObject *argv[RAW_RECORD_FIELDS] = {NULL};
     int status = OK;
 
-    table = PyUnicode_DecodeUTF8((const char *)name, nul - name, NULL);
+    table = PyUnicode_DecodeUTF8((const char *)f.name, f.name_len, NULL);
     if (table == NULL) {
         status = value_error_is_inconsistent();
         goto done;
@@ -660,20 +616,16 @@ sp_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     unsigned rec_length = be16(h + 4);
 
     /* Sub-records D, T and U in any order; unknown types are skipped (seed 002). */
-    p = hend;
+    Py_ssize_t p = f.body;
     while (p < body_end) {
-        if (body_end - p < 4) {
+        unsigned char stype;
+        const unsigned char *sv;
+        Py_ssize_t slen;
+        if (next_sub(b, &p, body_end, &stype, &sv, &slen) < 0) {
             status = INCONSISTENT;
             goto done;
         }
-        unsigned char stype = b[p];
-        Py_ssize_t slen = be16(b + p + 2);
-        Py_ssize_t sstart = p + 4;
-        if (slen > body_end - sstart) {
-            status = INCONSISTENT;
-            goto done;
-        }
-        p = sstart + slen;
+        Py_ssize_t sstart = sv - b;
         if (stype == TYPE_D) {
             if ((unsigned)slen != rec_length) {
                 status = INCONSISTENT;
@@ -1332,32 +1284,17 @@ sp_scan_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int stop = 0;
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(buf);
 
-    while (end - pos >= 4) {
-        if (b[pos] != TYPE_G) {
-            stop = 1;
-            break;
-        }
-        unsigned flag = b[pos + 1];
-        Py_ssize_t length = be16(b + pos + 2);
-        if (length > end - pos)
+    for (;;) {
+        Frame f;
+        int found = frame_at(b, pos, end, &f);
+        if (found == FRAME_SHORT)
             break; /* cut short: the caller reads on */
-        Py_ssize_t rend = pos + length;
-        if (length < MIN_G_LENGTH || b[rend - 4] != TYPE_Z || b[rend - 3] != flag
-            || (Py_ssize_t)be16(b + rend - 2) != length || b[pos + 4] != TYPE_H) {
+        if (found == FRAME_BAD) {
             stop = 1;
             break;
         }
-        Py_ssize_t hlen = be16(b + pos + 6), hstart = pos + 8;
-        if (hlen < H_FIXED + 1 || hlen > rend - 4 - hstart) {
-            stop = 1;
-            break;
-        }
-        const unsigned char *h = b + hstart, *name = h + H_FIXED;
-        const unsigned char *nul = memchr(name, 0, (size_t)(hlen - H_FIXED));
-        if (nul == NULL) {
-            stop = 1;
-            break;
-        }
+        const unsigned char *h = f.h;
+        Py_ssize_t length = f.length, rend = pos + length;
         unsigned io_type = h[6], ind = h[24], continued = h[32];
         pos = rend;
         if (io_type == IO_METADATA || (in_metadata && io_type == IO_FRAGMENT)) {
@@ -1386,7 +1323,8 @@ sp_scan_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                         return NULL;
                 }
                 if (wanted) {
-                    PyObject *table = PyUnicode_DecodeUTF8((const char *)name, nul - name, NULL);
+                    PyObject *table = PyUnicode_DecodeUTF8((const char *)f.name, f.name_len,
+                                                           NULL);
                     if (table == NULL) {
                         if (!PyErr_ExceptionMatches(PyExc_ValueError))
                             return NULL;
