@@ -14,7 +14,7 @@ import pytest
 
 from trailgate.apply import Mapper, StaticCatalog, TargetColumn, TargetTable
 from trailgate.apply.setplan import CopyRows, SetPlan, plan_table
-from trailgate.apply.spanplan import available
+from trailgate.apply.spanplan import available, table_spec
 from trailgate.capture.postgres.types import classify, trail_from_pg_text
 from trailgate.model import Change, Column, OpType, TableDef, TrailPosition, Transaction
 from trailgate.params import ReplicatParams, parse_params_text
@@ -232,11 +232,11 @@ def test_last_kept_position_and_skipped_tables(tmp_path: Path) -> None:
     upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
     planned = plan_range(mapper(), trail, TrailPosition(0, 0), upper, ROUTER)
     assert planned is not None
-    span, base = planned
+    span, segments = planned
     task = read_task_rows(trail, TrailPosition(0, 0), upper, ROUTER)
     last = max(tc.position for tc in task.changes[0])
     assert (span.kept, span.mapped) == (10, 10)
-    assert TrailPosition(0, base + span.last_kept) == last
+    assert TrailPosition(0, segments[0].rba + span.last_kept - segments[0].offset) == last
     assert [p.mapping.target.name for p in span.plans] == ["items"]
 
 
@@ -321,3 +321,72 @@ def test_definitions_after_a_span_are_remembered(tmp_path: Path) -> None:
     assert remembered[1] == rows_module.definitions_before(prefix, upper)
     rows_module._prefix_cache.clear()
     assert rows_module.definitions_before(prefix, upper) == remembered[1]
+
+
+def test_a_range_across_trail_files(tmp_path: Path) -> None:
+    """A batch whose range crosses into the next file (the writer rolled over): the files'
+    records end to end, without the second file's header, plan as the Python path reads
+    them, and the last change's position is in the second file."""
+    rng = random.Random(12)
+    prefix = str(tmp_path / "aa")
+    with TrailWriter(prefix, megabytes=1, fsync=False) as w:
+        for txn in workload(rng, 3000):
+            w.write_transaction(txn, DEFS)
+    upper, _, _ = scan_boundary(prefix, TrailPosition(0, 0), limit=TrailPosition(1, 200_000))
+    assert upper.seqno == 1
+    lower, _, _ = scan_boundary(prefix, TrailPosition(0, 0), max_records=2000)
+    assert lower.seqno == 0
+    want, got = both(prefix, lower, upper, ROUTER)
+    assert got is not None and got == want
+    planned = plan_range(mapper(), prefix, lower, upper, ROUTER)
+    assert planned is not None
+    span, segments = planned
+    assert [s.seqno for s in segments] == [0, 1]
+    task = read_task_rows(prefix, lower, upper, ROUTER)
+    last = max(tc.position for tc in task.changes[0])
+    from trailgate.replicat.span_apply import _position
+    assert _position(segments, span.last_kept) == last
+
+
+def test_a_file_cut_short_before_the_next_goes_to_python(tmp_path: Path) -> None:
+    """A writer that crashed left half a record at the end of a file: the reader skips it
+    with a warning; the span path leaves such a range to the reader."""
+    rng = random.Random(13)
+    prefix = str(tmp_path / "aa")
+    with TrailWriter(prefix, megabytes=1, fsync=False) as w:
+        for txn in workload(rng, 3000):
+            w.write_transaction(txn, DEFS)
+    first = Path(prefix + "000000000")
+    first.write_bytes(first.read_bytes() + b"G\x00\x01\x00partial")
+    upper, _, _ = scan_boundary(prefix, TrailPosition(0, 0), limit=TrailPosition(1, 200_000))
+    lower, _, _ = scan_boundary(prefix, TrailPosition(0, 0), max_records=2000)
+    assert plan_range(mapper(), prefix, lower, upper, ROUTER) is None
+
+
+def test_a_transaction_left_open_by_a_crash_goes_to_python(tmp_path: Path) -> None:
+    """A crashed writer's last transaction has no end; its rewrite starts anew after it.
+    The C planner meets a start inside an open transaction and gives the span back."""
+    from trailgate.apply.spanplan import plan_span
+    from trailgate.trail.header import decode_file_header
+
+    first, again = ([Change(INS, "public.notes", {0: str(k).encode(), 1: b"x"}) for k in keys]
+                    for keys in (range(3), range(3, 6)))
+    trail = write(tmp_path, [change_txn(*first), change_txn(*again)])
+    data = Path(trail + "000000000").read_bytes()
+    pos = decode_file_header(data[:0xFFFF]).length
+    records = []
+    while pos < len(data):
+        length = (data[pos + 2] << 8) | data[pos + 3]
+        records.append(data[pos:pos + length])
+        pos += length
+    assert len(records) == 1 + 3 + 3  # a definition, then two transactions of three
+    cut = b"".join(records[:3] + records[4:])  # the first transaction loses its last record
+    m = mapper()
+
+    def resolve(name: str) -> object:
+        mapping = m.mapping(name, DEFS[name])
+        return (mapping, table_spec(0, mapping, DEFS[name]))
+
+    assert plan_span(b"".join(records), 0, len(b"".join(records)), resolve,
+                     lambda blob: True) is not None
+    assert plan_span(cut, 0, len(cut), resolve, lambda blob: True) is None

@@ -1,19 +1,22 @@
 """A PostgreSQL batch applied on the driver from its trail bytes, without a ``Change`` per
 row: the fast path of :func:`~trailgate.replicat.worker.apply_task_rows` under BATCHSQL.
 
-The batch's range (one trail file) is read as bytes and handed to
-:func:`trailgate.apply.spanplan.plan_span` with the table definitions in effect, the router
-and the MAPs; its set plans are applied as one transaction with the batch's checkpoint-table
-row, exactly as the Python path would apply them.  Whenever that path would do anything
-else — a change C does not take on, a collision the set plan meets in the target, a small
-batch — this returns None having committed nothing, and the caller reads and applies the
-range the usual way, so its behaviour and messages stay the reference.
+The batch's range is read as bytes (across trail files if it must, without their headers)
+and handed to :func:`trailgate.apply.spanplan.plan_span` with the table definitions in
+effect, the router and the MAPs; its set plans are applied as one transaction with the
+batch's checkpoint-table row, exactly as the Python path would apply them.  Whenever that
+path would do anything else — a change C does not take on, a collision the set plan meets
+in the target, a small batch — this returns None having committed nothing, and the caller
+reads and applies the range the usual way, so its behaviour and messages stay the
+reference.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
-from dataclasses import replace
+import os
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trailgate.apply.mapping import Mapper
@@ -28,42 +31,82 @@ from trailgate.replicat.rows import (
     julian_to_iso,
     remember_definitions,
 )
+from trailgate.trail._accel import speedups
 from trailgate.trail.header import decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 
-__all__ = ["apply_span", "plan_range", "position_row"]
+__all__ = ["Segment", "apply_span", "plan_range", "position_row"]
 
 
-def _read(trail: str, lower: TrailPosition, upper: TrailPosition) -> tuple[bytes, int] | None:
-    """The range's bytes and the RBA they start at (after the file header); None when the
-    range spans files or the file is not as expected (the reader then says why)."""
-    if lower.seqno != upper.seqno or upper.rba <= lower.rba:
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One file's part of a range: where its bytes start in the span, and in the file."""
+
+    offset: int
+    seqno: int
+    rba: int
+
+
+#: A scan's state at a file's first record (a transaction may go on in the next file).
+_CLEAN = (False, 0, False, False, 0, False)
+
+
+def _read(trail: str, lower: TrailPosition, upper: TrailPosition
+          ) -> tuple[bytes, list[Segment]] | None:
+    """The range's records end to end (file headers left out) and where each file's part
+    starts; None when a file is not as expected (the Python reader then says why): a file
+    the range leaves must end with a whole record (a transaction may go on in the next
+    file; one a crashed writer left open is met by a new start, which the planner gives
+    back)."""
+    if upper <= lower or speedups is None:
         return None
+    name = TrailName(trail)
+    parts: list[bytes] = []
+    segments: list[Segment] = []
+    offset = 0
     try:
-        with open(TrailName(trail).file(lower.seqno), "rb") as f:
-            start = lower.rba
-            if start == 0:
-                start = decode_file_header(f.read(0xFFFF)).length
-                if start >= upper.rba:
+        for seq in range(lower.seqno, upper.seqno + 1):
+            with open(name.file(seq), "rb") as f:
+                start = lower.rba if seq == lower.seqno else 0
+                if start == 0:
+                    start = decode_file_header(f.read(0xFFFF)).length
+                stop = upper.rba if seq == upper.seqno else os.fstat(f.fileno()).st_size
+                if stop < start:
                     return None
-            f.seek(start)
-            data = f.read(upper.rba - start)
+                f.seek(start)
+                data = f.read(stop - start)
+            if len(data) != stop - start:
+                return None
+            if seq != upper.seqno:
+                end, _, _, _, _, in_metadata, _, _, broken = speedups.scan_records(
+                    data, 0, len(data), _CLEAN, -1, None, None)
+                if end != len(data) or in_metadata or broken:
+                    return None  # a record cut by a crash: the reader's business
+            segments.append(Segment(offset, seq, start))
+            parts.append(data)
+            offset += len(data)
     except (OSError, ValueError):
         return None
-    return (data, start) if len(data) == upper.rba - start else None
+    return b"".join(parts), segments
+
+
+def _position(segments: list[Segment], offset: int) -> TrailPosition:
+    """The trail position of byte ``offset`` of a span."""
+    seg = segments[bisect.bisect_right([s.offset for s in segments], offset) - 1]
+    return TrailPosition(seg.seqno, seg.rba + offset - seg.offset)
 
 
 def plan_range(mapper: Mapper, trail: str, lower: TrailPosition, upper: TrailPosition,
-               router: Router) -> tuple[SpanResult, int] | None:
-    """The set plans of ``[lower, upper)`` (whole transactions, one file) and the RBA the
-    span's offsets count from; None when the Python path must read the range."""
+               router: Router) -> tuple[SpanResult, list[Segment]] | None:
+    """The set plans of ``[lower, upper)`` (whole transactions) and the span's segments
+    (its offsets to trail positions); None when the Python path must read the range."""
     if not available:
         return None
     read = _read(trail, lower, upper)
     if read is None:
         return None
-    data, base = read
+    data, segments = read
     defs = dict(definitions_before(trail, lower))
     used: dict[str, TableDef] = {}
 
@@ -101,8 +144,9 @@ def plan_range(mapper: Mapper, trail: str, lower: TrailPosition, upper: TrailPos
     span = plan_span(data, 0, len(data), resolve, on_metadata)
     if span is None:
         return None
-    remember_definitions(trail, upper, defs)  # the next batch starts there
-    return span, base
+    if len(segments) == 1:  # the next batch starts there (definitions are per file)
+        remember_definitions(trail, upper, defs)
+    return span, segments
 
 
 def position_row(upper: TrailPosition, span: SpanResult) -> str:
@@ -125,12 +169,12 @@ def apply_span(applier: PgApplier, batch_id: int, trail: str, lower: TrailPositi
     planned = plan_range(applier.mapper, trail, lower, upper, router)
     if planned is None:
         return None
-    span, base = planned
+    span, segments = planned
     if span.kept and span.mapped < SET_MIN_CHANGES:
         return None
     position = position_row(upper, span)
     if not span.kept:
         return None, position
-    last = str(TrailPosition(lower.seqno, base + span.last_kept))
+    last = str(_position(segments, span.last_kept))
     result = applier.apply_plans(batch_id, 0, span.plans, last)
     return None if result is None else (result, position)
