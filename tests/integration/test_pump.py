@@ -11,6 +11,7 @@ from replicat_support import Increments, write_trail
 from spark_conftest import spark_session  # noqa: F401
 
 from trailgate.home import GroupInfo, Home, TrailInfo
+from trailgate.pump.batch import PumpBatch
 from trailgate.pump.group import run_pump
 from trailgate.trail import TrailReader, TrailWriter
 from trailgate.trail.naming import TrailName
@@ -37,15 +38,32 @@ def args(**kw: object) -> argparse.Namespace:
     return argparse.Namespace(**base)
 
 
+def count_batches(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Where the pump's micro-batches run (driver or Spark task), counted across runs."""
+    seen = {"driver": 0, "task": 0}
+    original = PumpBatch.__call__
+
+    def counting(self: PumpBatch, df: object, batch_id: int) -> None:
+        before = (self.driver_batches, self.task_batches)
+        original(self, df, batch_id)
+        seen["driver"] += self.driver_batches - before[0]
+        seen["task"] += self.task_batches - before[1]
+
+    monkeypatch.setattr(PumpBatch, "__call__", counting)
+    return seen
+
+
 def transactions(trail: Path) -> list[tuple]:
     return [(t.transaction.csn, t.transaction.xid,
              [(c.op, c.table, c.before, c.after) for c in t.transaction.changes])
             for t in TrailReader(trail).transactions()]
 
 
-def test_pump_copies_exactly_once_with_uri_history(tmp_path: Path, spark: object) -> None:
+def test_pump_copies_exactly_once_with_uri_history(tmp_path: Path, spark: object,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     remote = tmp_path / "remote" / "dirdat"
     home = pump_home(tmp_path / "home", remote)
+    seen = count_batches(monkeypatch)
     work = Increments(seed=11)
     write_trail(home.dirdat / "aa", work.transactions(120))
     assert run_pump(home, "PUMP1", args(), spark=spark) == 0
@@ -54,6 +72,7 @@ def test_pump_copies_exactly_once_with_uri_history(tmp_path: Path, spark: object
     assert run_pump(home, "PUMP1", args(), spark=spark) == 0
     assert run_pump(home, "PUMP1", args(), spark=spark) == 0  # nothing new
     assert transactions(remote / "rt") == transactions(home.dirdat / "aa")
+    assert seen == {"driver": 1, "task": 1}  # the query's first batch in a task, then driver
     source = read_header(TrailName(home.dirdat / "aa").file(0))
     for seq in TrailName(remote / "rt").sequence_numbers():
         header = read_header(TrailName(remote / "rt").file(seq))
@@ -64,13 +83,18 @@ def test_pump_copies_exactly_once_with_uri_history(tmp_path: Path, spark: object
     assert ck.stats["public.accounts"].updates == sum(work.counters.values())
 
 
-def test_pump_filters_and_renames_tables(tmp_path: Path, spark: object) -> None:
+def test_pump_filters_and_renames_tables(tmp_path: Path, spark: object,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     remote = tmp_path / "remote" / "dirdat"
     home = pump_home(tmp_path / "home", remote, tables="TABLE public.accounts, TARGET "
                      "dr.accounts;", extra="NOPASSTHRU\n")
+    seen = count_batches(monkeypatch)
     work = Increments(seed=5)
     write_trail(home.dirdat / "aa", work.transactions(60))
-    assert run_pump(home, "PUMP1", args(), spark=spark) == 0
+    assert run_pump(home, "PUMP1", args(), spark=spark) == 0  # in a Spark task
+    write_trail(home.dirdat / "aa", work.transactions(30))
+    assert run_pump(home, "PUMP1", args(), spark=spark) == 0  # on the driver
+    assert seen == {"driver": 1, "task": 1}
     want = []
     for csn, xid, changes in transactions(home.dirdat / "aa"):
         kept = [(op, "dr.accounts", b, a) for op, t, b, a in changes

@@ -24,19 +24,17 @@ written once the trail is durable, before Spark commits the batch.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from trailgate.spark.pg_source import SourceOptions, read_partition
 from trailgate.spark.trail_sink import (
+    MESSAGE_SCHEMA,
     SinkOptions,
-    TrailCommitMessage,
     commit_checkpoint,
+    message_of,
     write_change_batches,
+    write_task,
 )
 
 __all__ = ["DRIVER_MAX_BYTES", "DRIVER_MAX_BYTES_CONF", "ExtractBatch", "lsn_range"]
@@ -45,7 +43,6 @@ __all__ = ["DRIVER_MAX_BYTES", "DRIVER_MAX_BYTES_CONF", "ExtractBatch", "lsn_ran
 #: spans; a larger one is read by a Spark task.
 DRIVER_MAX_BYTES_CONF = "trailgate.extract.driverMaxBytes"
 DRIVER_MAX_BYTES = 64 << 20
-_MESSAGE_SCHEMA = "message string"
 
 
 def _logged_lsn(spark_dir: Path, batch_id: int) -> int | None:
@@ -67,27 +64,6 @@ def lsn_range(spark_dir: Path, batch_id: int) -> tuple[int, int] | None:
     if start is None or end is None or end < start:
         return None
     return start, end
-
-
-def _message(msg: TrailCommitMessage) -> str:
-    return json.dumps(asdict(msg))
-
-
-def _from_message(text: str) -> TrailCommitMessage:
-    data = json.loads(text)
-    if data.get("position") is not None:
-        data["position"] = tuple(data["position"])
-    return TrailCommitMessage(**data)
-
-
-def _write_task(sink: SinkOptions):
-    """The ``mapInArrow`` function of a large batch: the writer in a Spark task."""
-
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        msg = write_change_batches(sink, batches)
-        yield pa.RecordBatch.from_pydict({"message": [_message(msg)]})
-
-    return write
 
 
 class ExtractBatch:
@@ -117,7 +93,7 @@ class ExtractBatch:
                     self.sink, read_partition(self.source(), rng[0], rng[1])))
             self.driver_batches += 1
         else:
-            rows = df.mapInArrow(_write_task(self.sink), _MESSAGE_SCHEMA).collect()
-            messages = [_from_message(r["message"]) for r in rows]
+            rows = df.mapInArrow(write_task(self.sink), MESSAGE_SCHEMA).collect()
+            messages = [message_of(r["message"]) for r in rows]
             self.task_batches += 1
         commit_checkpoint(self.sink, messages)

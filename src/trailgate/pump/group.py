@@ -4,8 +4,9 @@ The query (docs/pump.md)::
 
     spark.readStream.format("trailchanges")   the input trail: offsets {seqno, rba}, whole
        │                                      transactions, TABLE filter / TARGET rename
-       └─ coalesce(1).writeStream.format("trail")   the existing trail sink: appends,
-                                             (CSN, XID) dedupe on replay, checkpoint .cpe
+       └─ foreachBatch(PumpBatch)             the trail sink's writer (on the driver; the
+                                             first batch in a task): appends, (CSN, XID)
+                                             dedupe on replay, checkpoint .cpe
 
 Output files mirror the input's header: the same CompatibilityLevel, and a URI history that
 is the input's history plus the input's URI (one entry per hop, seed 001).  A query writes
@@ -99,7 +100,10 @@ class _Pump:
                 "compatibility": str(compatibility)}
 
     def start(self, spark: Any, run_id: str, header: list[Any]) -> Any:
+        from trailgate.pump.batch import PumpBatch
+        from trailgate.replicat.rows import Router
         from trailgate.replicat.source import TrailChangesDataSource, router_option
+        from trailgate.spark.trail_sink import SinkOptions
 
         spark.dataSource.register(TrailChangesDataSource)
         pos = self.position()
@@ -108,10 +112,11 @@ class _Pump:
                   .option("stopFile", str(self.stop_file))
                   .option("sameHeader", json.dumps(header))
                   .option("tables", router_option(self.cfg.rules, self.cfg.excludes)))
-        writer = reader.load().coalesce(1).writeStream.format("trail")
-        for key, value in self.sink_options(run_id, header).items():
-            writer = writer.option(key, value)
-        writer = (writer.option("checkpointLocation", str(self.spark_dir))
+        sink = SinkOptions.parse(self.sink_options(run_id, header), run_id)
+        router = Router.of(list(self.cfg.rules), list(self.cfg.excludes))
+        writer = (reader.load().writeStream
+                  .foreachBatch(PumpBatch(self.cfg.source, router, sink, self.spark_dir))
+                  .option("checkpointLocation", str(self.spark_dir))
                   .queryName(f"pump_{self.cfg.group.lower()}"))
         if self.args.once:
             writer = writer.trigger(availableNow=True)

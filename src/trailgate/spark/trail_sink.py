@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +55,9 @@ from trailgate.trail.writer import TrailWriter
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["SinkOptions", "TrailCommitMessage", "TrailDataSource", "TrailStreamWriter",
-           "write_change_batches"]
+__all__ = ["MESSAGE_SCHEMA", "SinkOptions", "TrailCommitMessage", "TrailDataSource",
+           "TrailStreamWriter", "commit_checkpoint", "message_json", "message_of",
+           "write_change_batches", "write_task"]
 
 _STAT_KIND = {
     OpType.INSERT: "insert", OpType.UPDATE: "update", OpType.FIELD_COMP: "update",
@@ -276,6 +277,37 @@ def commit_checkpoint(opts: SinkOptions, messages: list[TrailCommitMessage]) -> 
             for kind, n in kinds.items():
                 ck.count(table, kind, n)
     store.save(ck)
+
+
+def message_json(msg: TrailCommitMessage) -> str:
+    """A commit message as one JSON text (a Spark task's result row)."""
+    return json.dumps(asdict(msg))
+
+
+def message_of(text: str) -> TrailCommitMessage:
+    """Undo :func:`message_json`."""
+    data = json.loads(text)
+    if data.get("position") is not None:
+        data["position"] = tuple(data["position"])
+    return TrailCommitMessage(**data)
+
+
+#: The result rows of :func:`write_task`.
+MESSAGE_SCHEMA = "message string"
+
+
+def write_task(opts: SinkOptions) -> Callable[[Iterator[pa.RecordBatch]],
+                                              Iterator[pa.RecordBatch]]:
+    """A ``mapInArrow`` function running the writer over a task's change rows: one result
+    row, the commit message (``foreachBatch`` callers commit it on the driver)."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow
+
+        msg = write_change_batches(opts, batches)
+        yield pyarrow.RecordBatch.from_pydict({"message": [message_json(msg)]})
+
+    return write
 
 
 class TrailStreamWriter(DataSourceStreamArrowWriter):
