@@ -147,6 +147,9 @@ def advance_slot(conn: psycopg.Connection[Any], slot: str, lsn: int) -> bool:
     return True
 
 
+#: A slot whose restart point lags its confirmed point by more gets a snapshot logged
+#: (``PgCaptureStreamReader._snapshot_if_behind``).
+RESTART_LAG_BYTES = 16 << 20
 #: Value bytes per Arrow batch: small enough that the sink writes while the source reads.
 BATCH_BYTES = 1 << 20
 
@@ -291,9 +294,11 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.opts = opts
         self._conn: psycopg.Connection[Any] | None = None
         self._target: int | None = None
+        self._no_snapshot = False
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts, "_conn": None, "_target": self._target}
+        return {"opts": self.opts, "_conn": None, "_target": self._target,
+                "_no_snapshot": self._no_snapshot}
 
     def _control(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:
@@ -350,8 +355,35 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def commit(self, end: dict) -> None:
         """Everything before ``end`` is in the trail and the batch is committed."""
         cfg = self.opts.config
-        if not advance_slot(self._control(), cfg.slot, int(end["lsn"])):
+        conn = self._control()
+        if not advance_slot(conn, cfg.slot, int(end["lsn"])):
             log.info("slot %s busy; it moves at the next batch", cfg.slot)
+            return
+        self._snapshot_if_behind(conn)
+
+    def _snapshot_if_behind(self, conn: psycopg.Connection[Any]) -> None:
+        """Log a running-transactions snapshot when the slot's restart point lags far
+        behind its confirmed point, so the next advance can move it.
+
+        Why: every batch's read decodes from the restart point; PostgreSQL moves it only
+        past such a snapshot, which the background writer logs every 15 s.  Under a heavy
+        load each batch would re-decode up to 15 s of WAL (hundreds of MB) before its own.
+        ``pg_log_standby_snapshot()`` (PostgreSQL 16+) logs one now; without the privilege
+        or the function this is skipped for the rest of the run."""
+        if self._no_snapshot:
+            return
+        cfg = self.opts.config
+        restart, confirmed, _ = slot_state(conn, cfg.slot)
+        if confirmed - restart < RESTART_LAG_BYTES:
+            return
+        try:
+            conn.execute("SELECT pg_log_standby_snapshot()")
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:
+            self._no_snapshot = True
+            log.info("slot %s: cannot log a standby snapshot (%s); its restart point moves "
+                     "with the server's own every 15 s", cfg.slot, exc)
 
     def stop(self) -> None:
         if self._conn is not None:
