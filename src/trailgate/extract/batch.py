@@ -29,12 +29,10 @@ from typing import Any
 
 from trailgate.spark.pg_source import SourceOptions, read_partition
 from trailgate.spark.trail_sink import (
-    MESSAGE_SCHEMA,
     SinkOptions,
     commit_checkpoint,
-    message_of,
     write_change_batches,
-    write_task,
+    write_in_task,
 )
 
 __all__ = ["DRIVER_MAX_BYTES", "DRIVER_MAX_BYTES_CONF", "ExtractBatch", "lsn_range"]
@@ -93,7 +91,6 @@ class ExtractBatch:
                     self.sink, read_partition(self.source(), rng[0], rng[1])))
             self.driver_batches += 1
         else:
-            rows = df.mapInArrow(write_task(self.sink), MESSAGE_SCHEMA).collect()
-            messages = [message_of(r["message"]) for r in rows]
+            messages = write_in_task(df, self.sink)
             self.task_batches += 1
         commit_checkpoint(self.sink, messages)

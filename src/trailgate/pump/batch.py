@@ -21,12 +21,10 @@ from typing import Any
 from trailgate.replicat.batch_range import batch_range
 from trailgate.replicat.rows import Router, read_change_rows
 from trailgate.spark.trail_sink import (
-    MESSAGE_SCHEMA,
     SinkOptions,
     commit_checkpoint,
-    message_of,
     write_change_batches,
-    write_task,
+    write_in_task,
 )
 
 __all__ = ["PumpBatch"]
@@ -54,7 +52,6 @@ class PumpBatch:
                     self.sink, read_change_rows(self.source, lower, upper, router=self.router)))
             self.driver_batches += 1
         else:
-            rows = df.coalesce(1).mapInArrow(write_task(self.sink), MESSAGE_SCHEMA).collect()
-            messages = [message_of(r["message"]) for r in rows]
+            messages = write_in_task(df, self.sink)
             self.task_batches += 1
         commit_checkpoint(self.sink, messages)

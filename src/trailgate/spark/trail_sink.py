@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MESSAGE_SCHEMA", "SinkOptions", "TrailCommitMessage", "TrailDataSource",
            "TrailStreamWriter", "commit_checkpoint", "message_json", "message_of",
-           "write_change_batches", "write_task"]
+           "write_change_batches", "write_in_task", "write_task"]
 
 _STAT_KIND = {
     OpType.INSERT: "insert", OpType.UPDATE: "update", OpType.FIELD_COMP: "update",
@@ -308,6 +308,13 @@ def write_task(opts: SinkOptions) -> Callable[[Iterator[pa.RecordBatch]],
         yield pyarrow.RecordBatch.from_pydict({"message": [message_json(msg)]})
 
     return write
+
+
+def write_in_task(df: Any, opts: SinkOptions) -> list[TrailCommitMessage]:
+    """Run the writer over ``df``'s change rows in one Spark task (a ``foreachBatch``
+    caller's large or first batch); the commit messages, for :func:`commit_checkpoint`."""
+    rows = df.coalesce(1).mapInArrow(write_task(opts), MESSAGE_SCHEMA).collect()
+    return [message_of(r["message"]) for r in rows]
 
 
 class TrailStreamWriter(DataSourceStreamArrowWriter):
