@@ -131,3 +131,17 @@ def test_converters_equal_text_from_trail(source_type: str, kind: ColumnKind) ->
         except UnicodeDecodeError:
             got = UnicodeDecodeError
         assert got == want, value
+
+
+@pytest.mark.parametrize("source_type,kind,name", [
+    ("integer", K.NUMBER, "ascii"), ("boolean", K.NUMBER, "bool"), ("text", K.VARCHAR2, "utf8"),
+    ("bytea", K.RAW, "raw"), ("date", K.DATE, "date"),
+    ("timestamp without time zone", K.TIMESTAMP, "timestamp"),
+    ("timestamp with time zone", K.TIMESTAMP, "timestamptz"),
+    ("DATE", K.DATE, None), ("NUMBER(8,2)", K.NUMBER, "utf8"),
+])
+def test_converter_names(source_type: str, kind: ColumnKind, name: str | None) -> None:
+    """What the C set planner is told a column's conversion is."""
+    from trailgate.apply.values import converter_name
+
+    assert converter_name(text_converter(Column("c", 0, kind, source_type))) == name

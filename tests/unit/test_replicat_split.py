@@ -12,9 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from replicat_support import TABLES, Increments
 
 from trailgate.model import Change, OpType, TrailPosition, Transaction
-from trailgate.replicat.batch_range import batch_range, logged_end
 from trailgate.replicat.rows import Router
 from trailgate.replicat.split import key_partitions, scan_hint_file, write_scan_hint
+from trailgate.spark.offset_log import batch_range, logged_end
 from trailgate.spark.trail_offsets import scan_boundary
 from trailgate.trail import TrailWriter
 
@@ -40,6 +40,20 @@ def test_batch_range_from_the_offset_log(tmp_path: Path) -> None:
     (tmp_path / "offsets" / "5").write_text("v2\nwhatever\n{}")
     assert [logged_end(tmp_path, b) for b in (3, 4, 5)] == [None, None, None]
     assert batch_range(tmp_path, 4, start) is None
+
+
+def test_extract_lsn_range_from_the_offset_log(tmp_path: Path) -> None:
+    from trailgate.extract.batch import lsn_range
+
+    for batch, offset in enumerate(['{"lsn": 100}', '{"lsn": 250}', '{"lsn": 250}',
+                                    '{"lsn": 9}', '{"seqno": 0, "rba": 1}']):
+        _log(tmp_path, batch, offset)
+    assert lsn_range(tmp_path, 0) is None  # the first batch: its start is the source's
+    assert lsn_range(tmp_path, 1) == (100, 250)
+    assert lsn_range(tmp_path, 2) == (250, 250)
+    assert lsn_range(tmp_path, 3) is None  # going backwards: not a log this code knows
+    assert lsn_range(tmp_path, 4) is None  # not an LSN offset
+    assert lsn_range(tmp_path, 6) is None  # not logged
 
 
 def test_key_partitions_are_recorded_and_kept_for_a_replay(tmp_path: Path) -> None:

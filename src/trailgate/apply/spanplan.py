@@ -17,21 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from trailgate.apply.mapping import TableMapping
 from trailgate.apply.setplan import CopyRows, SetPlan
-from trailgate.apply.values import _ascii, _bool, _pg_datetime, _raw, _utf8
+from trailgate.apply.values import converter_name
 from trailgate.model import ColumnKind, TableDef
 from trailgate.trail._accel import load_optional
 
 __all__ = ["SpanResult", "available", "plan_span", "table_spec"]
 
 _FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
-_CONV_UTF8, _CONV_ASCII, _CONV_BOOL, _CONV_RAW, _CONV_DATE, _CONV_TS, _CONV_TSTZ = range(7)
-_SIMPLE = {id(_utf8): _CONV_UTF8, id(_ascii): _CONV_ASCII, id(_bool): _CONV_BOOL,
-           id(_raw): _CONV_RAW}
+#: ``_spanplan.c``'s converter codes (its CONV_* enum, in order).
+_CODES = {name: code for code, name in enumerate(
+    ("utf8", "ascii", "bool", "raw", "date", "timestamp", "timestamptz"))}
 
 
 _module = load_optional("trailgate.apply._spanplan")
@@ -41,15 +40,8 @@ available = _module is not None
 
 def _code(convert: Callable[[bytes], str]) -> int | None:
     """The C converter doing what ``convert`` (one of values.text_converter's) does."""
-    code = _SIMPLE.get(id(convert))
-    if code is not None:
-        return code
-    if isinstance(convert, partial) and convert.func is _pg_datetime and not convert.args:
-        date, tz = convert.keywords.get("date"), convert.keywords.get("tz")
-        if date:
-            return _CONV_DATE
-        return _CONV_TSTZ if tz else _CONV_TS
-    return None
+    name = converter_name(convert)
+    return None if name is None else _CODES.get(name)
 
 
 def table_spec(spec_id: int, mapping: TableMapping, source: TableDef) -> tuple[Any, ...] | None:

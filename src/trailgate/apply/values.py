@@ -20,7 +20,7 @@ from functools import partial
 from trailgate.capture.postgres.types import classify, pg_text_from_trail
 from trailgate.model import Column, ColumnKind, unix_micros_from_julian
 
-__all__ = ["julian_to_text", "text_converter", "text_from_trail"]
+__all__ = ["converter_name", "julian_to_text", "text_converter", "text_from_trail"]
 
 _TRAIL_TS = re.compile(rb"^(\d{4}-\d{2}-\d{2}):(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -66,6 +66,10 @@ def _pg_datetime(value: bytes, date: bool, tz: bool) -> str:
     return (text + b"+00" if tz else text).decode("ascii")
 
 
+_NAMES: dict[Callable[[bytes], str], str] = {_utf8: "utf8", _ascii: "ascii", _bool: "bool",
+                                             _raw: "raw"}
+
+
 def text_converter(column: Column) -> Callable[[bytes], str]:
     """``text_from_trail`` for one column, decided once: a function of a non-NULL value.
 
@@ -88,6 +92,20 @@ def text_converter(column: Column) -> Callable[[bytes], str]:
     if kind in (ColumnKind.DATE, ColumnKind.TIMESTAMP):
         return partial(_by_kind, kind=kind)
     return _utf8
+
+
+def converter_name(convert: Callable[[bytes], str]) -> str | None:
+    """Which of :func:`text_converter`'s conversions ``convert`` is: ``utf8``, ``ascii``,
+    ``bool``, ``raw``, ``date``, ``timestamp`` or ``timestamptz`` (PostgreSQL-sourced
+    columns), None for any other (Oracle kinds) — so another implementation (the C set
+    planner) can do the same conversion."""
+    name = _NAMES.get(convert)
+    if name is None and isinstance(convert, partial) and convert.func is _pg_datetime \
+            and not convert.args:
+        if convert.keywords.get("date"):
+            return "date"
+        return "timestamptz" if convert.keywords.get("tz") else "timestamp"
+    return name
 
 
 def _by_kind(value: bytes, kind: ColumnKind) -> str:

@@ -13,7 +13,7 @@ Spark still drives the stream: the source's offsets (the server's flushed WAL po
 ``maxWalBytesPerTrigger``), the trigger, its offset log and commit log, and the source's
 ``commit``, which moves the slot only after the batch is committed.  Batch *b*'s range is
 ``[end of b-1, end of b)`` from the offset log Spark writes before it runs *b*
-(:func:`~trailgate.replicat.batch_range.logged_end`); the query's first batch, whose
+(:mod:`~trailgate.spark.offset_log`); the query's first batch, whose
 start only the source knows, and a range of more than ``driverMaxBytes`` of WAL (``SPARK
 CONF trailgate.extract.driverMaxBytes``, default 64 MB) go through a Spark task that runs
 the same writer (``mapInArrow``).  Either way the writer skips transactions the trail
@@ -23,10 +23,10 @@ written once the trail is durable, before Spark commits the batch.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from trailgate.spark.offset_log import logged_offset
 from trailgate.spark.pg_source import SourceOptions, read_partition
 from trailgate.spark.trail_sink import (
     SinkOptions,
@@ -44,12 +44,10 @@ DRIVER_MAX_BYTES = 64 << 20
 
 
 def _logged_lsn(spark_dir: Path, batch_id: int) -> int | None:
+    offset = logged_offset(spark_dir, batch_id)
     try:
-        lines = (spark_dir / "offsets" / str(batch_id)).read_text("utf-8").splitlines()
-        if len(lines) != 3 or lines[0] != "v1":
-            return None
-        return int(json.loads(lines[2])["lsn"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return None if offset is None else int(offset["lsn"])
+    except (KeyError, TypeError, ValueError):
         return None
 
 

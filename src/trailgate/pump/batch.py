@@ -6,7 +6,7 @@ Why: as for the Extract (:mod:`trailgate.extract.batch`), a Spark job per micro-
 ``trailchanges`` source's task, its rows through the JVM to the sink's writer task — cost
 far more than moving a few hundred records.  Batch *b*'s range is ``[end of b-1, end of b)``
 from the offset log Spark writes before running it
-(:func:`~trailgate.replicat.batch_range.batch_range`); the driver reads it with the source's
+(:func:`~trailgate.spark.offset_log.batch_range`); the driver reads it with the source's
 own function (:func:`~trailgate.replicat.rows.read_change_rows`, the TABLE rules applied)
 and hands the rows to the sink's writer and commit.  The writer skips transactions the
 output already holds, so a replay appends nothing twice; the group checkpoint is written
@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trailgate.replicat.batch_range import batch_range
 from trailgate.replicat.rows import Router, read_change_rows
+from trailgate.spark.offset_log import batch_range
 from trailgate.spark.trail_sink import (
     SinkOptions,
     commit_checkpoint,

@@ -35,7 +35,6 @@ from trailgate.checkpoint import Checkpoint, TableStats, atomic_write_text
 from trailgate.errors import TrailgateError
 from trailgate.home import Home
 from trailgate.model import OpType, TrailPosition
-from trailgate.replicat.batch_range import batch_range
 from trailgate.replicat.batch_rows import BatchSummary, TaskRows, read_task_rows, trail_changes
 from trailgate.replicat.config import ReplicatConfig
 from trailgate.replicat.rows import Router
@@ -50,6 +49,7 @@ from trailgate.replicat.worker import (
     pg_apply_task,
 )
 from trailgate.spark.change_rows import OP_POSITION
+from trailgate.spark.offset_log import batch_range
 
 __all__ = ["BatchApplier", "batch_base", "plan_file", "split_file"]
 
@@ -93,7 +93,7 @@ class BatchApplier:
 
     ``spark_dir`` (the query's checkpoint location) and ``start`` (its
     ``startingPosition``) let a small PostgreSQL batch be read and applied on the driver
-    (:mod:`~trailgate.replicat.batch_range`); without them every batch goes through Spark.
+    (:mod:`~trailgate.spark.offset_log`); without them every batch goes through Spark.
     """
 
     def __init__(self, cfg: ReplicatConfig, partitions: int, *, base: int = 0,

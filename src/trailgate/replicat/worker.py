@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from trailgate.apply.discard import DiscardWriter
 from trailgate.apply.postgres import PgApplier
+from trailgate.apply.records import ApplyResult
 from trailgate.errors import TrailgateError
 from trailgate.model import TrailPosition
 from trailgate.replicat.batch_rows import TaskRows
@@ -95,20 +96,14 @@ def apply_task_rows(cfg: Any, batch_id: int, task: TaskRows) -> dict[str, list[A
     """Apply the key partitions a task's rows hold; the result rows (``RESULT_SCHEMA``
     columns): counts per key partition and target, a skipped partition, the position rows.
     Used by the Spark task and, for a batch of one key partition, by the driver."""
-    rows: dict[str, list[Any]] = {name: [] for name in RESULT_SCHEMA.names}
+    results: list[tuple[int, ApplyResult]] = []
     if task.changes:
         applier = _applier(cfg)
         for p in sorted(task.changes):
             changes = task.changes[p]
-            result = applier.apply_partition(batch_id, p, changes,
-                                             task.definitions.for_changes(changes))
-            if result.skipped:
-                _row(rows, p, True, "", None)
-            for target, counts in result.counts.items():
-                _row(rows, p, False, target, counts.as_dict())
-    for text in task.positions:
-        _row(rows, -1, False, "", None, text)
-    return rows
+            results.append((p, applier.apply_partition(batch_id, p, changes,
+                                                        task.definitions.for_changes(changes))))
+    return _result_rows(results, task.positions)
 
 
 def apply_span_rows(cfg: Any, batch_id: int, lower: TrailPosition, upper: TrailPosition,
@@ -120,13 +115,21 @@ def apply_span_rows(cfg: Any, batch_id: int, lower: TrailPosition, upper: TrailP
     if done is None:
         return None
     result, position = done
+    return _result_rows([] if result is None else [(0, result)], [position])
+
+
+def _result_rows(results: list[tuple[int, ApplyResult]], positions: list[str]
+                 ) -> dict[str, list[Any]]:
+    """The result rows (``RESULT_SCHEMA`` columns) of applied key partitions: a skipped
+    partition, counts per partition and target, then the position rows."""
     rows: dict[str, list[Any]] = {name: [] for name in RESULT_SCHEMA.names}
-    if result is not None:
+    for p, result in results:
         if result.skipped:
-            _row(rows, 0, True, "", None)
+            _row(rows, p, True, "", None)
         for target, counts in result.counts.items():
-            _row(rows, 0, False, target, counts.as_dict())
-    _row(rows, -1, False, "", None, position)
+            _row(rows, p, False, target, counts.as_dict())
+    for text in positions:
+        _row(rows, -1, False, "", None, text)
     return rows
 
 

@@ -1,0 +1,60 @@
+"""Which range a micro-batch covers, from Spark's own offset log.
+
+Why: the groups run most micro-batches on the driver (a Spark job costs several times more
+than a few thousand rows: the Replicat's apply, the Extract's and the Pump's trail writes),
+and the driver needs the batch's ``[start, end)`` to read it.  Spark writes each batch's
+end offset to ``<checkpoint>/offsets/<batch id>`` before it runs the batch (its write-ahead
+log: a replay after a crash reads the same file), and a batch starts where the one before
+it ended — or, for the query's first batch, at the source's initial offset.
+
+The log's format (``v1``, a metadata line, then one offset line per source, ``-`` for
+none) is Spark's since 2.x.  Anything unexpected gives None, and the batch then goes
+through Spark as any other.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from trailgate.model import TrailPosition
+from trailgate.spark.trail_offsets import position_of
+
+__all__ = ["batch_range", "logged_end", "logged_offset"]
+
+
+def logged_offset(spark_dir: str | Path, batch_id: int) -> dict[str, Any] | None:
+    """The end offset (one source's JSON) Spark's offset log holds for ``batch_id``, or
+    None."""
+    try:
+        lines = (Path(spark_dir) / "offsets" / str(batch_id)).read_text("utf-8").splitlines()
+    except OSError:
+        return None
+    if len(lines) != 3 or lines[0] != "v1" or lines[2].strip() in ("", "-"):
+        return None
+    try:
+        offset = json.loads(lines[2])
+    except ValueError:
+        return None
+    return offset if isinstance(offset, dict) else None
+
+
+def logged_end(spark_dir: str | Path, batch_id: int) -> TrailPosition | None:
+    """The trail position a trail source's batch ``batch_id`` ends at, or None."""
+    offset = logged_offset(spark_dir, batch_id)
+    try:
+        return None if offset is None else position_of(offset)
+    except ValueError:
+        return None
+
+
+def batch_range(spark_dir: str | Path, batch_id: int, initial: TrailPosition | None
+                ) -> tuple[TrailPosition, TrailPosition] | None:
+    """``(start, end)`` of a trail source's Spark batch ``batch_id``, or None if the log
+    does not say."""
+    end = logged_end(spark_dir, batch_id)
+    start = initial if batch_id == 0 else logged_end(spark_dir, batch_id - 1)
+    if end is None or start is None or start > end:
+        return None
+    return start, end
