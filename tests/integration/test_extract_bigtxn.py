@@ -24,10 +24,29 @@ pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
+def _role(pid: int, root: int) -> str:
+    """What a process is, from its executable and command line.
+
+    Not from its name: a child the JVM is spawning (posix_spawn, Hadoop's shell commands)
+    shares the JVM's memory until it execs and is named after the JVM thread that spawned it,
+    so by name it looked like a Python worker the size of the JVM."""
+    if pid == root:
+        return "driver"
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "other"
+    if Path(exe).name == "java":
+        return "jvm"
+    if b"pyspark" in cmdline:
+        return "python worker"
+    return "other"
+
+
 def _tree(root: int) -> dict[int, str]:
     """pid -> role for ``root`` and its descendants."""
     children: dict[int, list[int]] = defaultdict(list)
-    names: dict[int, str] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -37,13 +56,10 @@ def _tree(root: int) -> dict[int, str]:
             continue
         rest = stat[stat.rindex(")") + 2:].split()
         children[int(rest[1])].append(int(entry))
-        names[int(entry)] = stat[stat.index("(") + 1:stat.rindex(")")]
     out, todo = {}, [root]
     while todo:
         pid = todo.pop()
-        role = "driver" if pid == root else ("jvm" if names.get(pid) == "java"
-                                             else "python worker")
-        out[pid] = role
+        out[pid] = _role(pid, root)
         todo.extend(children.get(pid, []))
     return out
 
