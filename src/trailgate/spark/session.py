@@ -38,6 +38,7 @@ logger.repl.level = error
 """
 
 _registered: set[int] = set()
+_CLASS_PATH = "spark.driver.extraClassPath"
 
 
 def _spark_dir(work_dir: str | Path | None) -> Path:
@@ -84,8 +85,9 @@ def get_spark(
     """The process's SparkSession (created on first call) with the ``trail`` source registered.
 
     ``master`` defaults to ``local[2]`` (or ``$TRAILGATE_SPARK_MASTER``); ``conf`` overrides
-    the defaults; ``work_dir`` (or ``$TRAILGATE_SPARK_DIR``) holds the warehouse and scratch
-    files.  Settings only take effect when the session is first created.
+    the defaults (a local master also gets :mod:`~trailgate.spark.local_fs`'s filesystem);
+    ``work_dir`` (or ``$TRAILGATE_SPARK_DIR``) holds the warehouse and scratch files.
+    Settings only take effect when the session is first created.
 
     ``own_session`` starts the JVM in its own process session (a foreground group process):
     Ctrl-C in the terminal then reaches only the group, which stops cleanly, rather than
@@ -100,11 +102,17 @@ def get_spark(
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     from pyspark.sql import SparkSession
 
+    from trailgate.spark.local_fs import local_fs_settings
     from trailgate.spark.trail_sink import TrailDataSource  # the trail source, plus the sink
 
-    settings = _defaults(_spark_dir(work_dir))
-    settings.update(conf or {})
     master = master or os.environ.get("TRAILGATE_SPARK_MASTER", "local[2]")
+    settings = _defaults(_spark_dir(work_dir))
+    fs = local_fs_settings(master)
+    settings.update(fs)
+    for key, value in (conf or {}).items():
+        if key == _CLASS_PATH and key in fs:  # the user's entries, and the classes' jar
+            value = os.pathsep.join([value, fs[key]])
+        settings[key] = value
     if own_session:
         _launch_own_session(app_name, master, settings, inherit_fds)
     builder = SparkSession.builder.appName(app_name).master(master)
