@@ -5,6 +5,7 @@ permissions, file status, symlinks, missing files, listings, FileContext's atomi
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
 import stat
@@ -123,14 +124,21 @@ def test_streaming_checkpoint_round_trip(spark, tmp_path):
     assert (ck / "offsets" / "1").is_file() and (ck / "commits" / ".1.crc").is_file()
 
 
-def test_build_is_cached_and_optional(tmp_path):
+def test_build_is_cached_and_optional(tmp_path, caplog):
     built = local_fs.jar(cache=tmp_path / "cache")
     assert built is not None and built.parent == tmp_path / "cache"
     mtime = built.stat().st_mtime_ns
     assert local_fs.jar(cache=tmp_path / "cache") == built
     assert built.stat().st_mtime_ns == mtime  # not compiled again
     assert local_fs.jar(cache=tmp_path / "none", javac=str(tmp_path / "no-javac")) is None
-    assert not list((tmp_path / "cache").glob(".build-*"))  # no leftovers
+    failing = tmp_path / "javac"
+    failing.write_text("#!/bin/sh\necho 'error: no compiler here' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    with caplog.at_level(logging.INFO, logger="trailgate.spark"):
+        assert local_fs.jar(cache=tmp_path / "failed", javac=str(failing)) is None
+    assert "error: no compiler here" in caplog.text
+    for cache in ("cache", "failed"):
+        assert not list((tmp_path / cache).glob(".build-*"))  # no leftovers
 
 
 def test_only_for_local_masters():

@@ -16,7 +16,9 @@ in a parameter file overrides the choice.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
@@ -30,6 +32,7 @@ FS_CLASS = "trailgate.hadoop.NioChecksumFileSystem"
 FS_CONTEXT_CLASS = "trailgate.hadoop.NioLocalFs"
 _SOURCES = Path(__file__).with_name("java")
 _COMPILE_TIMEOUT = 180
+log = logging.getLogger("trailgate.spark")
 
 
 def _javac() -> str | None:
@@ -80,15 +83,26 @@ def jar(cache: Path | None = None, javac: str | None = None) -> Path | None:
                  *map(str, sources)],
                 capture_output=True, timeout=_COMPILE_TIMEOUT, check=False)
             if done.returncode != 0:
+                lines = done.stderr.decode(errors="replace").strip().splitlines()
+                log.info("%s could not compile %s (%s); Spark uses Hadoop's local "
+                         "filesystem", javac, _SOURCES, lines[0] if lines else "no message")
                 return None
             staged = Path(tmp) / target.name
             with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as zf:
                 for path in sorted(classes.rglob("*.class")):
                     zf.write(path, path.relative_to(classes).as_posix())
             os.replace(staged, target)  # several processes may build at once: last one wins
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.info("could not build %s (%s); Spark uses Hadoop's local filesystem", target, exc)
         return None
     return target
+
+
+@functools.cache
+def _process_jar() -> Path | None:
+    """:func:`jar` once per process: a session may be asked for many times, and a build
+    that failed is not tried again on each."""
+    return jar()
 
 
 def local_fs_settings(master: str) -> dict[str, str]:
@@ -96,7 +110,7 @@ def local_fs_settings(master: str) -> dict[str, str]:
     executors would not find the jar) and only when the jar can be had."""
     if not master.startswith("local"):
         return {}
-    path = jar()
+    path = _process_jar()
     if path is None:
         return {}
     return {
