@@ -1,10 +1,11 @@
 """Where an Extract micro-batch runs: on the driver, or in a Spark task for the first batch and
-a large range — and both write the same trail.
+a large range — and how the driver reads the slot: all write the same trail.
 
-Two Extract groups read the same history (two slots created before the workload) in
-micro-batches of at most 64 kB of WAL: one with the default threshold (every batch after the
-first on the driver), one with ``driverMaxBytes=0`` (every batch in a Spark task).  Their
-trails must hold the same records after the file headers."""
+Three Extract groups read the same history (three slots created before the workload) in
+micro-batches of at most 64 kB of WAL: one with the defaults (every batch after the first on
+the driver, which streams the slot over the replication protocol), one whose driver reads
+the slot with SQL (``streaming=false``), one with ``driverMaxBytes=0`` (every batch in a
+Spark task).  Their trails must hold the same records after the file headers."""
 
 from __future__ import annotations
 
@@ -26,24 +27,29 @@ def test_driver_and_task_batches_write_the_same_trail(spark, pg_db, tmp_path, mo
         _schema(conn)
     homes = {name: make_home(tmp_path / name, pg_db, name, PARAMS + extra, megabytes=500)
              for name, extra in (("DRV", ""),
+                                 ("SQL", "\nSPARK CONF trailgate.extract.streaming=false"),
                                  ("TSK", "\nSPARK CONF trailgate.extract.driverMaxBytes=0"))}
     _workload_one(pg_db)
     _workload_two(pg_db)
-    where: dict[str, tuple[int, int]] = {}
+    where: dict[str, tuple[int, int, int]] = {}
     original = extract_batch.ExtractBatch.__call__
 
     def counting(self, df, batch_id):
         original(self, df, batch_id)
-        where[self.sink.group] = (self.driver_batches, self.task_batches)
+        where[self.sink.group] = (self.driver_batches, self.task_batches,
+                                  self.streams_opened)
 
     monkeypatch.setattr(extract_batch.ExtractBatch, "__call__", counting)
     for name, home in homes.items():
         assert run_extract_group(home, name, RunOptions(once=True, max_wal_bytes=64 << 10),
                                  spark=spark) == 0
-    drv, tsk = (homes[n].dirdat / "aa" for n in ("DRV", "TSK"))
-    # the first batch only in a task; with driverMaxBytes=0 every batch in one (the two
-    # slots start a little apart, so background WAL may make their batch counts differ)
+    drv, sql, tsk = (homes[n].dirdat / "aa" for n in ("DRV", "SQL", "TSK"))
+    # the first batch only in a task; with driverMaxBytes=0 every batch in one (the slots
+    # start a little apart, so background WAL may make their batch counts differ)
     assert where["DRV"][0] >= 3 and where["DRV"][1] == 1
+    assert where["DRV"][2] == 1  # one stream for every driver batch
+    assert where["SQL"][0] >= 3 and where["SQL"][1] == 1 and where["SQL"][2] == 0
     assert where["TSK"][0] == 0 and where["TSK"][1] >= 4
     assert len(trail_transactions(drv)) > 20
     assert record_bytes(drv) == record_bytes(tsk)
+    assert record_bytes(sql) == record_bytes(tsk)

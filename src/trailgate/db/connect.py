@@ -26,8 +26,10 @@ __all__ = [
     "Credential",
     "CredentialStore",
     "connect",
+    "connect_failure",
     "describe",
     "login_conninfo",
+    "session_conninfo",
 ]
 
 DEFAULT_CONNECT_TIMEOUT = 5
@@ -51,6 +53,21 @@ def connect(conninfo: str, *, autocommit: bool = True,
             timeout: int = DEFAULT_CONNECT_TIMEOUT, application_name: str = "trailgate",
             settings: dict[str, str] | None = None) -> psycopg.Connection[Any]:
     """Open a connection, or raise a ``SourceError`` that says what to check."""
+    full = session_conninfo(conninfo, timeout=timeout, application_name=application_name,
+                            settings=settings)
+    try:
+        return psycopg.connect(full, autocommit=autocommit)
+    except psycopg.OperationalError as exc:
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise connect_failure(conninfo, reason) from None
+
+
+def session_conninfo(conninfo: str, *, timeout: int = DEFAULT_CONNECT_TIMEOUT,
+                     application_name: str = "trailgate",
+                     settings: dict[str, str] | None = None, **extra: str) -> str:
+    """``conninfo`` with a connect timeout, an application name and server settings
+    (``-c name=value`` options) unless it sets them itself; ``extra`` parameters override
+    (``replication="database"``)."""
     try:
         params = conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as exc:
@@ -60,14 +77,16 @@ def connect(conninfo: str, *, autocommit: bool = True,
     if settings:
         options = " ".join(f"-c {k}={v.replace(' ', '')}" for k, v in settings.items())
         params["options"] = f"{params.get('options', '')} {options}".strip()
-    try:
-        return psycopg.connect(make_conninfo(**params), autocommit=autocommit)
-    except psycopg.OperationalError as exc:
-        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise SourceError(
-            f"cannot connect to PostgreSQL {describe(conninfo)}: {reason}. Check that the "
-            "server is running and reachable, and the user, password and database "
-            "(DBLOGIN SOURCEDB/USERID or USERIDALIAS)") from None
+    params.update(extra)
+    return make_conninfo(**params)
+
+
+def connect_failure(conninfo: str, reason: str) -> SourceError:
+    """The error for a connection that could not be opened: what to check."""
+    return SourceError(
+        f"cannot connect to PostgreSQL {describe(conninfo)}: {reason}. Check that the "
+        "server is running and reachable, and the user, password and database "
+        "(DBLOGIN SOURCEDB/USERID or USERIDALIAS)")
 
 
 def login_conninfo(*, sourcedb: str | None = None, userid: str | None = None,

@@ -10,8 +10,7 @@ read_partition` and :func:`~trailgate.spark.trail_sink.write_change_batches` —
 process in a few milliseconds plus the work itself.
 
 Spark still drives the stream: the source's offsets (the server's flushed WAL position,
-``maxWalBytesPerTrigger``), the trigger, its offset log and commit log, and the source's
-``commit``, which moves the slot only after the batch is committed.  Batch *b*'s range is
+``maxWalBytesPerTrigger``), the trigger, its offset log and commit log.  Batch *b*'s range is
 ``[end of b-1, end of b)`` from the offset log Spark writes before it runs *b*
 (:mod:`~trailgate.spark.offset_log`); the query's first batch, whose
 start only the source knows, and a range of more than ``driverMaxBytes`` of WAL (``SPARK
@@ -19,6 +18,14 @@ CONF trailgate.extract.driverMaxBytes``, default 64 MB) go through a Spark task 
 the same writer (``mapInArrow``).  Either way the writer skips transactions the trail
 already holds, so a replay after a crash appends nothing twice; the group checkpoint is
 written once the trail is durable, before Spark commits the batch.
+
+On the driver the slot is streamed over the replication protocol
+(:class:`~trailgate.spark.pg_source.StreamedSlot`; ``SPARK CONF
+trailgate.extract.streaming=false`` reads it with SQL instead): the server decodes and sends
+transactions as they commit, between batches too, and the batch confirms its end to the
+server once the trail and the checkpoint are durable.  A batch that runs in a task first
+closes the stream (a streamed slot is busy).  With SQL reads, the source's ``commit`` moves
+the slot after Spark commits the batch.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from trailgate.spark.offset_log import logged_offset
-from trailgate.spark.pg_source import SourceOptions, read_partition
+from trailgate.spark.pg_source import SourceOptions, StreamedSlot, read_partition
 from trailgate.spark.trail_sink import (
     SinkOptions,
     commit_checkpoint,
@@ -35,12 +42,16 @@ from trailgate.spark.trail_sink import (
     write_in_task,
 )
 
-__all__ = ["DRIVER_MAX_BYTES", "DRIVER_MAX_BYTES_CONF", "ExtractBatch", "lsn_range"]
+__all__ = ["DRIVER_MAX_BYTES", "DRIVER_MAX_BYTES_CONF", "STREAMING_CONF", "ExtractBatch",
+           "lsn_range"]
 
 #: ``SPARK CONF trailgate.extract.driverMaxBytes=n``: the most WAL a batch read on the driver
 #: spans; a larger one is read by a Spark task.
 DRIVER_MAX_BYTES_CONF = "trailgate.extract.driverMaxBytes"
 DRIVER_MAX_BYTES = 64 << 20
+#: ``SPARK CONF trailgate.extract.streaming=false``: the driver reads the slot with SQL
+#: (``pg_logical_slot_peek_binary_changes``) instead of streaming it.
+STREAMING_CONF = "trailgate.extract.streaming"
 
 
 def _logged_lsn(spark_dir: Path, batch_id: int) -> int | None:
@@ -63,15 +74,18 @@ def lsn_range(spark_dir: Path, batch_id: int) -> tuple[int, int] | None:
 
 
 class ExtractBatch:
-    """Callable for ``foreachBatch``; counts where its batches ran (tests, reports)."""
+    """Callable for ``foreachBatch``; counts where its batches ran (tests, reports).
+    ``close`` when the query has stopped: it ends the driver's stream of the slot."""
 
     def __init__(self, source_options: dict[str, str], sink: SinkOptions, spark_dir: Path,
-                 driver_max_bytes: int = DRIVER_MAX_BYTES):
+                 driver_max_bytes: int = DRIVER_MAX_BYTES, *, streaming: bool = True):
         self.source_options = source_options
         self.sink = sink
         self.spark_dir = spark_dir
         self.driver_max_bytes = driver_max_bytes
+        self.streaming = streaming
         self._source: SourceOptions | None = None
+        self._slot: StreamedSlot | None = None
         self.driver_batches = 0
         self.task_batches = 0
 
@@ -80,15 +94,34 @@ class ExtractBatch:
             self._source = SourceOptions.parse(self.source_options)
         return self._source
 
+    def _streamed(self) -> StreamedSlot:
+        if self._slot is None:
+            self._slot = StreamedSlot(self.source())
+        return self._slot
+
     def __call__(self, df: Any, batch_id: int) -> None:
         rng = lsn_range(self.spark_dir, int(batch_id))
         if rng is not None and rng[1] - rng[0] <= self.driver_max_bytes:
+            start, end = rng
             messages = []
-            if rng[1] > rng[0]:
-                messages.append(write_change_batches(
-                    self.sink, read_partition(self.source(), rng[0], rng[1])))
+            if end > start:
+                rows = (self._streamed().read(start, end) if self.streaming
+                        else read_partition(self.source(), start, end))
+                messages.append(write_change_batches(self.sink, rows))
             self.driver_batches += 1
-        else:
-            messages = write_in_task(df, self.sink)
-            self.task_batches += 1
+            commit_checkpoint(self.sink, messages)
+            if self._slot is not None and end > start:
+                self._slot.confirm(end)
+            return
+        self.close()  # the task reads the slot itself
+        messages = write_in_task(df, self.sink)
+        self.task_batches += 1
         commit_checkpoint(self.sink, messages)
+
+    @property
+    def streams_opened(self) -> int:
+        return self._slot.opened if self._slot is not None else 0
+
+    def close(self) -> None:
+        if self._slot is not None:
+            self._slot.close()

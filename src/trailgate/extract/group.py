@@ -143,8 +143,14 @@ def _report_interval(cfg: ExtractConfig) -> float:
 
 
 def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
-                 stop_file: Path) -> Any:
-    from trailgate.extract.batch import DRIVER_MAX_BYTES, DRIVER_MAX_BYTES_CONF, ExtractBatch
+                 stop_file: Path) -> tuple[Any, Any]:
+    """The started query and its ``ExtractBatch`` (close it once the query stopped)."""
+    from trailgate.extract.batch import (
+        DRIVER_MAX_BYTES,
+        DRIVER_MAX_BYTES_CONF,
+        STREAMING_CONF,
+        ExtractBatch,
+    )
     from trailgate.spark.pg_source import PgCaptureDataSource
     from trailgate.spark.trail_sink import SinkOptions
 
@@ -164,8 +170,13 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     except ValueError:
         raise ConfigError(f"SPARK CONF {DRIVER_MAX_BYTES_CONF}: expected a number of bytes"
                           ) from None
+    streaming = cfg.params.spark.conf.get(STREAMING_CONF, "true").strip().lower()
+    if streaming not in ("true", "false"):
+        raise ConfigError(f"SPARK CONF {STREAMING_CONF}: expected true or false, not "
+                          f"{streaming!r}")
+    batch = ExtractBatch(source, sink, spark_dir, driver_max, streaming=streaming == "true")
     writer = (reader.load().writeStream
-              .foreachBatch(ExtractBatch(source, sink, spark_dir, driver_max))
+              .foreachBatch(batch)
               .option("checkpointLocation", str(spark_dir))
               .queryName(f"extract_{cfg.group.lower()}"))
     if opts.once:
@@ -173,7 +184,7 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     else:
         seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
         writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
-    return writer.start()
+    return writer.start(), batch
 
 
 def _watch(proc: GroupProcess, query: Any, cfg: ExtractConfig, opts: RunOptions,
@@ -257,11 +268,12 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
         if own:
             spark = proc.start_spark(cfg.params.spark.master,
                                      {**SPARK_DEFAULTS, **cfg.params.spark.conf})
+        batch = None
         try:
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"
             else:
-                query = _start_query(spark, cfg, opts, run_id, stop_file)
+                query, batch = _start_query(spark, cfg, opts, run_id, stop_file)
                 proc.started()
                 reason = _watch(proc, query, cfg, opts, stats, stop_file)
         except TrailgateError:
@@ -272,6 +284,8 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
             stop_file.unlink(missing_ok=True)
             if own:
                 stop_spark()
+            if batch is not None:
+                batch.close()  # after the query: no batch is reading the stream
         _finish(cfg, run_id)
         assert proc.report is not None
         proc.report.section("Run Time Statistics")

@@ -46,6 +46,7 @@ from trailgate.capture.postgres.capture import CapturedTransaction, PgCapture
 from trailgate.capture.postgres.changes import TransactionChanges
 from trailgate.capture.postgres.pgoutput import format_lsn
 from trailgate.capture.postgres.rows import EncodedRun, decode_row
+from trailgate.capture.postgres.walstream import BUFFER_BYTES, WalStream
 from trailgate.checkpoint import CheckpointStore
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
@@ -57,7 +58,8 @@ from trailgate.spark.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["PgCaptureDataSource", "PgCapturePartition", "PgCaptureStreamReader"]
+__all__ = ["PgCaptureDataSource", "PgCapturePartition", "PgCaptureStreamReader",
+           "StreamedSlot"]
 
 log = logging.getLogger("trailgate.extract")
 SLOT_WAIT_SECONDS = 60.0
@@ -239,30 +241,107 @@ def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = Tr
                     memory_limit_bytes=cfg.memory_limit_bytes,
                     encode_plan=emitter.encode_plan if emitter.fast else None,
                     connections=_adopt(key))
-    rows = ChangeRowBuilder()
-    read_time: str | None = None
     done = False
     try:
-        control = cap.control_connection()
-        wait_for_slot(control, cfg.slot)
-        for t in cap.read(start_after_lsn=start - 1, upto_lsn=end):
-            if t.csn >= end:
-                break
-            yield from emitter.emit(t, rows, opts.batch_rows)
-            read_time = _iso(t.transaction.commit_time)
-        restart, _, _ = slot_state(control, cfg.slot)
-        position: dict[str, Any] = {"lsn": end, "recovery": {"lsn": restart}}
-        if read_time is not None:
-            position["read_time"] = read_time
-        rows.add_position(position)
+        wait_for_slot(cap.control_connection(), cfg.slot)
+        yield from _batches(opts, cap, emitter, start, end)
         done = True
-        yield rows.take()
     finally:
         if done:
             pair = cap.hand_over()
             if pair is not None:
                 _idle_connections[key] = pair
         cap.close()
+
+
+def _batches(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int, end: int
+             ) -> Iterator[pa.RecordBatch]:
+    """``cap``'s transactions committed in ``[start, end)`` as Arrow batches of change
+    rows, the last one ending with the position row."""
+    rows = ChangeRowBuilder()
+    read_time: str | None = None
+    for t in cap.read(start_after_lsn=start - 1, upto_lsn=end):
+        if t.csn >= end:
+            break
+        yield from emitter.emit(t, rows, opts.batch_rows)
+        read_time = _iso(t.transaction.commit_time)
+    restart, _, _ = slot_state(cap.control_connection(), opts.config.slot)
+    position: dict[str, Any] = {"lsn": end, "recovery": {"lsn": restart}}
+    if read_time is not None:
+        position["read_time"] = read_time
+    rows.add_position(position)
+    yield rows.take()
+
+
+class StreamedSlot:
+    """The driver's read of a group's slot over the replication protocol, one stream for
+    many micro-batches (:mod:`trailgate.capture.postgres.walstream`).
+
+    ``read(start, end)`` gives what ``read_partition`` gives for the same range; the
+    stream is opened at the first read, and again whenever a read does not start where the
+    last one ended (a replay) or the last one failed.  ``confirm(end)`` once the batch is
+    durable moves the slot.  ``close`` before anything else reads the slot (a Spark task's
+    ``read_partition``): a streamed slot is busy.
+    """
+
+    def __init__(self, opts: SourceOptions, *, fast: bool = True,
+                 buffer_bytes: int = BUFFER_BYTES):
+        self.opts = opts
+        self.fast = fast
+        self.buffer_bytes = buffer_bytes
+        self._stream: WalStream | None = None
+        self._capture: PgCapture | None = None
+        self._emitter: _Emitter | None = None
+        self.opened = 0  # streams opened (tests, reports)
+
+    def _open(self, start: int) -> tuple[PgCapture, _Emitter]:
+        self.close()
+        cfg = self.opts.config
+        emitter = _Emitter(cfg, self.fast)
+        control = connect(cfg.conninfo,
+                          application_name=f"trailgate {cfg.slot} stream control")
+        try:
+            wait_for_slot(control, cfg.slot)
+            stream = WalStream(cfg.conninfo, cfg.slot, cfg.publication, start,
+                               buffer_bytes=self.buffer_bytes)
+        except BaseException:
+            control.close()
+            raise
+        cap = PgCapture(cfg.conninfo, cfg.slot, cfg.publication, spill_dir=cfg.spill_dir,
+                        memory_limit_bytes=cfg.memory_limit_bytes,
+                        encode_plan=emitter.encode_plan if emitter.fast else None,
+                        connections=(None, control), stream=stream)
+        self._stream, self._capture, self._emitter = stream, cap, emitter
+        self.opened += 1
+        return cap, emitter
+
+    def read(self, start: int, end: int) -> Iterator[pa.RecordBatch]:
+        """The rows of transactions committed in ``[start, end)``, then the position row."""
+        stream, cap, emitter = self._stream, self._capture, self._emitter
+        if (stream is None or cap is None or emitter is None or stream.closed
+                or stream.position != start):
+            cap, emitter = self._open(start)
+        cap.republish_tables()
+        done = False
+        try:
+            yield from _batches(self.opts, cap, emitter, start, end)
+            done = True
+        finally:
+            if not done:
+                self.close()
+
+    def confirm(self, end: int) -> None:
+        """Everything before ``end`` is durable in the trail."""
+        if self._capture is not None:
+            self._capture.acknowledge(end)
+
+    def close(self) -> None:
+        cap, stream = self._capture, self._stream
+        self._capture = self._stream = self._emitter = None
+        if cap is not None:
+            cap.close()
+        if stream is not None:
+            stream.close()
 
 
 #: Per Python worker process: the connections of the last finished read of each slot, for
@@ -357,7 +436,9 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         cfg = self.opts.config
         conn = self._control()
         if not advance_slot(conn, cfg.slot, int(end["lsn"])):
-            log.info("slot %s busy; it moves at the next batch", cfg.slot)
+            # a driver streaming the slot confirms through its stream; a peek still running
+            # finishes and the next batch's commit moves the slot
+            log.debug("slot %s busy; not advanced here", cfg.slot)
             return
         self._snapshot_if_behind(conn)
 

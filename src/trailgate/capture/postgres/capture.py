@@ -1,9 +1,11 @@
 """Committed transactions from a PostgreSQL logical replication slot (``pgoutput``).
 
-psycopg 3 has no replication protocol, so the slot is read with SQL:
+The slot is read one of two ways.  By default with SQL:
 ``pg_logical_slot_peek_binary_changes`` streamed in chunks (bounded client memory), and only
 moved on with ``pg_replication_slot_advance`` once the caller says the data is durable
-(``acknowledge``).  Until then a restart simply reads the same transactions again, and
+(``acknowledge``).  Or, given a ``WalStream`` (``stream=``), over the replication protocol:
+the messages come from the stream and an acknowledgement becomes its confirmed position.
+Either way, until then a restart simply reads the same transactions again, and
 ``start_after_lsn`` (the CSN of the last transaction already in the trail) drops them.
 
 ``pgoutput`` (streaming off) sends each transaction whole, at its commit, in commit order;
@@ -37,6 +39,7 @@ from trailgate.capture.postgres.rows import (
     julian_from_pg_micros,
 )
 from trailgate.capture.postgres.types import SESSION_SETTINGS, PgType, classify
+from trailgate.capture.postgres.walstream import WalStream
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
 from trailgate.model import (
@@ -103,7 +106,8 @@ class PgCapture:
                  spill_dir: str | os.PathLike[str] | None = None,
                  memory_limit_bytes: int = 64 * 1024 * 1024, chunk_rows: int = 1000,
                  encode_plan: EncodePlan | None = None,
-                 connections: tuple[Any, Any] | None = None):
+                 connections: tuple[Any, Any] | None = None,
+                 stream: WalStream | None = None):
         self.conninfo = conninfo
         self.slot = slot
         self.publication = publication
@@ -127,6 +131,7 @@ class PgCapture:
         self._previous: CapturedTransaction | None = None
         self._encode_plan = encode_plan if fastpath.available else None
         self._plans: dict[int, tuple[CapturedRelation, bytes | bool | None]] = {}
+        self._stream = stream
 
     # --- connections ------------------------------------------------------------------------
 
@@ -217,6 +222,9 @@ class PgCapture:
         self._marks = keep
         if target <= 0:
             return
+        if self._stream is not None:
+            self._stream.confirm(target)
+            return
         _, confirmed = self.slot_position()
         if target <= confirmed:
             return
@@ -269,6 +277,9 @@ class PgCapture:
         if start_after_lsn is not None:
             self._delivered_lsn = max(self._delivered_lsn, start_after_lsn)
         self._drop_previous()
+        if self._stream is not None:
+            yield from self._read_stream(self._stream, max_transactions, upto_lsn)
+            return
         conn = self._reader_conn()
         count = 0
         self._reading = True
@@ -315,6 +326,34 @@ class PgCapture:
             if (self._pending_ack or self._marks) and not conn.closed:
                 self._pending_ack = 0
                 self._advance()
+
+    def _read_stream(self, stream: WalStream, max_transactions: int | None,
+                     upto_lsn: int | None) -> Iterator[CapturedTransaction]:
+        if upto_lsn is None:
+            raise ValueError("PgCapture.read from a stream needs upto_lsn")
+        count = 0
+        self._reading = True
+        transactions = self._transactions(stream.messages(upto_lsn))
+        try:
+            for captured in transactions:
+                self._previous = captured
+                yield captured
+                count += 1
+                if max_transactions is not None and count >= max_transactions:
+                    break
+                self._drop_previous()
+        finally:
+            transactions.close()
+            self._reading = False
+            if self._pending_ack or self._marks:
+                self._pending_ack = 0
+                self._advance()
+
+    def republish_tables(self) -> None:
+        """Hand out each table's definition again with its next transaction, as a new
+        read of the slot would (a consumer that starts over, e.g. a new trail file, needs
+        them)."""
+        self._published.clear()
 
     def _drop_previous(self) -> None:
         prev, self._previous = self._previous, None

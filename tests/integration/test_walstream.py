@@ -1,0 +1,221 @@
+"""A slot streamed over the replication protocol (``WalStream``), against a real server: the
+same messages as the SQL peek, bounded by ``end`` between transactions, confirmations that
+move the slot, bounded read-ahead, and clear errors."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from trailgate.capture.postgres.capture import PgCapture
+from trailgate.capture.postgres.slots import add_extract
+from trailgate.capture.postgres.trandata import add_trandata
+from trailgate.capture.postgres.walstream import WalStream
+from trailgate.db.connect import connect
+from trailgate.errors import SourceError
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def src(pg_db: str) -> Iterator[psycopg.Connection[Any]]:
+    with connect(pg_db) as conn:
+        conn.execute("CREATE TABLE public.t (id int PRIMARY KEY, v text)")
+        add_trandata(conn, "public.t")
+        yield conn
+
+
+def _lsn(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _slot(conn: psycopg.Connection[Any]) -> tuple[str, str]:
+    source = add_extract(conn, conn.info.dbname.split("_")[0])
+    return source.slot, source.publication
+
+
+def _peek(conn: psycopg.Connection[Any], slot: str, pub: str, upto: int
+          ) -> list[tuple[int, bytes]]:
+    rows = conn.execute(
+        "SELECT (lsn - '0/0'::pg_lsn)::int8, data FROM pg_logical_slot_peek_binary_changes("
+        "%s, NULL, NULL, 'proto_version', '1', 'publication_names', %s, 'messages', 'true')",
+        (slot, f'"{pub}"')).fetchall()
+    return [(int(lsn), bytes(data)) for lsn, data in rows]
+
+
+def _commits(messages: list[tuple[int, bytes]]) -> list[int]:
+    return [int.from_bytes(d[2:10], "big") for _, d in messages if d[:1] == b"C"]
+
+
+def _confirmed(conn: psycopg.Connection[Any], slot: str) -> int:
+    row = conn.execute("SELECT (confirmed_flush_lsn - '0/0'::pg_lsn)::int8 FROM "
+                       "pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_same_messages_as_peek_split_between_transactions(src, pg_db) -> None:
+    slot, pub = _slot(src)
+    start = _lsn(src)
+    for n in range(6):
+        with src.transaction():
+            src.execute("INSERT INTO t SELECT g, 'v' FROM generate_series(%s::int, %s::int) g",
+                        (n * 100, n * 100 + 99))
+    src.execute("UPDATE t SET v = 'w' WHERE id % 7 = 0")
+    src.execute("DELETE FROM t WHERE id % 5 = 0")
+    end = _lsn(src)
+    peeked = _peek(src, slot, pub, end)
+    commits = _commits(peeked)
+    assert len(commits) == 8
+    middle = commits[3]  # a batch boundary right at a commit: that one goes to the second
+    with WalStream(pg_db, slot, pub, start) as stream:
+        first = list(stream.messages(middle))
+        assert stream.position == middle
+        second = list(stream.messages(end))
+        assert stream.position == end
+        assert list(stream.messages(end)) == []
+    assert _commits(first) == commits[:3]
+    assert _commits(second) == commits[3:]
+    # the same bytes; only a Relation message's LSN differs (the walsender sends 0)
+    got = first + second
+    assert [d for _, d in got] == [d for _, d in peeked]
+    assert [lsn for lsn, d in got if d[:1] != b"R"] == \
+        [lsn for lsn, d in peeked if d[:1] != b"R"]
+
+
+def test_waits_for_the_server_then_stops_at_an_idle_end(src, pg_db) -> None:
+    slot, pub = _slot(src)
+    start = _lsn(src)
+    with WalStream(pg_db, slot, pub, start) as stream:
+        # nothing committed: the end is reached through the server's keepalive
+        idle_end = _lsn(src)
+        t0 = time.monotonic()
+        assert list(stream.messages(idle_end)) == []
+        assert time.monotonic() - t0 < 5
+        holder: dict[str, int] = {}
+
+        def later() -> None:
+            time.sleep(0.5)
+            with connect(pg_db) as conn:
+                conn.execute("INSERT INTO t VALUES (1, 'late')")
+                holder["end"] = _lsn(conn)
+
+        writer = threading.Thread(target=later)
+        writer.start()
+        writer.join()
+        got = list(stream.messages(holder["end"]))
+        assert [d[:1] for _, d in got] == [b"B", b"R", b"I", b"C"]
+
+
+def test_confirm_moves_the_slot_and_a_new_stream_starts_there(src, pg_db) -> None:
+    slot, pub = _slot(src)
+    start = _lsn(src)
+    src.execute("INSERT INTO t VALUES (1, 'a')")
+    middle = _lsn(src)
+    src.execute("INSERT INTO t VALUES (2, 'b')")
+    end = _lsn(src)
+    with WalStream(pg_db, slot, pub, start) as stream:
+        assert len(_commits(list(stream.messages(middle)))) == 1
+        assert _confirmed(src, slot) < middle
+        stream.confirm(middle)
+        deadline = time.monotonic() + 10
+        while _confirmed(src, slot) < middle:
+            assert time.monotonic() < deadline, "the slot did not move"
+            time.sleep(0.05)
+    assert _confirmed(src, slot) == middle
+    # a new stream asked to start earlier starts at the confirmed position
+    with WalStream(pg_db, slot, pub, start) as stream:
+        got = list(stream.messages(end))
+    rows = [d for _, d in got if d[:1] == b"I"]
+    assert len(rows) == 1 and b"b" in rows[0]
+
+
+def test_read_ahead_is_bounded_and_loses_nothing(src, pg_db) -> None:
+    slot, pub = _slot(src)
+    start = _lsn(src)
+    for n in range(40):
+        src.execute("INSERT INTO t SELECT g, repeat('x', 200) "
+                    "FROM generate_series(%s::int, %s::int) g", (n * 500, n * 500 + 499))
+    end = _lsn(src)
+    limit = 256 << 10
+    with WalStream(pg_db, slot, pub, start, buffer_bytes=limit) as stream:
+        time.sleep(1.0)  # the reader fills its buffer and stops
+        assert stream._buffered < limit + 5000 * 400
+        peak = 0
+        inserts = 0
+        for _, data in stream.messages(end):
+            peak = max(peak, stream._buffered)
+            inserts += data[:1] == b"I"
+    assert inserts == 20_000
+    assert peak < limit + 5000 * 400  # at most one drained chunk past the limit
+
+
+def test_pgcapture_reads_and_acknowledges_through_a_stream(src, pg_db, tmp_path) -> None:
+    slot, pub = _slot(src)
+    start = _lsn(src)
+    src.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    src.execute("UPDATE t SET v = 'c' WHERE id = 2")
+    end = _lsn(src)
+    with WalStream(pg_db, slot, pub, start) as stream:
+        cap = PgCapture(pg_db, slot, pub, spill_dir=tmp_path, stream=stream)
+        try:
+            txns = []
+            for t in cap.read(start_after_lsn=start - 1, upto_lsn=end):
+                txns.append([(c.op.name, c.after) for c in t.transaction.changes])
+            assert [len(t) for t in txns] == [2, 1]
+            assert txns[1][0][1] == {0: b"2", 1: b"c"}
+            cap.acknowledge(end)
+            deadline = time.monotonic() + 10
+            while _confirmed(src, slot) < end:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        finally:
+            cap.close()
+
+
+def test_a_missing_slot_and_a_busy_slot(src, pg_db) -> None:
+    slot, pub = _slot(src)
+    with pytest.raises(SourceError, match=r"does not exist.*ADD EXTRACT"):
+        WalStream(pg_db, "no_such_slot", pub, 0)
+    start = _lsn(src)
+    src.execute("INSERT INTO t VALUES (1, 'a')")
+    end = _lsn(src)
+    with WalStream(pg_db, slot, pub, start) as stream:
+        t0 = time.monotonic()
+        with pytest.raises(SourceError, match="in use by another process"):
+            WalStream(pg_db, slot, pub, start, slot_wait=1.0)
+        assert time.monotonic() - t0 < 10
+        assert len(_commits(list(stream.messages(end)))) == 1
+
+
+def test_a_dropped_connection_is_an_error_not_a_hang(src, pg_db) -> None:
+    slot, pub = _slot(src)
+    start = _lsn(src)
+    with WalStream(pg_db, slot, pub, start) as stream:
+        src.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                    "WHERE slot_name = %s", (slot,))
+        src.execute("INSERT INTO t VALUES (1, 'a')")
+        t0 = time.monotonic()
+        with pytest.raises(SourceError, match=r"lost the replication connection|terminat"):
+            list(stream.messages(_lsn(src)))
+        assert time.monotonic() - t0 < 10
+
+
+def test_a_consumer_that_stops_inside_a_transaction_spoils_the_stream(src, pg_db) -> None:
+    slot, pub = _slot(src)
+    start = _lsn(src)
+    src.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    end = _lsn(src)
+    with WalStream(pg_db, slot, pub, start) as stream:
+        messages = stream.messages(end)
+        next(messages)  # Begin
+        messages.close()
+        with pytest.raises(RuntimeError, match="inside a transaction"):
+            list(stream.messages(end))
