@@ -57,11 +57,13 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from psycopg.conninfo import conninfo_to_dict  # noqa: E402
 
+from cpu_roles import CpuMeter, format_table  # noqa: E402
 from trailgate.db.connect import connect  # noqa: E402
 from trailgate.demo.databases import Databases, run_sql  # noqa: E402
 from trailgate.demo.pipeline import Group, Pipeline, PipelineSpec  # noqa: E402
 from trailgate.errors import TrailgateError  # noqa: E402
 from trailgate.home import Home  # noqa: E402
+from trailgate.process.lifecycle import pid_file, read_pid  # noqa: E402
 from trailgate.spark.session import SPARK_DIR_ENV  # noqa: E402
 
 SOURCE_DDL = """\
@@ -226,6 +228,7 @@ class Result:
     lag_parts: tuple[list[float], list[float]] | None = None  # (Extract, Replicat)
     runs: list[float] = field(default_factory=list)  # every round's seconds (best: seconds)
     backlog_runs: list[float] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of the best round
 
     @property
     def rate(self) -> float:
@@ -234,6 +237,15 @@ class Result:
     @property
     def backlog_rate(self) -> float:
         return self.changes / self.backlog_seconds if self.backlog_seconds > 0 else float("nan")
+
+
+def server_roots(dbs: Databases) -> dict[str, int]:
+    """The two postmasters, for ``CpuMeter``."""
+    roots = {}
+    for name, cluster in (("source", dbs.source), ("target", dbs.target)):
+        text = (cluster.data_dir / "postmaster.pid").read_text().split()
+        roots[name] = int(text[0])
+    return roots
 
 
 # -- native logical replication -------------------------------------------------------------
@@ -254,8 +266,10 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
         say(f"  throughput: {args.rows:,} inserts, then updates and deletes, "
             f"{args.txn_rows} rows per transaction")
         runs, backlog_runs = [], []
+        meter, cpu = CpuMeter(server_roots(dbs)), []
         for r in range(args.repeat):
             first, marker_id = round_ids(args.rows, r, False)
+            before = meter.sample()
             t0 = time.monotonic()
             changes, txns = throughput_workload(source, args.rows, args.txn_rows, first)
             wrote = time.monotonic() - t0
@@ -264,6 +278,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
                       args.timeout, "the subscription to apply the workload",
                       lambda _, t0=t0: f"applying ... {time.monotonic() - t0:.1f} s")
             runs.append(time.monotonic() - t0)
+            cpu.append(meter.used(before, meter.sample()))
             end_live()
             say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
                 f"{wrote:.1f} s, target had them all after {runs[-1]:.1f} s")
@@ -292,7 +307,8 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
         with connect(source) as conn:
             conn.execute("DROP PUBLICATION IF EXISTS bench_pub")
     return Result("PostgreSQL logical replication", changes, txns, min(runs), lag,
-                  min(backlog_runs), runs=runs, backlog_runs=backlog_runs)
+                  min(backlog_runs), runs=runs, backlog_runs=backlog_runs,
+                  cpu=cpu[runs.index(min(runs))])
 
 
 def wait_subscription(target: str, timeout: float = 60) -> None:
@@ -397,9 +413,16 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
         say(f"  throughput: {args.rows:,} inserts, then updates and deletes, "
             f"{args.txn_rows} rows per transaction")
         runs = []
+        roots = server_roots(dbs)
+        for g in pipeline.groups:
+            pid = read_pid(pid_file(home, g.name))
+            if pid is not None:
+                roots[g.name] = pid
+        meter, cpu = CpuMeter(roots), []
         for r in range(args.repeat):
             first, marker_id = round_ids(args.rows, r, False)
             base = pipeline.operations(rep)
+            before = meter.sample()
             start_wall = datetime.now(UTC)
             t0 = time.monotonic()
             changes, txns = throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows,
@@ -407,6 +430,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
             wrote = time.monotonic() - t0
             lsn = marker(dbs.source_conninfo, marker_id)
             finished = wait_checkpoint(pipeline, lsn, args.timeout, base, changes, t0)
+            cpu.append(meter.used(before, meter.sample()))
             runs.append((finished[rep.name] - start_wall).total_seconds())
             captured = (finished[pipeline.groups[0].name] - start_wall).total_seconds()
             end_live()
@@ -427,7 +451,8 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
             watch.join()
         parts = split_lags(commits, by_txn(dbs.target_conninfo, commits), watch.seen)
         return Result("trailgate Extract → trail → Replicat", changes, txns, min(runs), lag,
-                      min(backlog_runs), parts, runs=runs, backlog_runs=backlog_runs)
+                      min(backlog_runs), parts, runs=runs, backlog_runs=backlog_runs,
+                      cpu=cpu[runs.index(min(runs))])
     except BaseException:
         say(transcript.getvalue())
         for g in pipeline.groups:
@@ -559,6 +584,15 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
                     f"{percentile(part, 0.99):>8.3f}s {max(part, default=float('nan')):>8.3f}s")
     replicat = args.replicat_trigger_ms or args.trigger_ms
     say(f"(trailgate's Spark trigger: Extract {args.trigger_ms} ms, Replicat {replicat} ms)")
+    names = {r.method: ("native" if r.method.startswith("PostgreSQL") else "trailgate")
+             for r in results}
+    say("")
+    for line in format_table(
+            "== CPU seconds in the best throughput round, by process (both cores shared "
+            "with the source workload) ==",
+            {names[r.method]: r.cpu for r in results},
+            {names[r.method]: r.seconds for r in results}):
+        say(line)
 
 
 def main() -> int:

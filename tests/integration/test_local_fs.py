@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from spark_conftest import spark_session  # noqa: F401  (the ``spark`` fixture)
 
-from trailgate.spark import local_fs
+from trailgate.spark import local_fs, session
+from trailgate.spark.session import LOCAL_JIT
 
 pytestmark = pytest.mark.spark
 
@@ -145,3 +146,13 @@ def test_only_for_local_masters():
     assert local_fs.local_fs_settings("spark://cluster:7077") == {}
     assert local_fs.local_fs_settings("local[2]")["spark.hadoop.fs.file.impl"] == \
         local_fs.FS_CLASS
+
+
+def test_local_jvm_compiles_with_c1_only(spark, tmp_path):
+    args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+                .getInputArguments())
+    assert LOCAL_JIT in args
+    assert LOCAL_JIT in session._defaults(tmp_path, True)["spark.driver.extraJavaOptions"]
+    cluster = session._defaults(tmp_path, False)
+    assert LOCAL_JIT not in cluster["spark.driver.extraJavaOptions"]
+    assert LOCAL_JIT not in cluster["spark.executor.extraJavaOptions"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["SPARK_DIR_ENV", "get_spark", "stop_spark"]
+__all__ = ["LOCAL_JIT", "SPARK_DIR_ENV", "get_spark", "stop_spark"]
 
 #: Directory for Spark's warehouse, scratch space and log configuration (default: a temp dir).
 SPARK_DIR_ENV = "TRAILGATE_SPARK_DIR"
@@ -37,6 +37,13 @@ logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 """
 
+#: The JVM of a local master compiles with C1 only.  Why: a group's JVM does bookkeeping
+#: (offset and commit logs, planning, the Python workers' traffic) while the data goes
+#: through Python; with C2 as well, the JIT compiler threads took about a third of the
+#: JVM's CPU under load, and on a small machine that CPU is the source database's.  A user's
+#: ``SPARK CONF spark.driver.extraJavaOptions`` replaces it.
+LOCAL_JIT = "-XX:TieredStopAtLevel=1"
+
 _registered: set[int] = set()
 _CLASS_PATH = "spark.driver.extraClassPath"
 
@@ -48,12 +55,14 @@ def _spark_dir(work_dir: str | Path | None) -> Path:
     return path.absolute()
 
 
-def _defaults(work: Path) -> dict[str, str]:
+def _defaults(work: Path, local: bool) -> dict[str, str]:
     log_conf = work / "log4j2.properties"
     if not log_conf.exists() or log_conf.read_text() != _LOG4J2:
         log_conf.write_text(_LOG4J2)
     (work / "tmp").mkdir(exist_ok=True)
     java_opts = f"-Dlog4j2.configurationFile=file:{log_conf} -Djava.io.tmpdir={work / 'tmp'}"
+    if local:
+        java_opts += f" {LOCAL_JIT}"
     return {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -85,7 +94,8 @@ def get_spark(
     """The process's SparkSession (created on first call) with the ``trail`` source registered.
 
     ``master`` defaults to ``local[2]`` (or ``$TRAILGATE_SPARK_MASTER``); ``conf`` overrides
-    the defaults (a local master also gets :mod:`~trailgate.spark.local_fs`'s filesystem);
+    the defaults (a local master also gets :mod:`~trailgate.spark.local_fs`'s filesystem
+    and ``LOCAL_JIT``);
     ``work_dir`` (or ``$TRAILGATE_SPARK_DIR``) holds the warehouse and scratch files.
     Settings only take effect when the session is first created.
 
@@ -106,7 +116,7 @@ def get_spark(
     from trailgate.spark.trail_sink import TrailDataSource  # the trail source, plus the sink
 
     master = master or os.environ.get("TRAILGATE_SPARK_MASTER", "local[2]")
-    settings = _defaults(_spark_dir(work_dir))
+    settings = _defaults(_spark_dir(work_dir), master.startswith("local"))
     fs = local_fs_settings(master)
     settings.update(fs)
     for key, value in (conf or {}).items():

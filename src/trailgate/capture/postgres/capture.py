@@ -370,6 +370,7 @@ class PgCapture:
         rel_key: bytes | None = None  # the relation of the previous row change
         rel: CapturedRelation | None = None
         plan: bytes | bool | None = None
+        name, layout, mask = "", b"", None  # of rel, for the C encoder
         run: EncodedRun | None = None  # the run the next encoded row may join
         io_time = 0
         encode = fastpath.row_encoder if self._encode_plan is not None else None
@@ -385,11 +386,11 @@ class PgCapture:
                         rel = self._rel(int.from_bytes(key, "big"), lsn)
                         self._use(rel, new_defs)
                         rel_key, plan, run = key, self._plan(rel), None
+                        name, layout, mask = rel.table.qualified_name, rel.layout, plan or None
                     if plan is False:
                         continue
                     if plan is not None and encode is not None:
-                        record = encode(data, rel.layout, plan or None,
-                                        rel.table.qualified_name, io_time, lsn)
+                        record = encode(data, layout, mask, name, io_time, lsn)
                         if record is not None:
                             if run is None or len(run.records) >= RUN_RECORDS:
                                 run = EncodedRun(rel.table, [record])
