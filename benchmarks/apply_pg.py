@@ -31,7 +31,10 @@ Two embedded servers, source and target, with the same tables.  For each method 
 
 Phases 1 and 2 run ``--repeat`` rounds each (on fresh ids); the best round counts, as the
 machine is shared and noisy.  Prints rows/s for each method and phase, the ratios (aim:
-trailgate ≥ native) and lag p50/p99.  Everything it starts is stopped at the end, also on Ctrl-C.
+trailgate ≥ native), lag p50/p99, and the CPU seconds each process used in the best
+throughput round (``cpu_roles.py``: servers' walsender, apply worker and backends; each
+group's driver, JVM with its JIT and GC threads apart, and Python workers).  Everything
+it starts is stopped at the end, also on Ctrl-C.
 """
 
 from __future__ import annotations
