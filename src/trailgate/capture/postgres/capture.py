@@ -281,7 +281,6 @@ class PgCapture:
             yield from self._read_stream(self._stream, max_transactions, upto_lsn)
             return
         conn = self._reader_conn()
-        count = 0
         self._reading = True
         stream: Iterator[tuple[int, bytes]] | None = None
         transactions: Iterator[CapturedTransaction] | None = None
@@ -294,13 +293,7 @@ class PgCapture:
                     (self.slot, None if upto_lsn is None else pgo.format_lsn(upto_lsn),
                      _quote_ident(self.publication)), size=self.chunk_rows)
                 transactions = self._transactions(stream)
-                for captured in transactions:
-                    self._previous = captured
-                    yield captured
-                    count += 1
-                    if max_transactions is not None and count >= max_transactions:
-                        break
-                    self._drop_previous()
+                yield from self._deliver(transactions, max_transactions)
                 transactions.close()
                 stream.close()  # cancels the rest of the query when we stopped early
         except pgerrors.UndefinedObject as exc:
@@ -322,32 +315,36 @@ class PgCapture:
                 if gen is not None:
                     with contextlib.suppress(psycopg.Error):
                         gen.close()  # type: ignore[attr-defined]
-            self._reading = False
-            if (self._pending_ack or self._marks) and not conn.closed:
-                self._pending_ack = 0
-                self._advance()
+            self._read_done(not conn.closed)
 
     def _read_stream(self, stream: WalStream, max_transactions: int | None,
                      upto_lsn: int | None) -> Iterator[CapturedTransaction]:
         if upto_lsn is None:
             raise ValueError("PgCapture.read from a stream needs upto_lsn")
-        count = 0
         self._reading = True
         transactions = self._transactions(stream.messages(upto_lsn))
         try:
-            for captured in transactions:
-                self._previous = captured
-                yield captured
-                count += 1
-                if max_transactions is not None and count >= max_transactions:
-                    break
-                self._drop_previous()
+            yield from self._deliver(transactions, max_transactions)
         finally:
             transactions.close()
-            self._reading = False
-            if self._pending_ack or self._marks:
-                self._pending_ack = 0
-                self._advance()
+            self._read_done(True)
+
+    def _deliver(self, transactions: Iterator[CapturedTransaction],
+                 max_transactions: int | None) -> Iterator[CapturedTransaction]:
+        """Hand out transactions; each one's spilled file goes when the next is asked for."""
+        for count, captured in enumerate(transactions, 1):
+            self._previous = captured
+            yield captured
+            if max_transactions is not None and count >= max_transactions:
+                return
+            self._drop_previous()
+
+    def _read_done(self, can_advance: bool) -> None:
+        """A read ended: acknowledgements made meanwhile take effect now."""
+        self._reading = False
+        if (self._pending_ack or self._marks) and can_advance:
+            self._pending_ack = 0
+            self._advance()
 
     def republish_tables(self) -> None:
         """Hand out each table's definition again with its next transaction, as a new
