@@ -46,7 +46,7 @@ from trailgate.capture.postgres.capture import CapturedTransaction, PgCapture
 from trailgate.capture.postgres.changes import TransactionChanges
 from trailgate.capture.postgres.pgoutput import format_lsn
 from trailgate.capture.postgres.rows import EncodedRun, decode_row
-from trailgate.capture.postgres.walstream import BUFFER_BYTES, WalStream
+from trailgate.capture.postgres.walstream import WalStream
 from trailgate.checkpoint import CheckpointStore
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
@@ -284,11 +284,8 @@ class StreamedSlot:
     ``read_partition``): a streamed slot is busy.
     """
 
-    def __init__(self, opts: SourceOptions, *, fast: bool = True,
-                 buffer_bytes: int = BUFFER_BYTES):
+    def __init__(self, opts: SourceOptions):
         self.opts = opts
-        self.fast = fast
-        self.buffer_bytes = buffer_bytes
         self._stream: WalStream | None = None
         self._capture: PgCapture | None = None
         self._emitter: _Emitter | None = None
@@ -297,13 +294,11 @@ class StreamedSlot:
     def _open(self, start: int) -> tuple[PgCapture, _Emitter]:
         self.close()
         cfg = self.opts.config
-        emitter = _Emitter(cfg, self.fast)
+        emitter = _Emitter(cfg)
         control = connect(cfg.conninfo,
                           application_name=f"trailgate {cfg.slot} stream control")
-        try:
-            wait_for_slot(control, cfg.slot)
-            stream = WalStream(cfg.conninfo, cfg.slot, cfg.publication, start,
-                               buffer_bytes=self.buffer_bytes)
+        try:  # the stream waits for another process to let go of the slot
+            stream = WalStream(cfg.conninfo, cfg.slot, cfg.publication, start)
         except BaseException:
             control.close()
             raise

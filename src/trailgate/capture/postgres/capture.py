@@ -291,7 +291,7 @@ class PgCapture:
                     "pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL, "
                     "'proto_version', '1', 'publication_names', %s, 'messages', 'true')",
                     (self.slot, None if upto_lsn is None else pgo.format_lsn(upto_lsn),
-                     _quote_ident(self.publication)), size=self.chunk_rows)
+                     pgo.quote_ident(self.publication)), size=self.chunk_rows)
                 transactions = self._transactions(stream)
                 yield from self._deliver(transactions, max_transactions)
                 transactions.close()
@@ -529,8 +529,3 @@ def _estimate(change: Change) -> int:
         if image:
             size += sum(_VALUE_OVERHEAD + (len(v) if v else 0) for v in image.values())
     return size
-
-
-def _quote_ident(name: str) -> str:
-    """publication_names is a list of identifiers: quote so that case and commas survive."""
-    return '"' + name.replace('"', '""') + '"'

@@ -33,6 +33,7 @@ __all__ = [
     "decode",
     "format_lsn",
     "parse_lsn",
+    "quote_ident",
 ]
 
 #: 2000-01-01 00:00:00 UTC (PostgreSQL's timestamp epoch) in Unix microseconds.
@@ -57,6 +58,12 @@ UNCHANGED_TOAST = _UnchangedToast()
 
 TupleValue = str | None | _UnchangedToast
 """A column value in a tuple: its text, ``None`` for NULL, or ``UNCHANGED_TOAST``."""
+
+
+def quote_ident(name: str) -> str:
+    """A quoted identifier: ``publication_names`` and replication commands take
+    identifiers, and quoting keeps case and commas."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def format_lsn(lsn: int) -> str:

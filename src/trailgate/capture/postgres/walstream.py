@@ -36,7 +36,7 @@ from typing import Any
 import psycopg
 import psycopg.pq as pq
 
-from trailgate.capture.postgres.pgoutput import PG_EPOCH_UNIX_MICROS, format_lsn
+from trailgate.capture.postgres.pgoutput import PG_EPOCH_UNIX_MICROS, format_lsn, quote_ident
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect_failure, describe, session_conninfo
 from trailgate.errors import SourceError
@@ -52,6 +52,8 @@ BUFFER_BYTES = 32 << 20
 STATUS_INTERVAL = 10.0
 #: Seconds to wait for another process to let go of the slot.
 SLOT_WAIT_SECONDS = 60.0
+#: Seconds to wait for the server's answer to START_REPLICATION.
+ANSWER_SECONDS = 60.0
 _MESSAGE_OVERHEAD = 100  # rough bytes of a buffered (lsn, bytes) pair besides the message
 _DRAIN_MESSAGES = 5000  # messages read before handing them to the consumer
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
@@ -91,9 +93,9 @@ class WalStream:
         self._error: SourceError | None = None
         self._done = False
         self._cond = threading.Condition()
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_w, False)
         self._pg = self._start(start_lsn, slot_wait)
+        self._wake_r, self._wake_w = os.pipe()  # the consumer wakes the reader's select
+        os.set_blocking(self._wake_w, False)
         self._thread = threading.Thread(target=self._run, name=f"walstream {slot}",
                                         daemon=True)
         self._thread.start()
@@ -104,9 +106,9 @@ class WalStream:
         conninfo = session_conninfo(self.conninfo, settings=SESSION_SETTINGS,
                                     application_name=f"trailgate {self.slot} stream",
                                     replication="database")
-        command = (f"START_REPLICATION SLOT {_ident(self.slot)} LOGICAL "
+        command = (f"START_REPLICATION SLOT {quote_ident(self.slot)} LOGICAL "
                    f"{format_lsn(start_lsn)} (proto_version '1', publication_names "
-                   f"{_literal(_ident(self.publication))}, messages 'true')").encode()
+                   f"{_literal(quote_ident(self.publication))}, messages 'true')").encode()
         deadline = time.monotonic() + slot_wait
         while True:
             pg = pq.PGconn.connect(conninfo.encode())
@@ -114,7 +116,7 @@ class WalStream:
                 reason = _text(pg.error_message)
                 pg.finish()
                 raise connect_failure(self.conninfo, reason)
-            error = _begin_copy_both(pg, command)
+            error = _begin_copy_both(pg, command, ANSWER_SECONDS)
             if error is None:
                 return pg
             pg.finish()
@@ -238,11 +240,6 @@ class WalStream:
         if lsn > self._confirm:
             self._confirm = lsn
             self._wake()
-
-    @property
-    def confirmed(self) -> int:
-        """The latest position sent to the server as flushed."""
-        return self._sent_confirm
 
     def close(self) -> None:
         """Send the last confirmation, end the stream, free the connection."""
@@ -369,16 +366,18 @@ class WalStream:
                            f"while streaming slot {self.slot!r}: {reason}")
 
 
-def _begin_copy_both(pg: Any, command: bytes) -> str | None:
+def _begin_copy_both(pg: Any, command: bytes, timeout: float) -> str | None:
     """Send ``START_REPLICATION``; None once the server is streaming, else its error."""
     pg.send_query(command)
-    result = None
+    deadline = time.monotonic() + timeout
     while True:
         if not _consume(pg):
             return _text(pg.error_message) or "connection closed"
         if not pg.is_busy():
             result = pg.get_result()
             break
+        if time.monotonic() > deadline:
+            return f"no answer to START_REPLICATION in {timeout:.0f} s"
         select.select([pg.socket], [], [], 1.0)
     if result is not None and result.status == pq.ExecStatus.COPY_BOTH:
         return None
@@ -398,10 +397,6 @@ def _consume(pg: Any) -> bool:
 
 def _text(message: bytes | None) -> str:
     return (message or b"").decode("utf-8", "replace").strip()
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _literal(text: str) -> str:
