@@ -200,3 +200,68 @@ def test_malformed_and_unsupported_messages_are_declined() -> None:
             except Exception:
                 pytest.fail(f"C accepted what Python rejects: {bytes(noisy)!r}")
             assert (int(result[0]), result[1]) == expected[:2]
+
+
+def _chunk(rng: random.Random, key: list[int]) -> list[tuple[int, bytes | None]]:
+    """A read-ahead chunk: row changes of two relations, keepalives, a commit, odd items."""
+    other = struct.pack(">I", OID + 1)
+    chunk: list[tuple[int, bytes | None]] = []
+    for n in range(400):
+        r = rng.random()
+        lsn = 1_000_000 + 10 * n
+        if r < 0.03:
+            chunk.append((lsn, None))
+        elif r < 0.06:
+            chunk.append((lsn, b"I" + other + b"N" + _tuple(["1"])))
+        elif r < 0.07:
+            chunk.append((lsn, b"C" + bytes(25)))
+        else:
+            chunk.append((lsn, _message(rng, key, "d")))
+    return chunk
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_encode_rows_is_encode_row_over_a_run(seed: int) -> None:
+    """One call takes the run of the relation's row changes from ``start`` and stops at
+    the first item that is not one, at one ``encode_row`` declines, at ``room`` or at the
+    byte budget — each taken item's record exactly ``encode_row``'s."""
+    rng = random.Random(seed)
+    key = [0, 3]
+    rel = build_relation(_relation(key), [classify(t) for t in TYPES], set())
+    rel_key = struct.pack(">I", OID)
+    chunk = _chunk(rng, key)
+    i, taken = 0, 0
+    while i < len(chunk):
+        room, budget = rng.choice([(1000, 1 << 30), (3, 1 << 30), (1000, 600)])
+        out: list[bytes] = [b"keep"]
+        nxt, nbytes = fastpath.rows_encoder(chunk, i, len(chunk), rel_key, rel.layout, None,
+                                            "public.t", 77, out, room, budget)
+        records = out[1:]
+        assert out[0] == b"keep" and nxt - i == len(records) <= room
+        assert nbytes == sum(map(len, records))
+        for k, record in enumerate(records):
+            lsn, data = chunk[i + k]
+            assert record == fastpath.row_encoder(data, rel.layout, None, "public.t", 77, lsn)
+        assert sum(map(len, records[:-1])) < budget
+        if nxt < len(chunk) and len(records) < room and nbytes < budget:
+            lsn, data = chunk[nxt]  # where it stopped: not one it would take
+            assert (data is None or data[1:5] != rel_key or data[0] not in b"IUD"
+                    or fastpath.row_encoder(data, rel.layout, None, "public.t", 77,
+                                            lsn) is None)
+        taken += len(records)
+        i = max(nxt, i + 1)
+    assert taken > 200
+
+
+def test_next_mark_finds_keepalives_begins_and_commits() -> None:
+    rng = random.Random(9)
+    chunk = _chunk(rng, [0])
+    chunk[50] = (5, b"B" + bytes(20))
+    for start in range(0, len(chunk), 7):
+        for stop in (start, start + 13, len(chunk), len(chunk) + 5):
+            got = fastpath.next_mark(chunk, start, stop)
+            assert got == fastpath._next_mark(chunk, start, stop)
+            for k in range(start, min(got, len(chunk))):
+                assert chunk[k][1] is not None and chunk[k][1][:1] not in (b"B", b"C")
+            if got < min(stop, len(chunk)):
+                assert chunk[got][1] is None or chunk[got][1][:1] in (b"B", b"C")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, TransInd
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import record_bytes
@@ -94,3 +96,21 @@ def test_split_records_rejects_a_bad_blob() -> None:
             assert "packed records" in str(exc)
         else:
             raise AssertionError(f"accepted {bad[:8]!r}")
+
+
+def test_split_run_gives_the_records_and_their_io_types() -> None:
+    from trailgate.trail import _accel
+    from trailgate.trail.records import IO_TYPE_OFFSET, split_run
+
+    records = [encode_change_records(Change(op=op, table="S.T", after={0: b"v" * n}),
+                                     None, TransInd.MIDDLE)[0]
+               for op, n in ((OpType.INSERT, 3), (OpType.DELETE, 0), (OpType.FIELD_COMP, 9))]
+    blob = b"".join(records * 2)
+    got, types = split_run(blob)
+    assert got == records * 2 == split_records(blob)
+    assert types == bytes(r[IO_TYPE_OFFSET] for r in records * 2) == bytes([5, 3, 15] * 2)
+    assert split_run(b"") == ([], b"")
+    if _accel.speedups is not None:  # C declines what does not add up; Python says where
+        assert _accel.speedups.split_records(blob[:-1]) is None
+    with pytest.raises(ValueError, match="does not fit"):
+        split_run(blob[:-1])

@@ -49,7 +49,7 @@ from trailgate.spark.trail_sink_state import (
 )
 from trailgate.spark.trail_source import TrailDataSource as _TrailSource
 from trailgate.trail.naming import TrailName
-from trailgate.trail.records import IO_TYPE_OFFSET, split_records
+from trailgate.trail.records import split_run
 from trailgate.trail.writer import TrailWriter
 
 if TYPE_CHECKING:
@@ -208,11 +208,11 @@ def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
                 record = records[i]
                 if op == OP_PACKED:  # a run of encoded records of one table
                     name = cols.tables[i] or ""
-                    run = split_records(record or b"")
+                    run, io_types = split_run(record or b"")
                     writer.add_run(run, tables.get(name), name, cols.io_times[i] or 0)
-                    for one in run:
-                        key = (name, one[IO_TYPE_OFFSET])
-                        tally[key] = tally.get(key, 0) + 1
+                    for io_type in set(io_types):
+                        key = (name, io_type)
+                        tally[key] = tally.get(key, 0) + io_types.count(io_type)
                 else:
                     change = cols.change(i)
                     name = change.table

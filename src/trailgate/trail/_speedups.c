@@ -1362,6 +1362,55 @@ sp_scan_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                          pending_marked, marked, stop);
 }
 
+/* split_records(blob) -> (records: list[bytes], io_types: bytes) | None
+ * Whole G records laid end to end (records.split_records) as a list, with each record's IO
+ * type (records.IO_TYPE_OFFSET), one byte per record, for tallies.  None when the lengths do
+ * not add up: the Python code then says where. */
+#define SPLIT_IO_TYPE_OFFSET (4 + 4 + 6)
+static PyObject *
+sp_split_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 1 || !PyBytes_Check(args[0]))
+        Py_RETURN_NONE;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t end = PyBytes_GET_SIZE(args[0]), pos = 0, n = 0;
+    while (pos < end) { /* check and count first: no partial result to undo */
+        if (end - pos < 8 || b[pos] != 'G')
+            Py_RETURN_NONE;
+        Py_ssize_t length = ((Py_ssize_t)b[pos + 2] << 8) | b[pos + 3];
+        if (length <= SPLIT_IO_TYPE_OFFSET || pos + length > end)
+            Py_RETURN_NONE;
+        pos += length;
+        n++;
+    }
+    PyObject *records = PyList_New(n);
+    PyObject *types = PyBytes_FromStringAndSize(NULL, n);
+    if (records == NULL || types == NULL) {
+        Py_XDECREF(records);
+        Py_XDECREF(types);
+        return NULL;
+    }
+    unsigned char *t = (unsigned char *)PyBytes_AS_STRING(types);
+    pos = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t length = ((Py_ssize_t)b[pos + 2] << 8) | b[pos + 3];
+        PyObject *record = PyBytes_FromStringAndSize((const char *)b + pos, length);
+        if (record == NULL) {
+            Py_DECREF(records);
+            Py_DECREF(types);
+            return NULL;
+        }
+        PyList_SET_ITEM(records, i, record);
+        t[i] = b[pos + SPLIT_IO_TYPE_OFFSET];
+        pos += length;
+    }
+    PyObject *result = PyTuple_Pack(2, records, types);
+    Py_DECREF(records);
+    Py_DECREF(types);
+    return result;
+}
+
 static PyMethodDef speedups_methods[] = {
     {"decode_columns", (PyCFunction)(void (*)(void))sp_decode_columns, METH_FASTCALL,
      "decode_columns(data, fixed, start, end) -> dict | None"},
@@ -1376,6 +1425,8 @@ static PyMethodDef speedups_methods[] = {
      "decode_change(record, fixed, data, change_class, op_types) -> change | None"},
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL,
      "scan_records(buf, pos, end, state, max_records, mark, mark_types) -> tuple | None"},
+    {"split_records", (PyCFunction)(void (*)(void))sp_split_records, METH_FASTCALL,
+     "split_records(blob) -> (records, io_types) | None"},
     {"register_dataclass", sp_register_dataclass, METH_O,
      "register_dataclass(cls) -> bool: build cls by filling its slots, not calling it"},
     {"set_column_kinds", (PyCFunction)(void (*)(void))sp_set_column_kinds, METH_FASTCALL,

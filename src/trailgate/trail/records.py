@@ -36,6 +36,7 @@ __all__ = [
     "encode_row_record",
     "record_length_at",
     "split_records",
+    "split_run",
     "table_fixed_indexes",
     "with_t_area",
 ]
@@ -398,6 +399,18 @@ def split_records(blob: bytes) -> list[bytes]:
         out.append(blob[pos:pos + length])
         pos += length
     return out
+
+
+def split_run(blob: bytes) -> tuple[list[bytes], bytes]:
+    """:func:`split_records` and each record's IO type, one byte per record in order (what
+    a writer tallies per operation)."""
+    if _speedups is not None:  # the C version; None: let the code below say what is wrong
+        split = _speedups.split_records(blob)
+        if split is not None:
+            return split  # type: ignore[no-any-return]
+    records = split_records(blob)
+    return records, bytes(r[IO_TYPE_OFFSET] if len(r) > IO_TYPE_OFFSET else 0
+                          for r in records)
 
 
 def decode_record(buf: bytes, pos: int, end: int) -> RawRecord:

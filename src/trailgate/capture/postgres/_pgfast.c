@@ -434,16 +434,16 @@ static int encode_values(const unsigned char *d, Py_ssize_t n, const Layout *lay
     return put_image(o, lay, newv, want, keep);
 }
 
-/* Parse the common arguments (message, layout, keep) and run encode_values into o.
+/* Run encode_values on message msg with layout and keep (None or bytes) into o.
  * 0 ok, 1 not handled, -1 error. */
-static int encode_message(PyObject *const *args, Out *o, int *op) {
-    if (!PyBytes_Check(args[0]) || !PyBytes_Check(args[1])
-        || (args[2] != Py_None && !PyBytes_Check(args[2])))
+static int encode_parts(PyObject *msg, PyObject *layout, PyObject *keep_obj, Out *o, int *op) {
+    if (!PyBytes_Check(msg) || !PyBytes_Check(layout)
+        || (keep_obj != Py_None && !PyBytes_Check(keep_obj)))
         return 1;
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
-    const unsigned char *lb = (const unsigned char *)PyBytes_AS_STRING(args[1]);
-    Py_ssize_t ln = PyBytes_GET_SIZE(args[1]);
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(msg);
+    Py_ssize_t n = PyBytes_GET_SIZE(msg);
+    const unsigned char *lb = (const unsigned char *)PyBytes_AS_STRING(layout);
+    Py_ssize_t ln = PyBytes_GET_SIZE(layout);
     Layout lay;
     if (ln < 4 || n < 6)
         return 1;
@@ -454,10 +454,10 @@ static int encode_message(PyObject *const *args, Out *o, int *op) {
     if (lay.ncols > MAX_COLUMNS || ln != 4 + 2 * lay.nkey + 4 * lay.ncols)
         return 1;
     const unsigned char *keep = NULL;
-    if (args[2] != Py_None) {
-        if (PyBytes_GET_SIZE(args[2]) != lay.ncols)
+    if (keep_obj != Py_None) {
+        if (PyBytes_GET_SIZE(keep_obj) != lay.ncols)
             return 1;
-        keep = (const unsigned char *)PyBytes_AS_STRING(args[2]);
+        keep = (const unsigned char *)PyBytes_AS_STRING(keep_obj);
     }
     Value small[2 * SMALL_COLUMNS], *oldv = small, *newv = small + SMALL_COLUMNS, *big = NULL;
     unsigned char want[MAX_COLUMNS], is_key[MAX_COLUMNS];
@@ -473,6 +473,10 @@ static int encode_message(PyObject *const *args, Out *o, int *op) {
     int r = encode_values(d, n, &lay, keep, oldv, newv, want, is_key, o, op);
     PyMem_Free(big);
     return r;
+}
+
+static int encode_message(PyObject *const *args, Out *o, int *op) {
+    return encode_parts(args[0], args[1], args[2], o, op);
 }
 
 static PyObject *encode_change(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -508,44 +512,34 @@ static inline void put64(unsigned char *p, uint64_t v) {
     }
 }
 
-/* encode_row(message, layout, keep, table, io_time, lsn) -> bytes | None: the change's
- * whole trail record, as records.encode_row_record(op, table, d_area, io_time, lsn,
- * lsn >> 24, None, None) makes it. */
-static PyObject *encode_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 6 || !PyUnicode_Check(args[3]))
-        Py_RETURN_NONE;
-    Py_ssize_t name_len;
-    const char *name = PyUnicode_AsUTF8AndSize(args[3], &name_len);
-    if (name == NULL)
+/* The whole trail record of one row change, as records.encode_row_record(op, table, d_area,
+ * io_time, lsn, lsn >> 24, None, None) makes it; o is the caller's scratch buffer (kept
+ * between calls).  Returns a new bytes object, or NULL with *status 1 (not handled: the
+ * Python path) or -1 (error set). */
+static PyObject *build_record(PyObject *msg, PyObject *layout, PyObject *keep, const char *name,
+                              Py_ssize_t name_len, unsigned long long io_time,
+                              unsigned long long lsn, Out *o, int *status) {
+    *status = 1;
+    if ((lsn >> 24) > 0xFFFFFFFFull)
         return NULL;
-    unsigned long long io_time = PyLong_AsUnsignedLongLong(args[4]);
-    unsigned long long lsn = PyLong_AsUnsignedLongLong(args[5]);
-    if (PyErr_Occurred()) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    if ((lsn >> 24) > 0xFFFFFFFFull || (Py_ssize_t)strlen(name) != name_len)
-        Py_RETURN_NONE;
     Py_ssize_t prefix = 4 + 4 + H_FIXED + name_len + 1 + 4; /* G, H sub, D sub header */
-    Out o = {NULL, 0, 0};
-    if (out_reserve(&o, prefix + 256) < 0)
+    if (out_reserve(o, prefix + 256) < 0) {
+        *status = -1;
         return NULL;
-    o.len = prefix;
+    }
+    o->len = prefix;
     int op = 0;
-    int r = encode_message(args, &o, &op);
-    Py_ssize_t dlen = o.len - prefix, total = o.len + 4;
+    int r = encode_parts(msg, layout, keep, o, &op);
+    Py_ssize_t dlen = o->len - prefix, total = o->len + 4;
     if (!r && (dlen > 0xFFFF || total > 0xFFFF))
         r = 1; /* fragments: the Python path */
-    if (!r && out_reserve(&o, 4) < 0)
+    if (!r && out_reserve(o, 4) < 0)
         r = -1;
     if (r) {
-        PyMem_Free(o.buf);
-        if (r < 0)
-            return NULL;
-        Py_RETURN_NONE;
+        *status = r;
+        return NULL;
     }
-    unsigned char *b = o.buf;
+    unsigned char *b = o->buf;
     b[0] = 'G';
     b[1] = 0x01;
     put16(b + 2, (unsigned)total);
@@ -580,13 +574,164 @@ static PyObject *encode_row(PyObject *self, PyObject *const *args, Py_ssize_t na
     dsub[0] = 'D';
     dsub[1] = 0;
     put16(dsub + 2, (unsigned)dlen);
-    unsigned char *z = b + o.len;
+    unsigned char *z = b + o->len;
     z[0] = 'Z';
     z[1] = 0x01;
     put16(z + 2, (unsigned)total);
     PyObject *record = PyBytes_FromStringAndSize((const char *)b, total);
-    PyMem_Free(o.buf);
+    *status = record == NULL ? -1 : 0;
     return record;
+}
+
+/* The table name as UTF-8 without NULs; NULL (no exception) when it cannot be used. */
+static const char *table_name(PyObject *table, Py_ssize_t *len) {
+    if (!PyUnicode_Check(table))
+        return NULL;
+    const char *name = PyUnicode_AsUTF8AndSize(table, len);
+    if (name == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return (Py_ssize_t)strlen(name) == *len ? name : NULL;
+}
+
+/* encode_row(message, layout, keep, table, io_time, lsn) -> bytes | None: the change's
+ * whole trail record (build_record). */
+static PyObject *encode_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6)
+        Py_RETURN_NONE;
+    Py_ssize_t name_len;
+    const char *name = table_name(args[3], &name_len);
+    unsigned long long io_time = PyLong_AsUnsignedLongLong(args[4]);
+    unsigned long long lsn = PyLong_AsUnsignedLongLong(args[5]);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (name == NULL)
+        Py_RETURN_NONE;
+    Out o = {NULL, 0, 0};
+    int status;
+    PyObject *record = build_record(args[0], args[1], args[2], name, name_len, io_time, lsn,
+                                    &o, &status);
+    PyMem_Free(o.buf);
+    if (record == NULL && status > 0)
+        Py_RETURN_NONE;
+    return record;
+}
+
+/* The (lsn, message) pair at chunk[i]: 1 a row message (I, U, D) of relation key with
+ * *lsn and *msg set, 0 anything else. */
+static int row_item(PyObject *chunk, Py_ssize_t i, const unsigned char *key,
+                    unsigned long long *lsn, PyObject **msg) {
+    PyObject *item = PyList_GET_ITEM(chunk, i);
+    if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2)
+        return 0;
+    PyObject *data = PyTuple_GET_ITEM(item, 1);
+    if (!PyBytes_CheckExact(data) || PyBytes_GET_SIZE(data) <= 5)
+        return 0;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(data);
+    if ((d[0] != 'I' && d[0] != 'U' && d[0] != 'D') || memcmp(d + 1, key, 4) != 0)
+        return 0;
+    PyObject *l = PyTuple_GET_ITEM(item, 0);
+    if (!PyLong_CheckExact(l))
+        return 0;
+    *lsn = PyLong_AsUnsignedLongLong(l);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    *msg = data;
+    return 1;
+}
+
+/* encode_rows(chunk, start, stop, key, layout, keep, table, io_time, out, room, budget)
+ *   -> (next, nbytes)
+ * The capture loop's run of row changes in C: from chunk[start] on (a list of (lsn,
+ * message) pairs), each Insert/Update/Delete of relation key (4 bytes) becomes its trail
+ * record (encode_row), appended to out, until stop, a message of another kind or relation,
+ * one encode_row leaves to Python, room records or budget bytes.  next is the first item
+ * not taken, nbytes the records' total size. */
+static PyObject *encode_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 11 || !PyList_CheckExact(args[0]) || !PyBytes_Check(args[3])
+        || PyBytes_GET_SIZE(args[3]) != 4 || !PyList_CheckExact(args[8])) {
+        PyErr_SetString(PyExc_TypeError, "encode_rows(chunk: list, start, stop, key: bytes[4], "
+                        "layout, keep, table, io_time, out: list, room, budget)");
+        return NULL;
+    }
+    PyObject *chunk = args[0], *out = args[8];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), stop = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t room = PyLong_AsSsize_t(args[9]), budget = PyLong_AsSsize_t(args[10]);
+    unsigned long long io_time = PyLong_AsUnsignedLongLong(args[7]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (stop > PyList_GET_SIZE(chunk))
+        stop = PyList_GET_SIZE(chunk);
+    const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(args[3]);
+    Py_ssize_t name_len;
+    const char *name = table_name(args[6], &name_len);
+    Py_ssize_t i = start, nbytes = 0, taken = 0;
+    Out o = {NULL, 0, 0};
+    if (name != NULL) {
+        while (i < stop && taken < room && nbytes < budget) {
+            unsigned long long lsn;
+            PyObject *msg;
+            if (!row_item(chunk, i, key, &lsn, &msg))
+                break;
+            int status;
+            PyObject *record = build_record(msg, args[4], args[5], name, name_len, io_time,
+                                            lsn, &o, &status);
+            if (record == NULL) {
+                if (status < 0) {
+                    PyMem_Free(o.buf);
+                    return NULL;
+                }
+                break;
+            }
+            nbytes += PyBytes_GET_SIZE(record);
+            int failed = PyList_Append(out, record);
+            Py_DECREF(record);
+            if (failed) {
+                PyMem_Free(o.buf);
+                return NULL;
+            }
+            taken++;
+            i++;
+        }
+    }
+    PyMem_Free(o.buf);
+    return Py_BuildValue("(nn)", i, nbytes);
+}
+
+/* next_mark(chunk, start, stop) -> index: the first item of chunk[start:stop] that is a
+ * keepalive (message None) or a Begin or Commit message, or stop: what the stream's
+ * batch boundaries look at inside a transaction. */
+static PyObject *next_mark(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "next_mark(chunk: list, start, stop)");
+        return NULL;
+    }
+    PyObject *chunk = args[0];
+    Py_ssize_t i = PyLong_AsSsize_t(args[1]), stop = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (stop > PyList_GET_SIZE(chunk))
+        stop = PyList_GET_SIZE(chunk);
+    for (; i < stop; i++) {
+        PyObject *item = PyList_GET_ITEM(chunk, i);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2)
+            break;
+        PyObject *data = PyTuple_GET_ITEM(item, 1);
+        if (!PyBytes_CheckExact(data) || PyBytes_GET_SIZE(data) == 0)
+            break;
+        char kind = PyBytes_AS_STRING(data)[0];
+        if (kind == 'B' || kind == 'C')
+            break;
+    }
+    return PyLong_FromSsize_t(i < stop ? i : stop);
 }
 
 static PyMethodDef methods[] = {
@@ -596,6 +741,12 @@ static PyMethodDef methods[] = {
     {"encode_row", (PyCFunction)(void (*)(void))encode_row, METH_FASTCALL,
      "encode_row(message, layout, keep, table, io_time, lsn) -> bytes | None: the same "
      "change as its whole trail record (TransInd MIDDLE, no T area)."},
+    {"encode_rows", (PyCFunction)(void (*)(void))encode_rows, METH_FASTCALL,
+     "encode_rows(chunk, start, stop, key, layout, keep, table, io_time, out, room, budget) "
+     "-> (next, nbytes): encode_row over a run of one relation's row changes in a list of "
+     "(lsn, message) pairs, records appended to out."},
+    {"next_mark", (PyCFunction)(void (*)(void))next_mark, METH_FASTCALL,
+     "next_mark(chunk, start, stop) -> index of the first keepalive, Begin or Commit."},
     {NULL, NULL, 0, NULL},
 };
 

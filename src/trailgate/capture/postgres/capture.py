@@ -32,6 +32,7 @@ from psycopg import errors as pgerrors
 from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres import pgoutput as pgo
 from trailgate.capture.postgres.changes import ChangeBuffer, SpilledChanges
+from trailgate.capture.postgres.fastpath import Span
 from trailgate.capture.postgres.rows import (
     CapturedRelation,
     EncodedRun,
@@ -61,6 +62,8 @@ _RAW_OVERHEAD = 120  # rough bytes of a RawRow besides its message
 _RECORD_OVERHEAD = 40  # rough bytes of an encoded record in a run, besides its bytes
 #: Records per EncodedRun (one Spark row each downstream).
 RUN_RECORDS = 200
+#: Rows of a SQL read per span (``_row_spans``).
+SPAN_ROWS = 500
 _ROW_MESSAGES = frozenset(b"IUD")  # Insert, Update, Delete: kept raw, decoded on demand
 
 
@@ -292,7 +295,7 @@ class PgCapture:
                     "'proto_version', '1', 'publication_names', %s, 'messages', 'true')",
                     (self.slot, None if upto_lsn is None else pgo.format_lsn(upto_lsn),
                      pgo.quote_ident(self.publication)), size=self.chunk_rows)
-                transactions = self._transactions(stream)
+                transactions = self._transactions(_row_spans(stream))
                 yield from self._deliver(transactions, max_transactions)
                 transactions.close()
                 stream.close()  # cancels the rest of the query when we stopped early
@@ -322,7 +325,7 @@ class PgCapture:
         if upto_lsn is None:
             raise ValueError("PgCapture.read from a stream needs upto_lsn")
         self._reading = True
-        transactions = self._transactions(stream.messages(upto_lsn))
+        transactions = self._transactions(stream.spans(upto_lsn))
         try:
             yield from self._deliver(transactions, max_transactions)
         finally:
@@ -357,7 +360,11 @@ class PgCapture:
         if prev is not None and isinstance(prev.transaction.changes, SpilledChanges):
             prev.transaction.changes.path.unlink(missing_ok=True)
 
-    def _transactions(self, rows: Iterator[tuple[int, bytes]]) -> Iterator[CapturedTransaction]:
+    def _transactions(self, spans: Iterator[Span]) -> Iterator[CapturedTransaction]:
+        """The transactions of a stream of spans (``fastpath.Span``), each taken whole.
+
+        Runs of one table's row changes go to the C encoder (``rows_encoder``) in one call;
+        every other message, and a row change C leaves to Python, is handled here."""
         begin: pgo.Begin | None = None
         buffer: ChangeBuffer | None = None
         skip = False
@@ -370,75 +377,91 @@ class PgCapture:
         name, layout, mask = "", b"", None  # of rel, for the C encoder
         run: EncodedRun | None = None  # the run the next encoded row may join
         io_time = 0
-        encode = fastpath.row_encoder if self._encode_plan is not None else None
+        encode = fastpath.rows_encoder if self._encode_plan is not None else None
+        next_mark = fastpath.next_mark
         try:
-            for lsn, data in rows:
-                if data[0] in _ROW_MESSAGES and begin is not None and len(data) > 5:
-                    if buffer is None:  # a transaction already in the trail
+            for chunk, j, hi in spans:
+                while j < hi:
+                    lsn, data = chunk[j]
+                    if data is None:  # a keepalive
+                        j += 1
                         continue
-                    if type(data) is not bytes:
-                        data = bytes(data)
-                    key = data[1:5]
-                    if key != rel_key or rel is None:
-                        rel = self._rel(int.from_bytes(key, "big"), lsn)
-                        self._use(rel, new_defs)
-                        rel_key, plan, run = key, self._plan(rel), None
-                        name, layout, mask = rel.table.qualified_name, rel.layout, plan or None
-                    if plan is False:
-                        continue
-                    if plan is not None and encode is not None:
-                        record = encode(data, layout, mask, name, io_time, lsn)
-                        if record is not None:
-                            if run is None or len(run.records) >= RUN_RECORDS:
-                                run = EncodedRun(rel.table, [record])
-                                buffer.changes.append(run)
-                            else:
-                                run.records.append(record)
-                            buffer.count += 1
-                            buffer.size += len(record) + _RECORD_OVERHEAD
-                            if buffer.size > buffer.limit:
-                                buffer.spill()
-                                run = None  # pickled: a new run starts
+                    if data[0] in _ROW_MESSAGES and begin is not None and len(data) > 5:
+                        if buffer is None:  # a transaction already in the trail
+                            j = max(j + 1, next_mark(chunk, j, hi))
                             continue
-                    run = None
-                    buffer.changes.append((rel, lsn, data))
-                    buffer.count += 1
-                    buffer.size += len(data) + _RAW_OVERHEAD
-                    if buffer.size > buffer.limit:
-                        buffer.spill()
-                    continue
-                rel_key, run = None, None
-                msg = pgo.decode(data, lsn=lsn)
-                if isinstance(msg, pgo.Begin):
-                    begin, origin, messages, new_defs = msg, None, [], []
-                    io_time = julian_from_pg_micros(msg.commit_time)
-                    skip = msg.final_lsn <= self._delivered_lsn
-                    buffer = None if skip else ChangeBuffer(self.spill_dir,
-                                                             self.memory_limit_bytes)
-                elif isinstance(msg, pgo.Relation):
-                    self._relations[msg.oid] = self._relation(msg)
-                elif isinstance(msg, pgo.TypeMessage | pgo.Origin):
-                    if isinstance(msg, pgo.Origin):
-                        origin = msg.name
-                elif isinstance(msg, pgo.LogicalMessage):
-                    if not msg.transactional:
-                        if msg.prefix == HEARTBEAT_PREFIX:
-                            self._marks.append((msg.lsn, self._last_end_lsn))
-                    elif msg.prefix.startswith(MESSAGE_PREFIX) and not skip:
-                        messages.append(msg)
-                elif isinstance(msg, pgo.Commit):
-                    if begin is None:
-                        raise SourceError(f"pgoutput Commit without Begin at LSN "
+                        if type(data) is not bytes:
+                            data = bytes(data)
+                        key = data[1:5]
+                        if key != rel_key or rel is None:
+                            rel = self._rel(int.from_bytes(key, "big"), lsn)
+                            self._use(rel, new_defs)
+                            rel_key, plan, run = key, self._plan(rel), None
+                            name, layout, mask = rel.table.qualified_name, rel.layout, plan or None
+                        if plan is False:
+                            j += 1
+                            continue
+                        if plan is not None and encode is not None:
+                            if run is None or len(run.records) >= RUN_RECORDS:
+                                run = EncodedRun(rel.table, [])
+                            records = run.records
+                            had = len(records)
+                            j2, nbytes = encode(chunk, j, hi, key, layout, mask, name, io_time,
+                                                records, RUN_RECORDS - had,
+                                                max(1, buffer.limit - buffer.size))
+                            if j2 > j:
+                                if not had:
+                                    buffer.changes.append(run)
+                                taken = len(records) - had
+                                buffer.count += taken
+                                buffer.size += nbytes + taken * _RECORD_OVERHEAD
+                                if buffer.size > buffer.limit:
+                                    buffer.spill()
+                                    run = None  # pickled: a new run starts
+                                j = j2
+                                continue
+                        # C left this change to Python: kept raw, decoded later
+                        run = None
+                        buffer.changes.append((rel, lsn, data))
+                        buffer.count += 1
+                        buffer.size += len(data) + _RAW_OVERHEAD
+                        if buffer.size > buffer.limit:
+                            buffer.spill()
+                        j += 1
+                        continue
+                    j += 1
+                    rel_key, run = None, None
+                    msg = pgo.decode(data, lsn=lsn)
+                    if isinstance(msg, pgo.Begin):
+                        begin, origin, messages, new_defs = msg, None, [], []
+                        io_time = julian_from_pg_micros(msg.commit_time)
+                        skip = msg.final_lsn <= self._delivered_lsn
+                        buffer = None if skip else ChangeBuffer(self.spill_dir,
+                                                                 self.memory_limit_bytes)
+                    elif isinstance(msg, pgo.Relation):
+                        self._relations[msg.oid] = self._relation(msg)
+                    elif isinstance(msg, pgo.TypeMessage | pgo.Origin):
+                        if isinstance(msg, pgo.Origin):
+                            origin = msg.name
+                    elif isinstance(msg, pgo.LogicalMessage):
+                        if not msg.transactional:
+                            if msg.prefix == HEARTBEAT_PREFIX:
+                                self._marks.append((msg.lsn, self._last_end_lsn))
+                        elif msg.prefix.startswith(MESSAGE_PREFIX) and not skip:
+                            messages.append(msg)
+                    elif isinstance(msg, pgo.Commit):
+                        if begin is None:
+                            raise SourceError(f"pgoutput Commit without Begin at LSN "
+                                              f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
+                        if not skip and buffer is not None:
+                            yield self._finish(begin, msg, buffer, new_defs, origin, messages)
+                        buffer, begin = None, None
+                    elif begin is None:
+                        raise SourceError(f"pgoutput change outside a transaction at LSN "
                                           f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
-                    if not skip and buffer is not None:
-                        yield self._finish(begin, msg, buffer, new_defs, origin, messages)
-                    buffer, begin = None, None
-                elif begin is None:
-                    raise SourceError(f"pgoutput change outside a transaction at LSN "
-                                      f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
-                elif not skip and buffer is not None:
-                    for change in self._changes(msg, begin, lsn, new_defs):
-                        buffer.append(change, _estimate(change))
+                    elif not skip and buffer is not None:
+                        for change in self._changes(msg, begin, lsn, new_defs):
+                            buffer.append(change, _estimate(change))
         finally:
             if buffer is not None:
                 buffer.discard()
@@ -521,6 +544,23 @@ class PgCapture:
             cached = classify(row[0] if row else "text")
             self._type_cache[key] = cached
         return cached
+
+
+def _row_spans(rows: Iterator[tuple[int, Any]]) -> Iterator[Span]:
+    """Rows of a SQL read as spans that end at each commit (a consumer may stop between
+    transactions) or after ``SPAN_ROWS`` rows."""
+    chunk: list[tuple[int, Any]] = []
+    for row in rows:
+        data = row[1]
+        if type(data) is not bytes:
+            data = bytes(data)
+            row = (row[0], data)
+        chunk.append(row)
+        if data[:1] == b"C" or len(chunk) >= SPAN_ROWS:
+            yield chunk, 0, len(chunk)
+            chunk = []
+    if chunk:
+        yield chunk, 0, len(chunk)
 
 
 def _estimate(change: Change) -> int:

@@ -12,12 +12,18 @@ The C module is optional (``setup.py``); without it, or with ``TRAILGATE_PURE_PY
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, TypeAlias
 
 from trailgate.capture.postgres.types import PgType
 from trailgate.model import ColumnKind, OpType, TableDef
 from trailgate.trail._accel import load_optional
 
-__all__ = ["OPS", "available", "encode_change", "keep_mask", "relation_layout", "row_encoder"]
+__all__ = ["OPS", "Span", "available", "encode_change", "keep_mask", "next_mark",
+           "relation_layout", "row_encoder", "rows_encoder"]
+
+#: Part of a read-ahead buffer: ``(chunk, lo, hi)``, the ``(lsn, message)`` pairs
+#: ``chunk[lo:hi]`` (a message ``None`` is a keepalive; ``lsn`` is then the server's WAL end).
+Span: TypeAlias = tuple[list[tuple[int, Any]], int, int]
 
 #: ``encode_change``'s operation codes.
 OPS = (OpType.INSERT, OpType.DELETE, OpType.FIELD_COMP, OpType.PK_UPDATE)
@@ -34,6 +40,25 @@ available = _module is not None
 #: ``(message, layout, keep, table, io_time, lsn) -> record | None``, the change's whole trail
 #: record as ``records.encode_row_record`` makes it from ``encode_change``'s D area.
 row_encoder = _module.encode_row if _module is not None else None
+#: ``encode_row`` over a run of one relation's row changes in a span (``None`` when not
+#: built): ``(chunk, start, stop, key, layout, keep, table, io_time, out, room, budget) ->
+#: (next, nbytes)``, each record appended to ``out``; it stops at the first item that is
+#: not a row change of relation ``key`` (the message's bytes 1-4) or that ``encode_row``
+#: leaves to Python, after ``room`` records or once ``budget`` bytes are reached.
+rows_encoder = _module.encode_rows if _module is not None else None
+
+
+def _next_mark(chunk: list[tuple[int, Any]], start: int, stop: int) -> int:
+    for i in range(start, min(stop, len(chunk))):
+        data = chunk[i][1]
+        if data is None or not data or data[0] in (0x42, 0x43):
+            return i
+    return min(stop, len(chunk))
+
+
+#: The first index in ``chunk[start:stop]`` holding a keepalive, a Begin or a Commit, else
+#: ``stop``: what a stream's batch boundaries look at inside a transaction.
+next_mark = _module.next_mark if _module is not None else _next_mark
 
 
 def _conv(pgtype: PgType) -> int:

@@ -13,7 +13,7 @@ buffer (when the buffer is full it stops reading and the server waits), answers 
 and sends the standby status updates that confirm positions (the slot's
 ``confirmed_flush_lsn``) only when the caller says the data is durable (``confirm``).
 
-``messages(end)`` hands out the messages of every transaction that commits before ``end``,
+``spans(end)`` hands out the messages of every transaction that commits before ``end``,
 whole, in commit order, and stops between transactions, leaving the rest for the next call.
 It knows it has everything before ``end`` when it sees a transaction committing at or after
 ``end``, a commit record ending at or after it, or a keepalive saying the server has read
@@ -36,6 +36,7 @@ from typing import Any
 import psycopg
 import psycopg.pq as pq
 
+from trailgate.capture.postgres.fastpath import Span, next_mark
 from trailgate.capture.postgres.pgoutput import PG_EPOCH_UNIX_MICROS, format_lsn, quote_ident
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect_failure, describe, session_conninfo
@@ -60,6 +61,7 @@ _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it h
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
 _status = struct.Struct(">cQQQqB")
+_next_mark = next_mark
 
 
 class WalStream:
@@ -143,58 +145,104 @@ class WalStream:
 
     def messages(self, end: int) -> Iterator[tuple[int, bytes]]:
         """``(lsn, message)`` of every transaction committing in ``[position, end)``, then
-        ``position`` is ``end``.  A consumer that stops early between transactions gets the
-        rest from the next call; one that stops inside a transaction leaves the stream
-        unusable (open a new one)."""
+        ``position`` is ``end`` (:meth:`spans`, one message at a time).  A consumer that
+        stops early between transactions gets the rest from the next call."""
+        spans = self.spans(end)
+        in_txn = False
+        try:
+            for chunk, lo, hi in spans:
+                for k in range(lo, hi):
+                    item = chunk[k]
+                    data = item[1]
+                    if data is not None:
+                        kind = data[0]
+                        in_txn = kind != 0x43 and (in_txn or kind == 0x42)
+                        self._index = k + 1  # a stop here resumes after this message
+                        yield item
+        finally:
+            spans.close()
+            if in_txn:
+                self._torn = True
+
+    def spans(self, end: int) -> Iterator[Span]:
+        """Every transaction committing in ``[position, end)`` as spans of the read-ahead
+        buffer, ``(chunk, lo, hi)``: ``chunk[lo:hi]`` are ``(lsn, message)`` pairs, in
+        order, with keepalives (message ``None``) among them; then ``position`` is ``end``.
+
+        A span ends at a commit or at the end of its chunk, and the consumer takes each
+        span whole: one that stops after a span that ended at a commit gets the rest from
+        the next call; one that stops inside a transaction leaves the stream unusable
+        (open a new one).  Inside a transaction only Begin, Commit and keepalives matter to
+        the boundaries; the row changes between them are skipped in C (``next_mark``).
+        """
         if self._torn:
-            raise RuntimeError("WalStream.messages: the last consumer stopped inside a "
+            raise RuntimeError("WalStream.spans: the last consumer stopped inside a "
                                "transaction; open a new stream")
         if end <= self.position:
             return
         in_txn = False
         bound = self._bound
+        skip = _next_mark
         try:
             while True:
                 chunk, i = self._chunk, self._index
                 n = len(chunk)
+                lo = i
                 while i < n:
+                    if in_txn:
+                        i = skip(chunk, i, n)
+                        if i >= n:
+                            break
                     lsn, data = chunk[i]
                     if data is None:  # a keepalive: the server has read the log up to lsn
-                        i += 1
                         if lsn > bound:
                             bound = lsn
-                            if not in_txn and bound >= end:
+                        if not in_txn and bound >= end:
+                            if lo < i:
                                 self._index = i
-                                self._finish(bound, end)
-                                return
+                                yield chunk, lo, i
+                            self._index = i + 1
+                            self._finish(bound, end)
+                            return
+                        i += 1
                         continue
                     kind = data[0]
-                    commit_end = 0
                     if not in_txn:
                         if kind == 0x42:  # Begin: its commit LSN at offset 1
                             if _unpack_lsn(data, 1)[0] >= end:
-                                self._index = i
-                                self._finish(max(bound, end), end)
-                                return
-                            in_txn = True
+                                break_at = max(bound, end)
+                            else:
+                                in_txn = True
+                                i += 1
+                                continue
                         elif lsn >= end:  # a message outside transactions, after end
+                            break_at = max(bound, lsn)
+                        else:
+                            if lsn > bound:
+                                bound = lsn
+                            i += 1
+                            continue
+                        if lo < i:
                             self._index = i
-                            self._finish(max(bound, lsn), end)
-                            return
-                        elif lsn > bound:
-                            bound = lsn
-                    elif kind == 0x43:  # Commit: flags, commit LSN, end LSN at offset 10
+                            yield chunk, lo, i
+                        self._index = i
+                        self._finish(break_at, end)
+                        return
+                    i += 1
+                    if kind == 0x43:  # Commit: flags, commit LSN, end LSN at offset 10
                         in_txn = False
                         commit_end = _unpack_lsn(data, 10)[0]
-                    i += 1
-                    self._index = i
-                    yield lsn, data
-                    if commit_end:
+                        self._index = i
+                        yield chunk, lo, i
+                        lo = i
                         if commit_end > bound:
                             bound = commit_end
                         if bound >= end:
                             self._finish(bound, end)
                             return
+                if lo < i:
+                    self._index = i
+                    yield chunk, lo, i
                 self._index = i
                 if not in_txn and bound >= end:
                     self._finish(bound, end)
@@ -214,6 +262,7 @@ class WalStream:
         since = time.monotonic()
         warned = False
         with self._cond:
+            was_full = self._buffered >= self._limit
             self._buffered -= self._chunk_bytes
             self._chunk, self._chunk_bytes, self._index = [], 0, 0
             self._cond.notify_all()
@@ -233,7 +282,8 @@ class WalStream:
                                 "transactions after %s", self.slot, format_lsn(self.position))
             self._chunk, self._chunk_bytes = self._queue.popleft()
             self._index = 0
-        self._wake()  # the reader may be waiting for room
+        if was_full:
+            self._wake()  # the reader is waiting for room
 
     def confirm(self, lsn: int) -> None:
         """Everything before ``lsn`` is durable: the slot may move there."""
