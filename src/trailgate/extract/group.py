@@ -151,6 +151,7 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
         STREAMING_CONF,
         ExtractBatch,
     )
+    from trailgate.spark.batch_window import WINDOW_OPTION, ZERO_TRIGGER, window_ms
     from trailgate.spark.pg_source import PgCaptureDataSource
     from trailgate.spark.trail_sink import SinkOptions
 
@@ -160,6 +161,9 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
               "stopFile": str(stop_file)}
     if opts.max_wal_bytes:
         source["maxWalBytesPerTrigger"] = str(opts.max_wal_bytes)
+    if not opts.once:  # the source keeps the batch window (spark.batch_window)
+        seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
+        source[WINDOW_OPTION] = window_ms(seconds)
     reader = spark.readStream.format("pgcapture").options(**source)
     sink = SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
                               "megabytes": str(cfg.megabytes), "home": cfg.home,
@@ -182,8 +186,7 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     if opts.once:
         writer = writer.trigger(availableNow=True)
     else:
-        seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
-        writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
+        writer = writer.trigger(processingTime=ZERO_TRIGGER)
     return writer.start(), batch
 
 

@@ -103,6 +103,7 @@ class _Pump:
         from trailgate.pump.batch import PumpBatch
         from trailgate.replicat.rows import Router
         from trailgate.replicat.source import TrailChangesDataSource, router_option
+        from trailgate.spark.batch_window import WINDOW_OPTION, ZERO_TRIGGER, window_ms
         from trailgate.spark.trail_sink import SinkOptions
 
         spark.dataSource.register(TrailChangesDataSource)
@@ -112,6 +113,9 @@ class _Pump:
                   .option("stopFile", str(self.stop_file))
                   .option("sameHeader", json.dumps(header))
                   .option("tables", router_option(self.cfg.rules, self.cfg.excludes)))
+        if not self.args.once:  # the source keeps the batch window (spark.batch_window)
+            seconds = self.args.trigger or self.cfg.params.spark.trigger_seconds or 1.0
+            reader = reader.option(WINDOW_OPTION, window_ms(seconds))
         sink = SinkOptions.parse(self.sink_options(run_id, header), run_id)
         router = Router.of(list(self.cfg.rules), list(self.cfg.excludes))
         writer = (reader.load().writeStream
@@ -121,8 +125,7 @@ class _Pump:
         if self.args.once:
             writer = writer.trigger(availableNow=True)
         else:
-            seconds = self.args.trigger or self.cfg.params.spark.trigger_seconds or 1.0
-            writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
+            writer = writer.trigger(processingTime=ZERO_TRIGGER)
         return writer.start()
 
     def finish(self, run_id: str, header: list[Any]) -> None:

@@ -133,6 +133,7 @@ def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: P
                  applier: Any, spark_dir: Path, start: str) -> Any:
     from trailgate.replicat.batch import split_file
     from trailgate.replicat.source import TrailChangesDataSource, router_option
+    from trailgate.spark.batch_window import WINDOW_OPTION, ZERO_TRIGGER, window_ms
 
     spark.dataSource.register(TrailChangesDataSource)
     reader = (spark.readStream.format("trailchanges").option("path", cfg.trail)
@@ -147,14 +148,16 @@ def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: P
             reader = reader.option("splitMinRecords", str(cfg.split_min_records))
     if cfg.max_records:
         reader = reader.option("maxRecordsPerTrigger", str(cfg.max_records))
+    if not opts.once:  # the source keeps the batch window (spark.batch_window)
+        seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
+        reader = reader.option(WINDOW_OPTION, window_ms(seconds))
     writer = (reader.load().writeStream.foreachBatch(applier)
               .option("checkpointLocation", str(spark_dir))
               .queryName(f"replicat_{cfg.group.lower()}"))
     if opts.once:
         writer = writer.trigger(availableNow=True)
     else:
-        seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
-        writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
+        writer = writer.trigger(processingTime=ZERO_TRIGGER)
     return writer.start()
 
 

@@ -140,7 +140,7 @@ class TrailChangesStreamReader(TrailStreamReader):
 
     def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         begin = position_of(start) if start is not None else position_of(self.initialOffset())
-        if self.stop_file and os.path.exists(self.stop_file):
+        if self.stopped():
             return offset_of(begin)
         if self.same_header is not None:
             fence = self._fence(begin)
@@ -158,6 +158,9 @@ class TrailChangesStreamReader(TrailStreamReader):
         if self.split_file and self._state is not None and self._state.boundary > begin:
             write_scan_hint(self.split_file, begin, self._state)
         return end
+
+    def stopped(self) -> bool:
+        return bool(self.stop_file) and os.path.exists(self.stop_file)  # type: ignore[arg-type]
 
     def _fence(self, begin: TrailPosition) -> TrailPosition | None:
         """The start of the first file after ``begin``'s whose header differs from the one

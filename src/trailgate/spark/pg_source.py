@@ -21,7 +21,9 @@ transaction whose commit LSN lies in it, whole, in commit order, as change rows
 Options: ``home`` and ``group`` (required), ``memoryLimitBytes``, ``processId`` (for
 @GETENV), ``batchRows`` (rows per Arrow batch, default 10000), ``maxWalBytesPerTrigger``
 (bound a batch's WAL range; transactions stay whole), ``stopFile`` (while it exists no new
-batch starts: a clean stop lets the running batch finish).
+batch starts: a clean stop lets the running batch finish), ``batchWindowMs`` (decide in
+``latestOffset`` when a batch starts, for a zero trigger: :mod:`trailgate.spark.
+batch_window`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from trailgate.errors import SourceError
 from trailgate.extract.config import DEFAULT_MEMORY_LIMIT, ExtractConfig, load_extract_config
 from trailgate.home import Home
 from trailgate.model import Change, TableDef, unix_micros_from_julian
+from trailgate.spark.batch_window import BatchWindow
 from trailgate.spark.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder
 
 if TYPE_CHECKING:
@@ -81,6 +84,7 @@ class SourceOptions:
     batch_rows: int
     max_wal_bytes: int | None
     stop_file: str | None
+    batch_window_ms: int | None = None  # ``batchWindowMs``: see spark.batch_window
 
     @classmethod
     def parse(cls, options: Any) -> SourceOptions:
@@ -93,9 +97,11 @@ class SourceOptions:
         config = load_extract_config(Home(home), group, memory_limit_bytes=memory,
                                      process_id=pid)
         max_wal = options.get("maxWalBytesPerTrigger")
+        window = options.get("batchWindowMs")
         return cls(config=config, batch_rows=int(options.get("batchRows") or 10_000),
                    max_wal_bytes=int(max_wal) if max_wal else None,
-                   stop_file=options.get("stopFile") or None)
+                   stop_file=options.get("stopFile") or None,
+                   batch_window_ms=int(window) if window else None)
 
 
 def _iso(julian: int) -> str:
@@ -259,16 +265,16 @@ def _batches(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int,
     """``cap``'s transactions committed in ``[start, end)`` as Arrow batches of change
     rows, the last one ending with the position row."""
     rows = ChangeRowBuilder()
-    read_time: str | None = None
+    last_commit: int | None = None
     for t in cap.read(start_after_lsn=start - 1, upto_lsn=end):
         if t.csn >= end:
             break
         yield from emitter.emit(t, rows, opts.batch_rows)
-        read_time = _iso(t.transaction.commit_time)
+        last_commit = t.transaction.commit_time
     restart, _, _ = slot_state(cap.control_connection(), opts.config.slot)
     position: dict[str, Any] = {"lsn": end, "recovery": {"lsn": restart}}
-    if read_time is not None:
-        position["read_time"] = read_time
+    if last_commit is not None:
+        position["read_time"] = _iso(last_commit)
     rows.add_position(position)
     yield rows.take()
 
@@ -369,10 +375,13 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._conn: psycopg.Connection[Any] | None = None
         self._target: int | None = None
         self._no_snapshot = False
+        window = opts.batch_window_ms
+        self._window: BatchWindow[int] | None = (
+            None if window is None else BatchWindow(window / 1000))
 
     def __getstate__(self) -> dict[str, Any]:
         return {"opts": self.opts, "_conn": None, "_target": self._target,
-                "_no_snapshot": self._no_snapshot}
+                "_no_snapshot": self._no_snapshot, "_window": self._window}
 
     def _control(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed:
@@ -409,14 +418,25 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict[str, int]:
         begin = int((start or self.initialOffset())["lsn"])
-        if self.opts.stop_file and os.path.exists(self.opts.stop_file):
+        if self._stopped():
             return {"lsn": begin}
+        if self._window is None or self._target is not None:  # availableNow: at once
+            return {"lsn": self._reach(begin)[0]}
+        return {"lsn": self._window.settle(begin, lambda: self._reach(begin), self._stopped)}
+
+    def _stopped(self) -> bool:
+        return bool(self.opts.stop_file) and os.path.exists(self.opts.stop_file)  # type: ignore[arg-type]
+
+    def _reach(self, begin: int) -> tuple[int, bool]:
+        """(how far a batch from ``begin`` may reach now, whether that is the
+        ``maxWalBytesPerTrigger`` bound)."""
         end = self._flush_lsn()
         if self._target is not None:
             end = min(end, self._target)
-        if self.opts.max_wal_bytes:
-            end = min(end, begin + self.opts.max_wal_bytes)
-        return {"lsn": max(end, begin)}
+        full = False
+        if self.opts.max_wal_bytes and end >= begin + self.opts.max_wal_bytes:
+            end, full = begin + self.opts.max_wal_bytes, True
+        return max(end, begin), full
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         lo, hi = int(start["lsn"]), int(end["lsn"])

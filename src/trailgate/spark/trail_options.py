@@ -54,6 +54,7 @@ class TrailOptions:
     include_metadata: bool
     batch_rows: int
     max_records_per_trigger: int | None
+    batch_window_ms: int | None = None  # ``batchWindowMs``: see spark.batch_window
 
     def table_filter(self) -> TableFilter | None:
         return TableFilter(self.tables) if self.tables else None
@@ -75,6 +76,16 @@ def _positive(name: str, text: str) -> int:
         value = 0
     if value <= 0:
         raise ValueError(f"option {name}={text!r}: expected a positive whole number")
+    return value
+
+
+def _whole(name: str, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"option {name}={text!r}: expected a whole number of milliseconds")
     return value
 
 
@@ -131,6 +142,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Tra
         for pattern in tables:
             match_table(pattern if "." in pattern else f"*.{pattern}", "a.b")  # syntax check
     limit = options.get("maxRecordsPerTrigger")
+    window = options.get("batchWindowMs")
     return TrailOptions(
         trail=trail,
         seqnos=None if streaming else seqnos,
@@ -139,4 +151,5 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Tra
         include_metadata=_bool("includeMetadata", options.get("includeMetadata", "false")),
         batch_rows=_positive("batchRows", options.get("batchRows", "10000")),
         max_records_per_trigger=_positive("maxRecordsPerTrigger", limit) if limit else None,
+        batch_window_ms=_whole("batchWindowMs", window) if window else None,
     )

@@ -28,6 +28,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from trailgate.model import TrailPosition
+from trailgate.spark.batch_window import BatchWindow
 from trailgate.spark.trail_offsets import (
     ScanState,
     end_of_data,
@@ -122,6 +123,9 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._state: ScanState | None = None  # where the last boundary scan stopped
         self._scan_start: TrailPosition | None = None  # ... and where it started
         self._mark: Callable[[int, str], bool] | None = None  # records scans look out for
+        window = options.batch_window_ms
+        self._window: BatchWindow[TrailPosition] | None = (
+            None if window is None else BatchWindow(window / 1000))
 
     def initialOffset(self) -> dict[str, int]:
         if self.options.start is not None:
@@ -143,11 +147,23 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._target_set and self._target is None:
             return offset_of(begin)  # availableNow over a trail that had no files
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        boundary, _, self._state = scan_boundary(
+        if self._window is None or self._target_set:  # availableNow: all there is, at once
+            return offset_of(self._reach(begin, max_rows)[0])
+        return offset_of(self._window.settle(begin, lambda: self._reach(begin, max_rows),
+                                             self.stopped))
+
+    def _reach(self, begin: TrailPosition, max_rows: int | None) -> tuple[TrailPosition, bool]:
+        """(the last transaction boundary a batch from ``begin`` may reach now, whether
+        that is the ``maxRecordsPerTrigger`` bound)."""
+        boundary, covered, self._state = scan_boundary(
             self.options.trail, begin, limit=self._target, max_records=max_rows,
             state=self._state, mark=self._mark)
         self._scan_start = begin
-        return offset_of(max(boundary, begin))
+        return max(boundary, begin), max_rows is not None and covered >= max_rows
+
+    def stopped(self) -> bool:
+        """Whether a stop was asked for (no new batch then); the plain source has no way."""
+        return False
 
     def reportLatestOffset(self) -> dict | None:
         return offset_of(self._state.boundary) if self._state is not None else None

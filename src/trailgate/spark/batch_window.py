@@ -1,0 +1,88 @@
+"""When a streaming source lets Spark start its next micro-batch: a batch window that closes
+early when the source goes quiet.
+
+Why: with a fixed ``processingTime`` trigger of *w*, a change that arrives just after a tick
+waits up to *w* before its batch even starts, in each group it passes through; at the end
+of a burst the Extract's last batch and then the Replicat's each waited half a trigger on
+average, most of trailgate's lag behind native replication.  A shorter trigger cuts the wait
+but pays Spark's per-batch bookkeeping more often under load.
+
+So the groups run their queries with a zero trigger and their sources decide in
+``latestOffset``, with a :class:`BatchWindow` of *w* (``SPARK TRIGGER``):
+
+* nothing new: wait for something, looking every ``poll`` seconds, for at most ``idle``
+  seconds (then no batch: Spark asks again at once);
+* something new: start a batch as soon as the source has been quiet for ``quiet`` seconds
+  (nothing more arrived: the burst is over), or once *w* has passed since the last batch
+  started (under steady load, at most one batch per window, as the trigger gave), or at
+  once when the source reached a batch bound (``full``).
+
+The probe is the source's own: the server's flushed WAL position for the Extract, the last
+transaction boundary in the trail for the Replicat.  A stop request (the group's stop file)
+ends the wait with no batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+__all__ = ["IDLE_SECONDS", "POLL_SECONDS", "QUIET_SECONDS", "WINDOW_OPTION", "ZERO_TRIGGER",
+           "BatchWindow", "window_ms"]
+
+#: The source option that gives the window (milliseconds).
+WINDOW_OPTION = "batchWindowMs"
+#: The query's trigger when its source keeps the window.
+ZERO_TRIGGER = "0 seconds"
+
+#: Seconds between looks while nothing is new.
+POLL_SECONDS = 0.02
+#: Seconds without anything new after which the source is quiet (a burst is over).
+QUIET_SECONDS = 0.03
+#: The longest one ``latestOffset`` call waits for something new.
+IDLE_SECONDS = 0.5
+
+def window_ms(seconds: float) -> str:
+    """``SPARK TRIGGER``'s seconds as the ``batchWindowMs`` option's value."""
+    return str(max(0, round(seconds * 1000)))
+
+
+Offset = TypeVar("Offset")  # an offset: anything ordered (an LSN, a TrailPosition)
+
+
+class BatchWindow(Generic[Offset]):
+    """Decides, per ``latestOffset`` call, how far the next batch reaches (see the module
+    docstring); ``clock`` and ``sleep`` are injectable for tests."""
+
+    def __init__(self, window: float, *, poll: float = POLL_SECONDS,
+                 quiet: float = QUIET_SECONDS, idle: float = IDLE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep):
+        self.window = max(0.0, window)
+        self.poll, self.quiet, self.idle = poll, quiet, idle
+        self.clock, self.sleep = clock, sleep
+        self._last_start = float("-inf")  # when the last batch was let start
+
+    def settle(self, begin: Offset, probe: Callable[[], tuple[Offset, bool]],
+               stopped: Callable[[], bool]) -> Offset:
+        """The end of the next batch, or ``begin`` for no batch now.  ``probe()`` gives
+        (how far the source could go now, whether that is a batch bound)."""
+        now = self.clock()
+        deadline = now + self.idle
+        end, full = probe()
+        while not end > begin:  # nothing new: wait a little for something
+            if stopped() or self.clock() >= deadline:
+                return begin
+            self.sleep(self.poll)
+            end, full = probe()
+        while not full and self.clock() - self._last_start < self.window:
+            self.sleep(self.quiet)
+            if stopped():
+                return begin
+            later, full = probe()
+            if not later > end:  # quiet: the burst is over
+                break
+            end = later
+        self._last_start = self.clock()
+        return end

@@ -1,0 +1,118 @@
+"""``BatchWindow``: when a source lets the next micro-batch start (a fake clock: each sleep
+moves it, and the source's position is a function of the time)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from trailgate.spark.batch_window import BatchWindow, window_ms
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps = 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.sleeps += 1
+
+
+def window(clock: Clock, seconds: float = 0.5) -> BatchWindow[int]:
+    return BatchWindow(seconds, poll=0.02, quiet=0.03, idle=0.5, clock=clock,
+                       sleep=clock.sleep)
+
+
+def source(clock: Clock, rate: float, until: float, start: float = 100.0,
+           full_at: int | None = None) -> Callable[[], tuple[int, bool]]:
+    """Positions growing by ``rate`` per second from ``start`` to ``until``."""
+    def probe() -> tuple[int, bool]:
+        pos = int(max(0.0, min(clock.now, until) - start) * rate)
+        if full_at is not None and pos >= full_at:
+            return full_at, True
+        return pos, False
+    return probe
+
+
+def never() -> bool:
+    return False
+
+
+def test_idle_source_waits_a_little_then_starts_no_batch() -> None:
+    clock = Clock()
+    w = window(clock)
+    assert w.settle(0, lambda: (0, False), never) == 0
+    assert 0.5 <= clock.now - 100.0 < 0.55
+
+
+def test_the_first_change_after_a_pause_starts_a_batch_at_once() -> None:
+    clock = Clock()
+    w = window(clock)
+    assert w.settle(0, lambda: (7, False), never) == 7
+    assert clock.now == 100.0
+
+
+def test_a_burst_starts_its_batch_once_the_source_is_quiet() -> None:
+    """A batch has just started; a burst ending 0.12 s later starts the next one about
+    one quiet period after it ends, with everything the burst wrote — not at the end of
+    the window."""
+    clock = Clock()
+    w = window(clock)
+    w.settle(-1, lambda: (0, False), never)  # the last batch started at 100.0
+    end = w.settle(0, source(clock, 1000, until=100.12), never)
+    assert end == 120
+    assert 100.12 <= clock.now < 100.12 + 0.07
+
+
+def test_steady_load_gives_one_batch_per_window() -> None:
+    clock = Clock()
+    w = window(clock)
+    probe = source(clock, 1000, until=1e9)
+    starts, ends, begin = [], [], 0
+    for _ in range(5):
+        begin = w.settle(begin, probe, never)
+        starts.append(clock.now)
+        ends.append(begin)
+        clock.now += 0.1  # the batch's own work
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert all(0.5 <= g < 0.56 for g in gaps), gaps
+    assert ends == sorted(ends) and len(set(ends)) == 5
+
+
+def test_new_data_after_a_long_pause_starts_at_once_when_quiet() -> None:
+    clock = Clock()
+    w = window(clock)
+    w.settle(0, source(clock, 1000, until=100.05), never)  # a first batch
+    clock.now = 200.0
+    probe = source(clock, 1000, until=1e9, start=199.0)  # a backlog, nothing arriving now
+    frozen = probe()
+    assert w.settle(10, lambda: frozen, never) == frozen[0]
+    assert clock.now - 200.0 < 0.001  # the window has long passed: no wait at all
+
+
+def test_a_full_batch_starts_at_once() -> None:
+    clock = Clock()
+    w = window(clock)
+    w.settle(0, source(clock, 1000, until=100.01), never)
+    t0 = clock.now
+    assert w.settle(10, source(clock, 10**6, until=1e9, full_at=5000), never) == 5000
+    assert clock.now - t0 < 0.04
+
+
+def test_a_stop_ends_the_wait_without_a_batch() -> None:
+    clock = Clock()
+    w = window(clock)
+    w.settle(-1, lambda: (0, False), never)  # the last batch started at 100.0
+    stop_at = 100.1
+    assert w.settle(0, source(clock, 1000, until=1e9), lambda: clock.now >= stop_at) == 0
+    assert clock.now < stop_at + 0.05
+    clock.now = 300.0
+    assert w.settle(0, lambda: (0, False), lambda: True) == 0
+    assert clock.sleeps < 10 ** 3
+
+
+def test_window_ms_is_the_option_value() -> None:
+    assert window_ms(0.5) == "500" and window_ms(0) == "0" and window_ms(1.2345) == "1234"
