@@ -3,6 +3,7 @@ moves it, and the source's position is a function of the time)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 from trailgate.spark.batch_window import BatchWindow, window_ms
@@ -77,7 +78,7 @@ def test_steady_load_gives_one_batch_per_window() -> None:
         starts.append(clock.now)
         ends.append(begin)
         clock.now += 0.1  # the batch's own work
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert all(0.5 <= g < 0.56 for g in gaps), gaps
     assert ends == sorted(ends) and len(set(ends)) == 5
 

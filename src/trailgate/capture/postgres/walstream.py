@@ -36,7 +36,7 @@ from typing import Any
 import psycopg
 import psycopg.pq as pq
 
-from trailgate.capture.postgres.fastpath import Span, next_mark
+from trailgate.capture.postgres.fastpath import Span, copy_drainer, next_mark
 from trailgate.capture.postgres.pgoutput import PG_EPOCH_UNIX_MICROS, format_lsn, quote_ident
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect_failure, describe, session_conninfo
@@ -57,6 +57,7 @@ SLOT_WAIT_SECONDS = 60.0
 ANSWER_SECONDS = 60.0
 _MESSAGE_OVERHEAD = 100  # rough bytes of a buffered (lsn, bytes) pair besides the message
 _DRAIN_MESSAGES = 5000  # messages read before handing them to the consumer
+_GATHER_SECONDS = 0.002  # the reader's pause once data is there, before it reads
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
@@ -68,11 +69,13 @@ class WalStream:
     """Slot ``slot``'s ``pgoutput`` messages from ``start_lsn`` on (see the module docstring).
 
     ``position``: every transaction committing before it has been handed out.
+    ``c_reader``: read the connection with the C loop when it can be used (``fastpath.
+    copy_drainer``; False: psycopg's ``get_copy_data``, the reference).
     """
 
     def __init__(self, conninfo: str, slot: str, publication: str, start_lsn: int, *,
                  buffer_bytes: int = BUFFER_BYTES, status_interval: float = STATUS_INTERVAL,
-                 slot_wait: float = SLOT_WAIT_SECONDS):
+                 slot_wait: float = SLOT_WAIT_SECONDS, c_reader: bool = True):
         self.conninfo = conninfo
         self.slot = slot
         self.publication = publication
@@ -96,6 +99,7 @@ class WalStream:
         self._done = False
         self._cond = threading.Condition()
         self._pg = self._start(start_lsn, slot_wait)
+        self._drainer = copy_drainer(self._pg) if c_reader else None
         self._wake_r, self._wake_w = os.pipe()  # the consumer wakes the reader's select
         os.set_blocking(self._wake_w, False)
         self._thread = threading.Thread(target=self._run, name=f"walstream {slot}",
@@ -334,15 +338,26 @@ class WalStream:
                 if self._buffered >= self._limit:
                     self._wait([], 1.0)
                     continue
-                chunk, size = self._drain(pg)
+                chunk: list[tuple[int, bytes | None]] = []
+                size = self._drain(pg, chunk)
+                while chunk and len(chunk) < _DRAIN_MESSAGES and _readable(sock):
+                    # more has arrived: one bigger chunk costs the consumer less than many
+                    if not _consume(pg):
+                        raise self._lost(pg)
+                    more = self._drain(pg, chunk)
+                    if not more:
+                        break
+                    size += more
                 if chunk:
                     with self._cond:
                         self._queue.append((chunk, size))
                         self._buffered += size
                         self._cond.notify_all()
                     continue
-                if sock in self._wait([sock], 1.0) and not _consume(pg):
-                    raise self._lost(pg)
+                if sock in self._wait([sock], 1.0):
+                    time.sleep(_GATHER_SECONDS)  # let more arrive: fewer, bigger reads
+                    if not _consume(pg):
+                        raise self._lost(pg)
             self._send_status(pg, False)
         except SourceError as exc:
             self._error = exc
@@ -363,9 +378,19 @@ class WalStream:
                 os.read(self._wake_r, 4096)
         return ready
 
-    def _drain(self, pg: Any) -> tuple[list[tuple[int, bytes | None]], int]:
-        """The messages libpq has buffered (at most ``_DRAIN_MESSAGES``) and their size."""
-        out: list[tuple[int, bytes | None]] = []
+    def _drain(self, pg: Any, out: list[tuple[int, bytes | None]]) -> int:
+        """The messages libpq has buffered (at most ``_DRAIN_MESSAGES``) appended to
+        ``out``; returns their size."""
+        if self._drainer is not None:  # the same loop in C (fastpath.copy_drainer)
+            size, received, reply, status = self._drainer(_DRAIN_MESSAGES, out,
+                                                          _MESSAGE_OVERHEAD)
+            if status < 0:
+                raise self._ended(pg, status)
+            if reply:
+                self._reply_due = True
+            if received > self._received:
+                self._received = received
+            return size
         size = 0
         received = self._received
         for _ in range(_DRAIN_MESSAGES):
@@ -389,7 +414,7 @@ class WalStream:
                 if reply:
                     self._reply_due = True
         self._received = received
-        return out, size
+        return size
 
     def _send_status(self, pg: Any, reply: bool) -> None:
         """A standby status update: received, flushed (= confirmed) and applied positions."""
@@ -414,6 +439,11 @@ class WalStream:
             return self._failure(reason)
         return SourceError(f"lost the replication connection to {describe(self.conninfo)} "
                            f"while streaming slot {self.slot!r}: {reason}")
+
+
+def _readable(sock: int) -> bool:
+    """Whether the socket has data now (no waiting)."""
+    return bool(select.select([sock], [], [], 0)[0])
 
 
 def _begin_copy_both(pg: Any, command: bytes, timeout: float) -> str | None:
