@@ -4,7 +4,7 @@ logical replication (publication and subscription), between the same two databas
     ./dev bench apply_pg [--rows 100000] [--txn-rows 100] [--steady-rate 500]
                          [--steady-seconds 30] [--trigger-ms 500] [--replicat-trigger-ms MS]
                          [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
-                         [--keep DIR]
+                         [--idle-seconds 10] [--keep DIR]
 
 Two embedded servers, source and target, with the same tables.  For each method in turn:
 
@@ -28,6 +28,9 @@ Two embedded servers, source and target, with the same tables.  For each method 
    trailgate the lag is also split: *Extract* is commit → the first Extract checkpoint
    covering the transaction (its commit time, ``read_time``, at or after it), *Replicat*
    the rest.
+
+4. **Idle**: the CPU each part uses over ``--idle-seconds`` with nothing to replicate (a
+   trailgate group's source looks for new data every 20 ms while idle).
 
 Phases 1 and 2 run ``--repeat`` rounds each (on fresh ids); the best round counts, as the
 machine is shared and noisy.  Prints rows/s for each method and phase, the ratios (aim:
@@ -232,6 +235,7 @@ class Result:
     runs: list[float] = field(default_factory=list)  # every round's seconds (best: seconds)
     backlog_runs: list[float] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of the best round
+    idle_cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds while idle
 
     @property
     def rate(self) -> float:
@@ -304,6 +308,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
             say(f"  {changes:,} row changes applied {backlog_runs[-1]:.1f} s after the "
                 "subscription was enabled")
         lag = steady(dbs, args, "native")
+        idle = idle_cpu(meter, args)
     finally:
         with connect(target) as conn:
             conn.execute("DROP SUBSCRIPTION IF EXISTS bench_sub")
@@ -311,7 +316,18 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
             conn.execute("DROP PUBLICATION IF EXISTS bench_pub")
     return Result("PostgreSQL logical replication", changes, txns, min(runs), lag,
                   min(backlog_runs), runs=runs, backlog_runs=backlog_runs,
-                  cpu=cpu[runs.index(min(runs))])
+                  cpu=cpu[runs.index(min(runs))], idle_cpu=idle)
+
+
+def idle_cpu(meter: CpuMeter, args: argparse.Namespace) -> dict[str, float]:
+    """CPU seconds every part uses over ``--idle-seconds`` with nothing to replicate."""
+    if args.idle_seconds <= 0:
+        return {}
+    say(f"  idle: {args.idle_seconds:g} s with no changes")
+    time.sleep(1.0)  # the steady load's last batches
+    before = meter.sample()
+    time.sleep(args.idle_seconds)
+    return meter.used(before, meter.sample())
 
 
 def wait_subscription(target: str, timeout: float = 60) -> None:
@@ -453,9 +469,10 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
             watch.done.set()
             watch.join()
         parts = split_lags(commits, by_txn(dbs.target_conninfo, commits), watch.seen)
+        idle = idle_cpu(meter, args)
         return Result("trailgate Extract → trail → Replicat", changes, txns, min(runs), lag,
                       min(backlog_runs), parts, runs=runs, backlog_runs=backlog_runs,
-                      cpu=cpu[runs.index(min(runs))])
+                      cpu=cpu[runs.index(min(runs))], idle_cpu=idle)
     except BaseException:
         say(transcript.getvalue())
         for g in pipeline.groups:
@@ -596,6 +613,14 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             {names[r.method]: r.cpu for r in results},
             {names[r.method]: r.seconds for r in results}):
         say(line)
+    if args.idle_seconds > 0:
+        say("")
+        for line in format_table(
+                f"== CPU seconds while idle ({args.idle_seconds:g} s, no changes), by "
+                "process ==",
+                {names[r.method]: r.idle_cpu for r in results},
+                {names[r.method]: args.idle_seconds for r in results}):
+            say(line)
 
 
 def main() -> int:
@@ -610,6 +635,9 @@ def main() -> int:
                         help="the Replicat's trigger interval (default: --trigger-ms)")
     parser.add_argument("--partitions", type=int, default=2,
                         help="Replicat parallelism (its Spark master local[N])")
+    parser.add_argument("--idle-seconds", type=float, default=10.0,
+                        help="CPU used with nothing to replicate, measured over this long "
+                             "(0: skip)")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
     parser.add_argument("--replicat-param", action="append", default=[], metavar="LINE",
