@@ -13,6 +13,7 @@ class Clock:
     def __init__(self) -> None:
         self.now = 100.0
         self.sleeps = 0
+        self.pauses: list[float] = []
 
     def __call__(self) -> float:
         return self.now
@@ -20,10 +21,11 @@ class Clock:
     def sleep(self, seconds: float) -> None:
         self.now += seconds
         self.sleeps += 1
+        self.pauses.append(round(seconds, 3))
 
 
 def window(clock: Clock, seconds: float = 0.5) -> BatchWindow[int]:
-    return BatchWindow(seconds, poll=0.02, quiet=0.03, idle=0.5, clock=clock,
+    return BatchWindow(seconds, poll=0.02, poll_max=0.2, quiet=0.03, idle=0.5, clock=clock,
                        sleep=clock.sleep)
 
 
@@ -117,3 +119,20 @@ def test_a_stop_ends_the_wait_without_a_batch() -> None:
 
 def test_window_ms_is_the_option_value() -> None:
     assert window_ms(0.5) == "500" and window_ms(0) == "0" and window_ms(1.2345) == "1234"
+
+
+def test_an_idle_source_is_looked_at_less_and_less_often_until_something_arrives() -> None:
+    clock = Clock()
+    w = window(clock)
+    w.settle(0, lambda: (0, False), never)
+    w.settle(0, lambda: (0, False), never)
+    assert clock.pauses[:6] == [0.02, 0.04, 0.08, 0.16, 0.2, 0.2]
+    assert set(clock.pauses[6:]) == {0.2}  # the next call goes on where this one stopped
+    arrival = clock.now + 0.1
+    clock.pauses.clear()
+    assert w.settle(0, lambda: (1, False) if clock.now >= arrival else (0, False),
+                    never) == 1
+    assert clock.now - arrival < 0.2 + 1e-9  # found within one (longest) pause
+    clock.pauses.clear()
+    w.settle(1, lambda: (1, False), never)
+    assert clock.pauses[0] == 0.02  # after new data, quick looks again

@@ -10,8 +10,10 @@ but pays Spark's per-batch bookkeeping more often under load.
 So the groups run their queries with a zero trigger and their sources decide in
 ``latestOffset``, with a :class:`BatchWindow` of *w* (``SPARK TRIGGER``):
 
-* nothing new: wait for something, looking every ``poll`` seconds, for at most ``idle``
-  seconds (then no batch: Spark asks again at once);
+* nothing new: wait for something, for at most ``idle`` seconds (then no batch: Spark asks
+  again at once), looking after ``poll`` seconds, then twice as long each time up to
+  ``poll_max`` (an idle group costs little: each look is a query or a read of the trail's
+  end), and again every ``poll`` once something arrived;
 * something new: start a batch as soon as the source has been quiet for ``quiet`` seconds
   (nothing more arrived: the burst is over), or once *w* has passed since the last batch
   started (under steady load, at most one batch per window, as the trigger gave), or at
@@ -28,16 +30,17 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-__all__ = ["IDLE_SECONDS", "POLL_SECONDS", "QUIET_SECONDS", "WINDOW_OPTION", "ZERO_TRIGGER",
-           "BatchWindow", "window_ms"]
+__all__ = ["IDLE_SECONDS", "POLL_MAX_SECONDS", "POLL_SECONDS", "QUIET_SECONDS",
+           "WINDOW_OPTION", "ZERO_TRIGGER", "BatchWindow", "window_ms"]
 
 #: The source option that gives the window (milliseconds).
 WINDOW_OPTION = "batchWindowMs"
 #: The query's trigger when its source keeps the window.
 ZERO_TRIGGER = "0 seconds"
 
-#: Seconds between looks while nothing is new.
+#: Seconds between looks while nothing is new: at first, and at the most.
 POLL_SECONDS = 0.02
+POLL_MAX_SECONDS = 0.2
 #: Seconds without anything new after which the source is quiet (a burst is over).
 QUIET_SECONDS = 0.03
 #: The longest one ``latestOffset`` call waits for something new.
@@ -56,11 +59,13 @@ class BatchWindow(Generic[Offset]):
     docstring); ``clock`` and ``sleep`` are injectable for tests."""
 
     def __init__(self, window: float, *, poll: float = POLL_SECONDS,
+                 poll_max: float = POLL_MAX_SECONDS,
                  quiet: float = QUIET_SECONDS, idle: float = IDLE_SECONDS,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep):
         self.window = max(0.0, window)
-        self.poll, self.quiet, self.idle = poll, quiet, idle
+        self.poll, self.poll_max, self.quiet, self.idle = poll, max(poll, poll_max), quiet, idle
+        self._wait = poll  # the next pause while idle
         self.clock, self.sleep = clock, sleep
         self._last_start = float("-inf")  # when the last batch was let start
 
@@ -74,8 +79,10 @@ class BatchWindow(Generic[Offset]):
         while not end > begin:  # nothing new: wait a little for something
             if stopped() or self.clock() >= deadline:
                 return begin
-            self.sleep(self.poll)
+            self.sleep(self._wait)
+            self._wait = min(self._wait * 2, self.poll_max)
             end, full = probe()
+        self._wait = self.poll
         while not full and self.clock() - self._last_start < self.window:
             self.sleep(self.quiet)
             if stopped():
