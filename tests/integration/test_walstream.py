@@ -12,7 +12,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres.capture import PgCapture
 from trailgate.capture.postgres.slots import add_extract
 from trailgate.capture.postgres.trandata import add_trandata
@@ -62,8 +61,7 @@ def _confirmed(conn: psycopg.Connection[Any], slot: str) -> int:
     return int(row[0])
 
 
-@pytest.mark.parametrize("c_reader", [True, False])
-def test_same_messages_as_peek_split_between_transactions(src, pg_db, c_reader) -> None:
+def test_same_messages_as_peek_split_between_transactions(src, pg_db) -> None:
     slot, pub = _slot(src)
     start = _lsn(src)
     for n in range(6):
@@ -77,7 +75,7 @@ def test_same_messages_as_peek_split_between_transactions(src, pg_db, c_reader) 
     commits = _commits(peeked)
     assert len(commits) == 8
     middle = commits[3]  # a batch boundary right at a commit: that one goes to the second
-    with WalStream(pg_db, slot, pub, start, c_reader=c_reader) as stream:
+    with WalStream(pg_db, slot, pub, start) as stream:
         first = list(stream.messages(middle))
         assert stream.position == middle
         second = list(stream.messages(end))
@@ -146,8 +144,7 @@ def test_confirm_moves_the_slot_and_a_new_stream_starts_there(src, pg_db) -> Non
     assert len(rows) == 1 and b"b" in rows[0]
 
 
-@pytest.mark.parametrize("c_reader", [True, False])
-def test_read_ahead_is_bounded_and_loses_nothing(src, pg_db, c_reader) -> None:
+def test_read_ahead_is_bounded_and_loses_nothing(src, pg_db) -> None:
     slot, pub = _slot(src)
     start = _lsn(src)
     for n in range(40):
@@ -155,8 +152,7 @@ def test_read_ahead_is_bounded_and_loses_nothing(src, pg_db, c_reader) -> None:
                     "FROM generate_series(%s::int, %s::int) g", (n * 500, n * 500 + 499))
     end = _lsn(src)
     limit = 256 << 10
-    with WalStream(pg_db, slot, pub, start, buffer_bytes=limit,
-                   c_reader=c_reader) as stream:
+    with WalStream(pg_db, slot, pub, start, buffer_bytes=limit) as stream:
         time.sleep(1.0)  # the reader fills its buffer and stops
         assert stream._buffered < limit + 5000 * 400
         peak = 0
@@ -206,12 +202,10 @@ def test_a_missing_slot_and_a_busy_slot(src, pg_db) -> None:
         assert len(_commits(list(stream.messages(end)))) == 1
 
 
-@pytest.mark.parametrize("c_reader", [True, False])
-def test_a_dropped_connection_is_an_error_not_a_hang(src, pg_db, c_reader) -> None:
+def test_a_dropped_connection_is_an_error_not_a_hang(src, pg_db) -> None:
     slot, pub = _slot(src)
     start = _lsn(src)
-    with WalStream(pg_db, slot, pub, start, c_reader=c_reader) as stream:
-        assert (stream._drainer is not None) == (c_reader and fastpath.available)
+    with WalStream(pg_db, slot, pub, start) as stream:
         src.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
                     "WHERE slot_name = %s", (slot,))
         src.execute("INSERT INTO t VALUES (1, 'a')")

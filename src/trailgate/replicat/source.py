@@ -28,7 +28,6 @@ The Replicat reads the compact *apply rows* (:mod:`trailgate.replicat.apply_rows
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -44,6 +43,7 @@ from trailgate.replicat.split import (
     single_marker,
     write_scan_hint,
 )
+from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.trail_offsets import offset_of, position_of
 from trailgate.spark.trail_options import TrailOptions, parse_options
 from trailgate.spark.trail_source import TrailDataSource, TrailPartition, TrailStreamReader
@@ -160,7 +160,7 @@ class TrailChangesStreamReader(TrailStreamReader):
         return end
 
     def stopped(self) -> bool:
-        return bool(self.stop_file) and os.path.exists(self.stop_file)  # type: ignore[arg-type]
+        return stop_requested(self.stop_file)
 
     def _fence(self, begin: TrailPosition) -> TrailPosition | None:
         """The start of the first file after ``begin``'s whose header differs from the one

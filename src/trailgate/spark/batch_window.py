@@ -26,12 +26,13 @@ ends the wait with no batch.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 __all__ = ["IDLE_SECONDS", "POLL_MAX_SECONDS", "POLL_SECONDS", "QUIET_SECONDS",
-           "WINDOW_OPTION", "ZERO_TRIGGER", "BatchWindow", "window_ms"]
+           "WINDOW_OPTION", "ZERO_TRIGGER", "BatchWindow", "stop_requested", "window_ms"]
 
 #: The source option that gives the window (milliseconds).
 WINDOW_OPTION = "batchWindowMs"
@@ -46,9 +47,16 @@ QUIET_SECONDS = 0.03
 #: The longest one ``latestOffset`` call waits for something new.
 IDLE_SECONDS = 0.5
 
+
 def window_ms(seconds: float) -> str:
     """``SPARK TRIGGER``'s seconds as the ``batchWindowMs`` option's value."""
     return str(max(0, round(seconds * 1000)))
+
+
+def stop_requested(stop_file: str | None) -> bool:
+    """Whether a group's stop file (a source's ``stopFile`` option) exists: then its
+    source lets no new batch start."""
+    return stop_file is not None and os.path.exists(stop_file)
 
 
 Offset = TypeVar("Offset")  # an offset: anything ordered (an LSN, a TrailPosition)
@@ -69,12 +77,17 @@ class BatchWindow(Generic[Offset]):
         self.clock, self.sleep = clock, sleep
         self._last_start = float("-inf")  # when the last batch was let start
 
+    @classmethod
+    def of_ms(cls, window_ms: int | None) -> BatchWindow[Offset] | None:
+        """The window a source's ``batchWindowMs`` option asks for (None: no option, the
+        query's trigger decides)."""
+        return None if window_ms is None else cls(window_ms / 1000)
+
     def settle(self, begin: Offset, probe: Callable[[], tuple[Offset, bool]],
                stopped: Callable[[], bool]) -> Offset:
         """The end of the next batch, or ``begin`` for no batch now.  ``probe()`` gives
         (how far the source could go now, whether that is a batch bound)."""
-        now = self.clock()
-        deadline = now + self.idle
+        deadline = self.clock() + self.idle
         end, full = probe()
         while not end > begin:  # nothing new: wait a little for something
             if stopped() or self.clock() >= deadline:

@@ -46,6 +46,7 @@ from trailgate.extract.oracle_dump import (
     ready_dumps,
 )
 from trailgate.home import Home
+from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.change_rows import CHANGE_SCHEMA_DDL
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ class OracleDumpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict[str, Any]:
         begin = start or self.initialOffset()
-        if self.stop_file and os.path.exists(self.stop_file):
+        if stop_requested(self.stop_file):
             return begin
         end = self._target or self._ready()
         return end if end["last"] > begin["last"] else begin

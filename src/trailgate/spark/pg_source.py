@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -55,7 +54,7 @@ from trailgate.errors import SourceError
 from trailgate.extract.config import DEFAULT_MEMORY_LIMIT, ExtractConfig, load_extract_config
 from trailgate.home import Home
 from trailgate.model import Change, TableDef, unix_micros_from_julian
-from trailgate.spark.batch_window import BatchWindow
+from trailgate.spark.batch_window import BatchWindow, stop_requested
 from trailgate.spark.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder
 
 if TYPE_CHECKING:
@@ -375,9 +374,7 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._conn: psycopg.Connection[Any] | None = None
         self._target: int | None = None
         self._no_snapshot = False
-        window = opts.batch_window_ms
-        self._window: BatchWindow[int] | None = (
-            None if window is None else BatchWindow(window / 1000))
+        self._window: BatchWindow[int] | None = BatchWindow.of_ms(opts.batch_window_ms)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"opts": self.opts, "_conn": None, "_target": self._target,
@@ -425,7 +422,7 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return {"lsn": self._window.settle(begin, lambda: self._reach(begin), self._stopped)}
 
     def _stopped(self) -> bool:
-        return bool(self.opts.stop_file) and os.path.exists(self.opts.stop_file)  # type: ignore[arg-type]
+        return stop_requested(self.opts.stop_file)
 
     def _reach(self, begin: int) -> tuple[int, bool]:
         """(how far a batch from ``begin`` may reach now, whether that is the

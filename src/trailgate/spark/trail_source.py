@@ -123,9 +123,8 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._state: ScanState | None = None  # where the last boundary scan stopped
         self._scan_start: TrailPosition | None = None  # ... and where it started
         self._mark: Callable[[int, str], bool] | None = None  # records scans look out for
-        window = options.batch_window_ms
-        self._window: BatchWindow[TrailPosition] | None = (
-            None if window is None else BatchWindow(window / 1000))
+        self._window: BatchWindow[TrailPosition] | None = BatchWindow.of_ms(
+            options.batch_window_ms)
 
     def initialOffset(self) -> dict[str, int]:
         if self.options.start is not None:
@@ -157,7 +156,7 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         that is the ``maxRecordsPerTrigger`` bound)."""
         state = self._state
         if (state is not None and self._scan_start == begin and state.boundary == begin
-                and self._unchanged(state.resume)):
+                and end_of_data(self.options.trail) == state.resume):
             return begin, False  # nothing appended since the last scan found nothing
         boundary, covered, self._state = scan_boundary(
             self.options.trail, begin, limit=self._target, max_records=max_rows,
@@ -168,17 +167,6 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def stopped(self) -> bool:
         """Whether a stop was asked for (no new batch then); the plain source has no way."""
         return False
-
-    def _unchanged(self, resume: TrailPosition) -> bool:
-        """Whether the trail still ends at ``resume`` (its file that long, no next file):
-        two system calls instead of a scan, for a source that looks often while idle."""
-        trail = TrailName(self.options.trail)
-        try:
-            if os.path.getsize(trail.file(resume.seqno)) != resume.rba:
-                return False
-        except OSError:
-            return False
-        return not os.path.exists(trail.file(resume.seqno + 1))
 
     def reportLatestOffset(self) -> dict | None:
         return offset_of(self._state.boundary) if self._state is not None else None

@@ -734,86 +734,6 @@ static PyObject *next_mark(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromSsize_t(i < stop ? i : stop);
 }
 
-/* drain_copy(conn, getcopy, freemem, max, out, overhead) -> (size, received, reply, status)
- * The replication stream's reader loop in C: up to max messages libpq has buffered
- * (PQgetCopyData, async), each XLogData as (start LSN, message bytes) and each keepalive as
- * (server WAL end, None), appended to out.  conn is the PGconn's address and getcopy,
- * freemem the addresses of PQgetCopyData and PQfreemem of the libpq that made it
- * (fastpath.copy_drainer checks there is only one).  size: bytes taken plus overhead per
- * message; received: the highest XLogData LSN (0 if none); reply: a keepalive asked for an
- * answer; status: 0 nothing more buffered, 1 max reached, else PQgetCopyData's -1 (the
- * stream ended) or -2 (an error). */
-typedef int (*getcopy_fn)(void *conn, char **buffer, int async);
-typedef void (*freemem_fn)(void *ptr);
-
-static inline uint64_t get64(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static PyObject *drain_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 6 || !PyList_CheckExact(args[4])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "drain_copy(conn, getcopy, freemem, max, out: list, overhead)");
-        return NULL;
-    }
-    void *conn = PyLong_AsVoidPtr(args[0]);
-    getcopy_fn getcopy = (getcopy_fn)PyLong_AsVoidPtr(args[1]);
-    freemem_fn freemem = (freemem_fn)PyLong_AsVoidPtr(args[2]);
-    Py_ssize_t max = PyLong_AsSsize_t(args[3]), overhead = PyLong_AsSsize_t(args[5]);
-    if (PyErr_Occurred())
-        return NULL;
-    if (conn == NULL || getcopy == NULL || freemem == NULL) {
-        PyErr_SetString(PyExc_ValueError, "drain_copy: no connection or libpq function");
-        return NULL;
-    }
-    PyObject *out = args[4];
-    Py_ssize_t size = 0, taken = 0;
-    unsigned long long received = 0;
-    int reply = 0, status = 0;
-    while (taken < max) {
-        char *buf = NULL;
-        int n = getcopy(conn, &buf, 1);
-        if (n <= 0) {
-            if (buf != NULL)
-                freemem(buf);
-            status = n; /* 0: nothing complete yet; -1 ended; -2 error */
-            break;
-        }
-        const unsigned char *b = (const unsigned char *)buf;
-        PyObject *item = NULL;
-        if (b[0] == 'w' && n >= 25) { /* XLogData: start, end, send time, message */
-            unsigned long long lsn = get64(b + 1);
-            PyObject *data = PyBytes_FromStringAndSize(buf + 25, n - 25);
-            item = data == NULL ? NULL : Py_BuildValue("(KN)", lsn, data);
-            if (lsn > received)
-                received = lsn;
-            size += n + overhead;
-        } else if (b[0] == 'k' && n >= 18) { /* keepalive: WAL end, send time, reply */
-            item = Py_BuildValue("(KO)", (unsigned long long)get64(b + 1), Py_None);
-            if (b[17])
-                reply = 1;
-            size += overhead;
-        } else {
-            freemem(buf);
-            continue; /* anything else is not for us (the Python loop ignores it too) */
-        }
-        freemem(buf);
-        if (item == NULL || PyList_Append(out, item) < 0) {
-            Py_XDECREF(item);
-            return NULL;
-        }
-        Py_DECREF(item);
-        taken++;
-    }
-    if (taken >= max && status == 0)
-        status = 1;
-    return Py_BuildValue("(nKii)", size, received, reply, status);
-}
-
 static PyMethodDef methods[] = {
     {"encode_change", (PyCFunction)(void (*)(void))encode_change, METH_FASTCALL,
      "encode_change(message, layout, keep) -> (op, d_area) | None: a pgoutput Insert, "
@@ -825,9 +745,6 @@ static PyMethodDef methods[] = {
      "encode_rows(chunk, start, stop, key, layout, keep, table, io_time, out, room, budget) "
      "-> (next, nbytes): encode_row over a run of one relation's row changes in a list of "
      "(lsn, message) pairs, records appended to out."},
-    {"drain_copy", (PyCFunction)(void (*)(void))drain_copy, METH_FASTCALL,
-     "drain_copy(conn, getcopy, freemem, max, out, overhead) -> (size, received, reply, "
-     "status): the replication stream's messages libpq has buffered, appended to out."},
     {"next_mark", (PyCFunction)(void (*)(void))next_mark, METH_FASTCALL,
      "next_mark(chunk, start, stop) -> index of the first keepalive, Begin or Commit."},
     {NULL, NULL, 0, NULL},

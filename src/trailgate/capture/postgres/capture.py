@@ -390,8 +390,6 @@ class PgCapture:
                         if buffer is None:  # a transaction already in the trail
                             j = max(j + 1, next_mark(chunk, j, hi))
                             continue
-                        if type(data) is not bytes:
-                            data = bytes(data)
                         key = data[1:5]
                         if key != rel_key or rel is None:
                             rel = self._rel(int.from_bytes(key, "big"), lsn)

@@ -11,17 +11,15 @@ The C module is optional (``setup.py``); without it, or with ``TRAILGATE_PURE_PY
 
 from __future__ import annotations
 
-import ctypes
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 from trailgate.capture.postgres.types import PgType
 from trailgate.model import ColumnKind, OpType, TableDef
 from trailgate.trail._accel import load_optional
 
-__all__ = ["OPS", "Span", "available", "copy_drainer", "encode_change", "keep_mask",
-           "next_mark", "relation_layout", "row_encoder", "rows_encoder"]
+__all__ = ["OPS", "Span", "available", "encode_change", "keep_mask", "next_mark",
+           "relation_layout", "row_encoder", "rows_encoder"]
 
 #: Part of a read-ahead buffer: ``(chunk, lo, hi)``, the ``(lsn, message)`` pairs
 #: ``chunk[lo:hi]`` (a message ``None`` is a keepalive; ``lsn`` is then the server's WAL end).
@@ -102,48 +100,3 @@ def encode_change(message: bytes, layout: bytes, keep: bytes | None
         return None
     return OPS[result[0]], result[1]
 
-
-#: ``drainer(max, out, overhead) -> (size, received, reply, status)``: see ``copy_drainer``.
-CopyDrainer: TypeAlias = Callable[[int, list[Any], int], tuple[int, int, int, int]]
-
-
-def _libpq_path() -> str | None:
-    """The one libpq this process has loaded, or None (none, or more than one: then which
-    one made a given connection is not known)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            paths = {line.split(None, 5)[5].strip() for line in maps
-                     if "libpq" in line and len(line.split(None, 5)) == 6}
-    except OSError:
-        return None
-    paths = {p for p in paths if os.path.basename(p).startswith("libpq")}
-    return paths.pop() if len(paths) == 1 else None
-
-
-def copy_drainer(pgconn: Any) -> CopyDrainer | None:
-    """The replication stream's read loop in C for psycopg's ``pgconn`` (``_pgfast.
-    drain_copy`` calling the very libpq psycopg uses), or None: read with psycopg.
-
-    Why: per message, psycopg's ``get_copy_data`` and the Python around it cost about two
-    microseconds; the loop in C a fifth of that.  Only used when exactly one libpq is loaded
-    (its functions are looked up by address in that library), else psycopg reads."""
-    if _module is None:
-        return None
-    ptr = getattr(pgconn, "pgconn_ptr", None)
-    path = _libpq_path()
-    if not ptr or path is None:
-        return None
-    try:
-        lib = ctypes.CDLL(path)  # loaded already: the same copy psycopg calls
-        getcopy = ctypes.cast(lib.PQgetCopyData, ctypes.c_void_p).value
-        freemem = ctypes.cast(lib.PQfreemem, ctypes.c_void_p).value
-    except (OSError, AttributeError):
-        return None
-    if not getcopy or not freemem:
-        return None
-    drain = _module.drain_copy
-
-    def drainer(limit: int, out: list[Any], overhead: int) -> tuple[int, int, int, int]:
-        return drain(ptr, getcopy, freemem, limit, out, overhead)  # type: ignore[no-any-return]
-
-    return drainer

@@ -36,7 +36,7 @@ from typing import Any
 import psycopg
 import psycopg.pq as pq
 
-from trailgate.capture.postgres.fastpath import Span, copy_drainer, next_mark
+from trailgate.capture.postgres.fastpath import Span, next_mark
 from trailgate.capture.postgres.pgoutput import PG_EPOCH_UNIX_MICROS, format_lsn, quote_ident
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect_failure, describe, session_conninfo
@@ -62,20 +62,17 @@ _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it h
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
 _status = struct.Struct(">cQQQqB")
-_next_mark = next_mark
 
 
 class WalStream:
     """Slot ``slot``'s ``pgoutput`` messages from ``start_lsn`` on (see the module docstring).
 
     ``position``: every transaction committing before it has been handed out.
-    ``c_reader``: read the connection with the C loop when it can be used (``fastpath.
-    copy_drainer``; False: psycopg's ``get_copy_data``, the reference).
     """
 
     def __init__(self, conninfo: str, slot: str, publication: str, start_lsn: int, *,
                  buffer_bytes: int = BUFFER_BYTES, status_interval: float = STATUS_INTERVAL,
-                 slot_wait: float = SLOT_WAIT_SECONDS, c_reader: bool = True):
+                 slot_wait: float = SLOT_WAIT_SECONDS):
         self.conninfo = conninfo
         self.slot = slot
         self.publication = publication
@@ -99,7 +96,6 @@ class WalStream:
         self._done = False
         self._cond = threading.Condition()
         self._pg = self._start(start_lsn, slot_wait)
-        self._drainer = copy_drainer(self._pg) if c_reader else None
         self._wake_r, self._wake_w = os.pipe()  # the consumer wakes the reader's select
         os.set_blocking(self._wake_w, False)
         self._thread = threading.Thread(target=self._run, name=f"walstream {slot}",
@@ -186,7 +182,7 @@ class WalStream:
             return
         in_txn = False
         bound = self._bound
-        skip = _next_mark
+        skip = next_mark
         try:
             while True:
                 chunk, i = self._chunk, self._index
@@ -381,16 +377,6 @@ class WalStream:
     def _drain(self, pg: Any, out: list[tuple[int, bytes | None]]) -> int:
         """The messages libpq has buffered (at most ``_DRAIN_MESSAGES``) appended to
         ``out``; returns their size."""
-        if self._drainer is not None:  # the same loop in C (fastpath.copy_drainer)
-            size, received, reply, status = self._drainer(_DRAIN_MESSAGES, out,
-                                                          _MESSAGE_OVERHEAD)
-            if status < 0:
-                raise self._ended(pg, status)
-            if reply:
-                self._reply_due = True
-            if received > self._received:
-                self._received = received
-            return size
         size = 0
         received = self._received
         for _ in range(_DRAIN_MESSAGES):
