@@ -33,6 +33,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trailgate.extract.streamer import TrailStreamer
 from trailgate.spark.offset_log import logged_offset
 from trailgate.spark.pg_source import SourceOptions, StreamedSlot, read_partition
 from trailgate.spark.trail_sink import (
@@ -42,8 +43,8 @@ from trailgate.spark.trail_sink import (
     write_in_task,
 )
 
-__all__ = ["DRIVER_MAX_BYTES", "DRIVER_MAX_BYTES_CONF", "STREAMING_CONF", "ExtractBatch",
-           "lsn_range"]
+__all__ = ["CONTINUOUS_CONF", "DRIVER_MAX_BYTES", "DRIVER_MAX_BYTES_CONF", "STREAMING_CONF",
+           "ExtractBatch", "lsn_range"]
 
 #: ``SPARK CONF trailgate.extract.driverMaxBytes=n``: the most WAL a batch read on the driver
 #: spans; a larger one is read by a Spark task.
@@ -52,6 +53,10 @@ DRIVER_MAX_BYTES = 64 << 20
 #: ``SPARK CONF trailgate.extract.streaming=false``: the driver reads the slot with SQL
 #: (``pg_logical_slot_peek_binary_changes``) instead of streaming it.
 STREAMING_CONF = "trailgate.extract.streaming"
+#: ``SPARK CONF trailgate.extract.continuous=false``: a streamed slot is read and written
+#: to the trail only inside each micro-batch, not as transactions arrive
+#: (:mod:`~trailgate.extract.streamer`).
+CONTINUOUS_CONF = "trailgate.extract.continuous"
 
 
 def _logged_lsn(spark_dir: Path, batch_id: int) -> int | None:
@@ -78,14 +83,17 @@ class ExtractBatch:
     ``close`` when the query has stopped: it ends the driver's stream of the slot."""
 
     def __init__(self, source_options: dict[str, str], sink: SinkOptions, spark_dir: Path,
-                 driver_max_bytes: int = DRIVER_MAX_BYTES, *, streaming: bool = True):
+                 driver_max_bytes: int = DRIVER_MAX_BYTES, *, streaming: bool = True,
+                 continuous: bool = False):
         self.source_options = source_options
         self.sink = sink
         self.spark_dir = spark_dir
         self.driver_max_bytes = driver_max_bytes
         self.streaming = streaming
+        self.continuous = continuous and streaming
         self._source: SourceOptions | None = None
         self._slot: StreamedSlot | None = None
+        self._streamer: TrailStreamer | None = None
         self.driver_batches = 0
         self.task_batches = 0
 
@@ -101,6 +109,16 @@ class ExtractBatch:
 
     def __call__(self, df: Any, batch_id: int) -> None:
         rng = lsn_range(self.spark_dir, int(batch_id))
+        if rng is not None and self.continuous:
+            start, end = rng
+            if self._streamer is None and end - start <= self.driver_max_bytes:
+                self._streamer = TrailStreamer(self._streamed(), self.sink, start)
+            if self._streamer is not None:
+                msg = self._streamer.sync(end)
+                self.driver_batches += 1
+                commit_checkpoint(self.sink, [msg])
+                self._streamer.confirm(end)
+                return
         if rng is not None and rng[1] - rng[0] <= self.driver_max_bytes:
             start, end = rng
             messages = []
@@ -122,6 +140,14 @@ class ExtractBatch:
     def streams_opened(self) -> int:
         return self._slot.opened if self._slot is not None else 0
 
+    @property
+    def streamer(self) -> TrailStreamer | None:
+        """The thread writing the trail as transactions arrive, once a batch started it."""
+        return self._streamer
+
     def close(self) -> None:
+        if self._streamer is not None:
+            self._streamer.close()
+            self._streamer = None
         if self._slot is not None:
             self._slot.close()

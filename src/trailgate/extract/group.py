@@ -146,6 +146,7 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
                  stop_file: Path) -> tuple[Any, Any]:
     """The started query and its ``ExtractBatch`` (close it once the query stopped)."""
     from trailgate.extract.batch import (
+        CONTINUOUS_CONF,
         DRIVER_MAX_BYTES,
         DRIVER_MAX_BYTES_CONF,
         STREAMING_CONF,
@@ -174,11 +175,9 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     except ValueError:
         raise ConfigError(f"SPARK CONF {DRIVER_MAX_BYTES_CONF}: expected a number of bytes"
                           ) from None
-    streaming = cfg.params.spark.conf.get(STREAMING_CONF, "true").strip().lower()
-    if streaming not in ("true", "false"):
-        raise ConfigError(f"SPARK CONF {STREAMING_CONF}: expected true or false, not "
-                          f"{streaming!r}")
-    batch = ExtractBatch(source, sink, spark_dir, driver_max, streaming=streaming == "true")
+    streaming, continuous = (_flag(cfg, name) for name in (STREAMING_CONF, CONTINUOUS_CONF))
+    batch = ExtractBatch(source, sink, spark_dir, driver_max, streaming=streaming,
+                         continuous=continuous and not opts.once)
     writer = (reader.load().writeStream
               .foreachBatch(batch)
               .option("checkpointLocation", str(spark_dir))
@@ -188,6 +187,14 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     else:
         writer = writer.trigger(processingTime=ZERO_TRIGGER)
     return writer.start(), batch
+
+
+def _flag(cfg: ExtractConfig, name: str) -> bool:
+    """A ``SPARK CONF`` switch that is on unless set to false."""
+    value = cfg.params.spark.conf.get(name, "true").strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(f"SPARK CONF {name}: expected true or false, not {value!r}")
+    return value == "true"
 
 
 def _watch(proc: GroupProcess, query: Any, cfg: ExtractConfig, opts: RunOptions,

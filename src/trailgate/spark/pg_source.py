@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -259,23 +259,38 @@ def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = Tr
         cap.close()
 
 
-def _batches(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int, end: int
-             ) -> Iterator[pa.RecordBatch]:
-    """``cap``'s transactions committed in ``[start, end)`` as Arrow batches of change
-    rows, the last one ending with the position row."""
-    rows = ChangeRowBuilder()
+def _rows(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int, end: int,
+          rows: ChangeRowBuilder) -> Generator[pa.RecordBatch, None, int | None]:
+    """``cap``'s transactions committed in ``[start, end)`` as full Arrow batches of change
+    rows (the rest stays in ``rows``); returns the last one's commit time."""
     last_commit: int | None = None
     for t in cap.read(start_after_lsn=start - 1, upto_lsn=end):
         if t.csn >= end:
             break
         yield from emitter.emit(t, rows, opts.batch_rows)
         last_commit = t.transaction.commit_time
+    return last_commit
+
+
+def _batches(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int, end: int
+             ) -> Iterator[pa.RecordBatch]:
+    """``cap``'s transactions committed in ``[start, end)`` as Arrow batches of change
+    rows, the last one ending with the position row."""
+    rows = ChangeRowBuilder()
+    last_commit = yield from _rows(opts, cap, emitter, start, end, rows)
+    rows.add_position(_position(opts, cap, end, last_commit))
+    yield rows.take()
+
+
+def _position(opts: SourceOptions, cap: PgCapture, end: int, last_commit: int | None
+              ) -> dict[str, Any]:
+    """The position row's value: where the read ended, the slot's restart point (the
+    recovery position), the last commit's time."""
     restart, _, _ = slot_state(cap.control_connection(), opts.config.slot)
     position: dict[str, Any] = {"lsn": end, "recovery": {"lsn": restart}}
     if last_commit is not None:
         position["read_time"] = _iso(last_commit)
-    rows.add_position(position)
-    yield rows.take()
+    return position
 
 
 class StreamedSlot:
@@ -294,6 +309,7 @@ class StreamedSlot:
         self._stream: WalStream | None = None
         self._capture: PgCapture | None = None
         self._emitter: _Emitter | None = None
+        self._last_commit: int | None = None  # the last commit time read (position rows)
         self.opened = 0  # streams opened (tests, reports)
 
     def _open(self, start: int) -> tuple[PgCapture, _Emitter]:
@@ -315,20 +331,56 @@ class StreamedSlot:
         self.opened += 1
         return cap, emitter
 
-    def read(self, start: int, end: int) -> Iterator[pa.RecordBatch]:
-        """The rows of transactions committed in ``[start, end)``, then the position row."""
+    def read(self, start: int, end: int, *, position: bool = True
+             ) -> Iterator[pa.RecordBatch]:
+        """The rows of transactions committed in ``[start, end)``, then (``position``) the
+        position row.  A read that does not go on from the last one opens the stream
+        again, and a new stream hands out each table's definition again."""
         stream, cap, emitter = self._stream, self._capture, self._emitter
         if (stream is None or cap is None or emitter is None or stream.closed
                 or stream.position != start):
             cap, emitter = self._open(start)
-        cap.republish_tables()
+        if position:  # a micro-batch's read: the trail sink starts each from its state
+            cap.republish_tables()
         done = False
         try:
-            yield from _batches(self.opts, cap, emitter, start, end)
+            if position:
+                yield from _batches(self.opts, cap, emitter, start, end)
+            else:
+                rows = ChangeRowBuilder()
+                last = yield from _rows(self.opts, cap, emitter, start, end, rows)
+                if last is not None:
+                    self._last_commit = last
+                if len(rows):
+                    yield rows.take()
             done = True
         finally:
             if not done:
                 self.close()
+
+    def position_row(self, end: int) -> dict[str, Any]:
+        """The position row's value for a stream read through ``end``."""
+        assert self._capture is not None
+        return _position(self.opts, self._capture, end, self._last_commit)
+
+    def available(self) -> int:
+        """How far a read from the stream's position can go without waiting."""
+        stream = self._stream
+        return stream.available() if stream is not None and not stream.closed else 0
+
+    def wait_available(self, after: int, timeout: float) -> int:
+        """Wait a little for :meth:`available` to pass ``after``."""
+        stream = self._stream
+        if stream is None or stream.closed:
+            time.sleep(timeout)
+            return 0
+        return stream.wait_available(after, timeout)
+
+    def interrupt(self) -> None:
+        """Wake a :meth:`wait_available`."""
+        stream = self._stream
+        if stream is not None:
+            stream.interrupt()
 
     def confirm(self, end: int) -> None:
         """Everything before ``end`` is durable in the trail."""

@@ -55,9 +55,9 @@ from trailgate.trail.writer import TrailWriter
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["MESSAGE_SCHEMA", "SinkOptions", "TrailCommitMessage", "TrailDataSource",
-           "TrailStreamWriter", "commit_checkpoint", "message_json", "message_of",
-           "write_change_batches", "write_in_task", "write_task"]
+__all__ = ["MESSAGE_SCHEMA", "SinkOptions", "TrailAppender", "TrailCommitMessage",
+           "TrailDataSource", "TrailStreamWriter", "commit_checkpoint", "message_json",
+           "message_of", "write_change_batches", "write_in_task", "write_task"]
 
 _STAT_KIND = {
     OpType.INSERT: "insert", OpType.UPDATE: "update", OpType.FIELD_COMP: "update",
@@ -173,26 +173,37 @@ def write_change_batches(opts: SinkOptions, batches: Iterator[pa.RecordBatch],
         state = load_state(Path(opts.state_file))
         writer, last, tables = _open_writer(opts, state)
         try:
-            return _write(opts, writer, last, tables, batches, batch_id)
+            tally = _Tally()
+            _append(writer, last, tables, batches, tally)
+            return _durable(opts, writer, last, tally, batch_id)
         finally:
             if writer.current_file is not None:
                 writer.suspend()
 
 
-def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
-           tables: dict[str, TableDef], batches: Iterator[pa.RecordBatch],
-           batch_id: int | None) -> TrailCommitMessage:
-    tally: dict[tuple[str, int], int] = {}  # (table, op) -> changes written
+@dataclass(slots=True)
+class _Tally:
+    """What appends wrote since the last durable point."""
+
+    counts: dict[tuple[str, int], int] = field(default_factory=dict)  # (table, op) -> n
     source_position: dict[str, Any] | None = None
+    written: int = 0
+    skipped: int = 0
+
+
+def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
+            batches: Iterator[pa.RecordBatch], tally: _Tally) -> None:
+    """Write the whole transactions in ``batches`` not already in the trail (buffered:
+    :func:`_durable` makes them durable)."""
+    counts = tally.counts
     in_txn = skip = False
     txn_csn, txn_xid = 0, ""
-    written = skipped = 0
     for batch in batches:
         cols = ChangeColumns(batch)
         ops, records, lasts = cols.ops, cols.records, cols.lasts
         for i, op in enumerate(ops):
             if op == OP_POSITION:
-                source_position = cols.position(i)
+                tally.source_position = cols.position(i)
                 continue
             if op == OP_METADATA:
                 table_def = cols.table_def(i)
@@ -212,26 +223,31 @@ def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
                     writer.add_run(run, tables.get(name), name, cols.io_times[i] or 0)
                     for io_type in set(io_types):
                         key = (name, io_type)
-                        tally[key] = tally.get(key, 0) + io_types.count(io_type)
+                        counts[key] = counts.get(key, 0) + io_types.count(io_type)
                 else:
                     change = cols.change(i)
                     name = change.table
                     writer.add_change(change, tables.get(name))
                     key = (name, op)
-                    tally[key] = tally.get(key, 0) + 1
+                    counts[key] = counts.get(key, 0) + 1
             if lasts[i]:
                 in_txn = False
                 if skip:
-                    skipped += 1
+                    tally.skipped += 1
                 else:
                     writer.commit_transaction()
                     last.add(txn_csn, txn_xid)
-                    written += 1
+                    tally.written += 1
     if in_txn:
         raise ValueError(f"the trail sink's input ended inside transaction {txn_xid} (CSN "
                          f"{txn_csn}): a source must send whole transactions")
+
+
+def _durable(opts: SinkOptions, writer: TrailWriter, last: LastWritten, tally: _Tally,
+             batch_id: int | None) -> TrailCommitMessage:
+    """fsync what the appends wrote, record the sink state, and say what is durable."""
     counts: dict[str, dict[str, int]] = {}
-    for (table, op), n in tally.items():
+    for (table, op), n in tally.counts.items():
         kind = _STAT_KIND.get(op)
         if kind is not None:
             per_table = counts.setdefault(table, {})
@@ -248,8 +264,75 @@ def _write(opts: SinkOptions, writer: TrailWriter, last: LastWritten,
         trail=opts.label, last_csn=last.csn,
         position=None if position is None else (position[0], position[1]),
         last_xid=max(last.xids) if last.xids else None, last_io_time=writer.last_io_time,
-        source_position=source_position, counts=counts, transactions=written,
-        skipped=skipped)
+        source_position=tally.source_position, counts=counts, transactions=tally.written,
+        skipped=tally.skipped)
+
+
+class TrailAppender:
+    """The trail sink's writer kept open across appends, for a writer that streams (the
+    Extract's :class:`~trailgate.extract.streamer.TrailStreamer`).
+
+    Each :meth:`append` writes its whole transactions through to the file at once, so
+    readers (a Pump, a Replicat) see them, but does not fsync; :meth:`sync` makes
+    everything so far durable, records the sink state and returns the commit message of
+    all appends since the last sync.  The trail's lock is held from construction to
+    :meth:`close`, which syncs first: the state then always covers what the file holds at
+    a clean stop, and after a crash the next run finds the file longer than the state and
+    recovers from the trail itself.  One thread uses an appender at a time.
+    """
+
+    def __init__(self, opts: SinkOptions):
+        self.opts = opts
+        self._lock = locked(Path(opts.state_file + ".lock"))
+        self._lock.__enter__()
+        try:
+            self.writer, self.last, self.tables = _open_writer(
+                opts, load_state(Path(opts.state_file)))
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+        self._tally = _Tally()
+        self.closed = False
+
+    def append(self, batches: Iterator[pa.RecordBatch]) -> int:
+        """Write the transactions in ``batches`` (those not in the trail yet) through to
+        the file; returns how many were written."""
+        before = self._tally.written
+        _append(self.writer, self.last, self.tables, batches, self._tally)
+        self.writer.write_through()
+        return self._tally.written - before
+
+    def sync(self, source_position: dict[str, Any] | None = None) -> TrailCommitMessage:
+        """Make every append durable; the message covers the appends since the last sync
+        (``source_position``: where the source stands, for the checkpoint)."""
+        if source_position is not None:
+            self._tally.source_position = source_position
+        msg = _durable(self.opts, self.writer, self.last, self._tally, None)
+        self._tally = _Tally()
+        return msg
+
+    def close(self) -> None:
+        """Sync, let go of the file (the run may resume it) and of the trail's lock."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.sync()
+            if self.writer.current_file is not None:
+                self.writer.suspend()
+        finally:
+            self._lock.__exit__(None, None, None)
+
+    def abandon(self) -> None:
+        """After a failure: let go of the file and the lock without writing anything more
+        (the state keeps the last sync; the next run recovers from the trail)."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.writer.abandon()
+        finally:
+            self._lock.__exit__(None, None, None)
 
 
 def commit_checkpoint(opts: SinkOptions, messages: list[TrailCommitMessage]) -> None:

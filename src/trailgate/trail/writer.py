@@ -368,6 +368,13 @@ class TrailWriter:
         self._fd = None
         self._seq += 1
 
+    def write_through(self) -> TrailPosition:
+        """Write everything buffered to the file without fsync: readers see it, a crash of
+        this process does not lose it, a crash of the machine may.  Returns the position."""
+        if self._fd is not None and self._buf:
+            self._write_buffer()
+        return self.position
+
     def flush(self) -> TrailPosition:
         """Write everything buffered and fsync; returns the durable position."""
         if self._fd is not None:

@@ -86,6 +86,8 @@ class WalStream:
         self._index = 0
         self._bound = 0  # every commit before it has been received
         self._received = start_lsn
+        self._available = start_lsn  # every commit before it is in the queue
+        self._drained_commit = start_lsn  # the same, for what the reader has drained
         self._confirm = 0  # latest position the caller confirmed
         self._sent_confirm = 0
         self._ask = False
@@ -285,6 +287,24 @@ class WalStream:
         if was_full:
             self._wake()  # the reader is waiting for room
 
+    def available(self) -> int:
+        """How far a read can go now without waiting: every transaction committing before
+        it has arrived (the end of the last commit received)."""
+        return self._available
+
+    def wait_available(self, after: int, timeout: float) -> int:
+        """Wait (at most ``timeout`` seconds, or until :meth:`interrupt`) for
+        :meth:`available` to pass ``after``; returns it."""
+        with self._cond:
+            if self._available <= after and self._error is None and not self._done:
+                self._cond.wait(timeout)
+            return self._available
+
+    def interrupt(self) -> None:
+        """Wake a :meth:`wait_available` now."""
+        with self._cond:
+            self._cond.notify_all()
+
     def confirm(self, lsn: int) -> None:
         """Everything before ``lsn`` is durable: the slot may move there."""
         if lsn > self._confirm:
@@ -348,6 +368,7 @@ class WalStream:
                     with self._cond:
                         self._queue.append((chunk, size))
                         self._buffered += size
+                        self._available = self._drained_commit
                         self._cond.notify_all()
                     continue
                 if sock in self._wait([sock], 1.0):
@@ -379,6 +400,7 @@ class WalStream:
         ``out``; returns their size."""
         size = 0
         received = self._received
+        committed = self._drained_commit
         for _ in range(_DRAIN_MESSAGES):
             n, view = pg.get_copy_data(1)
             if n == 0:
@@ -393,6 +415,10 @@ class WalStream:
                 size += n + _MESSAGE_OVERHEAD
                 if lsn > received:
                     received = lsn
+                if data[0] == 0x43:  # Commit: its end LSN at offset 10
+                    end = _unpack_lsn(data, 10)[0]
+                    if end > committed:
+                        committed = end
             elif kind == 0x6B:  # keepalive: server WAL end, send time, reply requested
                 wal_end, _, reply = _unpack_keepalive(view, 1)
                 out.append((wal_end, None))
@@ -400,6 +426,7 @@ class WalStream:
                 if reply:
                     self._reply_due = True
         self._received = received
+        self._drained_commit = committed
         return size
 
     def _send_status(self, pg: Any, reply: bool) -> None:

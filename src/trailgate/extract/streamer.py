@@ -1,0 +1,163 @@
+"""The Extract's trail written as transactions arrive, between micro-batches too; each
+micro-batch makes what it covers durable.
+
+Why: when the driver read and wrote a batch's range only once the batch started, a change
+waited for the next batch window before it even reached the trail, and at the end of a
+burst the last window's transactions were encoded and written while the Replicat waited.
+Under load each batch spent a few hundred milliseconds on that, so the trail grew in steps
+of half a second and the Replicat's last batch of a burst held the whole last step.
+
+A :class:`TrailStreamer` is one thread of the driver that owns the streamed slot
+(:class:`~trailgate.spark.pg_source.StreamedSlot`) and the trail's writer
+(:class:`~trailgate.spark.trail_sink.TrailAppender`): whenever the server has sent whole
+transactions it encodes them and writes them through to the trail file (readers see
+them at once; no fsync).  A micro-batch with the range ``[start, end)`` calls
+:meth:`TrailStreamer.sync`: the thread goes on reading until it has written everything
+before ``end`` (asking the server how far it has read, as a batch's read did), then
+fsyncs the trail and records the sink state, and the batch writes the group checkpoint
+and lets the slot move to ``end`` (:meth:`TrailStreamer.confirm`), as before.
+
+Nothing is lost or doubled: the slot never moves past what is durable in the trail; after
+a crash the next run finds the trail longer than the sink state says and, as after a crash
+in the middle of a batch, recovers from the trail itself and skips the transactions
+already there.  A failure of the thread (the server gone) is raised by the next ``sync``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from trailgate.errors import SourceError
+from trailgate.spark.trail_sink import SinkOptions, TrailAppender, TrailCommitMessage
+
+if TYPE_CHECKING:
+    from trailgate.spark.pg_source import StreamedSlot
+
+__all__ = ["GATHER_SECONDS", "IDLE_WAIT_SECONDS", "TrailStreamer"]
+
+#: The longest the thread waits for the server before it looks at its requests again.
+IDLE_WAIT_SECONDS = 0.05
+#: The least time between two reads while no micro-batch waits: each read has a fixed cost
+#: (a generator chain, an Arrow batch, a write), so under load a read takes what arrived in
+#: this time rather than each chunk of the stream as it lands.
+GATHER_SECONDS = 0.02
+
+
+class TrailStreamer:
+    """Streams slot ``slot`` from ``start`` into the trail of ``sink`` (module docstring).
+    ``sync``, ``confirm`` and ``close`` are for the micro-batches' thread; everything else
+    runs in the streamer's own."""
+
+    def __init__(self, slot: StreamedSlot, sink: SinkOptions, start: int):
+        self.slot = slot
+        self.sink = sink
+        self.start = start
+        self._written = start  # every transaction committing before it is in the trail
+        self._want = start  # read at least this far (a waiting sync's end)
+        self._sync_end: int | None = None
+        self._synced: TrailCommitMessage | None = None
+        self._confirm = 0
+        self._error: BaseException | None = None
+        self._closing = False
+        self._cond = threading.Condition()
+        self.appends = 0  # reads written to the trail (tests)
+        self._thread = threading.Thread(target=self._run, name="trail streamer", daemon=True)
+        self._thread.start()
+
+    @property
+    def written(self) -> int:
+        """Every transaction committing before this LSN is in the trail (maybe not yet
+        durable)."""
+        return self._written
+
+    # -- the micro-batches' side --------------------------------------------------------
+
+    def sync(self, end: int) -> TrailCommitMessage:
+        """Wait until everything committed before ``end`` is written and durable; the
+        commit message of the writes since the last sync (for the group checkpoint)."""
+        with self._cond:
+            self._check()
+            self._want = max(self._want, end)
+            self._sync_end, self._synced = end, None
+            self._cond.notify_all()
+        self.slot.interrupt()
+        with self._cond:
+            while self._synced is None:
+                self._check()
+                self._cond.wait(1.0)
+            msg, self._synced = self._synced, None
+            return msg
+
+    def confirm(self, end: int) -> None:
+        """The group checkpoint covers ``end``: the slot may move there."""
+        with self._cond:
+            self._confirm = max(self._confirm, end)
+        self.slot.interrupt()
+
+    def close(self) -> None:
+        """Stop after the read in progress; what was written is made durable (the sink
+        state then covers the whole file, so the run's last batch can complete it)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self.slot.interrupt()
+        self._thread.join(timeout=60)
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if not self._thread.is_alive():
+            raise SourceError("the Extract's trail streamer has stopped")
+
+    # -- the streamer's thread ----------------------------------------------------------
+
+    def _run(self) -> None:
+        appender: TrailAppender | None = None
+        try:
+            appender = TrailAppender(self.sink)
+            self._loop(appender)
+        except BaseException as exc:  # handed to the next sync, never lost
+            with self._cond:
+                self._error = exc
+                self._cond.notify_all()
+            if appender is not None:  # nothing more reaches the file; a new run recovers
+                appender.abandon()
+            return
+        appender.close()
+
+    def _loop(self, appender: TrailAppender) -> None:
+        slot = self.slot
+        for _ in slot.read(self.start, self.start, position=False):  # opens the stream
+            pass
+        last_read = 0.0
+        while True:
+            with self._cond:
+                if self._closing:
+                    return
+                want, sync_end, confirm = self._want, self._sync_end, self._confirm
+                self._confirm = 0
+            if confirm:
+                slot.confirm(confirm)
+            if sync_end is not None and self._written >= sync_end:
+                msg = appender.sync(slot.position_row(self._written))
+                with self._cond:
+                    self._sync_end, self._synced = None, msg
+                    self._cond.notify_all()
+                continue
+            target = max(slot.available(), want)
+            if target > self._written:
+                pause = last_read + GATHER_SECONDS - time.monotonic()
+                if sync_end is None and pause > 0:  # gather more (a sync ends the pause)
+                    with self._cond:
+                        if self._sync_end is None and not self._closing:
+                            self._cond.wait(pause)
+                    continue
+                last_read = time.monotonic()
+                appender.append(slot.read(self._written, target, position=False))
+                self.appends += 1
+                with self._cond:
+                    self._written = target
+                continue
+            slot.wait_available(self._written, IDLE_WAIT_SECONDS)

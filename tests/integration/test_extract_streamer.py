@@ -1,0 +1,125 @@
+"""The Extract's trail streamer against a real server: transactions reach the trail as they
+commit, before any micro-batch asks; a sync makes them durable and says what it covers; a
+new run replaying the same range writes nothing twice; a lost stream is the next sync's
+error."""
+
+from __future__ import annotations
+
+import pytest
+from extract_support import make_home, trail_transactions, wait_for
+
+from trailgate.capture.postgres.slots import slot_name
+from trailgate.capture.postgres.trandata import add_trandata
+from trailgate.db.connect import connect
+from trailgate.errors import SourceError
+from trailgate.extract.streamer import TrailStreamer
+from trailgate.spark.pg_source import SourceOptions, StreamedSlot, slot_state
+from trailgate.spark.trail_sink import SinkOptions
+from trailgate.spark.trail_sink_state import load_state
+
+pytestmark = [pytest.mark.postgres]
+
+
+def _setup(pg_db, tmp_path):
+    with connect(pg_db) as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+        add_trandata(conn, "public.t")
+    home = make_home(tmp_path / "gg", pg_db, "STR", "TABLE public.*;")
+    with connect(pg_db) as conn:
+        _, start, _ = slot_state(conn, slot_name("STR"))
+    source = SourceOptions.parse({"home": str(home.path), "group": "STR"})
+    return home, source, start
+
+
+def _sink(home, run_id: str) -> SinkOptions:
+    return SinkOptions.parse({"path": str(home.dirdat / "aa"), "home": str(home.path),
+                              "group": "STR", "runId": run_id}, run_id)
+
+
+def _commit(pg_db, first: int, rows: int = 3) -> int:
+    """One transaction of ``rows`` inserts; a WAL position after its commit."""
+    with connect(pg_db) as conn:
+        conn.execute("INSERT INTO t SELECT g, 'v' || g FROM generate_series(%s::int, %s::int) g",
+                     (first, first + rows - 1))
+    with connect(pg_db) as conn:
+        row = conn.execute("SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8"
+                           ).fetchone()
+    return int(row[0])
+
+
+def test_transactions_reach_the_trail_before_a_sync_and_a_replay_adds_nothing(pg_db,
+                                                                             tmp_path):
+    home, source, start = _setup(pg_db, tmp_path)
+    trail = home.dirdat / "aa"
+    sink = _sink(home, "run-1")
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, sink, start)
+    try:
+        end1 = _commit(pg_db, 1)
+        # in the trail with no micro-batch asking: the streamer wrote it through
+        wait_for(lambda: len(trail_transactions(trail)) == 1, 30, "the first transaction")
+        assert load_state(home.dirchk / "STR.trailstate") is None  # not yet durable
+        msg = streamer.sync(end1)
+        assert msg.transactions == 1 and msg.skipped == 0
+        assert msg.counts == {"public.t": {"insert": 3}}
+        assert msg.source_position is not None and msg.source_position["lsn"] >= end1
+        state = load_state(home.dirchk / "STR.trailstate")
+        assert state is not None and state.run_id == "run-1"
+        assert state.length == home.dirdat.joinpath("aa000000000").stat().st_size
+        _commit(pg_db, 10)
+        end3 = _commit(pg_db, 20)
+        wait_for(lambda: streamer.written >= end3 or len(trail_transactions(trail)) == 3,
+                 30, "three transactions")
+    finally:
+        streamer.close()
+        slot.close()
+    # a clean stop leaves the state covering the whole file
+    state = load_state(home.dirchk / "STR.trailstate")
+    assert state is not None
+    assert state.length == home.dirdat.joinpath("aa000000000").stat().st_size
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3]
+    # a new run reading the slot again from the start skips what the trail holds
+    slot = StreamedSlot(source)
+    again = TrailStreamer(slot, _sink(home, "run-2"), start)
+    try:
+        msg = again.sync(end3)
+        assert msg.transactions == 0 and msg.skipped == 3
+    finally:
+        again.close()
+        slot.close()
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3]
+
+
+def _end_stream(pg_db) -> None:
+    """Terminate the slot's walsender and wait until the slot is free."""
+    with connect(pg_db, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
+                     "WHERE slot_name = %s", (slot_name("STR"),))
+        wait_for(lambda: conn.execute(
+            "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s",
+            (slot_name("STR"),)).fetchone()[0] is None, 30, "the slot to be free", 0.05)
+
+
+def test_a_lost_stream_is_opened_again_and_a_lost_slot_is_the_next_syncs_error(pg_db,
+                                                                             tmp_path):
+    home, source, start = _setup(pg_db, tmp_path)
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start)
+    try:
+        streamer.sync(_commit(pg_db, 1))
+        _end_stream(pg_db)  # a server restart, say: the next read opens a new stream
+        msg = streamer.sync(_commit(pg_db, 10))
+        assert msg.transactions == 1 and slot.opened == 2
+        assert [len(t[2]) for t in trail_transactions(home.dirdat / "aa")] == [3, 3]
+        _end_stream(pg_db)
+        with connect(pg_db, autocommit=True) as conn:
+            conn.execute("SELECT pg_drop_replication_slot(%s)", (slot_name("STR"),))
+        with pytest.raises(SourceError, match=f"{slot_name('STR')}.*does not exist"):
+            streamer.sync(_commit(pg_db, 20))
+        with pytest.raises(SourceError):  # and every sync after it
+            streamer.sync(_commit(pg_db, 30))
+    finally:
+        streamer.close()
+        slot.close()
+    # what was written before the failure stays: two whole transactions
+    assert [len(t[2]) for t in trail_transactions(home.dirdat / "aa")] == [3, 3]
