@@ -23,9 +23,12 @@ On the driver the slot is streamed over the replication protocol
 (:class:`~trailgate.spark.pg_source.StreamedSlot`; ``SPARK CONF
 trailgate.extract.streaming=false`` reads it with SQL instead): the server decodes and sends
 transactions as they commit, between batches too, and the batch confirms its end to the
-server once the trail and the checkpoint are durable.  A batch that runs in a task first
-closes the stream (a streamed slot is busy).  With SQL reads, the source's ``commit`` moves
-the slot after Spark commits the batch.
+server once the trail and the checkpoint are durable.  Unless the run is ``--once`` or ``SPARK
+CONF trailgate.extract.continuous=false``, the first driver batch starts a
+:class:`~trailgate.extract.streamer.TrailStreamer` that writes the stream to the trail as
+it arrives, and each batch after that only makes its range durable.  A batch that runs in
+a task first closes the stream (a streamed slot is busy).  With SQL reads, the source's
+``commit`` moves the slot after Spark commits the batch.
 """
 
 from __future__ import annotations
@@ -139,11 +142,6 @@ class ExtractBatch:
     @property
     def streams_opened(self) -> int:
         return self._slot.opened if self._slot is not None else 0
-
-    @property
-    def streamer(self) -> TrailStreamer | None:
-        """The thread writing the trail as transactions arrive, once a batch started it."""
-        return self._streamer
 
     def close(self) -> None:
         if self._streamer is not None:

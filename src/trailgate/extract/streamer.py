@@ -25,6 +25,7 @@ already there.  A failure of the thread (the server gone) is raised by the next 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from trailgate.spark.pg_source import StreamedSlot
 
 __all__ = ["GATHER_SECONDS", "IDLE_WAIT_SECONDS", "TrailStreamer"]
+
+log = logging.getLogger("trailgate.extract")
 
 #: The longest the thread waits for the server before it looks at its requests again.
 IDLE_WAIT_SECONDS = 0.05
@@ -62,7 +65,7 @@ class TrailStreamer:
         self._error: BaseException | None = None
         self._closing = False
         self._cond = threading.Condition()
-        self.appends = 0  # reads written to the trail (tests)
+        self._reported = False  # the error reached a sync
         self._thread = threading.Thread(target=self._run, name="trail streamer", daemon=True)
         self._thread.start()
 
@@ -98,15 +101,20 @@ class TrailStreamer:
 
     def close(self) -> None:
         """Stop after the read in progress; what was written is made durable (the sink
-        state then covers the whole file, so the run's last batch can complete it)."""
+        state then covers the whole file, so the run's last batch can complete it).  A
+        failure no sync reported is logged: the trail keeps what reached it, and the next
+        run recovers from the trail itself."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
         self.slot.interrupt()
         self._thread.join(timeout=60)
+        if self._error is not None and not self._reported:
+            log.warning("the Extract's trail streamer stopped: %s", self._error)
 
     def _check(self) -> None:
         if self._error is not None:
+            self._reported = True
             raise self._error
         if not self._thread.is_alive():
             raise SourceError("the Extract's trail streamer has stopped")
@@ -118,19 +126,17 @@ class TrailStreamer:
         try:
             appender = TrailAppender(self.sink)
             self._loop(appender)
-        except BaseException as exc:  # handed to the next sync, never lost
+            appender.close()
+        except BaseException as exc:  # handed to the next sync (or logged by close)
             with self._cond:
                 self._error = exc
                 self._cond.notify_all()
             if appender is not None:  # nothing more reaches the file; a new run recovers
                 appender.abandon()
-            return
-        appender.close()
 
     def _loop(self, appender: TrailAppender) -> None:
         slot = self.slot
-        for _ in slot.read(self.start, self.start, position=False):  # opens the stream
-            pass
+        slot.open_at(self.start)
         last_read = 0.0
         while True:
             with self._cond:
@@ -156,7 +162,6 @@ class TrailStreamer:
                     continue
                 last_read = time.monotonic()
                 appender.append(slot.read(self._written, target, position=False))
-                self.appends += 1
                 with self._cond:
                     self._written = target
                 continue

@@ -336,10 +336,7 @@ class StreamedSlot:
         """The rows of transactions committed in ``[start, end)``, then (``position``) the
         position row.  A read that does not go on from the last one opens the stream
         again, and a new stream hands out each table's definition again."""
-        stream, cap, emitter = self._stream, self._capture, self._emitter
-        if (stream is None or cap is None or emitter is None or stream.closed
-                or stream.position != start):
-            cap, emitter = self._open(start)
+        cap, emitter = self.open_at(start)
         if position:  # a micro-batch's read: the trail sink starts each from its state
             cap.republish_tables()
         done = False
@@ -357,6 +354,15 @@ class StreamedSlot:
         finally:
             if not done:
                 self.close()
+
+    def open_at(self, start: int) -> tuple[PgCapture, _Emitter]:
+        """The stream, opened (again) unless it is open and has handed out everything
+        before ``start`` and nothing after."""
+        stream, cap, emitter = self._stream, self._capture, self._emitter
+        if (stream is None or cap is None or emitter is None or stream.closed
+                or stream.position != start):
+            return self._open(start)
+        return cap, emitter
 
     def position_row(self, end: int) -> dict[str, Any]:
         """The position row's value for a stream read through ``end``."""

@@ -27,6 +27,7 @@ mirrors its input's).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -283,24 +284,19 @@ class TrailAppender:
 
     def __init__(self, opts: SinkOptions):
         self.opts = opts
-        self._lock = locked(Path(opts.state_file + ".lock"))
-        self._lock.__enter__()
-        try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(locked(Path(opts.state_file + ".lock")))
             self.writer, self.last, self.tables = _open_writer(
                 opts, load_state(Path(opts.state_file)))
-        except BaseException:
-            self._lock.__exit__(None, None, None)
-            raise
+            self._lock = stack.pop_all()
         self._tally = _Tally()
         self.closed = False
 
-    def append(self, batches: Iterator[pa.RecordBatch]) -> int:
+    def append(self, batches: Iterator[pa.RecordBatch]) -> None:
         """Write the transactions in ``batches`` (those not in the trail yet) through to
-        the file; returns how many were written."""
-        before = self._tally.written
+        the file."""
         _append(self.writer, self.last, self.tables, batches, self._tally)
         self.writer.write_through()
-        return self._tally.written - before
 
     def sync(self, source_position: dict[str, Any] | None = None) -> TrailCommitMessage:
         """Make every append durable; the message covers the appends since the last sync
@@ -312,16 +308,17 @@ class TrailAppender:
         return msg
 
     def close(self) -> None:
-        """Sync, let go of the file (the run may resume it) and of the trail's lock."""
+        """Sync, let go of the file (the run may resume it) and of the trail's lock.  If
+        the sync fails, :meth:`abandon` still lets go of both."""
         if self.closed:
             return
+        self.sync()
         self.closed = True
         try:
-            self.sync()
             if self.writer.current_file is not None:
                 self.writer.suspend()
         finally:
-            self._lock.__exit__(None, None, None)
+            self._lock.close()
 
     def abandon(self) -> None:
         """After a failure: let go of the file and the lock without writing anything more
@@ -332,7 +329,7 @@ class TrailAppender:
         try:
             self.writer.abandon()
         finally:
-            self._lock.__exit__(None, None, None)
+            self._lock.close()
 
 
 def commit_checkpoint(opts: SinkOptions, messages: list[TrailCommitMessage]) -> None:

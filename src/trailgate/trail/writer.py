@@ -377,11 +377,9 @@ class TrailWriter:
 
     def flush(self) -> TrailPosition:
         """Write everything buffered and fsync; returns the durable position."""
-        if self._fd is not None:
-            if self._buf:
-                self._write_buffer()
-            if self._fsync:
-                os.fsync(self._fd)
+        self.write_through()
+        if self._fd is not None and self._fsync:
+            os.fsync(self._fd)
         return self.position
 
     def suspend(self) -> TrailPosition:
