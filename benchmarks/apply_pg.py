@@ -41,7 +41,9 @@ Replicat's is 500 ms, as its window decides how much a burst's last batch holds.
 
 Phases 1 and 2 run ``--repeat`` rounds each (on fresh ids); the best round counts, as the
 machine is shared and noisy.  Prints rows/s for each method and phase, the ratios (aim:
-trailgate ≥ native), lag p50/p99, and the CPU seconds each process used in the best
+trailgate ≥ native), each throughput round's split (how long the source workload itself
+took: the CPU a method uses on these cores slows it; and how long after that the target
+had everything), lag p50/p99, and the CPU seconds each process used in the best
 throughput round (``cpu_roles.py``: servers' walsender, apply worker and backends; each
 group's driver, JVM with its JIT and GC threads apart, and Python workers).  Everything
 it starts is stopped at the end, also on Ctrl-C.
@@ -240,6 +242,7 @@ class Result:
     backlog_seconds: float = float("nan")
     durable_lag: list[float] | None = None  # commit → Extract checkpoint (trailgate)
     runs: list[float] = field(default_factory=list)  # every round's seconds (best: seconds)
+    wrote: list[float] = field(default_factory=list)  # each round: the source's own seconds
     backlog_runs: list[float] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of the best round
     idle_cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds while idle
@@ -279,7 +282,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
         wait_subscription(target)
         say(f"  throughput: {args.rows:,} inserts, then updates and deletes, "
             f"{args.txn_rows} rows per transaction")
-        runs, backlog_runs = [], []
+        runs, backlog_runs, wrote_runs = [], [], []
         meter, cpu = CpuMeter(server_roots(dbs)), []
         for r in range(args.repeat):
             first, marker_id = round_ids(args.rows, r, False)
@@ -292,6 +295,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
                       args.timeout, "the subscription to apply the workload",
                       lambda _, t0=t0: f"applying ... {time.monotonic() - t0:.1f} s")
             runs.append(time.monotonic() - t0)
+            wrote_runs.append(wrote)
             cpu.append(meter.used(before, meter.sample()))
             end_live()
             say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
@@ -322,7 +326,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
         with connect(source) as conn:
             conn.execute("DROP PUBLICATION IF EXISTS bench_pub")
     return Result("PostgreSQL logical replication", changes, txns, min(runs), lag,
-                  min(backlog_runs), runs=runs, backlog_runs=backlog_runs,
+                  min(backlog_runs), runs=runs, backlog_runs=backlog_runs, wrote=wrote_runs,
                   cpu=cpu[runs.index(min(runs))], idle_cpu=idle)
 
 
@@ -459,7 +463,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
         say(f"  groups running and warm after {time.monotonic() - t0:.0f} s (not timed)")
         say(f"  throughput: {args.rows:,} inserts, then updates and deletes, "
             f"{args.txn_rows} rows per transaction")
-        runs = []
+        runs, wrote_runs = [], []
         roots = server_roots(dbs)
         for g in pipeline.groups:
             pid = read_pid(pid_file(home, g.name))
@@ -479,6 +483,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
             finished = wait_checkpoint(pipeline, lsn, args.timeout, base, changes, t0)
             cpu.append(meter.used(before, meter.sample()))
             runs.append((finished[rep.name] - start_wall).total_seconds())
+            wrote_runs.append(wrote)
             captured = (finished[pipeline.groups[0].name] - start_wall).total_seconds()
             end_live()
             say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
@@ -503,6 +508,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
         idle = idle_cpu(meter, args)
         return Result("trailgate Extract → trail → Replicat", changes, txns, min(runs), lag,
                       min(backlog_runs), durable, runs=runs, backlog_runs=backlog_runs,
+                      wrote=wrote_runs,
                       cpu=cpu[runs.index(min(runs))], idle_cpu=idle)
     except BaseException:
         say(transcript.getvalue())
@@ -613,6 +619,15 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         ratio = tg.rate / native.rate if native.rate else float("nan")
         say(f"{'ratio trailgate / native':<40} {'':>12} {'':>9} {ratio:>10.2f}   "
             f"(aim: ≥ 1.00 — {'met' if ratio >= 1 else 'not met'})")
+    say("\n== Each throughput round: the source workload's own time (it shares the cores), "
+        "and the rest ==")
+    say(f"{'method':<40} {'round':>6} {'source wrote':>13} {'all applied':>12} "
+        f"{'after that':>11}")
+    for r in results:
+        for n, (total, wrote) in enumerate(zip(r.runs, r.wrote, strict=True), 1):
+            best = "  (best)" if total == r.seconds else ""
+            say(f"{r.method:<40} {n:>6} {wrote:>12.2f}s {total:>11.2f}s "
+                f"{total - wrote:>10.2f}s{best}")
     say("\n== Apply from a backlog (the applier held during the workload, then released) ==")
     say(f"{'method':<40} {'row changes':>12} {'seconds':>9} {'rows/s':>10}")
     for r in results:
