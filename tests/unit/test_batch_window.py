@@ -136,3 +136,62 @@ def test_an_idle_source_is_looked_at_less_and_less_often_until_something_arrives
     clock.pauses.clear()
     w.settle(1, lambda: (1, False), never)
     assert clock.pauses[0] == 0.02  # after new data, quick looks again
+
+
+# -- a patient window (the Extract writing the trail as transactions arrive) ---------------
+
+def patient(clock: Clock, seconds: float = 1.0) -> BatchWindow[int]:
+    return BatchWindow(seconds, poll=0.02, poll_max=0.2, quiet=0.03, idle=0.5, patient=True,
+                       clock=clock, sleep=clock.sleep)
+
+
+def test_a_patient_window_starts_at_once_after_a_pause() -> None:
+    clock = Clock()
+    w = patient(clock)
+    assert w.settle(0, lambda: (7, False), never) == 7
+    assert clock.now == 100.0
+
+
+def test_a_patient_window_lets_the_window_pass_instead_of_starting_on_quiet() -> None:
+    """A burst ending 0.12 s after the last batch started: a plain window starts the next
+    batch about 0.15 s in; a patient one when the window has passed, with all of it."""
+    clock = Clock()
+    w = patient(clock)
+    w.settle(-1, lambda: (0, False), never)  # the last batch started at 100.0
+    assert w.settle(0, source(clock, 1000, until=100.12), never) == 120
+    assert 101.0 <= clock.now < 101.0 + 1e-6
+
+
+def test_small_steps_with_quiet_between_give_one_batch_per_patient_window() -> None:
+    """WAL moving in small steps (autovacuum): a plain window started a batch after each
+    step's quiet; a patient one starts one per window."""
+    def steps() -> tuple[int, bool]:
+        return int((clock.now - 100.0) / 0.1) + 1, False  # a step every 100 ms
+
+    counts = []
+    for make in (window, patient):
+        clock = Clock()
+        w = make(clock, 1.0)
+        begin, starts = 0, 0
+        while clock.now < 105.0:
+            end = w.settle(begin, steps, never)
+            if end > begin:
+                starts += 1
+                begin = end
+                clock.now += 0.05  # the batch's own work
+        counts.append(starts)
+    plain, patient_starts = counts
+    assert plain >= 25, plain
+    assert patient_starts <= 6, patient_starts
+
+
+def test_a_patient_window_starts_at_once_at_a_batch_bound_and_stops_on_request() -> None:
+    clock = Clock()
+    w = patient(clock)
+    w.settle(-1, lambda: (0, False), never)  # the last batch started at 100.0
+    assert w.settle(0, source(clock, 10**5, until=1e9, full_at=5000), never) == 5000
+    assert clock.now - 100.0 < 0.25  # seen at the next look (every 0.2 s at the most)
+    t0 = clock.now
+    assert w.settle(5000, source(clock, 1000, until=1e9),
+                    lambda: clock.now >= t0 + 0.3) == 5000
+    assert clock.now < t0 + 0.3 + 0.21

@@ -165,7 +165,6 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     if not opts.once:  # the source keeps the batch window (spark.batch_window)
         seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
         source[WINDOW_OPTION] = window_ms(seconds)
-    reader = spark.readStream.format("pgcapture").options(**source)
     sink = SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
                               "megabytes": str(cfg.megabytes), "home": cfg.home,
                               "group": cfg.group, "runId": run_id}, run_id)
@@ -178,6 +177,9 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     streaming, continuous = (_flag(cfg, name) for name in (STREAMING_CONF, CONTINUOUS_CONF))
     batch = ExtractBatch(source, sink, spark_dir, driver_max, streaming=streaming,
                          continuous=continuous and not opts.once)
+    if batch.continuous:  # the trail has each transaction already: no hurry to batch
+        source["batchWindowPatient"] = "true"
+    reader = spark.readStream.format("pgcapture").options(**source)
     writer = (reader.load().writeStream
               .foreachBatch(batch)
               .option("checkpointLocation", str(spark_dir))

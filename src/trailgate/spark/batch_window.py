@@ -19,6 +19,13 @@ So the groups run their queries with a zero trigger and their sources decide in
   started (under steady load, at most one batch per window, as the trigger gave), or at
   once when the source reached a batch bound (``full``).
 
+A *patient* window (the Extract when it writes the trail as transactions arrive, so its
+batch only makes them durable) does not start on quiet: something new starts a batch once
+*w* has passed since the last one started (at once after a pause), and never more than one
+per window.  Why: the WAL position it probes also moves for WAL that holds no captured
+change (autovacuum after a large workload), in small steps with quiet between them; on
+quiet each step started a batch, about ten a second, each costing Spark's bookkeeping.
+
 The probe is the source's own: the server's flushed WAL position for the Extract, the last
 transaction boundary in the trail for the Replicat.  A stop request (the group's stop file)
 ends the wait with no batch.
@@ -69,19 +76,22 @@ class BatchWindow(Generic[Offset]):
     def __init__(self, window: float, *, poll: float = POLL_SECONDS,
                  poll_max: float = POLL_MAX_SECONDS,
                  quiet: float = QUIET_SECONDS, idle: float = IDLE_SECONDS,
+                 patient: bool = False,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep):
         self.window = max(0.0, window)
+        self.patient = patient
         self.poll, self.poll_max, self.quiet, self.idle = poll, max(poll, poll_max), quiet, idle
         self._wait = poll  # the next pause while idle
         self.clock, self.sleep = clock, sleep
         self._last_start = float("-inf")  # when the last batch was let start
 
     @classmethod
-    def of_ms(cls, window_ms: int | None) -> BatchWindow[Offset] | None:
+    def of_ms(cls, window_ms: int | None, *, patient: bool = False
+              ) -> BatchWindow[Offset] | None:
         """The window a source's ``batchWindowMs`` option asks for (None: no option, the
         query's trigger decides)."""
-        return None if window_ms is None else cls(window_ms / 1000)
+        return None if window_ms is None else cls(window_ms / 1000, patient=patient)
 
     def settle(self, begin: Offset, probe: Callable[[], tuple[Offset, bool]],
                stopped: Callable[[], bool]) -> Offset:
@@ -96,6 +106,14 @@ class BatchWindow(Generic[Offset]):
             self._wait = min(self._wait * 2, self.poll_max)
             end, full = probe()
         self._wait = self.poll
+        if self.patient:
+            while not full and (left := self.window - (self.clock() - self._last_start)) > 0:
+                self.sleep(min(left, self.poll_max))
+                if stopped():
+                    return begin
+                end, full = probe()
+            self._last_start = self.clock()
+            return end
         while not full and self.clock() - self._last_start < self.window:
             self.sleep(self.quiet)
             if stopped():

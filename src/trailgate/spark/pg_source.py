@@ -23,7 +23,8 @@ Options: ``home`` and ``group`` (required), ``memoryLimitBytes``, ``processId`` 
 (bound a batch's WAL range; transactions stay whole), ``stopFile`` (while it exists no new
 batch starts: a clean stop lets the running batch finish), ``batchWindowMs`` (decide in
 ``latestOffset`` when a batch starts, for a zero trigger: :mod:`trailgate.spark.
-batch_window`).
+batch_window`), ``batchWindowPatient`` (``true``: a patient window, for an Extract whose
+driver writes the trail as transactions arrive).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class SourceOptions:
     max_wal_bytes: int | None
     stop_file: str | None
     batch_window_ms: int | None = None  # ``batchWindowMs``: see spark.batch_window
+    patient_window: bool = False  # ``batchWindowPatient``: no batch on quiet
 
     @classmethod
     def parse(cls, options: Any) -> SourceOptions:
@@ -100,7 +102,9 @@ class SourceOptions:
         return cls(config=config, batch_rows=int(options.get("batchRows") or 10_000),
                    max_wal_bytes=int(max_wal) if max_wal else None,
                    stop_file=options.get("stopFile") or None,
-                   batch_window_ms=int(window) if window else None)
+                   batch_window_ms=int(window) if window else None,
+                   patient_window=str(options.get("batchWindowPatient") or "").lower()
+                   == "true")
 
 
 def _iso(julian: int) -> str:
@@ -432,7 +436,8 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._conn: psycopg.Connection[Any] | None = None
         self._target: int | None = None
         self._no_snapshot = False
-        self._window: BatchWindow[int] | None = BatchWindow.of_ms(opts.batch_window_ms)
+        self._window: BatchWindow[int] | None = BatchWindow.of_ms(
+            opts.batch_window_ms, patient=opts.patient_window)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"opts": self.opts, "_conn": None, "_target": self._target,
