@@ -10,9 +10,11 @@ from pathlib import Path
 import psycopg
 import pytest
 from replicat_support import (
+    CKPT,
     Increments,
     accounts,
     pg_target,
+    query,
     replicat_home,
     run_group,
     write_trail,
@@ -191,6 +193,13 @@ def test_ggsci_start_stats_lag_stop_replicat(tmp_path: Path, pg_db: str,
         assert "Request processed." in out
         assert re.search(r"REPLICAT +STOPPED +REP1", out), out
         assert "stopped normally" in home.ggserr_log.read_text()
+        # a running group applies the trail as it grows: the streamed apply's row alone,
+        # and a clean stop leaves the group checkpoint where that row is
+        rows = query(pg_db, f"SELECT batch_id, position FROM {CKPT}")
+        ck = home.checkpoints.load("REP1", "REPLICAT")
+        assert ck is not None and len(rows) == 1 and rows[0][0] == -1, rows
+        assert rows[0][1] == f"{ck.read_position['seqno']}:{ck.read_position['rba']}"
+        assert "Apply:            as the trail grows" in home.report_file("REP1").read_text()
     finally:
         if lifecycle.process_state(home, "REP1").status in (Status.RUNNING, Status.STARTING):
             lifecycle.kill_group(home, "REPLICAT", "REP1")

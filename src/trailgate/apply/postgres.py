@@ -38,7 +38,7 @@ from trailgate.apply.setplan import SetPlan, plan_table
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect, describe
 from trailgate.errors import ConfigError, TargetError, TrailgateError
-from trailgate.ggsci.checkpoint_table import table_identifier
+from trailgate.ggsci.checkpoint_table import STREAM_BATCH, table_identifier
 from trailgate.model import OpType, TableDef
 from trailgate.params.model import ReplicatParams
 from trailgate.params.names import parse_name
@@ -173,6 +173,17 @@ class PgApplier:
                                   f"ADD CHECKPOINTTABLE {schema}.{table}")
         self.mapper.validate()
 
+    def stream_position(self) -> str | None:
+        """Where this group's streamed apply goes on (its :data:`STREAM_BATCH` row), or None
+        (it never streamed, or ``NODBCHECKPOINT``)."""
+        if self.checkpoint is None:
+            return None
+        row = self.conn.execute(
+            sql.SQL("SELECT position FROM {} WHERE group_name = %s AND batch_id = %s "
+                    "AND partition = 0").format(self.checkpoint[2]),
+            (self.group, STREAM_BATCH)).fetchone()
+        return None if row is None else str(row[0])
+
     def applied_partitions(self, batch_id: int) -> set[int]:
         """Partitions of ``batch_id`` the checkpoint table says are applied."""
         if self.checkpoint is None:
@@ -184,12 +195,14 @@ class PgApplier:
 
     # -- apply ---------------------------------------------------------------------------------
     def apply_partition(self, batch_id: int, partition: int, changes: Sequence[TrailChange],
-                        table_defs: Mapping[str, TableDef]) -> ApplyResult:
+                        table_defs: Mapping[str, TableDef], *,
+                        advance: tuple[str, str] | None = None) -> ApplyResult:
         """Apply one partition's changes (trail order) and its checkpoint row atomically.
 
         Returns counts per target table, or ``skipped=True`` if it was applied before.
         Raises TargetError (REPERROR ABEND, mapping problems): nothing of the partition is
-        then committed.
+        then committed.  ``advance`` ``(from, to)``: instead of a batch's row, the streamed
+        apply's row moves from ``from`` to ``to`` (:meth:`advance_stream`).
         """
         mapped = self.mapper.map_all(list(changes), table_defs)
         position = str(max(tc.position for tc in changes)) if changes else ""
@@ -199,7 +212,7 @@ class PgApplier:
             plans = self._set_plans(mapped)
         except psycopg.OperationalError as exc:
             raise self._lost(exc, batch_id, partition) from None
-        with self._partition(batch_id, partition, position, result) as cur:
+        with self._partition(batch_id, partition, position, result, advance) as cur:
             if cur is not None:
                 done = (self._apply_sets(cur, plans, result) if plans is not None
                         else self._apply_pipelined(cur, mapped, result))
@@ -211,7 +224,8 @@ class PgApplier:
         return result
 
     def apply_plans(self, batch_id: int, partition: int, plans: Sequence[SetPlan],
-                    position: str) -> ApplyResult | None:
+                    position: str, *, advance: tuple[str, str] | None = None
+                    ) -> ApplyResult | None:
         """Set plans made straight from the trail (``spanplan``) applied with the
         partition's checkpoint row, as :meth:`apply_partition` applies its own; None —
         nothing committed — when the target is not as the plans expect (a collision, an
@@ -226,7 +240,7 @@ class PgApplier:
         except psycopg.OperationalError as exc:
             raise self._lost(exc, batch_id, partition) from None
         try:
-            with self._partition(batch_id, partition, position, result) as cur:
+            with self._partition(batch_id, partition, position, result, advance) as cur:
                 if cur is not None and not self._apply_sets(cur, list(plans), result):
                     raise _Fallback
         except _Fallback:
@@ -235,14 +249,18 @@ class PgApplier:
 
     @contextmanager
     def _partition(self, batch_id: int, partition: int, position: str,
-                   result: ApplyResult) -> Iterator[psycopg.Cursor[Any] | None]:
-        """The partition's transaction with its checkpoint row claimed first: a cursor, or
-        None (``result.skipped``) when the row shows the partition applied before.  An
-        exception rolls it all back; a lost connection becomes a TargetError."""
+                   result: ApplyResult, advance: tuple[str, str] | None = None
+                   ) -> Iterator[psycopg.Cursor[Any] | None]:
+        """The partition's transaction with its checkpoint row claimed first (or the
+        streamed apply's row moved: ``advance``): a cursor, or None (``result.skipped``)
+        when the row shows the partition applied before.  An exception rolls it all back;
+        a lost connection becomes a TargetError."""
         try:
             with self.conn.transaction():
-                if self.checkpoint is not None and not self._claim(batch_id, partition,
-                                                                   position):
+                if advance is not None:
+                    self.advance_stream(*advance)
+                elif self.checkpoint is not None and not self._claim(batch_id, partition,
+                                                                     position):
                     result.skipped = True
                     yield None
                     return
@@ -256,6 +274,29 @@ class PgApplier:
                            f"applying batch {batch_id} partition {partition}: {exc}; "
                            f"nothing of it was committed, restarting the Replicat "
                            f"applies it again")
+
+    def advance_stream(self, start: str, end: str) -> None:
+        """Move the streamed apply's row from ``start`` (where it read the row last; a first
+        row is created) to ``end``, inside the caller's transaction.  Anything else there
+        means another process applies for this group: an error, nothing committed."""
+        if self.checkpoint is None:
+            return
+        ident = self.checkpoint[2]
+        moved = self.conn.execute(
+            sql.SQL("UPDATE {} SET position = %s, updated = now() WHERE group_name = %s "
+                    "AND batch_id = %s AND partition = 0 AND position = %s RETURNING 1"
+                    ).format(ident), (end, self.group, STREAM_BATCH, start)).fetchone()
+        if moved is None:
+            moved = self.conn.execute(
+                sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
+                        "VALUES (%s, %s, 0, %s) ON CONFLICT DO NOTHING RETURNING 1"
+                        ).format(ident), (self.group, STREAM_BATCH, end)).fetchone()
+        if moved is None:
+            raise TargetError(
+                f"REPLICAT {self.group}: its row in checkpoint table "
+                f"{self.checkpoint[0]}.{self.checkpoint[1]} no longer says trail position "
+                f"{start}: another process applies for this group; stop it, then start "
+                f"this one again (nothing of this transaction was committed)")
 
     def _claim(self, batch_id: int, partition: int, position: str) -> bool:
         assert self.checkpoint is not None

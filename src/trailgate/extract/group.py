@@ -152,7 +152,12 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
         STREAMING_CONF,
         ExtractBatch,
     )
-    from trailgate.spark.batch_window import WINDOW_OPTION, ZERO_TRIGGER, window_ms
+    from trailgate.spark.batch_window import (
+        PATIENT_OPTION,
+        WINDOW_OPTION,
+        ZERO_TRIGGER,
+        window_ms,
+    )
     from trailgate.spark.pg_source import PgCaptureDataSource
     from trailgate.spark.trail_sink import SinkOptions
 
@@ -174,11 +179,12 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     except ValueError:
         raise ConfigError(f"SPARK CONF {DRIVER_MAX_BYTES_CONF}: expected a number of bytes"
                           ) from None
-    streaming, continuous = (_flag(cfg, name) for name in (STREAMING_CONF, CONTINUOUS_CONF))
+    streaming, continuous = (cfg.params.spark.flag(name)
+                             for name in (STREAMING_CONF, CONTINUOUS_CONF))
     batch = ExtractBatch(source, sink, spark_dir, driver_max, streaming=streaming,
                          continuous=continuous and not opts.once)
     if batch.continuous:  # the trail has each transaction already: no hurry to batch
-        source["batchWindowPatient"] = "true"
+        source[PATIENT_OPTION] = "true"
     reader = spark.readStream.format("pgcapture").options(**source)
     writer = (reader.load().writeStream
               .foreachBatch(batch)
@@ -189,14 +195,6 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     else:
         writer = writer.trigger(processingTime=ZERO_TRIGGER)
     return writer.start(), batch
-
-
-def _flag(cfg: ExtractConfig, name: str) -> bool:
-    """A ``SPARK CONF`` switch that is on unless set to false."""
-    value = cfg.params.spark.conf.get(name, "true").strip().lower()
-    if value not in ("true", "false"):
-        raise ConfigError(f"SPARK CONF {name}: expected true or false, not {value!r}")
-    return value == "true"
 
 
 def _watch(proc: GroupProcess, query: Any, cfg: ExtractConfig, opts: RunOptions,

@@ -15,8 +15,13 @@ position       text         the trail position applied up to (``seqno:rba``)
 updated        timestamptz  when the row was written
 =============  ===========  =====================================================
 
-Primary key ``(group_name, batch_id, partition)``.  The table's comment records when GGSCI
-created it, which ``INFO CHECKPOINTTABLE`` shows, as GoldenGate does.
+Primary key ``(group_name, batch_id, partition)``.  A Replicat that applies the trail as it
+grows (:mod:`trailgate.replicat.streamer`) keeps one row of its own instead, batch
+:data:`STREAM_BATCH` partition 0, whose position is where its next transaction starts
+(everything before it is applied): each transaction moves it from the position it read to
+its end, so a replay from an earlier position skips what the row covers.  The table's
+comment records when GGSCI created it, which ``INFO CHECKPOINTTABLE`` shows, as GoldenGate
+does.
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ from psycopg import sql
 from trailgate.errors import ConfigError, TargetError
 from trailgate.params.names import parse_name
 
-__all__ = ["COLUMNS", "add_checkpoint_table", "delete_checkpoint_table",
+__all__ = ["COLUMNS", "STREAM_BATCH", "add_checkpoint_table", "delete_checkpoint_table",
            "info_checkpoint_table", "table_identifier"]
 
 COLUMNS = ("group_name", "batch_id", "partition", "position", "updated")
+#: The batch id of a streaming Replicat's row (Spark's batch ids are never negative).
+STREAM_BATCH = -1
 _COMMENT = "trailgate checkpoint table, created {created}"
 
 _DDL = """CREATE TABLE {table} (
@@ -101,13 +108,17 @@ def info_checkpoint_table(conn: Conn, name: str) -> list[str]:
     out = [f"Checkpoint table {schema}.{table} created {created}."]
     try:
         groups = conn.execute(sql.SQL(
-            "SELECT group_name, max(batch_id), count(*), max(updated) FROM {} "
-            "GROUP BY group_name ORDER BY group_name").format(ident)).fetchall()
+            "SELECT group_name, max(batch_id) FILTER (WHERE batch_id <> %s), count(*), "
+            "max(updated), max(position) FILTER (WHERE batch_id = %s) FROM {} "
+            "GROUP BY group_name ORDER BY group_name").format(ident),
+            (STREAM_BATCH, STREAM_BATCH)).fetchall()
     except psycopg.Error as exc:
         raise TargetError(f"cannot read checkpoint table {schema}.{table}: "
                           f"{exc.diag.message_primary or exc}") from None
-    for group, batch, rows, updated in groups:
-        out.append(f"  {group}: last batch {batch}, {rows} row(s), updated "
+    for group, batch, rows, updated, streamed in groups:
+        last = "no batch" if batch is None else f"last batch {batch}"
+        through = "" if streamed is None else f", applied through trail position {streamed}"
+        out.append(f"  {group}: {last}{through}, {rows} row(s), updated "
                    f"{updated:%Y-%m-%d %H:%M:%S}")
     return out
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from trailgate.errors import ConfigError
+
 __all__ = [
     "ColMapEntry",
     "ColumnRef",
@@ -199,6 +201,13 @@ class SparkOptions:
     master: str | None = None
     trigger_seconds: float | None = None
     conf: dict[str, str] = field(default_factory=dict)
+
+    def flag(self, name: str) -> bool:
+        """A ``SPARK CONF`` switch of trailgate's that is on unless set to false."""
+        value = self.conf.get(name, "true").strip().lower()
+        if value not in ("true", "false"):
+            raise ConfigError(f"SPARK CONF {name}: expected true or false, not {value!r}")
+        return value == "true"
 
 
 @dataclass(slots=True)

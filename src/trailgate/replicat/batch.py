@@ -20,6 +20,14 @@ Order of work for batch *b* (Spark's batch id, stable across a replay of the sam
    again if the checkpoint already holds this batch's end).
 
 Spark commits *b* only after this function returns, so a crash anywhere replays *b*.
+
+**Streaming apply** (PostgreSQL with a checkpoint table, the default for a running group;
+``SPARK CONF trailgate.replicat.continuous=false`` goes back): the first batch starts an
+:class:`~trailgate.replicat.streamer.ApplyStreamer` that applies the trail as it grows, and
+each batch's step 2 only waits until it has applied the batch's range and takes its
+position, last commit and counts.  A batch that a run without it began (its checkpoint-table
+rows exist) is finished as above first.  The other way round, a batch applied as above
+starts where the streamed apply's row says if that is later (a run after a streaming one).
 """
 
 from __future__ import annotations
@@ -39,22 +47,27 @@ from trailgate.replicat.batch_rows import BatchSummary, TaskRows, read_task_rows
 from trailgate.replicat.config import ReplicatConfig
 from trailgate.replicat.rows import Router
 from trailgate.replicat.split import SPLIT_MIN_RECORDS, key_partitions
+from trailgate.replicat.streamer import ApplyStreamer
 from trailgate.replicat.worker import (
     RESULT_FIELDS,
     RESULT_SCHEMA_DDL,
     apply_span_rows,
     apply_task_rows,
     marked,
+    open_applier,
     paused_gc,
     pg_apply_task,
+    shared_applier,
 )
 from trailgate.spark.change_rows import OP_POSITION
 from trailgate.spark.offset_log import batch_range
 
-__all__ = ["BatchApplier", "batch_base", "plan_file", "split_file"]
+__all__ = ["CONTINUOUS_CONF", "BatchApplier", "batch_base", "plan_file", "split_file"]
 
 log = logging.getLogger("trailgate.replicat")
 _SPECIAL = (int(OpType.METADATA), -1)
+#: ``SPARK CONF trailgate.replicat.continuous=false``: no streaming apply (module docstring).
+CONTINUOUS_CONF = "trailgate.replicat.continuous"
 
 
 def plan_file(cfg: ReplicatConfig) -> Path:
@@ -94,12 +107,16 @@ class BatchApplier:
     ``spark_dir`` (the query's checkpoint location) and ``start`` (its
     ``startingPosition``) let a small PostgreSQL batch be read and applied on the driver
     (:mod:`~trailgate.spark.offset_log`); without them every batch goes through Spark.
+    ``continuous``: apply the trail as it grows (module docstring) where the target allows
+    (PostgreSQL with a checkpoint table, no ATCSN/AFTERCSN); ``stop_file``: the group's, which
+    holds the streaming apply while it exists.  :meth:`close` when the query has ended.
     """
 
     def __init__(self, cfg: ReplicatConfig, partitions: int, *, base: int = 0,
                  csn_filter: tuple[str, int] | None = None,
                  on_batch: Callable[[int, dict[str, TableCounts]], None] | None = None,
-                 spark_dir: Path | None = None, start: TrailPosition | None = None):
+                 spark_dir: Path | None = None, start: TrailPosition | None = None,
+                 continuous: bool = False, stop_file: Path | None = None):
         self.cfg = cfg
         self.partitions = max(1, partitions)
         self.base = base  # batch id = base + Spark's batch id (0 unless Spark's checkpoint
@@ -113,6 +130,14 @@ class BatchApplier:
         self._delta: Any = None
         self.driver_batches = 0  # PostgreSQL batches applied on the driver (tests)
         self.span_batches = 0  # of which straight from the trail's bytes (spanplan)
+        self.continuous = (continuous and cfg.target_kind == "POSTGRES"
+                           and cfg.checkpoint_table is not None and csn_filter is None
+                           and spark_dir is not None)
+        self.stop_file = stop_file
+        self.streamer: ApplyStreamer | None = None
+        self.streamed_batches = 0  # batches the streamer had applied (tests)
+        self._floor: TrailPosition | None = None  # the stream row's position, once read
+        self._floor_read = False
 
     # -- the foreachBatch function ---------------------------------------------------------
     def __call__(self, df: Any, batch_id: int) -> None:
@@ -168,12 +193,22 @@ class BatchApplier:
         and applied here, on the driver: a Spark job costs more than its apply.  Otherwise
         one Spark job, each task applying one key partition.  Both give counts and the
         batch's position row."""
+        if rng is not None and self.continuous:
+            streamed = self._streamed(rng, batch_id)
+            if streamed is not None:
+                return streamed
         rows = None
         if rng is not None:
             cfg = self.cfg
-            n = key_partitions(cfg.trail, rng[0], rng[1], partitions=self.partitions,
-                               split_min=cfg.split_min_records or SPLIT_MIN_RECORDS,
-                               router=self.router, path=split_file(cfg))
+            floor = self._stream_floor()
+            if floor is not None and floor >= rng[1]:  # all applied by a streaming run
+                return BatchSummary(end={"seqno": rng[1].seqno, "rba": rng[1].rba}), {}
+            if floor is not None and floor > rng[0]:
+                rng, n = (floor, rng[1]), 1  # what a streaming run applied is left out
+            else:
+                n = key_partitions(cfg.trail, rng[0], rng[1], partitions=self.partitions,
+                                   split_min=cfg.split_min_records or SPLIT_MIN_RECORDS,
+                                   router=self.router, path=split_file(cfg))
             if n == 1:
                 with paused_gc():
                     if self.csn_filter is None:
@@ -198,6 +233,49 @@ class BatchApplier:
             c = counts.setdefault(r["target"], TableCounts())
             c.add(TableCounts(**{f: int(r[f]) for f in RESULT_FIELDS}))
         return BatchSummary.from_rows(positions), counts
+
+    def _streamed(self, rng: tuple[TrailPosition, TrailPosition], batch_id: int
+                  ) -> tuple[BatchSummary, dict[str, TableCounts]] | None:
+        """The batch as the apply streamer applied it (started by the first batch); None
+        for a batch that a run without the streamer began: it is finished as it began."""
+        if self.streamer is None:
+            applier = open_applier(self.cfg)
+            try:
+                begun = bool(applier.applied_partitions(batch_id))
+            except BaseException:
+                applier.close()
+                raise
+            if begun:
+                applier.close()
+                return None
+            self.streamer = ApplyStreamer(applier, self.cfg.trail, self.router, rng[0],
+                                          stop_file=self.stop_file)
+        progress = self.streamer.sync(rng[1])
+        self.streamed_batches += 1
+        return progress.summary(), progress.counts
+
+    def _stream_floor(self) -> TrailPosition | None:
+        """Where a streaming run's row says its apply got (read once: nothing else moves
+        it while batches are applied this way)."""
+        if not self._floor_read:
+            recorded = shared_applier(self.cfg).stream_position()
+            self._floor = None if recorded is None else TrailPosition.parse(recorded)
+            self._floor_read = True
+        return self._floor
+
+    def close(self) -> None:
+        """Stop the apply streamer, if one runs, and checkpoint what it applied after the
+        last batch (a stopping group's streamer may be ahead of it)."""
+        streamer, self.streamer = self.streamer, None
+        if streamer is None:
+            return
+        progress = streamer.close()
+        ck = self.home.checkpoints.load(self.cfg.group, "REPLICAT")
+        behind = (ck is None or not ck.read_position
+                  or TrailPosition(int(ck.read_position.get("seqno", 0)),
+                                   int(ck.read_position.get("rba", 0))) < progress.position)
+        if behind or progress.counts:
+            self._checkpoint(progress.summary(), progress.counts)
 
     def _on_driver(self, df: Any, rng: tuple[TrailPosition, TrailPosition] | None,
                    batch_id: int) -> tuple[BatchSummary, dict[str, TableCounts]]:

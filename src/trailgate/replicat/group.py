@@ -133,7 +133,12 @@ def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: P
                  applier: Any, spark_dir: Path, start: str) -> Any:
     from trailgate.replicat.batch import split_file
     from trailgate.replicat.source import TrailChangesDataSource, router_option
-    from trailgate.spark.batch_window import WINDOW_OPTION, ZERO_TRIGGER, window_ms
+    from trailgate.spark.batch_window import (
+        PATIENT_OPTION,
+        WINDOW_OPTION,
+        ZERO_TRIGGER,
+        window_ms,
+    )
 
     spark.dataSource.register(TrailChangesDataSource)
     reader = (spark.readStream.format("trailchanges").option("path", cfg.trail)
@@ -151,6 +156,8 @@ def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: P
     if not opts.once:  # the source keeps the batch window (spark.batch_window)
         seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
         reader = reader.option(WINDOW_OPTION, window_ms(seconds))
+        if applier.continuous:  # applied as the trail grows: no hurry to batch
+            reader = reader.option(PATIENT_OPTION, "true")
     writer = (reader.load().writeStream.foreachBatch(applier)
               .option("checkpointLocation", str(spark_dir))
               .queryName(f"replicat_{cfg.group.lower()}"))
@@ -167,7 +174,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
     ``spark``: a session to run in (tests); by default the process starts its own, in its
     own process session, and stops it at the end.
     """
-    from trailgate.replicat.batch import BatchApplier, batch_base
+    from trailgate.replicat.batch import CONTINUOUS_CONF, BatchApplier, batch_base
     from trailgate.spark import stop_spark
 
     with GroupProcess(home, "REPLICAT", name, title=TITLE) as proc:
@@ -201,17 +208,28 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
             start = _start_position(home, cfg)
             applier = BatchApplier(cfg, n, base=base, csn_filter=csn_filter,
                                    on_batch=stats.add, spark_dir=spark_dir,
-                                   start=TrailPosition.parse(start))
+                                   start=TrailPosition.parse(start),
+                                   continuous=(not opts.once
+                                               and cfg.params.spark.flag(CONTINUOUS_CONF)),
+                                   stop_file=stop_file)
+            if applier.continuous:
+                report.line("Apply:            as the trail grows (each micro-batch records "
+                            "how far it got)")
+                report.line()
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"
             else:
                 query = _start_query(spark, cfg, opts, stop_file, applier, spark_dir, start)
                 proc.started()
-                reason = watch(proc, query, stop_file=stop_file,
-                               max_batches=opts.max_batches, stop_timeout=opts.stop_timeout,
-                               report_every=_report_interval(cfg),
-                               progress=stats.progress_line,
-                               batches=lambda: stats.batches)
+                try:
+                    reason = watch(proc, query, stop_file=stop_file,
+                                   max_batches=opts.max_batches,
+                                   stop_timeout=opts.stop_timeout,
+                                   report_every=_report_interval(cfg),
+                                   progress=stats.progress_line,
+                                   batches=lambda: stats.batches)
+                finally:
+                    applier.close()
                 if opts.once and reason == "the query ended":
                     reason = "everything in the trail applied (--once)"
         except TrailgateError:

@@ -160,8 +160,11 @@ def position_row(upper: TrailPosition, span: SpanResult) -> str:
 
 
 def apply_span(applier: PgApplier, batch_id: int, trail: str, lower: TrailPosition,
-               upper: TrailPosition, router: Router) -> tuple[ApplyResult | None, str] | None:
-    """Apply ``[lower, upper)`` (whole transactions) as key partition 0 of ``batch_id``:
+               upper: TrailPosition, router: Router, *,
+               advance: tuple[str, str] | None = None
+               ) -> tuple[ApplyResult | None, str] | None:
+    """Apply ``[lower, upper)`` (whole transactions) as key partition 0 of ``batch_id``
+    (or as the streamed apply's next step: ``advance``, see ``PgApplier.apply_plans``):
     (the result, None if nothing was kept; the position row's JSON), or None — nothing
     done — when the Python path must apply the range."""
     if not applier.batchsql or applier.conn.info.encoding != "utf-8":
@@ -176,5 +179,5 @@ def apply_span(applier: PgApplier, batch_id: int, trail: str, lower: TrailPositi
     if not span.kept:
         return None, position
     last = str(_position(segments, span.last_kept))
-    result = applier.apply_plans(batch_id, 0, span.plans, last)
+    result = applier.apply_plans(batch_id, 0, span.plans, last, advance=advance)
     return None if result is None else (result, position)

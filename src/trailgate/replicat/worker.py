@@ -35,7 +35,7 @@ from trailgate.replicat.rows import Router
 from trailgate.replicat.span_apply import apply_span
 
 __all__ = ["MARK", "RESULT_SCHEMA", "RESULT_SCHEMA_DDL", "apply_span_rows", "apply_task_rows",
-           "marked", "paused_gc", "pg_apply_task"]
+           "marked", "open_applier", "paused_gc", "pg_apply_task", "shared_applier"]
 
 MARK = "@@TRAILGATE@@"
 RESULT_FIELDS = ("inserts", "updates", "deletes", "truncates", "discards", "ignores",
@@ -74,7 +74,7 @@ def marked(message: str) -> str:
     return f"{MARK}{message}{MARK}"
 
 
-def _applier(cfg: Any) -> PgApplier:
+def shared_applier(cfg: Any) -> PgApplier:
     """One applier (one connection) per worker process and group, reused across batches."""
     key = (cfg.group, cfg.target, cfg.checkpoint_table, cfg.discard_file)
     with _lock:
@@ -83,13 +83,16 @@ def _applier(cfg: Any) -> PgApplier:
             _appliers.pop(key, None)
             applier = None
         if applier is None:
-            spec = cfg.params.discardfile
-            applier = PgApplier(cfg.target, cfg.params, checkpoint_table=cfg.checkpoint_table,
-                                group=cfg.group,
-                                discard=DiscardWriter(cfg.discard_file,
-                                                      spec.megabytes if spec else None))
-            _appliers[key] = applier
+            applier = _appliers[key] = open_applier(cfg)
         return applier
+
+
+def open_applier(cfg: Any) -> PgApplier:
+    """A new applier for the group's target, with its discard file."""
+    spec = cfg.params.discardfile
+    return PgApplier(cfg.target, cfg.params, checkpoint_table=cfg.checkpoint_table,
+                     group=cfg.group,
+                     discard=DiscardWriter(cfg.discard_file, spec.megabytes if spec else None))
 
 
 def apply_task_rows(cfg: Any, batch_id: int, task: TaskRows) -> dict[str, list[Any]]:
@@ -98,7 +101,7 @@ def apply_task_rows(cfg: Any, batch_id: int, task: TaskRows) -> dict[str, list[A
     Used by the Spark task and, for a batch of one key partition, by the driver."""
     results: list[tuple[int, ApplyResult]] = []
     if task.changes:
-        applier = _applier(cfg)
+        applier = shared_applier(cfg)
         for p in sorted(task.changes):
             changes = task.changes[p]
             results.append((p, applier.apply_partition(batch_id, p, changes,
@@ -111,7 +114,7 @@ def apply_span_rows(cfg: Any, batch_id: int, lower: TrailPosition, upper: TrailP
     """:func:`apply_task_rows` for a batch of one key partition applied on the driver,
     from the trail's bytes (:mod:`~trailgate.replicat.span_apply`); None — nothing done —
     when the range needs the usual reading."""
-    done = apply_span(_applier(cfg), batch_id, cfg.trail, lower, upper, router)
+    done = apply_span(shared_applier(cfg), batch_id, cfg.trail, lower, upper, router)
     if done is None:
         return None
     result, position = done

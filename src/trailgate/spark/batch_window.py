@@ -20,9 +20,10 @@ So the groups run their queries with a zero trigger and their sources decide in
   once when the source reached a batch bound (``full``).
 
 A *patient* window (the Extract when it writes the trail as transactions arrive, so its
-batch only makes them durable) does not start on quiet: something new starts a batch once
-*w* has passed since the last one started (at once after a pause), and never more than one
-per window.  Why: the WAL position it probes also moves for WAL that holds no captured
+batch only makes them durable; the Replicat when it applies the trail as it grows, so its
+batch only records how far it got) does not start on quiet: something new starts a batch
+once *w* has passed since the last one started (at once after a pause), and never more than
+one per window.  Why: the WAL position it probes also moves for WAL that holds no captured
 change (autovacuum after a large workload), in small steps with quiet between them; on
 quiet each step started a batch, about ten a second, each costing Spark's bookkeeping.
 
@@ -38,11 +39,14 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-__all__ = ["IDLE_SECONDS", "POLL_MAX_SECONDS", "POLL_SECONDS", "QUIET_SECONDS",
-           "WINDOW_OPTION", "ZERO_TRIGGER", "BatchWindow", "stop_requested", "window_ms"]
+__all__ = ["IDLE_SECONDS", "PATIENT_OPTION", "POLL_MAX_SECONDS", "POLL_SECONDS",
+           "QUIET_SECONDS", "WINDOW_OPTION", "ZERO_TRIGGER", "BatchWindow", "stop_requested",
+           "window_ms"]
 
 #: The source option that gives the window (milliseconds).
 WINDOW_OPTION = "batchWindowMs"
+#: The source option that makes it patient (``true``).
+PATIENT_OPTION = "batchWindowPatient"
 #: The query's trigger when its source keeps the window.
 ZERO_TRIGGER = "0 seconds"
 

@@ -55,6 +55,7 @@ class TrailOptions:
     batch_rows: int
     max_records_per_trigger: int | None
     batch_window_ms: int | None = None  # ``batchWindowMs``: see spark.batch_window
+    patient_window: bool = False  # ``batchWindowPatient``: no batch on quiet
 
     def table_filter(self) -> TableFilter | None:
         return TableFilter(self.tables) if self.tables else None
@@ -152,4 +153,5 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Tra
         batch_rows=_positive("batchRows", options.get("batchRows", "10000")),
         max_records_per_trigger=_positive("maxRecordsPerTrigger", limit) if limit else None,
         batch_window_ms=_whole("batchWindowMs", window) if window else None,
+        patient_window=_bool("batchWindowPatient", options.get("batchWindowPatient", "false")),
     )

@@ -124,7 +124,7 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._scan_start: TrailPosition | None = None  # ... and where it started
         self._mark: Callable[[int, str], bool] | None = None  # records scans look out for
         self._window: BatchWindow[TrailPosition] | None = BatchWindow.of_ms(
-            options.batch_window_ms)
+            options.batch_window_ms, patient=options.patient_window)
 
     def initialOffset(self) -> dict[str, int]:
         if self.options.start is not None:

@@ -1,0 +1,226 @@
+"""The Replicat's PostgreSQL apply as the trail grows, between micro-batches too; each
+micro-batch records how far it got.
+
+Why: a Replicat that applied a micro-batch's range only once the batch started left each
+change waiting for the next batch window, and at the end of a burst it applied the whole
+last window's changes after the burst was over, with Spark's per-batch bookkeeping on top
+of each window (bench apply_pg: the target had the workload 0.5-0.7 s after its last
+commit, where PostgreSQL's own replication, applying each transaction as it arrives, had
+it after 0.2-0.4 s).
+
+An :class:`ApplyStreamer` is one thread of the driver with its own connection to the target.
+Whenever the trail holds whole transactions past what it applied, it applies them (up to
+:data:`CHUNK_RECORDS` change records at a time, in trail order, set-based under BATCHSQL as
+a batch of one key partition is) in one target transaction that also moves the group's
+:data:`~trailgate.ggsci.checkpoint_table.STREAM_BATCH` row of the checkpoint table from
+where it stood to the end of what it applied.  A micro-batch ``[start, end)`` calls
+:meth:`ApplyStreamer.sync`: it waits until the thread has applied everything before
+``end`` (usually long done) and takes what it applied since the last sync — position, last
+source commit, counts — for the group checkpoint (``dirchk/NAME.cpr``).
+
+Nothing is lost or doubled: the row moves in the same transaction as the changes it covers,
+and a new run starts at the later of the row's position and its first micro-batch's start,
+so a replayed batch applies nothing twice and a crash between two transactions loses none.
+The group checkpoint may lag the row (it is written per micro-batch); the row is the truth.
+While the group's stop file exists (a stop under way, or a Replicat held) the thread applies
+only what a waiting micro-batch needs.  A failure (a collision under REPERROR ABEND, the
+target gone) stops the thread with nothing of that transaction committed; the next ``sync``
+raises it, so the group stops with its message.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trailgate.apply.postgres import PgApplier
+from trailgate.apply.records import ApplyResult, TableCounts
+from trailgate.errors import TargetError, TrailgateError
+from trailgate.ggsci.checkpoint_table import STREAM_BATCH
+from trailgate.model import TrailPosition
+from trailgate.replicat.batch_rows import BatchSummary, read_task_rows
+from trailgate.replicat.rows import Router
+from trailgate.replicat.span_apply import apply_span
+from trailgate.replicat.worker import paused_gc
+from trailgate.spark.batch_window import stop_requested
+from trailgate.spark.change_rows import OP_POSITION
+from trailgate.spark.trail_offsets import ScanState, scan_boundary
+
+__all__ = ["CHUNK_RECORDS", "POLL_MAX_SECONDS", "POLL_SECONDS", "ApplyStreamer", "Progress"]
+
+log = logging.getLogger("trailgate.replicat")
+
+#: The most change records one target transaction takes (the default batch bound's size):
+#: a backlog is applied in steps of this, each committed with its row.
+CHUNK_RECORDS = 100_000
+#: Seconds between looks at the trail while it grows, and at most while it is idle (twice
+#: as long each time nothing new came).
+POLL_SECONDS = 0.01
+POLL_MAX_SECONDS = 0.2
+
+
+@dataclass(slots=True)
+class Progress:
+    """What the streamer applied: everything before ``position``; the last source commit
+    it applied; counts per target table since the last :meth:`ApplyStreamer.sync`."""
+
+    position: TrailPosition
+    read_time: str | None = None
+    last_csn: int | None = None
+    last_xid: str | None = None
+    counts: dict[str, TableCounts] = field(default_factory=dict)
+
+    def summary(self) -> BatchSummary:
+        """As a micro-batch's summary, for the group checkpoint."""
+        return BatchSummary(end={"seqno": self.position.seqno, "rba": self.position.rba},
+                            read_time=self.read_time, last_csn=self.last_csn,
+                            last_xid=self.last_xid)
+
+
+class ApplyStreamer:
+    """Applies trail ``trail`` through ``applier`` (which it then owns) as it grows, from
+    ``start`` or where the group's stream row says if that is later (module docstring).
+    ``sync`` and ``close`` are for the micro-batches' thread."""
+
+    def __init__(self, applier: PgApplier, trail: str, router: Router, start: TrailPosition,
+                 *, stop_file: Path | None = None):
+        self.applier = applier
+        self.trail = trail
+        self.router = router
+        self.stop_file = str(stop_file) if stop_file is not None else None
+        try:
+            recorded = applier.stream_position()
+            if recorded is not None:
+                start = max(start, TrailPosition.parse(recorded))
+        except BaseException:
+            applier.close()
+            raise
+        self._recorded = recorded or ""  # what the row says (what a move must find there)
+        self._progress = Progress(start)
+        self._want = start  # apply at least this far (a waiting sync's end)
+        self._error: BaseException | None = None
+        self._closing = False
+        self._cond = threading.Condition()
+        self.transactions = 0  # target transactions committed (tests, reports)
+        self._thread = threading.Thread(target=self._run, name="apply streamer", daemon=True)
+        self._thread.start()
+
+    @property
+    def position(self) -> TrailPosition:
+        """Everything before it is applied."""
+        return self._progress.position
+
+    # -- the micro-batches' side --------------------------------------------------------
+
+    def sync(self, end: TrailPosition) -> Progress:
+        """Wait until everything before ``end`` is applied; what was applied since the
+        last sync (its position may be past ``end``).  Raises the thread's failure."""
+        with self._cond:
+            if end > self._want:
+                self._want = end
+                self._cond.notify_all()
+            while self._progress.position < end and self._error is None:
+                if not self._thread.is_alive():
+                    raise TargetError("the Replicat's apply streamer has stopped")
+                self._cond.wait(0.5)
+            self._raise()
+            return self._take()
+
+    def close(self) -> Progress:
+        """Finish the transaction under way, stop the thread and close its connection;
+        what was applied since the last sync."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._thread.join()
+        self.applier.close()
+        with self._cond:
+            return self._take()
+
+    def _take(self) -> Progress:
+        p = self._progress
+        taken = Progress(p.position, p.read_time, p.last_csn, p.last_xid, p.counts)
+        p.counts = {}
+        return taken
+
+    def _raise(self) -> None:
+        error = self._error
+        if error is None:
+            return
+        if isinstance(error, TrailgateError):
+            raise error
+        raise TargetError(f"the Replicat's apply streamer stopped: {error}")
+
+    # -- the streamer's thread ----------------------------------------------------------
+
+    def _run(self) -> None:
+        state: ScanState | None = None
+        wait = POLL_SECONDS
+        try:
+            while True:
+                with self._cond:
+                    if self._closing:
+                        return
+                    at, want = self._progress.position, self._want
+                held = stop_requested(self.stop_file)
+                if held and at >= want:
+                    self._pause(POLL_MAX_SECONDS)
+                    continue
+                end, _, state = scan_boundary(self.trail, at, limit=want if held else None,
+                                              max_records=CHUNK_RECORDS, state=state)
+                if end > at:
+                    self._apply(at, end)
+                    wait = POLL_SECONDS
+                    continue
+                self._pause(POLL_SECONDS if want > at else wait)
+                wait = min(wait * 2, POLL_MAX_SECONDS)
+        except BaseException as exc:  # raised to the micro-batches by sync
+            log.warning("the Replicat's apply streamer stopped: %s", exc)
+            with self._cond:
+                self._error = exc
+                self._cond.notify_all()
+
+    def _pause(self, seconds: float) -> None:
+        """Wait ``seconds``, or less if a sync asks for more or the streamer is closing."""
+        deadline = time.monotonic() + seconds
+        with self._cond:
+            want = self._want
+            while not self._closing and self._want == want:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
+
+    def _apply(self, lower: TrailPosition, upper: TrailPosition) -> None:
+        """``[lower, upper)`` (whole transactions) in one target transaction with the row
+        moved to ``upper`` (none when nothing in it is mapped: the row then stays)."""
+        advance = (self._recorded, str(upper))
+        result: ApplyResult | None
+        with paused_gc():
+            done = apply_span(self.applier, STREAM_BATCH, self.trail, lower, upper,
+                              self.router, advance=advance)
+            if done is not None:
+                result, position = done
+            else:
+                task = read_task_rows(self.trail, lower, upper, self.router)
+                changes = task.changes.get(0, [])
+                result = (self.applier.apply_partition(
+                    STREAM_BATCH, 0, changes, task.definitions.for_changes(changes),
+                    advance=advance) if changes else None)
+                position = task.positions[-1]
+        last = BatchSummary.from_rows([(OP_POSITION, None, 0, 0, position, False)])
+        with self._cond:
+            if result is not None:
+                self._recorded = str(upper)
+                self.transactions += 1
+                for target, counts in result.counts.items():
+                    self._progress.counts.setdefault(target, TableCounts()).add(counts)
+            p = self._progress
+            p.position = upper
+            if last.last_csn is not None:
+                p.read_time, p.last_csn, p.last_xid = (last.read_time, last.last_csn,
+                                                       last.last_xid)
+            self._cond.notify_all()

@@ -1,0 +1,196 @@
+"""The Replicat's streaming apply (``replicat.streamer``) against a real PostgreSQL target:
+the trail applied as it grows, exactly once across new streamers, held by the stop file, and
+the batch path taking over where it got."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+import pytest
+from replicat_support import (
+    CKPT,
+    Increments,
+    accounts,
+    events,
+    pg_target,
+    query,
+    replicat_home,
+    write_trail,
+)
+from spark_conftest import spark_session  # noqa: F401
+
+from trailgate.errors import TargetError
+from trailgate.home import Home
+from trailgate.model import TrailPosition
+from trailgate.replicat.config import ReplicatConfig, load_replicat_config
+from trailgate.replicat.group import RunOptions, run_replicat_group
+from trailgate.replicat.rows import Router
+from trailgate.replicat.streamer import ApplyStreamer
+from trailgate.replicat.worker import open_applier
+from trailgate.spark.trail_offsets import end_of_data
+
+pytestmark = [pytest.mark.postgres]
+
+START = TrailPosition(0, 0)
+
+
+def _setup(tmp_path: Path, pg_db: str) -> tuple[Home, ReplicatConfig, Router]:
+    pg_target(pg_db)
+    home = replicat_home(tmp_path, f"REPLICAT rep1\nTARGETDB {pg_db}\nBATCHSQL\n"
+                                   "MAP public.*, TARGET public.*;\n")
+    cfg = load_replicat_config(home, "REP1")
+    return home, cfg, Router.of(cfg.source_patterns, list(cfg.params.map_excludes))
+
+
+def _streamer(cfg: ReplicatConfig, router: Router, start: TrailPosition = START,
+              stop_file: Path | None = None) -> ApplyStreamer:
+    return ApplyStreamer(open_applier(cfg), cfg.trail, router, start, stop_file=stop_file)
+
+
+def _until(predicate: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def _row(pg_db: str) -> list[tuple[object, ...]]:
+    return query(pg_db, f"SELECT batch_id, partition, position FROM {CKPT} ORDER BY 1, 2")
+
+
+def test_applied_as_the_trail_grows_and_never_twice(tmp_path: Path, pg_db: str) -> None:
+    _, cfg, router = _setup(tmp_path, pg_db)
+    work = Increments(seed=5)
+    write_trail(Path(cfg.trail), work.transactions(60))
+    streamer = _streamer(cfg, router)
+    try:
+        # no micro-batch asked: the thread applies what the trail holds on its own
+        _until(lambda: accounts(pg_db) == work.expected_accounts(), "the first file")
+        write_trail(Path(cfg.trail), work.transactions(40))  # a second file
+        _until(lambda: accounts(pg_db) == work.expected_accounts(), "the second file")
+        end = end_of_data(cfg.trail)
+        assert end is not None and end.seqno == 1
+        progress = streamer.sync(end)
+        assert progress.position == end
+        assert progress.last_csn == work.csn
+        assert progress.read_time is not None
+        counts = progress.counts["public.accounts"]
+        assert counts.inserts == len(work.counters)
+        assert counts.updates == sum(work.counters.values())
+        assert streamer.sync(end).counts == {}  # taken once
+        assert events(pg_db) == work.events
+        # one row, the streamed apply's, at the end of what it applied
+        assert _row(pg_db) == [(-1, 0, str(end))]
+    finally:
+        streamer.close()
+    # a new streamer from the trail's start goes on where the row says: nothing again
+    again = _streamer(cfg, router)
+    try:
+        assert again.position == end
+        assert again.sync(end).counts == {}
+        work2 = work.transactions(30)
+        write_trail(Path(cfg.trail), work2)
+        end2 = end_of_data(cfg.trail)
+        assert end2 is not None
+        progress = again.sync(end2)
+        assert progress.position == end2
+        assert sum(c.operations for c in progress.counts.values()) > 0
+        assert accounts(pg_db) == work.expected_accounts()
+        assert events(pg_db) == work.events
+        assert _row(pg_db) == [(-1, 0, str(end2))]
+    finally:
+        again.close()
+
+
+def test_the_stop_file_holds_all_but_what_a_batch_waits_for(tmp_path: Path,
+                                                            pg_db: str) -> None:
+    home, cfg, router = _setup(tmp_path, pg_db)
+    stop = home.dirchk / "REP1.stop"
+    stop.touch()
+    work = Increments(seed=8)
+    write_trail(Path(cfg.trail), work.transactions(30))
+    first = work.expected_accounts()
+    end0 = end_of_data(cfg.trail)
+    write_trail(Path(cfg.trail), work.transactions(30))
+    assert end0 is not None
+    streamer = _streamer(cfg, router, stop_file=stop)
+    try:
+        time.sleep(0.5)
+        assert accounts(pg_db) == {} and _row(pg_db) == []  # held
+        assert streamer.sync(end0).position == end0  # what a batch waits for, no more
+        assert accounts(pg_db) == first
+        time.sleep(0.5)
+        assert _row(pg_db) == [(-1, 0, str(end0))]
+        stop.unlink()  # released
+        _until(lambda: accounts(pg_db) == work.expected_accounts(), "the rest")
+    finally:
+        streamer.close()
+
+
+def test_a_row_moved_by_another_process_stops_it_with_nothing_committed(
+        tmp_path: Path, pg_db: str) -> None:
+    _, cfg, router = _setup(tmp_path, pg_db)
+    work = Increments(seed=2)
+    write_trail(Path(cfg.trail), work.transactions(20))
+    streamer = _streamer(cfg, router)
+    try:
+        end = end_of_data(cfg.trail)
+        assert end is not None
+        streamer.sync(end)
+        before = accounts(pg_db)
+        with psycopg.connect(pg_db, autocommit=True) as conn:
+            conn.execute(f"UPDATE {CKPT} SET position = '0:1' WHERE batch_id = -1")
+        write_trail(Path(cfg.trail), work.transactions(20))
+        end2 = end_of_data(cfg.trail)
+        assert end2 is not None
+        with pytest.raises(TargetError, match="another process applies for this group"):
+            streamer.sync(end2)
+        assert accounts(pg_db) == before
+        assert _row(pg_db) == [(-1, 0, "0:1")]
+    finally:
+        streamer.close()
+
+
+@pytest.mark.spark
+def test_the_batch_path_starts_where_the_streamed_apply_got(tmp_path: Path, pg_db: str,
+                                                            spark: object) -> None:
+    """A run without the streamer (``--once``) after a streaming one: what the row covers is
+    left out, the rest applied once (a doubled insert would be a collision and stop it)."""
+    home, cfg, router = _setup(tmp_path, pg_db)
+    stop = home.dirchk / "REP1.stop"
+    stop.touch()
+    work = Increments(seed=4)
+    write_trail(Path(cfg.trail), work.transactions(40))
+    end0 = end_of_data(cfg.trail)
+    write_trail(Path(cfg.trail), work.transactions(40))
+    assert end0 is not None
+    streamer = _streamer(cfg, router, stop_file=stop)
+    streamer.sync(end0)
+    streamer.close()
+    stop.unlink()
+    assert run_replicat_group(home, "REP1", RunOptions(once=True), spark=spark) == 0
+    assert accounts(pg_db) == work.expected_accounts()
+    assert events(pg_db) == work.events
+    end = end_of_data(cfg.trail)
+    ck = home.checkpoints.load("REP1", "REPLICAT")
+    assert ck is not None and ck.read_position == {"seqno": end.seqno, "rba": end.rba}
+    rows = _row(pg_db)
+    assert rows[0] == (-1, 0, str(end0)) and len(rows) == 2 and rows[1][:2] == (0, 0)
+    # streaming again from where Spark's offsets are (as the group starts it), then a
+    # --once run that finds everything covered by the row: nothing applied, no batch row
+    write_trail(Path(cfg.trail), work.transactions(10))
+    streamer = _streamer(cfg, router, start=end)
+    try:
+        end2 = end_of_data(cfg.trail)
+        assert end2 is not None
+        streamer.sync(end2)
+    finally:
+        streamer.close()
+    assert run_replicat_group(home, "REP1", RunOptions(once=True), spark=spark) == 0
+    assert accounts(pg_db) == work.expected_accounts()
+    assert len(_row(pg_db)) == 2
+    ck = home.checkpoints.load("REP1", "REPLICAT")
+    assert ck is not None and ck.read_position == {"seqno": end2.seqno, "rba": end2.rba}
