@@ -12,9 +12,13 @@ Two embedded servers, source and target, with the same tables.  For each method 
 1. **Throughput**: the workload (``--rows`` inserts in transactions of ``--txn-rows`` rows,
    then updates of a fifth and deletes of a tenth of them, in transactions of the same size)
    runs on the source; the time is from its first statement until the target has applied
-   the last commit (a marker transaction committed after the workload): native replication
-   applies in commit order, so the marker row's arrival says so; for trailgate, the
-   Replicat's checkpoint reaching the marker's CSN says so, and its time is the checkpoint's.
+   the last commit (a marker transaction committed after the workload), for both methods
+   the marker row's arrival in the target: both apply in commit order (native replication
+   each transaction; trailgate's Replicat, applying the trail as it grows, whole
+   transactions in trail order, each target transaction with its checkpoint-table row), so
+   the marker says everything before it is there.  Each round then checks that the target
+   holds exactly the source's rows of the round, and for trailgate when the Replicat's
+   group checkpoint (``dirchk/BREP.cpr``, written per micro-batch) covered it too.
    trailgate's groups are started and warm before the clock starts: two transactions
    went through both, one after the other, so Spark, the Python workers and the groups'
    first (slow) micro-batches are behind them.
@@ -33,11 +37,11 @@ Two embedded servers, source and target, with the same tables.  For each method 
 
 4. **Idle**: the CPU each part uses over ``--idle-seconds`` with nothing to replicate.
 
-trailgate's batch windows (``SPARK TRIGGER``): the Extract keeps trailgate's default, 1 s —
-it writes each transaction to the trail as it arrives, so its window only decides how
-often that is made durable (each micro-batch costs its JVM 25-50 ms of CPU; at 500 ms the
-Extract's JVM took 0.3-0.45 s of CPU per throughput round, at 1 s 0.15 s); the
-Replicat's is 500 ms, as its window decides how much a burst's last batch holds.
+trailgate's batch windows (``SPARK TRIGGER``): both groups keep trailgate's default, 1 s —
+the Extract writes each transaction to the trail as it arrives and the Replicat applies the
+trail as it grows, so their windows only decide how often that is recorded (made durable
+in the trail; the group checkpoint written), and each micro-batch costs its JVM 25-50 ms of
+CPU (at 500 ms the Extract's JVM took 0.3-0.45 s of CPU per throughput round, at 1 s 0.15 s).
 
 Phases 1 and 2 run ``--repeat`` rounds each (on fresh ids); the best round counts, as the
 machine is shared and noisy.  Prints rows/s for each method and phase, the ratios (aim:
@@ -210,6 +214,26 @@ def wait_rows(conninfo: str, query: str, expected: int, timeout: float, what: st
             time.sleep(0.05)
 
 
+def wait_marker(target: str, marker_id: int, timeout: float, who: str, t0: float) -> None:
+    """Wait until the marker row is in the target."""
+    wait_rows(target, f"SELECT count(*) FROM bench.orders WHERE id = {marker_id}", 1,
+              timeout, f"{who} to apply the workload",
+              lambda _: f"applying ... {time.monotonic() - t0:.1f} s")
+
+
+def same_rows(dbs: Databases, first: int, rows: int, marker_id: int) -> None:
+    """The round's rows (``rows`` ids from ``first``, and the marker) are the same in source
+    and target."""
+    check = ("SELECT count(*), coalesce(sum(hashtext(id::text || note || amount::text)), 0) "
+             f"FROM bench.orders WHERE id BETWEEN {first} AND {first + rows - 1} "
+             f"OR id = {marker_id}")
+    with connect(dbs.source_conninfo) as src, connect(dbs.target_conninfo) as tgt:
+        have, want = tgt.execute(check).fetchone(), src.execute(check).fetchone()
+    if have != want:
+        raise TrailgateError(f"the target's rows of this round differ from the source's "
+                             f"(count, hash): {have} against {want}")
+
+
 def lags(target: str, commits: dict[int, datetime]) -> list[float]:
     """Seconds from each transaction's commit to its last row applied."""
     return sorted(by_txn(target, commits).values())
@@ -291,13 +315,12 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
             changes, txns = throughput_workload(source, args.rows, args.txn_rows, first)
             wrote = time.monotonic() - t0
             marker(source, marker_id)
-            wait_rows(target, f"SELECT count(*) FROM bench.orders WHERE id = {marker_id}", 1,
-                      args.timeout, "the subscription to apply the workload",
-                      lambda _, t0=t0: f"applying ... {time.monotonic() - t0:.1f} s")
+            wait_marker(target, marker_id, args.timeout, "the subscription", t0)
             runs.append(time.monotonic() - t0)
             wrote_runs.append(wrote)
             cpu.append(meter.used(before, meter.sample()))
             end_live()
+            same_rows(dbs, first, args.rows, marker_id)
             say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
                 f"{wrote:.1f} s, target had them all after {runs[-1]:.1f} s")
         say("  apply from a backlog: the same workload with the subscription disabled, then "
@@ -311,11 +334,10 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
             t0 = time.monotonic()
             with connect(target) as conn:
                 conn.execute("ALTER SUBSCRIPTION bench_sub ENABLE")
-            wait_rows(target, f"SELECT count(*) FROM bench.orders WHERE id = {marker_id}",
-                      1, args.timeout, "the subscription to apply the backlog",
-                      lambda _, t0=t0: f"applying ... {time.monotonic() - t0:.1f} s")
+            wait_marker(target, marker_id, args.timeout, "the subscription", t0)
             backlog_runs.append(time.monotonic() - t0)
             end_live()
+            same_rows(dbs, first, args.rows, marker_id)
             say(f"  {changes:,} row changes applied {backlog_runs[-1]:.1f} s after the "
                 "subscription was enabled")
         lag = steady(dbs, args, "native")
@@ -480,15 +502,18 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
                                                 first)
             wrote = time.monotonic() - t0
             lsn = marker(dbs.source_conninfo, marker_id)
-            finished = wait_checkpoint(pipeline, lsn, args.timeout, base, changes, t0)
+            wait_marker(dbs.target_conninfo, marker_id, args.timeout, "the Replicat", t0)
+            runs.append(time.monotonic() - t0)
             cpu.append(meter.used(before, meter.sample()))
-            runs.append((finished[rep.name] - start_wall).total_seconds())
+            finished = wait_checkpoint(pipeline, lsn, args.timeout, base, changes, t0)
             wrote_runs.append(wrote)
-            captured = (finished[pipeline.groups[0].name] - start_wall).total_seconds()
+            captured, recorded = ((finished[g.name] - start_wall).total_seconds()
+                                  for g in (pipeline.groups[0], rep))
             end_live()
+            same_rows(dbs, first, args.rows, marker_id)
             say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
-                f"{wrote:.1f} s, the Extract checkpoint had them all after {captured:.1f} s, "
-                f"the Replicat checkpoint after {runs[-1]:.1f} s")
+                f"{wrote:.1f} s, target had them all after {runs[-1]:.1f} s (checkpoints: "
+                f"Extract {captured:.1f} s, Replicat {recorded:.1f} s)")
             if args.timeline:
                 batch_timeline(home, pipeline.groups, start_wall.timestamp(),
                                finished[rep.name].timestamp() + 0.05)
@@ -575,10 +600,14 @@ def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
         released = datetime.now(UTC)
         stop.unlink(missing_ok=True)
     t0 = time.monotonic()
+    wait_marker(dbs.target_conninfo, marker_id, args.timeout, "the Replicat", t0)
+    seconds = (datetime.now(UTC) - released).total_seconds()
     finished = wait_checkpoint(pipeline, lsn, args.timeout, base, changes, t0)
-    seconds = (finished[rep.name] - released).total_seconds()
+    recorded = (finished[rep.name] - released).total_seconds()
     end_live()
-    say(f"  {changes:,} row changes applied {seconds:.1f} s after the Replicat was released")
+    same_rows(dbs, first, args.rows, marker_id)
+    say(f"  {changes:,} row changes applied {seconds:.1f} s after the Replicat was released "
+        f"(its checkpoint covered them after {recorded:.1f} s)")
     return seconds
 
 
@@ -678,9 +707,10 @@ def main() -> int:
     parser.add_argument("--extract-trigger-ms", type=int, default=1000,
                         help="the Extract's batch window (SPARK TRIGGER; default: trailgate's "
                              "own): how often what it wrote to the trail is made durable")
-    parser.add_argument("--replicat-trigger-ms", type=int, default=500,
-                        help="the Replicat's batch window (SPARK TRIGGER): at most one "
-                             "batch per window under a steady load")
+    parser.add_argument("--replicat-trigger-ms", type=int, default=1000,
+                        help="the Replicat's batch window (SPARK TRIGGER; default: "
+                             "trailgate's own): how often what it applied is recorded in its "
+                             "group checkpoint")
     parser.add_argument("--partitions", type=int, default=2,
                         help="Replicat parallelism (its Spark master local[N])")
     parser.add_argument("--idle-seconds", type=float, default=10.0,
