@@ -154,6 +154,38 @@ def test_a_row_moved_by_another_process_stops_it_with_nothing_committed(
         streamer.close()
 
 
+def test_a_lost_connection_is_raised_and_a_new_streamer_goes_on(tmp_path: Path,
+                                                                pg_db: str) -> None:
+    _, cfg, router = _setup(tmp_path, pg_db)
+    work = Increments(seed=6)
+    write_trail(Path(cfg.trail), work.transactions(30))
+    streamer = _streamer(cfg, router)
+    try:
+        end = end_of_data(cfg.trail)
+        assert end is not None
+        streamer.sync(end)
+        with psycopg.connect(pg_db, autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                         "WHERE application_name = 'trailgate replicat REP1'")
+        write_trail(Path(cfg.trail), work.transactions(30))
+        end2 = end_of_data(cfg.trail)
+        assert end2 is not None
+        with pytest.raises(TargetError, match=r"lost the connection .* applying the trail's "
+                                              r"next transactions.* nothing of it was "
+                                              r"committed"):
+            streamer.sync(end2)
+    finally:
+        streamer.close()
+    assert _row(pg_db) == [(-1, 0, str(end))]
+    again = _streamer(cfg, router)
+    try:
+        assert again.sync(end2).position == end2
+    finally:
+        again.close()
+    assert accounts(pg_db) == work.expected_accounts()
+    assert events(pg_db) == work.events
+
+
 @pytest.mark.spark
 def test_the_batch_path_starts_where_the_streamed_apply_got(tmp_path: Path, pg_db: str,
                                                             spark: object) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 
 from trailgate.spark.batch_window import BatchWindow, window_ms
 
@@ -195,3 +198,18 @@ def test_a_patient_window_starts_at_once_at_a_batch_bound_and_stops_on_request()
     assert w.settle(5000, source(clock, 1000, until=1e9),
                     lambda: clock.now >= t0 + 0.3) == 5000
     assert clock.now < t0 + 0.3 + 0.21
+
+
+def test_the_trail_sources_take_a_patient_window_option(tmp_path: Path) -> None:
+    from trailgate.spark.batch_window import PATIENT_OPTION, WINDOW_OPTION
+    from trailgate.spark.trail_options import parse_options
+    from trailgate.spark.trail_source import TrailStreamReader
+
+    base = {"path": str(tmp_path / "rt"), WINDOW_OPTION: "1000"}
+    plain = TrailStreamReader(parse_options(base, streaming=True))
+    patient = TrailStreamReader(parse_options({**base, PATIENT_OPTION: "true"},
+                                              streaming=True))
+    assert plain._window is not None and not plain._window.patient
+    assert patient._window is not None and patient._window.patient
+    with pytest.raises(ValueError, match="batchWindowPatient"):
+        parse_options({**base, PATIENT_OPTION: "maybe"}, streaming=True)

@@ -270,10 +270,11 @@ class PgApplier:
             raise self._lost(exc, batch_id, partition) from None
 
     def _lost(self, exc: Exception, batch_id: int, partition: int) -> TargetError:
+        what = ("the trail's next transactions" if batch_id == STREAM_BATCH
+                else f"batch {batch_id} partition {partition}")
         return TargetError(f"lost the connection to {describe(self.conninfo)} while "
-                           f"applying batch {batch_id} partition {partition}: {exc}; "
-                           f"nothing of it was committed, restarting the Replicat "
-                           f"applies it again")
+                           f"applying {what}: {exc}; nothing of it was committed, "
+                           f"restarting the Replicat applies it again")
 
     def advance_stream(self, start: str, end: str) -> None:
         """Move the streamed apply's row from ``start`` (where it read the row last; a first
