@@ -3,7 +3,7 @@ logical replication (publication and subscription), between the same two databas
 
     ./dev bench apply_pg [--rows 100000] [--txn-rows 100] [--steady-rate 500]
                          [--steady-seconds 30] [--extract-trigger-ms 1000]
-                         [--replicat-trigger-ms 500]
+                         [--replicat-trigger-ms 1000]
                          [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
                          [--idle-seconds 10] [--keep DIR] [--timeline]
 
@@ -22,10 +22,13 @@ Two embedded servers, source and target, with the same tables.  For each method 
    trailgate's groups are started and warm before the clock starts: two transactions
    went through both, one after the other, so Spark, the Python workers and the groups'
    first (slow) micro-batches are behind them.
-2. **Apply from a backlog**: the apply side alone.  The applier is held (native: the
-   subscription disabled; trailgate: the Replicat's stop file, so its source plans no batch)
-   while the same workload runs and, for trailgate, the Extract writes it to the trail; then
-   it is released, and the time is from the release until the marker is applied.
+2. **Replication from a backlog**: the replicator alone, with the cores to itself.  Capture
+   and apply are held while the same workload runs — native: the subscription disabled (its
+   walsender and apply worker stop); trailgate: both groups' stop files (a held Extract lets
+   go of its slot, a held Replicat applies nothing, their sources plan no batch) — then
+   released, and the time is from the release until the marker is in the target.  For
+   trailgate also the Replicat alone (only it held, the Extract writing the workload to the
+   trail meanwhile): the apply side by itself.
 3. **Lag under steady load**: ``--steady-rate`` rows/s in 10-row transactions for
    ``--steady-seconds``; each transaction's commit time is taken on the source side when
    COMMIT returns, its applied time is the target rows' ``applied_at`` default
@@ -43,7 +46,7 @@ trail as it grows, so their windows only decide how often that is recorded (made
 in the trail; the group checkpoint written), and each micro-batch costs its JVM 25-50 ms of
 CPU (at 500 ms the Extract's JVM took 0.3-0.45 s of CPU per throughput round, at 1 s 0.15 s).
 
-Phases 1 and 2 run ``--repeat`` rounds each (on fresh ids); the best round counts, as the
+Phases 1 and 2 run ``--repeat`` rounds of each kind (on fresh ids); the best counts, as the
 machine is shared and noisy.  Prints rows/s for each method and phase, the ratios (aim:
 trailgate ≥ native), each throughput round's split (how long the source workload itself
 took: the CPU a method uses on these cores slows it; and how long after that the target
@@ -101,10 +104,14 @@ CREATE TABLE bench.ticks (id bigint PRIMARY KEY, txn integer, created timestampt
 """
 
 
-def round_ids(rows: int, round_no: int, backlog: bool) -> tuple[int, int]:
+#: The measured phases' kinds of round (each on its own ids).
+THROUGHPUT, BACKLOG, APPLY_ALONE = 0, 1, 2
+
+
+def round_ids(rows: int, round_no: int, phase: int) -> tuple[int, int]:
     """(first id, marker id) of one measured round: every round and phase on its own ids."""
     stride = 10 ** len(str(max(rows, 1))) * 10
-    n = 2 * round_no + int(backlog)
+    n = 3 * round_no + phase
     return 1 + n * stride, -(1 + n)
 
 
@@ -268,6 +275,7 @@ class Result:
     runs: list[float] = field(default_factory=list)  # every round's seconds (best: seconds)
     wrote: list[float] = field(default_factory=list)  # each round: the source's own seconds
     backlog_runs: list[float] = field(default_factory=list)
+    alone_runs: list[float] = field(default_factory=list)  # trailgate: the Replicat alone
     cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of the best round
     idle_cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds while idle
 
@@ -309,7 +317,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
         runs, backlog_runs, wrote_runs = [], [], []
         meter, cpu = CpuMeter(server_roots(dbs)), []
         for r in range(args.repeat):
-            first, marker_id = round_ids(args.rows, r, False)
+            first, marker_id = round_ids(args.rows, r, THROUGHPUT)
             before = meter.sample()
             t0 = time.monotonic()
             changes, txns = throughput_workload(source, args.rows, args.txn_rows, first)
@@ -326,7 +334,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
         say("  apply from a backlog: the same workload with the subscription disabled, then "
             "enabled")
         for r in range(args.repeat):
-            first, marker_id = round_ids(args.rows, r, True)
+            first, marker_id = round_ids(args.rows, r, BACKLOG)
             with connect(target) as conn:
                 conn.execute("ALTER SUBSCRIPTION bench_sub DISABLE")
             throughput_workload(source, args.rows, args.txn_rows, first)
@@ -493,7 +501,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
                 roots[g.name] = pid
         meter, cpu = CpuMeter(roots), []
         for r in range(args.repeat):
-            first, marker_id = round_ids(args.rows, r, False)
+            first, marker_id = round_ids(args.rows, r, THROUGHPUT)
             base = pipeline.operations(rep)
             before = meter.sample()
             start_wall = datetime.now(UTC)
@@ -517,8 +525,10 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
             if args.timeline:
                 batch_timeline(home, pipeline.groups, start_wall.timestamp(),
                                finished[rep.name].timestamp() + 0.05)
-        backlog_runs = [run_backlog(dbs, args, pipeline, changes, r)
+        backlog_runs = [run_backlog(dbs, args, pipeline, changes, r, hold_extract=True)
                         for r in range(args.repeat)]
+        alone_runs = [run_backlog(dbs, args, pipeline, changes, r, hold_extract=False)
+                      for r in range(args.repeat)]
         watch = CheckpointWatch(pipeline, pipeline.groups[0])
         watch.start()
         commits: dict[int, datetime] = {}
@@ -533,6 +543,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
         idle = idle_cpu(meter, args)
         return Result("trailgate Extract → trail → Replicat", changes, txns, min(runs), lag,
                       min(backlog_runs), durable, runs=runs, backlog_runs=backlog_runs,
+                      alone_runs=alone_runs,
                       wrote=wrote_runs,
                       cpu=cpu[runs.index(min(runs))], idle_cpu=idle)
     except BaseException:
@@ -573,21 +584,27 @@ def warm_up(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline, mark: 
 
 
 def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
-                changes: int, round_no: int) -> float:
-    """The Replicat held by its stop file (its source plans no batch while it exists) while
-    the workload runs and the Extract writes it; the seconds from its release until its
-    checkpoint covers the marker."""
+                changes: int, round_no: int, *, hold_extract: bool) -> float:
+    """The groups held by their stop files (a held Extract lets go of its slot and writes
+    nothing; a held Replicat applies nothing, and their sources plan no batch) while the
+    workload runs, then released; the seconds from the release until the marker is in the
+    target.  ``hold_extract``: both groups, as a disabled subscription holds both decoding
+    and apply; else the Replicat alone, the Extract writing the workload to the trail."""
     ext, rep = pipeline.groups[0], pipeline.groups[-1]
-    say("  apply from a backlog: the same workload with the Replicat held, then released")
-    stop = pipeline.home.dirchk / f"{rep.name}.stop"
-    stop.touch()
+    held = [ext, rep] if hold_extract else [rep]
+    names = " and ".join(g.kind.title() for g in held)
+    say(f"  from a backlog: the same workload with the {names} held, then released")
+    stops = [pipeline.home.dirchk / f"{g.name}.stop" for g in held]
+    for stop in stops:
+        stop.touch()
     try:
         time.sleep(2 * max(args.extract_trigger_ms, args.replicat_trigger_ms) / 1000 + 1)
-        first, marker_id = round_ids(args.rows, round_no, True)
+        first, marker_id = round_ids(args.rows, round_no,
+                                     BACKLOG if hold_extract else APPLY_ALONE)
         throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows, first)
         lsn = marker(dbs.source_conninfo, marker_id)
         deadline = time.monotonic() + args.timeout
-        while True:
+        while not hold_extract:  # the Extract has the whole workload in the trail
             ck = pipeline.checkpoint(ext)
             if ck is not None and ck.last_csn is not None and int(ck.last_csn) >= lsn:
                 break
@@ -598,7 +615,8 @@ def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
         base = pipeline.operations(rep)
     finally:
         released = datetime.now(UTC)
-        stop.unlink(missing_ok=True)
+        for stop in stops:
+            stop.unlink(missing_ok=True)
     t0 = time.monotonic()
     wait_marker(dbs.target_conninfo, marker_id, args.timeout, "the Replicat", t0)
     seconds = (datetime.now(UTC) - released).total_seconds()
@@ -606,8 +624,8 @@ def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
     recorded = (finished[rep.name] - released).total_seconds()
     end_live()
     same_rows(dbs, first, args.rows, marker_id)
-    say(f"  {changes:,} row changes applied {seconds:.1f} s after the Replicat was released "
-        f"(its checkpoint covered them after {recorded:.1f} s)")
+    say(f"  {changes:,} row changes applied {seconds:.1f} s after the release (the "
+        f"Replicat's checkpoint covered them after {recorded:.1f} s)")
     return seconds
 
 
@@ -657,7 +675,8 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             best = "  (best)" if total == r.seconds else ""
             say(f"{r.method:<40} {n:>6} {wrote:>12.2f}s {total:>11.2f}s "
                 f"{total - wrote:>10.2f}s{best}")
-    say("\n== Apply from a backlog (the applier held during the workload, then released) ==")
+    say("\n== Replication from a backlog (capture and apply held during the workload, then "
+        "released: a disabled subscription; trailgate's Extract and Replicat) ==")
     say(f"{'method':<40} {'row changes':>12} {'seconds':>9} {'rows/s':>10}")
     for r in results:
         say(f"{r.method:<40} {r.changes:>12,} {r.backlog_seconds:>9.2f} "
@@ -666,6 +685,11 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         native, tg = results
         ratio = tg.backlog_rate / native.backlog_rate if native.backlog_rate else float("nan")
         say(f"{'ratio trailgate / native':<40} {'':>12} {'':>9} {ratio:>10.2f}")
+    for r in results:
+        if r.alone_runs:
+            best = min(r.alone_runs)
+            say(f"{'  the Replicat alone (trail written)':<40} {r.changes:>12,} {best:>9.2f} "
+                f"{r.changes / best:>10,.0f}")
     say(f"\n== Lag under steady load ({args.steady_rate:g} rows/s, {args.steady_seconds:g} s; "
         "source commit → row applied on the target) ==")
     say(f"{'method':<40} {'txns':>6} {'p50':>9} {'p99':>9} {'max':>9}")

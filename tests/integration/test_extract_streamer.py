@@ -5,6 +5,8 @@ error."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from extract_support import make_home, trail_transactions, wait_for
 
@@ -123,3 +125,47 @@ def test_a_lost_stream_is_opened_again_and_a_lost_slot_is_the_next_syncs_error(p
         slot.close()
     # what was written before the failure stays: two whole transactions
     assert [len(t[2]) for t in trail_transactions(home.dirdat / "aa")] == [3, 3]
+
+
+def _slot_active(pg_db) -> bool:
+    with connect(pg_db, autocommit=True) as conn:
+        return conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
+                            (slot_name("STR"),)).fetchone()[0]
+
+
+def test_the_stop_file_holds_it_off_the_slot_but_a_sync_gets_its_range(pg_db, tmp_path):
+    """While the group's stop file exists the streamer lets go of the slot (the server
+    decodes nothing for it) and writes nothing new; a sync still gets what it asks for, and
+    once the file is gone the stream goes on where it stopped, nothing lost or doubled."""
+    home, source, start = _setup(pg_db, tmp_path)
+    trail = home.dirdat / "aa"
+    stop = home.dirchk / "STR.stop"
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, stop_file=str(stop))
+    try:
+        end1 = _commit(pg_db, 1)
+        wait_for(lambda: len(trail_transactions(trail)) == 1, 30, "the first transaction")
+        streamer.sync(end1)
+        streamer.confirm(end1)
+        stop.touch()
+        wait_for(lambda: not _slot_active(pg_db), 30, "the slot to be let go", 0.02)
+        end2 = _commit(pg_db, 10)
+        end3 = _commit(pg_db, 20)
+        with connect(pg_db, autocommit=True) as conn:
+            confirmed = conn.execute(
+                "SELECT (confirmed_flush_lsn - '0/0'::pg_lsn)::int8 FROM pg_replication_slots "
+                "WHERE slot_name = %s", (slot_name("STR"),)).fetchone()[0]
+        assert confirmed >= end1  # the confirmation reached the server before it let go
+        time.sleep(0.5)
+        assert len(trail_transactions(trail)) == 1 and not _slot_active(pg_db)  # held
+        msg = streamer.sync(end2)  # what a batch waits for, no more
+        assert msg.transactions == 1
+        time.sleep(0.5)
+        assert len(trail_transactions(trail)) == 2
+        stop.unlink()  # released
+        wait_for(lambda: len(trail_transactions(trail)) == 3, 30, "the rest")
+        assert streamer.sync(end3).transactions == 1
+    finally:
+        streamer.close()
+        slot.close()
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3]

@@ -115,7 +115,8 @@ class ExtractBatch:
         if rng is not None and self.continuous:
             start, end = rng
             if self._streamer is None and end - start <= self.driver_max_bytes:
-                self._streamer = TrailStreamer(self._streamed(), self.sink, start)
+                self._streamer = TrailStreamer(self._streamed(), self.sink, start,
+                                               stop_file=self.source().stop_file)
             if self._streamer is not None:
                 msg = self._streamer.sync(end)
                 self.driver_batches += 1

@@ -17,6 +17,11 @@ before ``end`` (asking the server how far it has read, as a batch's read did), t
 fsyncs the trail and records the sink state, and the batch writes the group checkpoint
 and lets the slot move to ``end`` (:meth:`TrailStreamer.confirm`), as before.
 
+While the group's stop file exists (a stop under way, or an Extract held) the thread writes
+only what a waiting micro-batch needs and otherwise lets go of the slot (closes its stream),
+so the server decodes nothing for it; once the file is gone it opens the stream again where
+it stopped.
+
 Nothing is lost or doubled: the slot never moves past what is durable in the trail; after
 a crash the next run finds the trail longer than the sink state says and, as after a crash
 in the middle of a batch, recovers from the trail itself and skips the transactions
@@ -31,6 +36,7 @@ import time
 from typing import TYPE_CHECKING
 
 from trailgate.errors import SourceError
+from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.trail_sink import SinkOptions, TrailAppender, TrailCommitMessage
 
 if TYPE_CHECKING:
@@ -53,10 +59,12 @@ class TrailStreamer:
     ``sync``, ``confirm`` and ``close`` are for the micro-batches' thread; everything else
     runs in the streamer's own."""
 
-    def __init__(self, slot: StreamedSlot, sink: SinkOptions, start: int):
+    def __init__(self, slot: StreamedSlot, sink: SinkOptions, start: int, *,
+                 stop_file: str | None = None):
         self.slot = slot
         self.sink = sink
         self.start = start
+        self.stop_file = stop_file
         self._written = start  # every transaction committing before it is in the trail
         self._want = start  # read at least this far (a waiting sync's end)
         self._sync_end: int | None = None
@@ -144,8 +152,20 @@ class TrailStreamer:
                     return
                 want, sync_end, confirm = self._want, self._sync_end, self._confirm
                 self._confirm = 0
-            if confirm:
+            if confirm and slot.is_open:
                 slot.confirm(confirm)
+            elif confirm:  # held: sent once the stream is open again
+                with self._cond:
+                    self._confirm = max(self._confirm, confirm)
+            if sync_end is None and want <= self._written and stop_requested(self.stop_file):
+                if slot.is_open:
+                    slot.close()  # held: the server decodes nothing for this group
+                with self._cond:
+                    if self._sync_end is None and not self._closing:
+                        self._cond.wait(IDLE_WAIT_SECONDS)
+                continue
+            if not slot.is_open:
+                slot.open_at(self._written)
             if sync_end is not None and self._written >= sync_end:
                 msg = appender.sync(slot.position_row(self._written))
                 with self._cond:

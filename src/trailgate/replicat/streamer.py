@@ -9,7 +9,8 @@ commit, where PostgreSQL's own replication, applying each transaction as it arri
 it after 0.2-0.4 s).
 
 An :class:`ApplyStreamer` is one thread of the driver with its own connection to the target.
-Whenever the trail holds whole transactions past what it applied, it applies them (up to
+It looks at the trail every 10 ms (a ``stat`` while it does not grow); whenever the trail
+holds whole transactions past what it applied, it applies them (up to
 :data:`CHUNK_RECORDS` change records at a time, in trail order, set-based under BATCHSQL as
 a batch of one key partition is) in one target transaction that also moves the group's
 :data:`~trailgate.ggsci.checkpoint_table.STREAM_BATCH` row of the checkpoint table from
@@ -31,6 +32,7 @@ raises it, so the group stops with its message.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -48,18 +50,20 @@ from trailgate.replicat.worker import paused_gc
 from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.change_rows import OP_POSITION
 from trailgate.spark.trail_offsets import ScanState, scan_boundary
+from trailgate.trail.naming import TrailName
 
-__all__ = ["CHUNK_RECORDS", "POLL_MAX_SECONDS", "POLL_SECONDS", "ApplyStreamer", "Progress"]
+__all__ = ["CHUNK_RECORDS", "HOLD_SECONDS", "POLL_SECONDS", "ApplyStreamer", "Progress"]
 
 log = logging.getLogger("trailgate.replicat")
 
 #: The most change records one target transaction takes (the default batch bound's size):
 #: a backlog is applied in steps of this, each committed with its row.
 CHUNK_RECORDS = 100_000
-#: Seconds between looks at the trail while it grows, and at most while it is idle (twice
-#: as long each time nothing new came).
+#: Seconds between looks at the trail.  A look at an idle trail is one ``stat`` of its last
+#: file and one of the next (a few microseconds); only a trail that grew is scanned.
 POLL_SECONDS = 0.01
-POLL_MAX_SECONDS = 0.2
+#: Seconds between looks at the stop file while it holds the streamer.
+HOLD_SECONDS = 0.05
 
 
 @dataclass(slots=True)
@@ -91,6 +95,7 @@ class ApplyStreamer:
         self.trail = trail
         self.router = router
         self.stop_file = str(stop_file) if stop_file is not None else None
+        self._name = TrailName(trail)
         try:
             recorded = applier.stream_position()
             if recorded is not None:
@@ -158,7 +163,7 @@ class ApplyStreamer:
 
     def _run(self) -> None:
         state: ScanState | None = None
-        wait = POLL_SECONDS
+        idle: tuple[int, bool] | None = None  # the trail's look when a scan found nothing
         try:
             while True:
                 with self._cond:
@@ -167,21 +172,34 @@ class ApplyStreamer:
                     at, want = self._progress.position, self._want
                 held = stop_requested(self.stop_file)
                 if held and at >= want:
-                    self._pause(POLL_MAX_SECONDS)
+                    self._pause(HOLD_SECONDS)
+                    continue
+                if idle is not None and want <= at and self._look(state, at) == idle:
+                    self._pause(POLL_SECONDS)
                     continue
                 end, _, state = scan_boundary(self.trail, at, limit=want if held else None,
                                               max_records=CHUNK_RECORDS, state=state)
                 if end > at:
+                    idle = None
                     self._apply(at, end)
-                    wait = POLL_SECONDS
                     continue
-                self._pause(POLL_SECONDS if want > at else wait)
-                wait = min(wait * 2, POLL_MAX_SECONDS)
+                idle = self._look(state, at)
+                self._pause(POLL_SECONDS)
         except BaseException as exc:  # raised to the micro-batches by sync
             log.warning("the Replicat's apply streamer stopped: %s", exc)
             with self._cond:
                 self._error = exc
                 self._cond.notify_all()
+
+    def _look(self, state: ScanState | None, at: TrailPosition) -> tuple[int, bool]:
+        """What tells whether the trail grew past where the last scan stopped: the size of
+        that file and whether the next one exists."""
+        seqno = (state.resume if state is not None else at).seqno
+        try:
+            size = os.stat(self._name.file(seqno)).st_size
+        except OSError:
+            size = -1
+        return size, os.path.exists(self._name.file(seqno + 1))
 
     def _pause(self, seconds: float) -> None:
         """Wait ``seconds``, or less if a sync asks for more or the streamer is closing."""

@@ -368,6 +368,11 @@ class StreamedSlot:
             return self._open(start)
         return cap, emitter
 
+    @property
+    def is_open(self) -> bool:
+        """Whether a stream is open (and usable)."""
+        return self._stream is not None and not self._stream.closed
+
     def position_row(self, end: int) -> dict[str, Any]:
         """The position row's value for a stream read through ``end``."""
         assert self._capture is not None
