@@ -47,10 +47,12 @@ in the trail; the group checkpoint written), and each micro-batch costs its JVM 
 CPU (at 500 ms the Extract's JVM took 0.3-0.45 s of CPU per throughput round, at 1 s 0.15 s).
 
 Phases 1 and 2 run ``--repeat`` rounds of each kind (on fresh ids); the best counts, as the
-machine is shared and noisy.  Prints rows/s for each method and phase, the ratios (aim:
-trailgate ≥ native), each throughput round's split (how long the source workload itself
-took: the CPU a method uses on these cores slows it; and how long after that the target
-had everything), lag p50/p99, and the CPU seconds each process used in the best
+machine is shared and noisy.  Prints rows/s for each method and phase, the ratios (the aim,
+apply throughput at least native's, is judged by phase 2: what each replicator can move
+with the machine to itself; phase 1 shares two cores with the source workload, so it shows
+how much CPU a method takes from it), each throughput round's split (how long the source
+workload itself took: the CPU a method uses on these cores slows it; and how long after that
+the target had everything), lag p50/p99, and the CPU seconds each process used in the best
 throughput round (``cpu_roles.py``: servers' walsender, apply worker and backends; each
 group's driver, JVM with its JIT and GC threads apart, and Python workers).  Everything
 it starts is stopped at the end, also on Ctrl-C.
@@ -657,7 +659,8 @@ def wait_checkpoint(pipeline: Pipeline, lsn: int, timeout: float, base: int, cha
 # -- main -------------------------------------------------------------------------------------
 
 def report(results: list[Result], args: argparse.Namespace) -> None:
-    say("\n== Apply throughput (same workload, same two databases) ==")
+    say("\n== End to end, live: the workload and the replication on the same two cores "
+        "(same workload, same two databases) ==")
     say(f"{'method':<40} {'row changes':>12} {'seconds':>9} {'rows/s':>10}")
     for r in results:
         say(f"{r.method:<40} {r.changes:>12,} {r.seconds:>9.2f} {r.rate:>10,.0f}")
@@ -665,7 +668,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         native, tg = results
         ratio = tg.rate / native.rate if native.rate else float("nan")
         say(f"{'ratio trailgate / native':<40} {'':>12} {'':>9} {ratio:>10.2f}   "
-            f"(aim: ≥ 1.00 — {'met' if ratio >= 1 else 'not met'})")
+            "(bound by the CPU both share with the source: the CPU table below)")
     say("\n== Each throughput round: the source workload's own time (it shares the cores), "
         "and the rest ==")
     say(f"{'method':<40} {'round':>6} {'source wrote':>13} {'all applied':>12} "
@@ -684,7 +687,8 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     if len(results) == 2:
         native, tg = results
         ratio = tg.backlog_rate / native.backlog_rate if native.backlog_rate else float("nan")
-        say(f"{'ratio trailgate / native':<40} {'':>12} {'':>9} {ratio:>10.2f}")
+        say(f"{'ratio trailgate / native':<40} {'':>12} {'':>9} {ratio:>10.2f}   "
+            f"(aim, apply throughput: ≥ 1.00 — {'met' if ratio >= 1 else 'not met'})")
     for r in results:
         if r.alone_runs:
             best = min(r.alone_runs)
