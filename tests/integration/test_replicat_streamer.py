@@ -50,6 +50,14 @@ def _streamer(cfg: ReplicatConfig, router: Router, start: TrailPosition = START,
     return ApplyStreamer(open_applier(cfg), cfg.trail, router, start, stop_file=stop_file)
 
 
+def _append(cfg: ReplicatConfig, work: Increments, n: int) -> TrailPosition:
+    """``n`` more transactions in a new trail file; where the trail ends then."""
+    write_trail(Path(cfg.trail), work.transactions(n))
+    end = end_of_data(cfg.trail)
+    assert end is not None
+    return end
+
+
 def _until(predicate: Callable[[], bool], what: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -91,10 +99,7 @@ def test_applied_as_the_trail_grows_and_never_twice(tmp_path: Path, pg_db: str) 
     try:
         assert again.position == end
         assert again.sync(end).counts == {}
-        work2 = work.transactions(30)
-        write_trail(Path(cfg.trail), work2)
-        end2 = end_of_data(cfg.trail)
-        assert end2 is not None
+        end2 = _append(cfg, work, 30)
         progress = again.sync(end2)
         assert progress.position == end2
         assert sum(c.operations for c in progress.counts.values()) > 0
@@ -134,18 +139,14 @@ def test_a_row_moved_by_another_process_stops_it_with_nothing_committed(
         tmp_path: Path, pg_db: str) -> None:
     _, cfg, router = _setup(tmp_path, pg_db)
     work = Increments(seed=2)
-    write_trail(Path(cfg.trail), work.transactions(20))
+    end = _append(cfg, work, 20)
     streamer = _streamer(cfg, router)
     try:
-        end = end_of_data(cfg.trail)
-        assert end is not None
         streamer.sync(end)
         before = accounts(pg_db)
         with psycopg.connect(pg_db, autocommit=True) as conn:
             conn.execute(f"UPDATE {CKPT} SET position = '0:1' WHERE batch_id = -1")
-        write_trail(Path(cfg.trail), work.transactions(20))
-        end2 = end_of_data(cfg.trail)
-        assert end2 is not None
+        end2 = _append(cfg, work, 20)
         with pytest.raises(TargetError, match="another process applies for this group"):
             streamer.sync(end2)
         assert accounts(pg_db) == before
@@ -158,18 +159,14 @@ def test_a_lost_connection_is_raised_and_a_new_streamer_goes_on(tmp_path: Path,
                                                                 pg_db: str) -> None:
     _, cfg, router = _setup(tmp_path, pg_db)
     work = Increments(seed=6)
-    write_trail(Path(cfg.trail), work.transactions(30))
+    end = _append(cfg, work, 30)
     streamer = _streamer(cfg, router)
     try:
-        end = end_of_data(cfg.trail)
-        assert end is not None
         streamer.sync(end)
         with psycopg.connect(pg_db, autocommit=True) as conn:
             conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                          "WHERE application_name = 'trailgate replicat REP1'")
-        write_trail(Path(cfg.trail), work.transactions(30))
-        end2 = end_of_data(cfg.trail)
-        assert end2 is not None
+        end2 = _append(cfg, work, 30)
         with pytest.raises(TargetError, match=r"lost the connection .* applying the trail's "
                                               r"next transactions.* nothing of it was "
                                               r"committed"):
@@ -213,11 +210,9 @@ def test_the_batch_path_starts_where_the_streamed_apply_got(tmp_path: Path, pg_d
     assert rows[0] == (-1, 0, str(end0)) and len(rows) == 2 and rows[1][:2] == (0, 0)
     # streaming again from where Spark's offsets are (as the group starts it), then a
     # --once run that finds everything covered by the row: nothing applied, no batch row
-    write_trail(Path(cfg.trail), work.transactions(10))
+    end2 = _append(cfg, work, 10)
     streamer = _streamer(cfg, router, start=end)
     try:
-        end2 = end_of_data(cfg.trail)
-        assert end2 is not None
         streamer.sync(end2)
     finally:
         streamer.close()
