@@ -146,6 +146,7 @@ class TrailStreamer:
         slot = self.slot
         slot.open_at(self.start)
         last_read = 0.0
+        released = False  # the stream was closed for a hold
         while True:
             with self._cond:
                 if self._closing:
@@ -157,22 +158,29 @@ class TrailStreamer:
             elif confirm:  # held: sent once the stream is open again
                 with self._cond:
                     self._confirm = max(self._confirm, confirm)
-            if sync_end is None and want <= self._written and stop_requested(self.stop_file):
+            held = stop_requested(self.stop_file)
+            if held and sync_end is None and want <= self._written:
                 if slot.is_open:
-                    slot.close()  # held: the server decodes nothing for this group
+                    with self._cond:  # a confirmation that came meanwhile goes out first
+                        confirm, self._confirm = self._confirm, 0
+                    if confirm:
+                        slot.confirm(confirm)
+                    slot.close()  # the server decodes nothing for a held group
+                    released = True
                 with self._cond:
                     if self._sync_end is None and not self._closing:
                         self._cond.wait(IDLE_WAIT_SECONDS)
                 continue
-            if not slot.is_open:
+            if released:  # open again where it stopped (a lost stream waits for a read)
                 slot.open_at(self._written)
+                released = False
             if sync_end is not None and self._written >= sync_end:
                 msg = appender.sync(slot.position_row(self._written))
                 with self._cond:
                     self._sync_end, self._synced = None, msg
                     self._cond.notify_all()
                 continue
-            target = max(slot.available(), want)
+            target = want if held else max(slot.available(), want)
             if target > self._written:
                 pause = last_read + GATHER_SECONDS - time.monotonic()
                 if sync_end is None and pause > 0:  # gather more (a sync ends the pause)
