@@ -6,7 +6,12 @@ reach a user as a traceback.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "SourceError", "TargetError", "TrailFormatError", "TrailgateError"]
+__all__ = ["MARK", "ConfigError", "SourceError", "TargetError", "TrailFormatError",
+           "TrailgateError", "marked"]
+
+#: Brackets a trailgate message raised in a Spark task, so the driver finds it inside the
+#: Java exception text Spark wraps it in (:func:`marked`).
+MARK = "@@TRAILGATE@@"
 
 
 class TrailgateError(Exception):
@@ -44,3 +49,9 @@ class SourceError(TrailgateError):
 
 class TargetError(TrailgateError):
     """A Replicat target cannot be written as configured."""
+
+
+def marked(message: str) -> str:
+    """``message`` bracketed by :data:`MARK`: what a Spark task raises so the driver can show
+    trailgate's own words instead of a Java or Python stack."""
+    return f"{MARK}{message}{MARK}"

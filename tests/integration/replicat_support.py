@@ -14,8 +14,8 @@ from typing import Any
 
 import psycopg
 
+from trailgate.apply.checkpoint_table import add_checkpoint_table
 from trailgate.capture.postgres.types import classify
-from trailgate.ggsci.checkpoint_table import add_checkpoint_table
 from trailgate.home import GroupInfo, Home
 from trailgate.model import (
     Change,

@@ -8,9 +8,9 @@ import psycopg
 import pytest
 
 from trailgate.apply import PgApplier, TrailChange
+from trailgate.apply.checkpoint_table import add_checkpoint_table
 from trailgate.capture.postgres.types import classify
 from trailgate.errors import ConfigError
-from trailgate.ggsci.checkpoint_table import add_checkpoint_table
 from trailgate.model import Change, Column, OpType, TableDef, TrailPosition
 from trailgate.params import ReplicatParams, parse_params_text
 

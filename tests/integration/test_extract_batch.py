@@ -15,8 +15,8 @@ from spark_conftest import spark_session  # noqa: F401  (the ``spark`` fixture)
 from test_extract_pg import PARAMS, _schema, _workload_one, _workload_two
 
 from trailgate.db.connect import connect
-from trailgate.extract import batch as extract_batch
-from trailgate.extract.group import RunOptions, run_extract_group
+from trailgate.extract.postgres import micro_batch as extract_batch
+from trailgate.extract.postgres.group import RunOptions, run_extract_group
 from trailgate.trail.reader import record_bytes
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]

@@ -25,7 +25,7 @@ from spark_conftest import spark_session  # noqa: F401  (the ``spark`` fixture)
 from trailgate.capture.postgres.trandata import add_trandata
 from trailgate.cli import main as cli_main
 from trailgate.db.connect import connect
-from trailgate.extract.group import RunOptions, run_extract_group
+from trailgate.extract.postgres.group import RunOptions, run_extract_group
 from trailgate.ggsci import display
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.model import OpType
@@ -280,7 +280,11 @@ def test_parameter_mistakes_name_the_file_and_line(tmp_path, pg_db, capsys):
 def test_source_offsets_bounded_and_stopped(pg_db, tmp_path):
     """latestOffset: the flushed WAL end, at most maxWalBytesPerTrigger past the start, and
     no new data while the stop file exists (a clean stop lets the batch in flight finish)."""
-    from trailgate.spark.pg_source import PgCapturePartition, PgCaptureStreamReader, SourceOptions
+    from trailgate.extract.postgres.source import (
+        PgCapturePartition,
+        PgCaptureStreamReader,
+        SourceOptions,
+    )
 
     with connect(pg_db) as conn:
         conn.execute("CREATE TABLE o (id int PRIMARY KEY)")
@@ -307,7 +311,11 @@ def test_commit_lets_the_restart_point_follow(pg_db, tmp_path):
     """After a batch of lots of WAL, the slot's restart point (where every read starts
     decoding) follows its confirmed point at the next commit instead of waiting up to 15 s
     for the server's own snapshot."""
-    from trailgate.spark.pg_source import RESTART_LAG_BYTES, PgCaptureStreamReader, SourceOptions
+    from trailgate.extract.postgres.source import (
+        RESTART_LAG_BYTES,
+        PgCaptureStreamReader,
+        SourceOptions,
+    )
 
     with connect(pg_db) as conn:
         conn.execute("CREATE TABLE r (id int PRIMARY KEY, pad text)")

@@ -14,8 +14,8 @@ from trailgate.capture.postgres.slots import slot_name
 from trailgate.capture.postgres.trandata import add_trandata
 from trailgate.db.connect import connect
 from trailgate.errors import SourceError
-from trailgate.extract.streamer import TrailStreamer
-from trailgate.spark.pg_source import SourceOptions, StreamedSlot, slot_state
+from trailgate.extract.postgres.source import SourceOptions, StreamedSlot, slot_state
+from trailgate.extract.postgres.trail_streamer import TrailStreamer
 from trailgate.spark.trail_sink import SinkOptions
 from trailgate.spark.trail_sink_state import load_state
 

@@ -24,8 +24,8 @@ from trailgate.capture.oracle import capture_oracle_dumps
 from trailgate.capture.oracle.datatypes import encode_number
 from trailgate.capture.oracle.dumpwriter import DumpWriter, Xid
 from trailgate.errors import SourceError
-from trailgate.extract.group import RunOptions
-from trailgate.extract.oracle_dump import run_oracle_extract
+from trailgate.extract.oracle.group import run_oracle_extract
+from trailgate.extract.postgres.group import RunOptions
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.model import OpType
 from trailgate.trail import TrailReader

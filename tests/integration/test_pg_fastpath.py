@@ -18,9 +18,9 @@ from test_extract_pg import PARAMS, _schema, _workload_one, _workload_two
 
 from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres.trandata import add_trandata
+from trailgate.changes.change_rows import ChangeColumns
 from trailgate.db.connect import connect
-from trailgate.spark.change_rows import ChangeColumns
-from trailgate.spark.pg_source import SourceOptions, read_partition
+from trailgate.extract.postgres.source import SourceOptions, read_partition
 from trailgate.spark.trail_sink import SinkOptions, write_change_batches
 from trailgate.trail.reader import record_bytes
 from trailgate.trail.records import split_records
@@ -79,7 +79,7 @@ def test_next_batch_reuses_connections_and_survives_losing_them(pg_db, tmp_path)
     """A micro-batch hands its connections to the next one in the same worker; if they
     were lost meanwhile (a server restart, an administrator), the next batch opens new ones
     instead of failing."""
-    from trailgate.spark import pg_source
+    from trailgate.extract.postgres import source as pg_source
 
     with connect(pg_db) as conn:
         conn.execute("CREATE TABLE r (id int PRIMARY KEY)")

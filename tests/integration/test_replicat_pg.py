@@ -94,8 +94,8 @@ def test_replay_keeps_the_split_when_settings_change(tmp_path: Path, pg_db: str,
     partition is applied and nothing twice."""
     import psycopg
 
+    from trailgate.changes.range_rows import key_hash
     from trailgate.model import Change, OpType
-    from trailgate.replicat.rows import key_hash
 
     pg_target(pg_db)
     home = replicat_home(tmp_path, prm(pg_db))

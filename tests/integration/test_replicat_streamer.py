@@ -22,14 +22,14 @@ from replicat_support import (
 )
 from spark_conftest import spark_session  # noqa: F401
 
+from trailgate.changes.routing import Router
 from trailgate.errors import TargetError
 from trailgate.home import Home
 from trailgate.model import TrailPosition
 from trailgate.replicat.config import ReplicatConfig, load_replicat_config
 from trailgate.replicat.group import RunOptions, run_replicat_group
-from trailgate.replicat.rows import Router
-from trailgate.replicat.streamer import ApplyStreamer
-from trailgate.replicat.worker import open_applier
+from trailgate.replicat.stream_apply import ApplyStreamer
+from trailgate.replicat.task_apply import open_applier
 from trailgate.spark.trail_offsets import end_of_data
 
 pytestmark = [pytest.mark.postgres]

@@ -13,10 +13,10 @@ from test_apply_pg import CKPT, applier, params, rows, setup, tdef
 
 from trailgate.apply.spanplan import available
 from trailgate.capture.postgres.types import classify, trail_from_pg_text
+from trailgate.changes.routing import Router
 from trailgate.model import Change, OpType, TrailPosition, Transaction
-from trailgate.replicat.batch_rows import read_task_rows
-from trailgate.replicat.rows import Router
-from trailgate.replicat.span_apply import apply_span
+from trailgate.replicat.range_apply import apply_span
+from trailgate.replicat.task_rows import read_task_rows
 from trailgate.spark.trail_offsets import scan_boundary
 from trailgate.trail.writer import TrailWriter
 

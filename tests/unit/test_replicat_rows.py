@@ -16,11 +16,12 @@ import pytest
 from replicat_support import TABLES, Increments
 
 from trailgate.apply.planner import partition_key, partition_of, split_partitions
+from trailgate.changes.apply_rows import read_apply_rows
+from trailgate.changes.change_rows import OP_METADATA, OP_POSITION, iter_change_rows
+from trailgate.changes.range_rows import key_hash, read_change_rows
+from trailgate.changes.routing import Router
 from trailgate.model import Change, OpType, TrailPosition, Transaction
-from trailgate.replicat.apply_rows import read_apply_rows
-from trailgate.replicat.batch_rows import BatchSummary, TaskRows, trail_changes
-from trailgate.replicat.rows import Router, key_hash, read_change_rows
-from trailgate.spark.change_rows import OP_METADATA, OP_POSITION, iter_change_rows
+from trailgate.replicat.task_rows import BatchSummary, TaskRows, trail_changes
 from trailgate.spark.trail_offsets import scan_boundary
 from trailgate.trail import TrailReader, TrailWriter
 
@@ -183,7 +184,7 @@ def test_scan_marks_ranges_with_key_changes(tmp_path: Path) -> None:
 def test_cyclic_gc_paused_while_a_batch_is_applied() -> None:
     import gc
 
-    from trailgate.replicat.worker import paused_gc
+    from trailgate.apply.paused_gc import paused_gc
 
     assert gc.isenabled()
     with paused_gc():

@@ -11,9 +11,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
 from replicat_support import TABLES, Increments
 
+from trailgate.changes.routing import Router
 from trailgate.model import Change, OpType, TrailPosition, Transaction
-from trailgate.replicat.rows import Router
-from trailgate.replicat.split import key_partitions, scan_hint_file, write_scan_hint
+from trailgate.spark.key_split import key_partitions, scan_hint_file, write_scan_hint
 from trailgate.spark.offset_log import batch_range, logged_end
 from trailgate.spark.trail_offsets import scan_boundary
 from trailgate.trail import TrailWriter
@@ -43,7 +43,7 @@ def test_batch_range_from_the_offset_log(tmp_path: Path) -> None:
 
 
 def test_extract_lsn_range_from_the_offset_log(tmp_path: Path) -> None:
-    from trailgate.extract.batch import lsn_range
+    from trailgate.extract.postgres.micro_batch import lsn_range
 
     for batch, offset in enumerate(['{"lsn": 100}', '{"lsn": 250}', '{"lsn": 250}',
                                     '{"lsn": 9}', '{"seqno": 0, "rba": 1}']):
@@ -111,7 +111,7 @@ def test_source_options_are_read_case_insensitively(tmp_path: Path) -> None:
     reader must still find startingPosition and maxRecordsPerTrigger."""
     from pyspark.sql.datasource import CaseInsensitiveDict
 
-    from trailgate.replicat.source import TrailChangesDataSource
+    from trailgate.spark.trail_changes import TrailChangesDataSource
 
     (tmp_path / "rt000000000").write_bytes(b"")
     options = CaseInsensitiveDict({

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from trailgate.changes.routing import Router
 from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, TrailPosition, Transaction
-from trailgate.replicat.rows import Router
-from trailgate.replicat.split import single_marker
 from trailgate.spark import trail_offsets
+from trailgate.spark.key_split import single_marker
 from trailgate.spark.trail_offsets import scan_boundary
 from trailgate.trail._accel import speedups
 from trailgate.trail.writer import TrailWriter

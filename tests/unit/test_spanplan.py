@@ -16,11 +16,11 @@ from trailgate.apply import Mapper, StaticCatalog, TargetColumn, TargetTable
 from trailgate.apply.setplan import CopyRows, SetPlan, plan_table
 from trailgate.apply.spanplan import available, table_spec
 from trailgate.capture.postgres.types import classify, trail_from_pg_text
+from trailgate.changes.routing import Router
 from trailgate.model import Change, Column, OpType, TableDef, TrailPosition, Transaction
 from trailgate.params import ReplicatParams, parse_params_text
-from trailgate.replicat.batch_rows import read_task_rows
-from trailgate.replicat.rows import Router
-from trailgate.replicat.span_apply import plan_range, position_row
+from trailgate.replicat.range_apply import plan_range, position_row
+from trailgate.replicat.task_rows import read_task_rows
 from trailgate.spark.trail_offsets import scan_boundary
 from trailgate.trail.writer import TrailWriter
 
@@ -302,7 +302,7 @@ def test_expressions_and_where_stay_in_python(tmp_path: Path) -> None:
 def test_definitions_after_a_span_are_remembered(tmp_path: Path) -> None:
     """The next batch starts where a span ended: the definitions before it (including one
     met inside the span) are known without scanning the file again."""
-    from trailgate.replicat import rows as rows_module
+    from trailgate.changes import ranges as rows_module
 
     prefix = str(tmp_path / "aa")
     wider = tabledef("public", "notes", [("id", "bigint"), ("body", "text"), ("n", "integer")])
@@ -344,7 +344,7 @@ def test_a_range_across_trail_files(tmp_path: Path) -> None:
     assert [s.seqno for s in segments] == [0, 1]
     task = read_task_rows(prefix, lower, upper, ROUTER)
     last = max(tc.position for tc in task.changes[0])
-    from trailgate.replicat.span_apply import _position
+    from trailgate.replicat.range_apply import _position
     assert _position(segments, span.last_kept) == last
 
 

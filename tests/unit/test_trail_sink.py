@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from trailgate.checkpoint import CheckpointStore
-from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, Transaction
-from trailgate.spark.change_rows import (
+from trailgate.changes.change_rows import (
     ChangeRowBuilder,
     iter_change_rows,
     tabledef_from_json,
     tabledef_to_json,
 )
+from trailgate.checkpoint import CheckpointStore
+from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, Transaction
 from trailgate.spark.trail_sink import (
     SinkOptions,
     TrailCommitMessage,

@@ -2,7 +2,7 @@
 
 Each call of :meth:`PgApplier.apply_partition` runs one transaction that first inserts the
 partition's row into the checkpoint table (``group_name, batch_id, partition, position``;
-see ``trailgate.ggsci.checkpoint_table``) and then applies the partition's changes in trail
+see ``trailgate.apply.checkpoint_table``) and then applies the partition's changes in trail
 order.  If the row already exists the partition was applied before (a replay after a crash):
 nothing is done.  Inserting the row *first* also makes two concurrent attempts of the same
 partition (speculative tasks) wait for each other instead of both applying.
@@ -29,6 +29,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from trailgate.apply.checkpoint_table import STREAM_BATCH, table_identifier
 from trailgate.apply.discard import Discard, DiscardWriter
 from trailgate.apply.mapping import MappedChange, Mapper, TableMapping, TargetColumn, TargetTable
 from trailgate.apply.pg_sets import Deviation, Stages, run_plan, stage_shapes
@@ -38,7 +39,6 @@ from trailgate.apply.setplan import SetPlan, plan_table
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect, describe
 from trailgate.errors import ConfigError, TargetError, TrailgateError
-from trailgate.ggsci.checkpoint_table import STREAM_BATCH, table_identifier
 from trailgate.model import OpType, TableDef
 from trailgate.params.model import ReplicatParams
 from trailgate.params.names import parse_name

@@ -1,2 +1,4 @@
-"""The Extract group for PostgreSQL: parameters to capture options, table rules and tokens,
-start-up checks, and the streaming query (``group``).  See docs/extract.md."""
+"""The Extract groups: ``postgres`` (a logical replication slot) and ``oracle`` (redo log
+dumps), with what both share — the TABLE rules (``tables``), user tokens (``tokens``) and the
+run's report and statistics (``running``).  See docs/extract.md.
+"""

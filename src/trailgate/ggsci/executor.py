@@ -248,7 +248,7 @@ class Executor:
             self.print(*td.delete_schematrandata(conn, cmd.schema))
 
     def _checkpoint_table(self, cmd: Any) -> None:
-        from trailgate.ggsci import checkpoint_table as ct
+        from trailgate.apply import checkpoint_table as ct
 
         conn = self._require_login()
         name = cmd.table or self._globals_checkpoint_table()
@@ -417,7 +417,7 @@ class Executor:
     def _delete_checkpoint_rows(self, group: GroupInfo) -> list[str]:
         from psycopg import sql
 
-        from trailgate.ggsci.checkpoint_table import table_identifier
+        from trailgate.apply.checkpoint_table import table_identifier
         assert group.checkpoint_table is not None
         schema, table, ident = table_identifier(group.checkpoint_table)
         exists = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL",

@@ -2,12 +2,13 @@
 read and appended to the output trail on the driver, or by a Spark task for the query's
 first batch.
 
-Why: as for the Extract (:mod:`trailgate.extract.batch`), a Spark job per micro-batch — the
+Why: as for the Extract (:mod:`trailgate.extract.postgres.micro_batch`), a Spark job per
+micro-batch — the
 ``trailchanges`` source's task, its rows through the JVM to the sink's writer task — cost
 far more than moving a few hundred records.  Batch *b*'s range is ``[end of b-1, end of b)``
 from the offset log Spark writes before running it
 (:func:`~trailgate.spark.offset_log.batch_range`); the driver reads it with the source's
-own function (:func:`~trailgate.replicat.rows.read_change_rows`, the TABLE rules applied)
+own function (:func:`~trailgate.changes.range_rows.read_change_rows`, the TABLE rules applied)
 and hands the rows to the sink's writer and commit.  The writer skips transactions the
 output already holds, so a replay appends nothing twice; the group checkpoint is written
 before Spark commits the batch.
@@ -18,7 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trailgate.replicat.rows import Router, read_change_rows
+from trailgate.changes.range_rows import read_change_rows
+from trailgate.changes.routing import Router
 from trailgate.spark.offset_log import batch_range
 from trailgate.spark.trail_sink import (
     SinkOptions,

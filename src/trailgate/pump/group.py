@@ -29,10 +29,10 @@ from trailgate.checkpoint import TableStats
 from trailgate.errors import SourceError, TrailgateError
 from trailgate.home import Home
 from trailgate.model import TrailPosition
+from trailgate.process.query import query_error, watch
 from trailgate.process.runtime import GroupProcess
 from trailgate.pump.config import PumpConfig, load_pump_config
-from trailgate.replicat.source import header_key
-from trailgate.replicat.streaming import query_error, watch
+from trailgate.spark.trail_changes import header_key
 
 __all__ = ["input_header", "run_pump"]
 
@@ -100,10 +100,10 @@ class _Pump:
                 "compatibility": str(compatibility)}
 
     def start(self, spark: Any, run_id: str, header: list[Any]) -> Any:
+        from trailgate.changes.routing import Router
         from trailgate.pump.batch import PumpBatch
-        from trailgate.replicat.rows import Router
-        from trailgate.replicat.source import TrailChangesDataSource, router_option
         from trailgate.spark.batch_window import WINDOW_OPTION, ZERO_TRIGGER, window_ms
+        from trailgate.spark.trail_changes import TrailChangesDataSource, router_option
         from trailgate.spark.trail_sink import SinkOptions
 
         spark.dataSource.register(TrailChangesDataSource)

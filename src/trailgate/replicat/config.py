@@ -50,6 +50,17 @@ class ReplicatConfig:
     split_min_records: int | None = None
 
     @property
+    def plan_file(self) -> Path:
+        """``dirchk/NAME/replicat.plan``: the last micro-batch's id."""
+        return Home(self.home).spark_checkpoint_dir(self.group) / "replicat.plan"
+
+    @property
+    def split_file(self) -> Path:
+        """``dirchk/NAME/replicat.split``: the last planned batch's range and key-partition
+        count (:mod:`trailgate.spark.key_split`)."""
+        return Home(self.home).spark_checkpoint_dir(self.group) / "replicat.split"
+
+    @property
     def source_patterns(self) -> list[tuple[str, str | None]]:
         """The MAP sources: the stream reads only these tables."""
         return [(m.source, None) for m in self.params.maps]

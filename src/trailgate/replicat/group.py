@@ -21,9 +21,10 @@ from trailgate.apply.records import TableCounts
 from trailgate.errors import TargetError, TrailgateError
 from trailgate.home import Home
 from trailgate.model import TrailPosition
+from trailgate.process.query import query_error, report_interval, watch
 from trailgate.process.runtime import GroupProcess
 from trailgate.replicat.config import ReplicatConfig, load_replicat_config, spark_conf
-from trailgate.replicat.streaming import query_error, watch
+from trailgate.replicat.csn_filter import CsnFilter
 
 __all__ = ["RunOptions", "run_replicat_group"]
 
@@ -131,14 +132,13 @@ def _partitions(cfg: ReplicatConfig, spark: Any) -> int:
 
 def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: Path,
                  applier: Any, spark_dir: Path, start: str) -> Any:
-    from trailgate.replicat.batch import split_file
-    from trailgate.replicat.source import TrailChangesDataSource, router_option
     from trailgate.spark.batch_window import (
         PATIENT_OPTION,
         WINDOW_OPTION,
         ZERO_TRIGGER,
         window_ms,
     )
+    from trailgate.spark.trail_changes import TrailChangesDataSource, router_option
 
     spark.dataSource.register(TrailChangesDataSource)
     reader = (spark.readStream.format("trailchanges").option("path", cfg.trail)
@@ -148,7 +148,7 @@ def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: P
                                               list(cfg.params.map_excludes))))
     if cfg.target_kind == "POSTGRES":  # each batch read as key partitions (no shuffle)
         reader = (reader.option("keyPartitions", str(applier.partitions))
-                  .option("splitFile", str(split_file(cfg))))
+                  .option("splitFile", str(cfg.split_file)))
         if cfg.split_min_records:
             reader = reader.option("splitMinRecords", str(cfg.split_min_records))
     if cfg.max_records:
@@ -174,7 +174,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
     ``spark``: a session to run in (tests); by default the process starts its own, in its
     own process session, and stops it at the end.
     """
-    from trailgate.replicat.batch import CONTINUOUS_CONF, BatchApplier, batch_base
+    from trailgate.replicat.micro_batch import CONTINUOUS_CONF, BatchApplier, batch_base
     from trailgate.spark import stop_spark
 
     with GroupProcess(home, "REPLICAT", name, title=TITLE) as proc:
@@ -194,8 +194,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
         stop_file.unlink(missing_ok=True)
         spark_dir = home.spark_checkpoint_dir(cfg.group) / "spark"
         stats = _Stats()
-        csn_filter = (("atcsn", opts.atcsn) if opts.atcsn is not None else
-                      ("aftercsn", opts.aftercsn) if opts.aftercsn is not None else None)
+        csn_filter = CsnFilter.of(opts.atcsn, opts.aftercsn)
         own = spark is None
         if own:
             spark = proc.start_spark(cfg.params.spark.master, spark_conf(cfg.params))
@@ -225,7 +224,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
                     reason = watch(proc, query, stop_file=stop_file,
                                    max_batches=opts.max_batches,
                                    stop_timeout=opts.stop_timeout,
-                                   report_every=_report_interval(cfg),
+                                   report_every=report_interval(cfg.params.report_count),
                                    progress=stats.progress_line,
                                    batches=lambda: stats.batches)
                 finally:
@@ -245,11 +244,4 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
             report.line(line)
         proc.stopped(reason)
     return 0
-
-
-def _report_interval(cfg: ReplicatConfig) -> float:
-    rc = cfg.params.report_count
-    if rc is None or rc.unit == "RECORDS":
-        return 60.0
-    return rc.every * {"SECONDS": 1, "MINUTES": 60, "HOURS": 3600}.get(rc.unit, 1)
 

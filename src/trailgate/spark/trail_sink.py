@@ -1,6 +1,6 @@
 """``df.writeStream.format("trail")``: change rows appended to a trail, exactly once.
 
-The input is change rows (:mod:`trailgate.spark.change_rows`) in one partition (a trail is
+The input is change rows (:mod:`trailgate.changes.change_rows`) in one partition (a trail is
 written in order).  Each micro-batch's single writer task, under a lock on the trail:
 
 1. resumes the file the previous batch of this run left (state file), or, for a new run or
@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
+from trailgate.changes.change_rows import OP_METADATA, OP_PACKED, OP_POSITION, ChangeColumns
 from trailgate.checkpoint import Checkpoint, CheckpointStore
 from trailgate.model import OpType, TableDef, TrailPosition
-from trailgate.spark.change_rows import OP_METADATA, OP_PACKED, OP_POSITION, ChangeColumns
 from trailgate.spark.trail_sink_state import (
     LastWritten,
     SinkState,
@@ -271,7 +271,7 @@ def _durable(opts: SinkOptions, writer: TrailWriter, last: LastWritten, tally: _
 
 class TrailAppender:
     """The trail sink's writer kept open across appends, for a writer that streams (the
-    Extract's :class:`~trailgate.extract.streamer.TrailStreamer`).
+    Extract's :class:`~trailgate.extract.postgres.trail_streamer.TrailStreamer`).
 
     Each :meth:`append` writes its whole transactions through to the file at once, so
     readers (a Pump, a Replicat) see them, but does not fsync; :meth:`sync` makes

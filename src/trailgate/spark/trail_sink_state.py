@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trailgate.changes.change_rows import tabledef_from_json, tabledef_to_json
 from trailgate.checkpoint import atomic_write_text
 from trailgate.model import OpType, TableDef, TrailPosition, TransInd
-from trailgate.spark.change_rows import tabledef_from_json, tabledef_to_json
 from trailgate.trail.reader import TrailReader
 
 __all__ = [

@@ -21,8 +21,6 @@ exists), ``batchRows``.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,36 +30,34 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
+from trailgate.changes.change_rows import CHANGE_SCHEMA_DDL
 from trailgate.checkpoint import CheckpointStore
-from trailgate.errors import SourceError, TrailgateError
-from trailgate.extract.oracle_dump import (
-    TITLE,
+from trailgate.errors import SourceError
+from trailgate.extract.oracle.dumps import (
     AssemblyResult,
     FileSummary,
     OracleDumpConfig,
     assemble_rows,
-    is_cached,
     load_oracle_config,
     parse_file,
     ready_dumps,
 )
 from trailgate.home import Home
+from trailgate.process.query import query_error
 from trailgate.spark.batch_window import stop_requested
-from trailgate.spark.change_rows import CHANGE_SCHEMA_DDL
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from trailgate.process.runtime import GroupProcess
 
-__all__ = ["OracleDumpDataSource", "parse_in_parallel", "run_group"]
+__all__ = ["OracleDumpDataSource", "parse_in_parallel", "resume_position"]
 
 #: Unparsed dumps at start from which a streaming run first parses them in a parallel job
 #: (fewer are parsed in the first micro-batch: a job costs more than it saves).
 PARALLEL_BACKLOG = 4
 
 
-def _resume(cfg: OracleDumpConfig) -> dict[str, Any] | None:
+def resume_position(cfg: OracleDumpConfig) -> dict[str, Any] | None:
     ck = CheckpointStore(Path(cfg.home) / "dirchk").load(cfg.group, "EXTRACT")
     if ck is None or not ck.read_position.get("assembly"):
         return None
@@ -79,9 +75,7 @@ def parse_in_parallel(spark: Any, cfg: OracleDumpConfig, paths: list[str]
     try:
         return list(rdd.map(lambda p: parse_file(cfg, p)).collect())
     except Exception as exc:  # py4j: the task's Python error is inside the Java message
-        from trailgate.extract.group import _query_error
-
-        raise SourceError(_query_error(exc)) from None
+        raise SourceError(query_error(exc)) from None
 
 
 # -- the streaming source ------------------------------------------------------------------
@@ -122,7 +116,7 @@ class OracleDumpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         if end["last"] <= start["last"]:
             return []
         files = [p for p in ready_dumps(self.cfg.dumpdir) if Path(p).name <= end["last"]]
-        return [OracleDumpPartition(tuple(files), _resume(self.cfg))]
+        return [OracleDumpPartition(tuple(files), resume_position(self.cfg))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, OracleDumpPartition)
@@ -169,112 +163,3 @@ class OracleDumpDataSource(DataSource):
                                  process_id=int(self.options.get("processId") or 0) or None)
         return OracleDumpStreamReader(cfg, self.options.get("stopFile") or None,
                                       int(self.options.get("batchRows") or 10_000))
-
-
-# -- the run -------------------------------------------------------------------------------
-def _sink_options(cfg: OracleDumpConfig, run_id: str) -> Any:
-    from trailgate.spark.trail_sink import SinkOptions
-
-    return SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
-                              "megabytes": str(cfg.megabytes), "home": cfg.home,
-                              "group": cfg.group, "producer": cfg.group}, run_id)
-
-
-def _report_startup(proc: GroupProcess, cfg: OracleDumpConfig, files: list[str]) -> None:
-    report = proc.report
-    assert report is not None
-    report.section("Source and trail")
-    report.line(f"Dump directory:   {cfg.dumpdir} ({len(files)} dump file(s) ready)")
-    report.line(f"Dictionary:       {cfg.dictionary} (ONUNKNOWN {cfg.on_unknown.upper()})")
-    report.line(f"Trail:            {cfg.trail_label} ({cfg.megabytes} MB files)")
-    report.line(f"Tables:           {', '.join(t.name for t in cfg.params.tables)}")
-    report.line()
-
-
-def _run_once(spark: Any, cfg: OracleDumpConfig, run_id: str, proc: GroupProcess) -> str:
-    """Parse every ready dump in parallel, assemble on the driver, append to the trail."""
-    from trailgate.spark.trail_sink import commit_checkpoint, write_change_batches
-
-    files = ready_dumps(cfg.dumpdir, wait=False)
-    summaries = parse_in_parallel(spark, cfg, files)
-    resume = _resume(cfg)
-    result = AssemblyResult()
-    opts = _sink_options(cfg, run_id)
-    msg = write_change_batches(opts, assemble_rows(cfg, summaries, resume, result=result))
-    commit_checkpoint(opts, [msg])
-    for warning in result.warnings:
-        proc.warn(warning)
-    return (f"all ready dumps captured (--once): {len(files)} file(s), {result.records} redo "
-            f"record(s), {msg.transactions} transaction(s) written, {msg.skipped} already in "
-            f"the trail, {result.rolled_back} rolled back")
-
-
-def _start_query(spark: Any, cfg: OracleDumpConfig, opts: Any, run_id: str,
-                 stop_file: Path) -> Any:
-    spark.dataSource.register(OracleDumpDataSource)
-    reader = (spark.readStream.format("oracledump").option("home", cfg.home)
-              .option("group", cfg.group).option("processId", str(os.getpid()))
-              .option("stopFile", str(stop_file)))
-    home = Home(cfg.home)
-    writer = (reader.load().writeStream.format("trail").option("path", cfg.trail)
-              .option("trailLabel", cfg.trail_label).option("megabytes", str(cfg.megabytes))
-              .option("home", cfg.home).option("group", cfg.group).option("runId", run_id)
-              .option("producer", cfg.group)
-              .option("checkpointLocation",
-                      str(home.spark_checkpoint_dir(cfg.group) / "spark"))
-              .queryName(f"extract_{cfg.group.lower()}"))
-    seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
-    writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
-    return writer.start()
-
-
-def run_group(home: Home, name: str, opts: Any, *, spark: Any = None) -> int:
-    """Run the Oracle dump EXTRACT ``name`` in the foreground; returns the exit code."""
-    from trailgate.extract.group import SPARK_DEFAULTS, _query_error, _Stats, _watch
-    from trailgate.process.runtime import GroupProcess
-    from trailgate.spark import stop_spark
-    from trailgate.spark.trail_sink import finish_run
-
-    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
-        cfg = load_oracle_config(home, name, process_id=os.getpid())
-        from trailgate.extract.group import _echo_parameters
-
-        _echo_parameters(proc, cfg)  # type: ignore[arg-type]
-        _report_startup(proc, cfg, ready_dumps(cfg.dumpdir, wait=not opts.once))
-        stop_file = home.dirchk / f"{cfg.group}.stop"
-        stop_file.unlink(missing_ok=True)
-        run_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        stats = _Stats(home, cfg.group)
-        own = spark is None
-        if own:
-            spark = proc.start_spark(cfg.params.spark.master,
-                                     {**SPARK_DEFAULTS, **cfg.params.spark.conf})
-        try:
-            if proc.stop_requested:
-                reason = proc.stop_reason or "stop requested"
-            elif opts.once:
-                proc.started()
-                reason = _run_once(spark, cfg, run_id, proc)
-            else:
-                # a backlog is parsed in parallel first; new files in the micro-batches
-                backlog = [p for p in ready_dumps(cfg.dumpdir) if not is_cached(cfg, p)]
-                if len(backlog) >= PARALLEL_BACKLOG:
-                    parse_in_parallel(spark, cfg, backlog)
-                query = _start_query(spark, cfg, opts, run_id, stop_file)
-                proc.started()
-                reason = _watch(proc, query, cfg, opts, stats, stop_file)  # type: ignore[arg-type]
-        except TrailgateError:
-            raise
-        except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
-            raise SourceError(_query_error(exc)) from None
-        finally:
-            stop_file.unlink(missing_ok=True)
-            if own:
-                stop_spark()
-        finish_run(_sink_options(cfg, run_id))
-        assert proc.report is not None
-        proc.report.section("Run Time Statistics")
-        for line in stats.final_lines():
-            proc.report.line(line)
-        proc.stopped(reason)
-    return 0

@@ -15,10 +15,11 @@ from typing import Any
 import pyarrow as pa
 
 from trailgate.apply.records import TrailChange
+from trailgate.changes.apply_rows import trail_change_of
+from trailgate.changes.change_rows import OP_METADATA, OP_POSITION
+from trailgate.changes.ranges import TrailRange
+from trailgate.changes.routing import Router
 from trailgate.model import TableDef, TrailPosition
-from trailgate.replicat.apply_rows import trail_change_of
-from trailgate.replicat.rows import Router, TrailRange
-from trailgate.spark.change_rows import OP_METADATA, OP_POSITION
 
 __all__ = ["BatchSummary", "Definitions", "TaskRows", "read_task_rows", "trail_changes"]
 
@@ -76,7 +77,7 @@ class BatchSummary:
         last_commit: tuple[int, int] | None = None
         for op, table, seqno, rba, text, single in rows:
             if op == OP_METADATA:
-                from trailgate.spark.change_rows import tabledef_from_json
+                from trailgate.changes.change_rows import tabledef_from_json
 
                 out.definitions.add(table, TrailPosition(seqno, rba), tabledef_from_json(text))
             elif op == OP_POSITION:
@@ -118,7 +119,7 @@ class TaskRows:
             if op == OP_POSITION:
                 self.positions.append(texts[i])
             elif op == OP_METADATA:
-                from trailgate.spark.change_rows import tabledef_from_json
+                from trailgate.changes.change_rows import tabledef_from_json
 
                 self.definitions.add(tables[i], TrailPosition(seqnos[i], rbas[i]),
                                      tabledef_from_json(texts[i]))

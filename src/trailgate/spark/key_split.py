@@ -26,9 +26,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from trailgate.changes.routing import Router
 from trailgate.checkpoint import atomic_write_text
 from trailgate.model import OpType, TrailPosition
-from trailgate.replicat.rows import Router
 from trailgate.spark.trail_offsets import ScanState, scan_boundary
 
 __all__ = ["SPLIT_MIN_RECORDS", "key_partitions", "scan_hint_file", "single_marker",

@@ -1,14 +1,12 @@
-"""A PostgreSQL batch applied on the driver from its trail bytes, without a ``Change`` per
-row: the fast path of :func:`~trailgate.replicat.worker.apply_task_rows` under BATCHSQL.
+"""One trail range applied to PostgreSQL on the driver, as one target transaction.
 
-The batch's range is read as bytes (across trail files if it must, without their headers)
-and handed to :func:`trailgate.apply.spanplan.plan_span` with the table definitions in
-effect, the router and the MAPs; its set plans are applied as one transaction with the
-batch's checkpoint-table row, exactly as the Python path would apply them.  Whenever that
-path would do anything else — a change C does not take on, a collision the set plan meets
-in the target, a small batch — this returns None having committed nothing, and the caller
-reads and applies the range the usual way, so its behaviour and messages stay the
-reference.
+Both driver-side apply paths use it: the stream apply (each step it takes) and a micro-batch
+of one key partition.  Under BATCHSQL the range is planned straight from its trail bytes by
+the C set planner (:mod:`trailgate.apply.spanplan`), without a ``Change`` per row; whenever
+that planner would do anything else than the Python path — a change it does not take on, a
+collision the set plan meets, a small batch — it returns having committed nothing and the
+range is read into changes and applied the usual way, so behaviour and messages stay the
+Python path's.
 """
 
 from __future__ import annotations
@@ -23,20 +21,18 @@ from trailgate.apply.mapping import Mapper
 from trailgate.apply.postgres import SET_MIN_CHANGES, PgApplier
 from trailgate.apply.records import ApplyResult
 from trailgate.apply.spanplan import SpanResult, available, plan_span, table_spec
+from trailgate.changes.ranges import definitions_before, julian_to_iso, remember_definitions
+from trailgate.changes.routing import Router
 from trailgate.errors import TrailgateError
 from trailgate.model import TableDef, TrailPosition
-from trailgate.replicat.rows import (
-    Router,
-    definitions_before,
-    julian_to_iso,
-    remember_definitions,
-)
+from trailgate.replicat.csn_filter import CsnFilter
+from trailgate.replicat.task_rows import read_task_rows
 from trailgate.trail._accel import speedups
 from trailgate.trail.header import decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 
-__all__ = ["Segment", "apply_span", "plan_range", "position_row"]
+__all__ = ["Segment", "apply_range", "apply_span", "plan_range", "position_row"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,3 +177,24 @@ def apply_span(applier: PgApplier, batch_id: int, trail: str, lower: TrailPositi
     last = str(_position(segments, span.last_kept))
     result = applier.apply_plans(batch_id, 0, span.plans, last, advance=advance)
     return None if result is None else (result, position)
+
+
+def apply_range(applier: PgApplier, batch_id: int, trail: str, lower: TrailPosition,
+                upper: TrailPosition, router: Router, *, advance: tuple[str, str] | None = None,
+                csn_filter: CsnFilter | None = None) -> tuple[ApplyResult | None, str]:
+    """Apply ``[lower, upper)`` (whole transactions) as key partition 0 of ``batch_id``, or as
+    the stream apply's next step (``advance``): (the result, None when nothing in the range
+    is mapped; the range's position row JSON).  Set-based from the bytes when it can be,
+    else read and applied change by change; ``csn_filter`` (ATCSN/AFTERCSN) always reads."""
+    if csn_filter is None:
+        done = apply_span(applier, batch_id, trail, lower, upper, router, advance=advance)
+        if done is not None:
+            return done
+    task = read_task_rows(trail, lower, upper, router)
+    if csn_filter is not None:
+        csn_filter.task(task)
+    changes = task.changes.get(0, [])
+    result = (applier.apply_partition(batch_id, 0, changes,
+                                      task.definitions.for_changes(changes), advance=advance)
+              if changes else None)
+    return result, task.positions[-1]

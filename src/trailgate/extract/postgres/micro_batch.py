@@ -5,7 +5,7 @@ range is large.
 Why: a Spark job per micro-batch (a source task in one Python worker, the change rows through
 the JVM to the sink in another) cost 0.5–1 s however few rows it carried; that was most of
 the Extract's part of the lag and held back its throughput under a steady stream of small
-batches.  On the driver the same two functions — :func:`~trailgate.spark.pg_source.
+batches.  On the driver the same two functions — :func:`~trailgate.extract.postgres.source.
 read_partition` and :func:`~trailgate.spark.trail_sink.write_change_batches` — run in one
 process in a few milliseconds plus the work itself.
 
@@ -20,13 +20,13 @@ already holds, so a replay after a crash appends nothing twice; the group checkp
 written once the trail is durable, before Spark commits the batch.
 
 On the driver the slot is streamed over the replication protocol
-(:class:`~trailgate.spark.pg_source.StreamedSlot`; ``SPARK CONF
+(:class:`~trailgate.extract.postgres.source.StreamedSlot`; ``SPARK CONF
 trailgate.extract.streaming=false`` reads it with SQL instead): the server decodes and sends
 transactions as they commit, between batches too, and the batch confirms its end to the
 server once the trail and the checkpoint are durable.  Unless the run is ``--once`` or ``SPARK
 CONF trailgate.extract.continuous=false``, the first driver batch starts a
-:class:`~trailgate.extract.streamer.TrailStreamer` that writes the stream to the trail as
-it arrives, and each batch after that only makes its range durable.  A batch that runs in
+:class:`~.trail_streamer.TrailStreamer` that writes the stream to the trail as it arrives,
+ and each batch after that only makes its range durable.  A batch that runs in
 a task first closes the stream (a streamed slot is busy).  With SQL reads, the source's
 ``commit`` moves the slot after Spark commits the batch.
 """
@@ -36,9 +36,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trailgate.extract.streamer import TrailStreamer
+from trailgate.extract.postgres.source import SourceOptions, StreamedSlot, read_partition
+from trailgate.extract.postgres.trail_streamer import TrailStreamer
 from trailgate.spark.offset_log import logged_offset
-from trailgate.spark.pg_source import SourceOptions, StreamedSlot, read_partition
 from trailgate.spark.trail_sink import (
     SinkOptions,
     commit_checkpoint,
@@ -58,7 +58,7 @@ DRIVER_MAX_BYTES = 64 << 20
 STREAMING_CONF = "trailgate.extract.streaming"
 #: ``SPARK CONF trailgate.extract.continuous=false``: a streamed slot is read and written
 #: to the trail only inside each micro-batch, not as transactions arrive
-#: (:mod:`~trailgate.extract.streamer`).
+#: (:mod:`~trailgate.extract.postgres.trail_streamer`).
 CONTINUOUS_CONF = "trailgate.extract.continuous"
 
 

@@ -1,8 +1,8 @@
 """One run of an Extract group: start-up checks, the streaming query, reports, clean stop.
 
 The query is ``pgcapture`` → each micro-batch appended to the trail by
-:class:`~trailgate.extract.batch.ExtractBatch` (see docs/processes.md).  This module is the driver
-around it: it checks the source, writes the report, watches the query's progress, and on a
+:class:`~.micro_batch.ExtractBatch` (see docs/processes.md).  This module is the driver around
+it: it checks the source, writes the report, watches the query's progress, and on a
 stop request lets the micro-batch in flight finish (no new batch starts once the stop file
 exists), stops the query, completes the trail file, and moves the slot to the checkpoint.
 """
@@ -10,30 +10,28 @@ exists), stops the query, completes the trail file, and moves the slot to the ch
 from __future__ import annotations
 
 import os
-import re
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from trailgate.checkpoint import Checkpoint, TableStats
 from trailgate.db.connect import connect
 from trailgate.errors import ConfigError, SourceError, TrailgateError
-from trailgate.extract.config import DEFAULT_MEMORY_LIMIT, ExtractConfig, load_extract_config
-from trailgate.extract.startup import StartupReport, check_source
+from trailgate.extract.postgres.config import (
+    DEFAULT_MEMORY_LIMIT,
+    ExtractConfig,
+    load_extract_config,
+)
+from trailgate.extract.postgres.startup import StartupReport, check_source
+from trailgate.extract.running import SPARK_DEFAULTS, ExtractStats, echo_parameters
 from trailgate.home import Home
-from trailgate.process.runtime import EVENT_NO_TRANDATA, GroupProcess, stop_after_batch
+from trailgate.process.query import query_error, report_interval, watch
+from trailgate.process.runtime import EVENT_NO_TRANDATA, GroupProcess
 
 __all__ = ["RunOptions", "run_extract_group"]
 
 TITLE = "trailgate Capture for PostgreSQL"
-#: Arrow batches between the capture and the trail writer stay small even when rows carry
-#: big (TOASTed) values: the JVM and the workers never hold more than this per batch.
-SPARK_DEFAULTS = {"spark.sql.execution.arrow.maxBytesPerBatch": str(32 << 20)}
-_ERROR = re.compile(r"(?:trailgate\.errors\.)?(SourceError|ConfigError|TrailFormatError|"
-                    r"TargetError|ValueError|OSError|PermissionError): (.+)")
 
 
 @dataclass(slots=True)
@@ -47,12 +45,6 @@ class RunOptions:
     trigger_seconds: float | None = None
     max_wal_bytes: int | None = None
     stop_timeout: float = 600.0
-
-
-def _echo_parameters(proc: GroupProcess, cfg: ExtractConfig) -> None:
-    assert proc.report is not None
-    proc.report.parameters(cfg.params.files or [cfg.params.path])
-    proc.report.line()
 
 
 def _report_startup(proc: GroupProcess, cfg: ExtractConfig, info: StartupReport) -> None:
@@ -78,87 +70,23 @@ def _report_startup(proc: GroupProcess, cfg: ExtractConfig, info: StartupReport)
             proc.warn(warning)
 
 
-def _query_error(exc: Any) -> str:
-    """The first trailgate-level message inside a Spark error, not its Java stack."""
-    text = str(getattr(exc, "desc", None) or exc)
-    found = _ERROR.findall(text)
-    if found:
-        return found[-1][1].strip()
-    first = next((line for line in text.splitlines() if line.strip()), text)
-    return first.strip()[:2000]
-
-
-class _Stats:
-    """Per-table counts of this run: the checkpoint's totals minus those at start."""
-
-    def __init__(self, home: Home, group: str):
-        self.home, self.group = home, group
-        start = home.checkpoints.load(group, "EXTRACT")
-        self.base = {t: TableStats(**s.to_json()) for t, s in (start.stats if start else
-                                                                {}).items()}
-        self.started = time.monotonic()
-        self.last_total = 0
-        self.last_time = self.started
-
-    def current(self) -> tuple[Checkpoint | None, dict[str, TableStats]]:
-        ck = self.home.checkpoints.load(self.group, "EXTRACT")
-        out: dict[str, TableStats] = {}
-        for table, stats in (ck.stats if ck else {}).items():
-            base = self.base.get(table, TableStats())
-            delta = TableStats(**{k: v - getattr(base, k) for k, v in stats.to_json().items()})
-            if delta.total or delta.discards:
-                out[table] = delta
-        return ck, out
-
-    def progress_line(self) -> str:
-        _, per_table = self.current()
-        total = sum(s.total for s in per_table.values())
-        now = time.monotonic()
-        rate = total / max(now - self.started, 1e-9)
-        delta = (total - self.last_total) / max(now - self.last_time, 1e-9)
-        self.last_total, self.last_time = total, now
-        return (f"{total} records processed as of {datetime.now():%Y-%m-%d %H:%M:%S} "
-                f"(rate {rate:.0f}, delta {delta:.0f})")
-
-    def final_lines(self) -> list[str]:
-        ck, per_table = self.current()
-        out = [f"Output to {ck.write_trail if ck else '(none)'}:"]
-        if not per_table:
-            out.append("  No records written in this run.")
-        for table, s in sorted(per_table.items()):
-            out += ["", f"From Table {table}:",
-                    f"       #                   inserts:  {s.inserts:>10}",
-                    f"       #                   updates:  {s.updates:>10}",
-                    f"       #                   deletes:  {s.deletes:>10}",
-                    f"       #                 truncates:  {s.truncates:>10}",
-                    f"       #                  discards:  {s.discards:>10}"]
-        return out
-
-
-def _report_interval(cfg: ExtractConfig) -> float:
-    rc = cfg.params.report_count
-    if rc is None or rc.unit == "RECORDS":
-        return 60.0
-    return rc.every * {"SECONDS": 1, "MINUTES": 60, "HOURS": 3600}.get(rc.unit, 1)
-
-
 def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
                  stop_file: Path) -> tuple[Any, Any]:
     """The started query and its ``ExtractBatch`` (close it once the query stopped)."""
-    from trailgate.extract.batch import (
+    from trailgate.extract.postgres.micro_batch import (
         CONTINUOUS_CONF,
         DRIVER_MAX_BYTES,
         DRIVER_MAX_BYTES_CONF,
         STREAMING_CONF,
         ExtractBatch,
     )
+    from trailgate.extract.postgres.source import PgCaptureDataSource
     from trailgate.spark.batch_window import (
         PATIENT_OPTION,
         WINDOW_OPTION,
         ZERO_TRIGGER,
         window_ms,
     )
-    from trailgate.spark.pg_source import PgCaptureDataSource
     from trailgate.spark.trail_sink import SinkOptions
 
     spark.dataSource.register(PgCaptureDataSource)
@@ -197,48 +125,9 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     return writer.start(), batch
 
 
-def _watch(proc: GroupProcess, query: Any, cfg: ExtractConfig, opts: RunOptions,
-           stats: _Stats, stop_file: Path) -> str:
-    """Follow the query until it ends or a stop is due; returns the stop reason."""
-    interval = _report_interval(cfg)
-    next_report = time.monotonic() + interval
-    seen: int | None = None
-    batches = 0
-    report = proc.report
-    assert report is not None
-    while True:
-        if query.awaitTermination(0.5):
-            break
-        progress = query.lastProgress
-        if progress is not None and progress.get("batchId") != seen:
-            seen = progress.get("batchId")
-            batches += 1
-        if time.monotonic() >= next_report:
-            report.line(stats.progress_line())
-            next_report = time.monotonic() + interval
-        reason = proc.stop_reason if proc.stop_requested else None
-        if reason is None and opts.max_batches is not None and batches >= opts.max_batches:
-            reason = f"{batches} micro-batches done (--max-batches)"
-        if reason is not None:
-            _stop_after_batch(query, stop_file, opts.stop_timeout)
-            return reason
-    error = query.exception()
-    if error is not None:
-        raise SourceError(_query_error(error))
-    return "all committed data captured (--once)" if opts.once else "the query ended"
-
-
-def _stop_after_batch(query: Any, stop_file: Path, timeout: float) -> None:
-    """Stop between batches; a failure of the batch in flight is the run's error."""
-    stop_after_batch(query, stop_file, timeout)
-    error = query.exception()
-    if error is not None:
-        raise SourceError(_query_error(error))
-
-
 def _finish(cfg: ExtractConfig, run_id: str) -> None:
     """Complete the trail file and tell the slot what the trail now holds."""
-    from trailgate.spark.pg_source import advance_slot
+    from trailgate.extract.postgres.source import advance_slot
     from trailgate.spark.trail_sink import SinkOptions, finish_run
 
     opts = SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
@@ -266,14 +155,14 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
     with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
         cfg = load_extract_config(home, name, memory_limit_bytes=opts.memory_limit_bytes,
                                   process_id=os.getpid())
-        _echo_parameters(proc, cfg)
+        echo_parameters(proc, cfg.params)
         ck = home.checkpoints.load(cfg.group, "EXTRACT")
         resume = int(ck.read_position.get("lsn", 0)) if ck and ck.read_position else None
         _report_startup(proc, cfg, check_source(cfg, resume))
         stop_file = home.dirchk / f"{cfg.group}.stop"
         stop_file.unlink(missing_ok=True)
         run_id = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        stats = _Stats(home, cfg.group)
+        stats = ExtractStats(home, cfg.group)
         own = spark is None
         if own:
             spark = proc.start_spark(cfg.params.spark.master,
@@ -285,11 +174,17 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
             else:
                 query, batch = _start_query(spark, cfg, opts, run_id, stop_file)
                 proc.started()
-                reason = _watch(proc, query, cfg, opts, stats, stop_file)
+                reason = watch(proc, query, stop_file=stop_file,
+                               max_batches=opts.max_batches, stop_timeout=opts.stop_timeout,
+                               report_every=report_interval(cfg.params.report_count),
+                               progress=stats.progress_line, count_empty=True,
+                               error=SourceError)
+                if opts.once and reason == "the query ended":
+                    reason = "all committed data captured (--once)"
         except TrailgateError:
             raise
         except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
-            raise SourceError(_query_error(exc)) from None
+            raise SourceError(query_error(exc)) from None
         finally:
             stop_file.unlink(missing_ok=True)
             if own:

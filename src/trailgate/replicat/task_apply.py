@@ -1,43 +1,32 @@
-"""The PostgreSQL apply task: one key partition of a batch, in a Python worker (or, for a
-batch of one key partition, on the driver: :func:`apply_task_rows`).
+"""The PostgreSQL apply as Spark tasks: each task applies one key partition of a micro-batch.
 
-A Spark partition holds the apply rows of one *key partition* ``p`` of the batch's ``n``
-(read straight from the trail by the ``trailchanges`` source: the changes whose key hashes
-to ``p``, in trail order, with the definitions of their tables and the batch's position
-row).  The key partition is applied by :meth:`PgApplier.apply_partition` as one database
-transaction with its checkpoint-table row ``(group, batch id, p)``, so exactly-once does not
-depend on how Spark ran the tasks: a replayed batch splits into the same key partitions
-(same rows, same hash, the count recorded with its range: :mod:`~trailgate.replicat.split`)
-and skips those already committed.  The task returns its counts and the position row (the
-batch's end and last commit, for the group checkpoint).
-
-Errors reach the driver as text inside Spark's exception; :data:`MARK` brackets trailgate's
-own message so the group can report it without a Java or Python stack.
+A task reads its key partition straight from the trail (the ``trailchanges`` source keeps
+the changes whose key hashes to ``p``, with their tables' definitions and the batch's
+position row) and applies it as one target transaction with its checkpoint-table row
+``(group, batch id, p)``; exactly-once thus does not depend on how Spark ran the tasks, since
+a replayed batch splits into the same key partitions and skips those committed.  A task
+returns result rows (counts per target, a skipped partition, the position row); the
+appliers, one connection each, are kept per worker process and group.
 """
 
 from __future__ import annotations
 
-import gc
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
 
 from trailgate.apply.discard import DiscardWriter
+from trailgate.apply.paused_gc import paused_gc
 from trailgate.apply.postgres import PgApplier
 from trailgate.apply.records import ApplyResult
-from trailgate.errors import TrailgateError
-from trailgate.model import TrailPosition
-from trailgate.replicat.batch_rows import TaskRows
-from trailgate.replicat.rows import Router
-from trailgate.replicat.span_apply import apply_span
+from trailgate.errors import TrailgateError, marked
+from trailgate.replicat.task_rows import TaskRows
 
-__all__ = ["MARK", "RESULT_SCHEMA", "RESULT_SCHEMA_DDL", "apply_span_rows", "apply_task_rows",
-           "marked", "open_applier", "paused_gc", "pg_apply_task", "shared_applier"]
+__all__ = ["RESULT_FIELDS", "RESULT_SCHEMA", "RESULT_SCHEMA_DDL", "apply_task_rows",
+           "open_applier", "pg_apply_task", "result_rows", "shared_applier"]
 
-MARK = "@@TRAILGATE@@"
 RESULT_FIELDS = ("inserts", "updates", "deletes", "truncates", "discards", "ignores",
                  "collisions")
 RESULT_SCHEMA = pa.schema([("p", pa.int32()), ("skipped", pa.bool_()),
@@ -49,29 +38,6 @@ RESULT_SCHEMA_DDL = ("p int, skipped boolean, target string, "
 
 _lock = threading.Lock()
 _appliers: dict[tuple[Any, ...], PgApplier] = {}
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """No cyclic garbage collection while a batch is read and applied.
-
-    A batch makes hundreds of thousands of small objects that reference counting frees
-    (changes, their mapped forms, rows); the cyclic collector would traverse them again
-    and again as they pile up — about a third of the apply's CPU time, measured.  It runs
-    again afterwards, for whatever cycles the batch left.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def marked(message: str) -> str:
-    """A message the driver finds inside any Spark error text."""
-    return f"{MARK}{message}{MARK}"
 
 
 def shared_applier(cfg: Any) -> PgApplier:
@@ -106,22 +72,10 @@ def apply_task_rows(cfg: Any, batch_id: int, task: TaskRows) -> dict[str, list[A
             changes = task.changes[p]
             results.append((p, applier.apply_partition(batch_id, p, changes,
                                                         task.definitions.for_changes(changes))))
-    return _result_rows(results, task.positions)
+    return result_rows(results, task.positions)
 
 
-def apply_span_rows(cfg: Any, batch_id: int, lower: TrailPosition, upper: TrailPosition,
-                    router: Router) -> dict[str, list[Any]] | None:
-    """:func:`apply_task_rows` for a batch of one key partition applied on the driver,
-    from the trail's bytes (:mod:`~trailgate.replicat.span_apply`); None — nothing done —
-    when the range needs the usual reading."""
-    done = apply_span(shared_applier(cfg), batch_id, cfg.trail, lower, upper, router)
-    if done is None:
-        return None
-    result, position = done
-    return _result_rows([] if result is None else [(0, result)], [position])
-
-
-def _result_rows(results: list[tuple[int, ApplyResult]], positions: list[str]
+def result_rows(results: list[tuple[int, ApplyResult]], positions: list[str]
                  ) -> dict[str, list[Any]]:
     """The result rows (``RESULT_SCHEMA`` columns) of applied key partitions: a skipped
     partition, counts per partition and target, then the position rows."""

@@ -1,79 +1,25 @@
-"""A trail range as *change rows* in trail form: what Replicat and Data Pump stream.
+"""A trail range read as whole transactions of routed changes, with their positions.
 
-The ``trail`` source's rows (docs/spark.md) show values as text keyed by column name, which
-is right for SQL but loses what a Replicat or a pump needs: the exact trail-form bytes, the
-table definitions (keys, kinds, indexes) and the record positions.  These rows are the
-``change_rows`` schema the ``trail`` sink already consumes, plus:
-
-* ``seqno``/``rba``: the record's trail position (trail order; the apply layer names it);
-* ``trans_ind``, ``commit_time`` (Julian micros of the transaction's last record);
-* ``key_hash``: CRC-32 of the apply planner's :func:`partition_key` (the row's table and
-  source key), so Spark can partition a batch by key without decoding anything;
-* ``single``: the change is a PK update, truncate or DDL (the batch must stay whole).
-
-Rows follow the trail source's range rule (a transaction belongs to the range holding its
-first record; one cut off by a crashed writer yields nothing).  A table definition row comes
-before each table's first change in a range (a range may start in the middle of a file, after
-the file's definitions: those are found by scanning the file's start, cached per process).
-A position row ends every range: the range's end, the last commit time and CSN/XID.
-
-Pure pyarrow, no pyspark: runs in Spark's Python workers and in tests.
+Every reader of a range (the Replicat's apply, the Data Pump, the ``trailchanges`` source)
+follows one rule: a transaction belongs to the range holding its first record, and one cut
+off by a crashed writer yields nothing.  A range may start in the middle of a file, after the
+file's table definitions; those are found by scanning the file's start, cached per process.
 """
 
 from __future__ import annotations
 
-import json
 import threading
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-import pyarrow as pa
-
-from trailgate.apply.planner import partition_key
-from trailgate.model import (
-    Change,
-    OpType,
-    TableDef,
-    TrailPosition,
-    unix_micros_from_julian,
-)
-from trailgate.params.names import find_map, target_name
-from trailgate.spark.change_rows import (
-    CHANGE_ARROW_SCHEMA,
-    CHANGE_SCHEMA_DDL,
-    ChangeRowBuilder,
-)
+from trailgate.changes.routing import Router
+from trailgate.model import Change, OpType, TableDef, TrailPosition, unix_micros_from_julian
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.reader import TrailReader
 
-__all__ = [
-    "EXTRA_FIELDS",
-    "ROW_ARROW_SCHEMA",
-    "ROW_SCHEMA_DDL",
-    "Router",
-    "definitions_before",
-    "julian_to_iso",
-    "key_hash",
-    "read_change_rows",
-    "remember_definitions",
-]
-
-_SINGLE = frozenset({OpType.PK_UPDATE, OpType.TRUNCATE, OpType.DDL})
-EXTRA_FIELDS = [
-    pa.field("seqno", pa.int64()), pa.field("rba", pa.int64()),
-    pa.field("trans_ind", pa.int32()), pa.field("commit_time", pa.int64()),
-    pa.field("key_hash", pa.int64()), pa.field("single", pa.bool_()),
-]
-ROW_ARROW_SCHEMA = pa.schema(list(CHANGE_ARROW_SCHEMA) + EXTRA_FIELDS)
-ROW_SCHEMA_DDL = (CHANGE_SCHEMA_DDL + ", seqno long, rba long, trans_ind int, "
-                  "commit_time long, key_hash long, single boolean")
-
-
-def key_hash(change: Change, table: TableDef | None) -> int:
-    """The stable hash of the row a change touches (same key: same hash, in any process)."""
-    return zlib.crc32(repr(partition_key(change, table)).encode("utf-8", "surrogatepass"))
+__all__ = ["Pending", "TrailRange", "definitions_before", "julian_to_iso",
+           "remember_definitions", "trans_ind"]
 
 
 def julian_to_iso(julian: int | None) -> str | None:
@@ -85,40 +31,6 @@ def julian_to_iso(julian: int | None) -> str | None:
         return datetime.fromtimestamp(micros / 1e6, UTC).isoformat(timespec="microseconds")
     except (ValueError, OverflowError, OSError):
         return None
-
-
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    source: str
-    target: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Router:
-    """Which tables a range yields and under which name: TABLE/MAP patterns (exact names
-    win over wildcards), exclusions, and an optional TARGET rename (a pump's ``TABLE src,
-    TARGET tgt``).  No rules: every table, unchanged."""
-
-    rules: tuple[_Rule, ...] = ()
-    excludes: tuple[str, ...] = ()
-    _cache: dict[str, str | None] = field(default_factory=dict, compare=False, hash=False)
-
-    @classmethod
-    def of(cls, rules: list[tuple[str, str | None]], excludes: list[str]) -> Router:
-        return cls(tuple(_Rule(s, t) for s, t in rules), tuple(excludes))
-
-    def route(self, table: str) -> str | None:
-        """The output name of ``table``, or None to leave it out."""
-        if not self.rules:
-            return table
-        if table in self._cache:
-            return self._cache[table]
-        spec = find_map(self.rules, table, self.excludes)  # type: ignore[arg-type]
-        out = None
-        if spec is not None:
-            out = table if not spec.target else target_name(spec, table)  # type: ignore[arg-type]
-        self._cache[table] = out
-        return out
 
 
 # -- table definitions before a range's start ----------------------------------------------
@@ -176,49 +88,6 @@ def remember_definitions(trail: str, position: TrailPosition,
             _prefix_cache[key] = (position.rba, dict(tables))
             if len(_prefix_cache) > 64:
                 _prefix_cache.pop(next(iter(_prefix_cache)))
-
-
-# -- reading ------------------------------------------------------------------------------
-
-class _Builder:
-    """Change rows plus the extra columns, as Arrow batches."""
-
-    def __init__(self) -> None:
-        self.rows = ChangeRowBuilder()
-        self.extra: dict[str, list[object]] = {f.name: [] for f in EXTRA_FIELDS}
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def _extra(self, seqno: int, rba: int, ind: int, commit: int | None, khash: int | None,
-               single: bool) -> None:
-        e = self.extra
-        e["seqno"].append(seqno)
-        e["rba"].append(rba)
-        e["trans_ind"].append(ind)
-        e["commit_time"].append(commit)
-        e["key_hash"].append(khash)
-        e["single"].append(single)
-
-    def table(self, table: TableDef, position: TrailPosition) -> None:
-        self.rows.add_table(table)
-        self._extra(position.seqno, position.rba, 3, None, None, False)
-
-    def change(self, change: Change, csn: int, xid: str, last: bool, position: TrailPosition,
-               ind: int, commit: int, khash: int | None) -> None:
-        self.rows.add_change(change, csn, xid, last)
-        self._extra(position.seqno, position.rba, ind, commit, khash, change.op in _SINGLE)
-
-    def position(self, data: dict[str, object], position: TrailPosition) -> None:
-        self.rows.add_position(data)
-        self._extra(position.seqno, position.rba, 3, None, None, False)
-
-    def take(self) -> pa.RecordBatch:
-        batch = self.rows.take()
-        arrays = list(batch.columns) + [pa.array(self.extra[f.name], f.type)
-                                        for f in EXTRA_FIELDS]
-        self.extra = {f.name: [] for f in EXTRA_FIELDS}
-        return pa.RecordBatch.from_arrays(arrays, schema=ROW_ARROW_SCHEMA)
 
 
 @dataclass(slots=True)
@@ -309,33 +178,3 @@ class TrailRange:
 def trans_ind(i: int, n: int) -> int:
     """The TransInd of change ``i`` of ``n`` kept in a transaction."""
     return 3 if n == 1 else 0 if i == 0 else 2 if i == n - 1 else 1
-
-
-def read_change_rows(trail: str, lower: TrailPosition, upper: TrailPosition | None, *,
-                     router: Router | None = None, hashes: bool = False,
-                     batch_rows: int = 10_000) -> Iterator[pa.RecordBatch]:
-    """Change rows of the transactions starting in ``[lower, upper)``; see the module
-    docstring.  ``hashes`` fills ``key_hash`` (Replicat)."""
-    span = TrailRange(trail, lower, upper, router)
-    out = _Builder()
-    emitted: dict[str, TableDef] = {}  # output name -> definition already sent
-    for txn in span.transactions():
-        n = len(txn.items)
-        for i, (change, pos, tdef) in enumerate(txn.items):
-            name = change.table
-            if tdef is not None and emitted.get(name) != tdef:
-                out.table(tdef, pos)
-                emitted[name] = tdef
-            khash = key_hash(change, tdef) if hashes else None
-            out.change(change, txn.csn, txn.xid, i == n - 1, pos, trans_ind(i, n),
-                       txn.commit_time, khash)
-        if len(out) >= batch_rows:
-            yield out.take()
-    info, end = span.position(hashes)
-    out.position(info, end)
-    yield out.take()
-
-
-def position_info(text: str) -> dict[str, object]:
-    """A position row's JSON."""
-    return json.loads(text)

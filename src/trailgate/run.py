@@ -4,10 +4,13 @@ command detached).  Ctrl-C or SIGTERM stops it cleanly; exit status 0 after a cl
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from trailgate.errors import ConfigError
 from trailgate.home import Home, validate_group_name
 
-__all__ = ["add_arguments", "add_replicat_arguments", "run_extract", "run_replicat"]
+__all__ = ["add_arguments", "add_replicat_arguments", "run_extract", "run_named_group",
+           "run_replicat"]
 
 
 def _size(text: str) -> int:
@@ -23,7 +26,7 @@ def _size(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from trailgate.extract.config import DEFAULT_MEMORY_LIMIT
+    from trailgate.extract.postgres.config import DEFAULT_MEMORY_LIMIT
 
     if parser.prog.endswith(" replicat"):  # one module serves both ``run`` commands
         add_replicat_arguments(parser)
@@ -46,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_extract(args: argparse.Namespace) -> int:
     """Run the Extract group ``args.name`` until it is stopped (a Data Pump when the group
     reads a trail: ADD EXTRACT name, EXTTRAILSOURCE ...)."""
-    from trailgate.extract.group import RunOptions, run_extract_group
+    from trailgate.extract.postgres.group import RunOptions, run_extract_group
 
     home = Home.locate(getattr(args, "home", None))
     name = validate_group_name(args.name)
@@ -58,7 +61,8 @@ def run_extract(args: argparse.Namespace) -> int:
     opts = RunOptions(once=args.once, max_batches=args.max_batches,
                       memory_limit_bytes=args.memory_limit, trigger_seconds=args.trigger,
                       max_wal_bytes=args.max_wal_bytes)
-    from trailgate.extract.oracle_dump import is_oracle_group, run_oracle_extract
+    from trailgate.extract.oracle.dumps import is_oracle_group
+    from trailgate.extract.oracle.group import run_oracle_extract
 
     if is_oracle_group(home, info):  # ADD EXTRACT …, DUMPDIR / TRANLOGOPTIONS DUMPDIR
         return run_oracle_extract(home, name, opts)
@@ -90,3 +94,35 @@ def run_replicat(args: argparse.Namespace) -> int:
                       trigger_seconds=args.trigger, atcsn=args.atcsn,
                       aftercsn=args.aftercsn)
     return run_replicat_group(home, name, opts)
+
+
+def run_named_group(home: Home, name: str, *, once: bool = False,
+                    max_batches: int | None = None, spark: Any = None) -> int:
+    """Run group ``name`` of ``home`` in this process, whatever its kind: an Extract
+    (PostgreSQL or Oracle redo dumps), a Data Pump or a Replicat (``trailgate.api``)."""
+    name = validate_group_name(name)
+    info = home.group(name)
+    if info is None:
+        raise ConfigError(f"no group {name} in {home.path}: ADD EXTRACT or ADD REPLICAT it "
+                          f"first (GGSCI)")
+    if info.kind == "REPLICAT":
+        from trailgate.replicat.group import RunOptions as ReplicatOptions
+        from trailgate.replicat.group import run_replicat_group
+
+        return run_replicat_group(home, name, ReplicatOptions(once=once,
+                                                              max_batches=max_batches),
+                                  spark=spark)
+    if info.source == "EXTTRAILSOURCE":
+        from trailgate.pump.group import run_pump
+
+        return run_pump(home, name, argparse.Namespace(once=once, max_batches=max_batches,
+                                                       trigger=None), spark=spark)
+    from trailgate.extract.oracle.dumps import is_oracle_group
+    from trailgate.extract.postgres.group import RunOptions, run_extract_group
+
+    opts = RunOptions(once=once, max_batches=max_batches)
+    if is_oracle_group(home, info):
+        from trailgate.extract.oracle.group import run_oracle_extract
+
+        return run_oracle_extract(home, name, opts, spark=spark)
+    return run_extract_group(home, name, opts, spark=spark)

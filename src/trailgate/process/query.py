@@ -1,10 +1,10 @@
 """Driving a group's streaming query: watch it, stop it after a batch, report its errors.
 
-Shared by Replicat and Data Pump.  A stop (SIGTERM/Ctrl-C, ``--max-batches``) touches the
-stop file the ``trailchanges`` source checks, so no new batch is planned; the batch in flight
-finishes and commits, then the query stops.  Errors are shown as trailgate's message (the
-text :func:`trailgate.replicat.worker.marked` brackets, or a trailgate error class name in
-the text), never a Java or Python stack.
+Every group (Extract, Data Pump, Replicat) runs one Spark streaming query and follows it the
+same way: progress lines in the report, a clean stop between micro-batches once a stop is
+due (the stop file keeps the source from planning another batch), and errors shown as
+trailgate's own message — the text :func:`trailgate.errors.marked` brackets, or a trailgate
+error class name in the text — never a Java or Python stack.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trailgate.errors import MARK, TargetError, TrailgateError
+from trailgate.params import ReportCount
 from trailgate.process.runtime import GroupProcess, stop_after_batch
-from trailgate.replicat.worker import MARK
 
-__all__ = ["query_error", "stop_after_batch", "watch"]
+__all__ = ["query_error", "report_interval", "stop_after_batch", "watch"]
 
 _ERROR = re.compile(r"(?:trailgate\.errors\.)?(SourceError|ConfigError|TrailFormatError|"
                     r"TargetError|CollisionError|MappingError|ValueError|OSError|"
@@ -40,16 +41,27 @@ def query_error(exc: Any) -> str:
     return first.strip()[:2000]
 
 
+def report_interval(report_count: ReportCount | None) -> float:
+    """Seconds between progress lines: ``REPORTCOUNT EVERY n SECONDS|MINUTES|HOURS``, else a
+    minute (a count of records is not a time: a minute then too)."""
+    if report_count is None or report_count.unit == "RECORDS":
+        return 60.0
+    return report_count.every * {"SECONDS": 1, "MINUTES": 60, "HOURS": 3600}.get(
+        report_count.unit, 1)
+
+
 def watch(proc: GroupProcess, query: Any, *, stop_file: Path, max_batches: int | None,
           stop_timeout: float, report_every: float, progress: Callable[[], str],
           idle: Callable[[], str | None] | None = None,
-          batches: Callable[[], int] | None = None) -> str:
+          batches: Callable[[], int] | None = None, count_empty: bool = False,
+          error: type[TrailgateError] = TargetError) -> str:
     """Follow the query until it ends or a stop is due; returns the stop reason.
 
     ``idle`` is asked between batches whether the query should end (a reason) — the pump
     uses it to roll its output file when the input's header changes.  ``batches`` counts
-    the micro-batches with data for ``max_batches`` (default: Spark's progress, which
-    misses the Replicat's batches applied on the driver, as Spark never reads them).
+    the micro-batches for ``max_batches`` (default: Spark's progress, batches with input
+    rows only unless ``count_empty``; it misses batches a group applies on the driver, as
+    Spark never reads them).  A failure of the query is raised as ``error``.
     """
     next_report = time.monotonic() + report_every
     seen: int | None = None
@@ -64,7 +76,7 @@ def watch(proc: GroupProcess, query: Any, *, stop_file: Path, max_batches: int |
             last = query.lastProgress
             if last is not None and last.get("batchId") != seen:
                 seen = last.get("batchId")
-                if last.get("numInputRows", 0) > 0:
+                if count_empty or last.get("numInputRows", 0) > 0:
                     done += 1
         if report is not None and time.monotonic() >= next_report:
             report.line(progress())
@@ -76,17 +88,11 @@ def watch(proc: GroupProcess, query: Any, *, stop_file: Path, max_batches: int |
             reason = idle()
         if reason is not None:
             stop_after_batch(query, stop_file, stop_timeout)
-            error = query.exception()
-            if error is not None:
-                raise _error(error)
+            failure = query.exception()
+            if failure is not None:
+                raise error(query_error(failure))
             return reason
-    error = query.exception()
-    if error is not None:
-        raise _error(error)
+    failure = query.exception()
+    if failure is not None:
+        raise error(query_error(failure))
     return "the query ended"
-
-
-def _error(exc: Any) -> Exception:
-    from trailgate.errors import TargetError
-
-    return TargetError(query_error(exc))

@@ -2,7 +2,7 @@
 
 Same offsets, batch boundaries and partitions as the ``trail`` source (``{"seqno", "rba"}``,
 whole transactions, one partition per file: it *is* that reader), but rows in trail form
-(:mod:`trailgate.replicat.rows`) so nothing is lost between the trail and the apply layer or
+(:mod:`trailgate.changes.range_rows`) so nothing is lost between the trail and the apply layer or
 the ``trail`` sink.  Extra options:
 
 * ``tables``: JSON ``{"rules": [[pattern, target-or-null], …], "excludes": […]}`` —
@@ -13,12 +13,12 @@ the ``trail`` sink.  Extra options:
 * ``sameHeader``: JSON ``[compatibility, uri, [uri history…]]`` — a batch never reaches
   into a file whose header differs (a pump restarts its output file there).
 
-The Replicat reads the compact *apply rows* (:mod:`trailgate.replicat.apply_rows`) instead:
+The Replicat reads the compact *apply rows* (:mod:`trailgate.changes.apply_rows`) instead:
 
 * ``rows``: ``apply`` for them;
 * ``keyPartitions``: *n* — each batch is read as key partitions rather than files: Spark
   partition *p* holds the changes whose key hashes to *p* modulo the batch's count, so the
-  apply needs no shuffle.  The count (:mod:`trailgate.replicat.split`) is *n*, or 1 for a
+  apply needs no shuffle.  The count (:mod:`trailgate.spark.key_split`) is *n*, or 1 for a
   batch with a PK update, truncate or DDL of a kept table, or with fewer than
   ``splitMinRecords`` change records;
 * ``splitFile``: where each batch's count is recorded; a batch planned again (a replay
@@ -34,16 +34,17 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
 
+from trailgate.changes.apply_rows import APPLY_SCHEMA_DDL, read_apply_rows
+from trailgate.changes.range_rows import ROW_SCHEMA_DDL, read_change_rows
+from trailgate.changes.routing import Router
 from trailgate.model import TrailPosition
-from trailgate.replicat.apply_rows import APPLY_SCHEMA_DDL, read_apply_rows
-from trailgate.replicat.rows import ROW_SCHEMA_DDL, Router, read_change_rows
-from trailgate.replicat.split import (
+from trailgate.spark.batch_window import stop_requested
+from trailgate.spark.key_split import (
     SPLIT_MIN_RECORDS,
     key_partitions,
     single_marker,
     write_scan_hint,
 )
-from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.trail_offsets import offset_of, position_of
 from trailgate.spark.trail_options import TrailOptions, parse_options
 from trailgate.spark.trail_source import TrailDataSource, TrailPartition, TrailStreamReader

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from trailgate.capture.postgres.trandata import capture_warnings, resolve_tables
 from trailgate.db.connect import connect
 from trailgate.errors import SourceError
-from trailgate.extract.config import ExtractConfig
+from trailgate.extract.postgres.config import ExtractConfig
+from trailgate.extract.postgres.source import advance_slot, slot_state, wait_for_slot
 from trailgate.params.names import match_table
-from trailgate.spark.pg_source import advance_slot, slot_state, wait_for_slot
 
 __all__ = ["StartupReport", "check_source"]
 

@@ -13,7 +13,7 @@ It looks at the trail every 10 ms (a ``stat`` while it does not grow); whenever 
 holds whole transactions past what it applied, it applies them (up to
 :data:`CHUNK_RECORDS` change records at a time, in trail order, set-based under BATCHSQL as
 a batch of one key partition is) in one target transaction that also moves the group's
-:data:`~trailgate.ggsci.checkpoint_table.STREAM_BATCH` row of the checkpoint table from
+:data:`~trailgate.apply.checkpoint_table.STREAM_BATCH` row of the checkpoint table from
 where it stood to the end of what it applied.  A micro-batch ``[start, end)`` calls
 :meth:`ApplyStreamer.sync`: it waits until the thread has applied everything before
 ``end`` (usually long done) and takes what it applied since the last sync — position, last
@@ -38,17 +38,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trailgate.apply.checkpoint_table import STREAM_BATCH
+from trailgate.apply.paused_gc import paused_gc
 from trailgate.apply.postgres import PgApplier
-from trailgate.apply.records import ApplyResult, TableCounts
+from trailgate.apply.records import TableCounts
+from trailgate.changes.change_rows import OP_POSITION
+from trailgate.changes.routing import Router
 from trailgate.errors import TargetError, TrailgateError
-from trailgate.ggsci.checkpoint_table import STREAM_BATCH
 from trailgate.model import TrailPosition
-from trailgate.replicat.batch_rows import BatchSummary, read_task_rows
-from trailgate.replicat.rows import Router
-from trailgate.replicat.span_apply import apply_span
-from trailgate.replicat.worker import paused_gc
+from trailgate.replicat.range_apply import apply_range
+from trailgate.replicat.task_rows import BatchSummary
 from trailgate.spark.batch_window import stop_requested
-from trailgate.spark.change_rows import OP_POSITION
 from trailgate.spark.trail_offsets import ScanState, scan_boundary
 from trailgate.trail.naming import TrailName
 
@@ -215,20 +215,10 @@ class ApplyStreamer:
     def _apply(self, lower: TrailPosition, upper: TrailPosition) -> None:
         """``[lower, upper)`` (whole transactions) in one target transaction with the row
         moved to ``upper`` (none when nothing in it is mapped: the row then stays)."""
-        advance = (self._recorded, str(upper))
-        result: ApplyResult | None
         with paused_gc():
-            done = apply_span(self.applier, STREAM_BATCH, self.trail, lower, upper,
-                              self.router, advance=advance)
-            if done is not None:
-                result, position = done
-            else:
-                task = read_task_rows(self.trail, lower, upper, self.router)
-                changes = task.changes.get(0, [])
-                result = (self.applier.apply_partition(
-                    STREAM_BATCH, 0, changes, task.definitions.for_changes(changes),
-                    advance=advance) if changes else None)
-                position = task.positions[-1]
+            result, position = apply_range(self.applier, STREAM_BATCH, self.trail, lower,
+                                           upper, self.router,
+                                           advance=(self._recorded, str(upper)))
         last = BatchSummary.from_rows([(OP_POSITION, None, 0, 0, position, False)])
         with self._cond:
             if result is not None:

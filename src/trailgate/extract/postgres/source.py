@@ -2,7 +2,7 @@
 
 Offsets are source positions, ``{"lsn": n}``.  A micro-batch ``[start, end)`` holds every
 transaction whose commit LSN lies in it, whole, in commit order, as change rows
-(:mod:`trailgate.spark.change_rows`) filtered and trimmed by the group's TABLE rules:
+(:mod:`trailgate.changes.change_rows`) filtered and trimmed by the group's TABLE rules:
 
 * ``latestOffset`` is ``pg_current_wal_flush_lsn()``: every commit record before it is
   flushed, so the slot returns it (a commit not yet flushed lies after it and belongs to a
@@ -49,14 +49,18 @@ from trailgate.capture.postgres.changes import TransactionChanges
 from trailgate.capture.postgres.pgoutput import format_lsn
 from trailgate.capture.postgres.rows import EncodedRun, decode_row
 from trailgate.capture.postgres.walstream import WalStream
+from trailgate.changes.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder
 from trailgate.checkpoint import CheckpointStore
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
-from trailgate.extract.config import DEFAULT_MEMORY_LIMIT, ExtractConfig, load_extract_config
+from trailgate.extract.postgres.config import (
+    DEFAULT_MEMORY_LIMIT,
+    ExtractConfig,
+    load_extract_config,
+)
 from trailgate.home import Home
 from trailgate.model import Change, TableDef, unix_micros_from_julian
 from trailgate.spark.batch_window import BatchWindow, stop_requested
-from trailgate.spark.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder
 
 if TYPE_CHECKING:
     import pyarrow as pa

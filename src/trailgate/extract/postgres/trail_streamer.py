@@ -8,7 +8,7 @@ Under load each batch spent a few hundred milliseconds on that, so the trail gre
 of half a second and the Replicat's last batch of a burst held the whole last step.
 
 A :class:`TrailStreamer` is one thread of the driver that owns the streamed slot
-(:class:`~trailgate.spark.pg_source.StreamedSlot`) and the trail's writer
+(:class:`~trailgate.extract.postgres.source.StreamedSlot`) and the trail's writer
 (:class:`~trailgate.spark.trail_sink.TrailAppender`): whenever the server has sent whole
 transactions it encodes them and writes them through to the trail file (readers see
 them at once; no fsync).  A micro-batch with the range ``[start, end)`` calls
@@ -40,7 +40,7 @@ from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.trail_sink import SinkOptions, TrailAppender, TrailCommitMessage
 
 if TYPE_CHECKING:
-    from trailgate.spark.pg_source import StreamedSlot
+    from trailgate.extract.postgres.source import StreamedSlot
 
 __all__ = ["GATHER_SECONDS", "IDLE_WAIT_SECONDS", "TrailStreamer"]
 

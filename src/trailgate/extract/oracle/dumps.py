@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DUMP_SUFFIXES", "QUIET_SECONDS", "FileSummary", "OracleDumpConfig",
            "assemble_rows", "is_cached", "is_oracle_group", "list_dumps", "load_oracle_config",
-           "parse_file", "ready_dumps", "run_oracle_extract"]
+           "parse_file", "ready_dumps"]
 
 DUMP_SUFFIXES = (".dmp", ".trc")
 #: A dump without ``END OF REDO DUMP`` is taken once it has not changed for this long.
@@ -103,7 +103,7 @@ def load_oracle_config(home: Home, group: str, *, process_id: int | None = None
                        ) -> OracleDumpConfig:
     """Read and check the group's registry entry and parameter file (ConfigErrors name the
     file, line and fix)."""
-    from trailgate.extract.config import _trail
+    from trailgate.extract.postgres.config import _trail
 
     info = home.require_group(group, "EXTRACT")
     params = parse_group_params(home, info.name)
@@ -319,7 +319,7 @@ def assemble_rows(cfg: OracleDumpConfig, summaries: list[FileSummary],
     from trailgate.capture.oracle.assembly import Assembler, merge_threads
     from trailgate.capture.oracle.capture import files_by_thread
     from trailgate.capture.oracle.dictionary import Dictionary
-    from trailgate.spark.change_rows import ChangeRowBuilder
+    from trailgate.changes.change_rows import ChangeRowBuilder
 
     result = result if result is not None else AssemblyResult()
     resume_doc = (resume or {}).get("assembly")
@@ -460,11 +460,3 @@ def _position(asm: Any, summaries: list[FileSummary], captured: dict[int, list[l
     if asm.last_commit_time is not None:
         position["read_time"] = _iso(asm.last_commit_time)
     return position
-
-
-# -- the run ------------------------------------------------------------------------------
-def run_oracle_extract(home: Home, name: str, opts: Any, *, spark: Any = None) -> int:
-    """Run the Oracle dump EXTRACT ``name`` (``trailgate run extract NAME``)."""
-    from trailgate.spark.oracle_source import run_group
-
-    return run_group(home, name, opts, spark=spark)

@@ -16,7 +16,7 @@ updated        timestamptz  when the row was written
 =============  ===========  =====================================================
 
 Primary key ``(group_name, batch_id, partition)``.  A Replicat that applies the trail as it
-grows (:mod:`trailgate.replicat.streamer`) keeps one row of its own instead, batch
+grows (:mod:`trailgate.replicat.stream_apply`) keeps one row of its own instead, batch
 :data:`STREAM_BATCH` partition 0, whose position is where its next transaction starts
 (everything before it is applied): each transaction moves it from the position it read to
 its end, so a replay from an earlier position skips what the row covers.  The table's

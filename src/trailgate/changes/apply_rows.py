@@ -30,9 +30,10 @@ from typing import Any
 import pyarrow as pa
 
 from trailgate.apply.records import TrailChange
+from trailgate.changes.change_rows import OP_METADATA, OP_POSITION, tabledef_to_json
+from trailgate.changes.ranges import TrailRange, trans_ind
+from trailgate.changes.routing import Router
 from trailgate.model import Change, OpType, TableDef, TrailPosition
-from trailgate.replicat.rows import Router, TrailRange, trans_ind
-from trailgate.spark.change_rows import OP_METADATA, OP_POSITION, tabledef_to_json
 
 __all__ = ["APPLY_ARROW_SCHEMA", "APPLY_SCHEMA_DDL", "change_of", "read_apply_rows",
            "trail_change_of"]

@@ -1,0 +1,48 @@
+"""Which tables a trail range yields, and under which name: the TABLE/MAP rules of a group.
+
+A Data Pump keeps and renames tables with ``TABLE src, TARGET tgt``; a Replicat reads only
+the tables its MAPs name.  Both read the trail through a :class:`Router` so the choice is made
+once per table name, with the same precedence MAP uses (an exact name wins over wildcards).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trailgate.params.names import find_map, target_name
+
+__all__ = ["Router"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    source: str
+    target: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Router:
+    """Which tables a range yields and under which name: TABLE/MAP patterns (exact names
+    win over wildcards), exclusions, and an optional TARGET rename (a pump's ``TABLE src,
+    TARGET tgt``).  No rules: every table, unchanged."""
+
+    rules: tuple[_Rule, ...] = ()
+    excludes: tuple[str, ...] = ()
+    _cache: dict[str, str | None] = field(default_factory=dict, compare=False, hash=False)
+
+    @classmethod
+    def of(cls, rules: list[tuple[str, str | None]], excludes: list[str]) -> Router:
+        return cls(tuple(_Rule(s, t) for s, t in rules), tuple(excludes))
+
+    def route(self, table: str) -> str | None:
+        """The output name of ``table``, or None to leave it out."""
+        if not self.rules:
+            return table
+        if table in self._cache:
+            return self._cache[table]
+        spec = find_map(self.rules, table, self.excludes)  # type: ignore[arg-type]
+        out = None
+        if spec is not None:
+            out = table if not spec.target else target_name(spec, table)  # type: ignore[arg-type]
+        self._cache[table] = out
+        return out
