@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trailgate.capture.oracle import capture_oracle_dumps
+from trailgate.capture.oracle import DumpCapture, capture_oracle_dumps
 from trailgate.errors import ConfigError, SourceError, TargetError, TrailFormatError, TrailgateError
 from trailgate.home import Home
 from trailgate.interchange import export_records, import_records
@@ -39,6 +39,7 @@ __all__ = [
     "Column",
     "ColumnKind",
     "ConfigError",
+    "DumpCapture",
     "FileHeader",
     "Home",
     "OpType",

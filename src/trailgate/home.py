@@ -115,17 +115,54 @@ class Home:
         return cls(chosen)
 
     # -- layout -------------------------------------------------------------------------
-    dirprm = property(lambda self: self.path / "dirprm", doc="Parameter files.")
-    dirdat = property(lambda self: self.path / "dirdat", doc="Trails.")
-    dirchk = property(lambda self: self.path / "dirchk", doc="Checkpoints and the registry.")
-    dirrpt = property(lambda self: self.path / "dirrpt", doc="Process reports.")
-    dirdef = property(lambda self: self.path / "dirdef", doc="Definitions files.")
-    dirdsc = property(lambda self: self.path / "dirdsc", doc="Discard files.")
-    dircrd = property(lambda self: self.path / "dircrd", doc="The credential store.")
-    dirtmp = property(lambda self: self.path / "dirtmp", doc="Spill files.")
-    ggserr_log = property(lambda self: self.path / "ggserr.log", doc="The event log.")
-    globals_file = property(lambda self: self.path / "dirprm" / "GLOBALS",
-                            doc="The GLOBALS parameter file.")
+    @property
+    def dirprm(self) -> Path:
+        """Parameter files."""
+        return self.path / "dirprm"
+
+    @property
+    def dirdat(self) -> Path:
+        """Trails."""
+        return self.path / "dirdat"
+
+    @property
+    def dirchk(self) -> Path:
+        """Checkpoints and the registry."""
+        return self.path / "dirchk"
+
+    @property
+    def dirrpt(self) -> Path:
+        """Process reports."""
+        return self.path / "dirrpt"
+
+    @property
+    def dirdef(self) -> Path:
+        """Definitions files."""
+        return self.path / "dirdef"
+
+    @property
+    def dirdsc(self) -> Path:
+        """Discard files."""
+        return self.path / "dirdsc"
+
+    @property
+    def dircrd(self) -> Path:
+        """The credential store."""
+        return self.path / "dircrd"
+
+    @property
+    def dirtmp(self) -> Path:
+        """Spill files."""
+        return self.path / "dirtmp"
+
+    @property
+    def ggserr_log(self) -> Path:
+        """The event log."""
+        return self.path / "ggserr.log"
+    @property
+    def globals_file(self) -> Path:
+        """The GLOBALS parameter file."""
+        return self.path / "dirprm" / "GLOBALS"
 
     def create(self) -> Home:
         """Create the home and every subdirectory (idempotent); returns ``self``."""

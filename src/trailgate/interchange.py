@@ -30,7 +30,7 @@ from trailgate.model import (
     TransInd,
     unix_micros_from_julian,
 )
-from trailgate.trail import FileHeader, TrailReader, TrailWriter
+from trailgate.trail import FileHeader, TrailReader, TrailRecord, TrailWriter
 from trailgate.trail.header import DatabaseInfo, MachineInfo, ProducerInfo
 
 __all__ = ["add_arguments", "export_records", "import_records", "run_export", "run_import"]
@@ -51,11 +51,12 @@ def _value_json(value: bytes | None, kind: ColumnKind | None) -> dict[str, Any]:
     return {"hex": value.hex()}
 
 
-def _columns_json(values: dict[int, bytes | None] | None, table: TableDef | None) -> list | None:
+def _columns_json(values: dict[int, bytes | None] | None, table: TableDef | None
+                  ) -> list[dict[str, Any]] | None:
     if values is None:
         return None
     by_index = {c.index: c for c in table.columns} if table else {}
-    out = []
+    out: list[dict[str, Any]] = []
     for index in sorted(values):
         col = by_index.get(index)
         item: dict[str, Any] = {"index": index}
@@ -67,7 +68,7 @@ def _columns_json(values: dict[int, bytes | None] | None, table: TableDef | None
     return out
 
 
-def _columns_from_json(items: list | None, where: str) -> dict[int, bytes | None] | None:
+def _columns_from_json(items: list[Any] | None, where: str) -> dict[int, bytes | None] | None:
     if items is None:
         return None
     values: dict[int, bytes | None] = {}
@@ -179,7 +180,7 @@ def export_records(trail: str | Path, start: TrailPosition | None = None,
             txn_csn = txn_xid = None
 
 
-def _trans_ind(record) -> int:
+def _trans_ind(record: TrailRecord) -> int:
     if record.starts_transaction and record.ends_transaction:
         return TransInd.ONLY
     if record.starts_transaction:

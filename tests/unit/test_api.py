@@ -74,6 +74,19 @@ def test_trail_source_options() -> None:
     assert parsed.tables == ("hr.*", "emp")
 
 
+def test_capture_oracle_dumps_into_a_trail(tmp_path: Path) -> None:
+    oracle = Path(__file__).parents[1] / "fixtures" / "oracle"
+    dictionary = (Path(api.__file__).parent / "capture" / "oracle" / "examples"
+                  / "us03_dictionary.json")
+    capture: api.DumpCapture = api.capture_oracle_dumps(dictionary, [oracle / "single_insert.dmp"])
+    trail = tmp_path / "ea"
+    api.write_transactions(trail, capture, capture.tables)
+    (read,) = api.read_transactions(trail)
+    assert [c.table for c in read.transaction.changes] == ["US03.STUDENT"]
+    assert read.records[0].table_def == capture.tables["US03.STUDENT"]
+    assert capture.records > 0 and capture.open_at_end == []
+
+
 def test_run_group_names_a_missing_group(tmp_path: Path) -> None:
     home = api.Home(tmp_path)
     with pytest.raises(api.ConfigError, match="no group NOPE"):

@@ -9,13 +9,15 @@ against the source definition when the mapping is built, so an unknown column is
 
 from __future__ import annotations
 
+import enum
 import getpass
+import operator
 import os
 import socket
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from typing import Final
+from typing import Any, Final
 
 from trailgate.apply.records import TrailChange
 from trailgate.apply.values import julian_to_text, text_converter
@@ -32,18 +34,20 @@ from trailgate.params.model import (
     MapSpec,
 )
 
-__all__ = ["ABSENT", "Evaluator", "compile_condition", "compile_expr", "find_source_column",
-           "optype_name"]
+__all__ = ["ABSENT", "Evaluator", "Value", "compile_condition", "compile_expr",
+           "find_source_column", "optype_name"]
 
 
-class _Absent:
-    __slots__ = ()
+class _Absent(enum.Enum):
+    """The type of ABSENT: a one-member enum, so that ``x is ABSENT`` narrows ``x``'s type."""
+
+    ABSENT = 0
 
     def __repr__(self) -> str:
         return "ABSENT"
 
 
-ABSENT: Final = _Absent()
+ABSENT: Final = _Absent.ABSENT
 Value = str | None | _Absent
 Evaluator = Callable[[TrailChange, Values], Value]
 
@@ -143,8 +147,8 @@ def compile_expr(expr: Expr, source: TableDef, spec: MapSpec, group: str) -> Eva
         def column(tc: TrailChange, image: Values) -> Value:
             value = image.get(index, ABSENT)
             if value is None or value is ABSENT:
-                return value  # type: ignore[return-value]
-            return convert(value)  # type: ignore[arg-type]
+                return value
+            return convert(value)
         return column
     if isinstance(expr, FunctionCall):
         args = [a.value for a in expr.args if isinstance(a, Literal)]
@@ -178,13 +182,10 @@ def _number(text: str) -> Decimal | None:
         return None
 
 
-_COMPARE: dict[str, Callable[[object, object], bool]] = {
-    "=": lambda a, b: a == b,
-    "<>": lambda a, b: a != b,
-    "<": lambda a, b: a < b,  # type: ignore[operator]
-    ">": lambda a, b: a > b,  # type: ignore[operator]
-    "<=": lambda a, b: a <= b,  # type: ignore[operator]
-    ">=": lambda a, b: a >= b,  # type: ignore[operator]
+# two str or two Decimal (compare() below decides which)
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "<>": operator.ne, "<": operator.lt, ">": operator.gt,
+    "<=": operator.le, ">=": operator.ge,
 }
 
 

@@ -26,6 +26,7 @@ from trailgate.apply.expressions import (
     ABSENT,
     Evaluator,
     Predicate,
+    Value,
     compile_condition,
     compile_expr,
     find_source_column,
@@ -178,8 +179,9 @@ class TableMapping:
     def __post_init__(self) -> None:
         self.fields = tuple(_field(a) for a in self.assignments)
         self.key_fields = tuple(_field(a) for a in self.key)
-        if all(f[2] is not None for f in self.fields):
-            self.plain = tuple((name, i, conv) for name, i, conv, _ in self.fields)  # type: ignore[misc]
+        plain = tuple((name, i, conv) for name, i, conv, _ in self.fields if conv is not None)
+        if len(plain) == len(self.fields):
+            self.plain = plain
 
     @property
     def handle_collisions(self) -> bool:
@@ -280,7 +282,7 @@ class Mapper:
         schema, table = self.catalog.split(name)
         cached = self._targets.get((schema, table), ABSENT)
         if cached is not ABSENT:
-            return cached  # type: ignore[return-value]
+            return cached
         found = self.catalog.describe(schema, table)
         if found is None and not self.catalog.creates_tables:
             raise _err(spec, f"MAP {spec.source}, TARGET {spec.target}: target table "
@@ -301,11 +303,11 @@ class Mapper:
         """The mapping of source table ``source`` (None: no MAP takes it)."""
         cached = self._mappings.get(source, ABSENT)
         if cached is not ABSENT and (cached is None or table_def is None
-                                     or cached.source is table_def):  # type: ignore[union-attr]
-            return cached  # type: ignore[return-value]
-        if cached is not ABSENT and cached is not None and cached.source == table_def:  # type: ignore[union-attr]
-            cached.source = table_def  # type: ignore[union-attr]
-            return cached  # type: ignore[return-value]
+                                     or cached.source is table_def):
+            return cached
+        if cached is not ABSENT and cached is not None and cached.source == table_def:
+            cached.source = table_def
+            return cached
         spec = find_map(self.params.maps, source, self.params.map_excludes)
         mapping = None if spec is None else self._build(spec, source, table_def)
         self._mappings[source] = mapping
@@ -444,11 +446,11 @@ def map_change(mapping: TableMapping, tc: TrailChange) -> MappedChange | None:
             if convert is not None:
                 raw = after.get(index, ABSENT)
                 if raw is not ABSENT:
-                    values[name] = None if raw is None else convert(raw)  # type: ignore[arg-type]
+                    values[name] = None if raw is None else convert(raw)
             else:
-                v = evaluate(tc, after)
-                if v is not ABSENT:
-                    values[name] = v  # type: ignore[assignment]
+                value = evaluate(tc, after)
+                if value is not ABSENT:
+                    values[name] = value
     if op is OpType.INSERT:
         key_image = after
     elif op in (OpType.DELETE, OpType.PK_UPDATE):
@@ -463,12 +465,12 @@ def _key_values(mapping: TableMapping, tc: TrailChange, image: Values,
                 fallback: Values | None) -> dict[str, str | None]:
     key: dict[str, str | None] = {}
     for name, index, convert, evaluate in mapping.key_fields:
+        v: Value
         if convert is not None:
-            v = image.get(index, ABSENT)
-            if v is ABSENT and fallback is not None:
-                v = fallback.get(index, ABSENT)
-            if v is not ABSENT and v is not None:
-                v = convert(v)  # type: ignore[arg-type]
+            raw = image.get(index, ABSENT)
+            if raw is ABSENT and fallback is not None:
+                raw = fallback.get(index, ABSENT)
+            v = raw if raw is ABSENT or raw is None else convert(raw)
         else:
             v = evaluate(tc, image)
             if v is ABSENT and fallback is not None:
@@ -481,7 +483,7 @@ def _key_values(mapping: TableMapping, tc: TrailChange, image: Values,
                 f"{tc.change.op.label} record for {tc.change.table} at trail position "
                 f"{tc.position} does not carry key column {name} "
                 f"({mapping.key_kind} key); use KEYCOLS with columns the trail carries")
-        key[name] = v  # type: ignore[assignment]
+        key[name] = v
     if not key:
         raise MappingError(f"cannot locate the row in {mapping.target.qualified_name}: the "
                            f"{tc.change.op.label} record for {tc.change.table} at trail "

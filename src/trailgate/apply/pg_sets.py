@@ -66,7 +66,7 @@ class Stages:
         self.conn = conn
         self.names: dict[Shape, sql.Identifier] = {}
         self.used: set[Shape] = set()
-        self.join_setting: sql.Composable | None = None  # SET LOCAL for the joins, if any
+        self.join_setting: sql.Composed | None = None  # SET LOCAL for the joins, if any
         self._checked = False
         self._joins_set = False
 

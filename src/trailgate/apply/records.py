@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from trailgate.model import Change, TrailPosition
+
+if TYPE_CHECKING:
+    from trailgate.trail.reader import ReadTransaction
 
 __all__ = ["ApplyResult", "TableCounts", "TrailChange", "from_read_transactions"]
 
@@ -41,11 +45,11 @@ class TrailChange:
         return (self.csn, self.position)
 
 
-def from_read_transactions(transactions: Iterable[object]) -> Iterator[TrailChange]:
+def from_read_transactions(transactions: Iterable[ReadTransaction]) -> Iterator[TrailChange]:
     """TrailChanges from :meth:`TrailReader.transactions` results, in trail order."""
     for rt in transactions:
-        txn = rt.transaction  # type: ignore[attr-defined]
-        records = rt.records  # type: ignore[attr-defined]
+        txn = rt.transaction
+        records = rt.records
         last = len(records) - 1
         for i, rec in enumerate(records):
             if rec.change is None:
@@ -76,11 +80,11 @@ class TableCounts:
         return self.inserts + self.updates + self.deletes + self.truncates
 
     def add(self, other: TableCounts) -> None:
-        for name in self.__slots__:  # type: ignore[attr-defined]
+        for name in self.__slots__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 @dataclass(slots=True)

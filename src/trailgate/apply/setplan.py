@@ -32,7 +32,7 @@ messages.  Pure Python, no database here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,12 +72,22 @@ class SetPlan:
 
     mapping: TableMapping
     key_columns: tuple[str, ...]
-    delete_first: list[Key] | CopyRows = field(default_factory=list)
-    inserts: dict[tuple[str, ...], list[Row] | CopyRows] = field(default_factory=dict)
-    updates: dict[tuple[str, ...], list[Row] | CopyRows] = field(default_factory=dict)
-    delete_last: list[Key] | CopyRows = field(default_factory=list)
+    delete_first: Sequence[Key] | CopyRows = ()
+    inserts: Mapping[tuple[str, ...], Sequence[Row] | CopyRows] = field(default_factory=dict)
+    updates: Mapping[tuple[str, ...], Sequence[Row] | CopyRows] = field(default_factory=dict)
+    delete_last: Sequence[Key] | CopyRows = ()
     ordered: list[MappedChange] = field(default_factory=list)
     counts: TableCounts = field(default_factory=TableCounts)
+
+
+@dataclass(slots=True)
+class _Rows:
+    """The rows of a plan as plan_table collects them (spanplan's come as CopyRows)."""
+
+    delete_first: list[Key] = field(default_factory=list)
+    inserts: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
+    updates: dict[tuple[str, ...], list[Row]] = field(default_factory=dict)
+    delete_last: list[Key] = field(default_factory=list)
 
 
 def _moves_key(m: MappedChange, columns: tuple[str, ...], key: Key) -> Key | None:
@@ -101,7 +111,9 @@ def plan_table(mapping: TableMapping, changes: Sequence[MappedChange]) -> SetPla
     if mapping.target.triggers:
         return None
     columns = tuple(a.target.name for a in mapping.key)
-    plan = SetPlan(mapping, columns)
+    out = _Rows()
+    plan = SetPlan(mapping, columns, out.delete_first, out.inserts, out.updates,
+                   out.delete_last)
     if mapping.all_columns_key:
         plan.ordered = list(changes)
         return plan
@@ -132,7 +144,7 @@ def plan_table(mapping: TableMapping, changes: Sequence[MappedChange]) -> SetPla
             chains.pop(key, None)
     key_set = frozenset(columns)
     counts = plan.counts
-    inserts = plan.inserts
+    inserts = out.inserts
     for key, chain in chains.items():
         if len(chain) == 1:  # the usual case, inline
             m = chain[0]
@@ -146,12 +158,12 @@ def plan_table(mapping: TableMapping, changes: Sequence[MappedChange]) -> SetPla
                 rows.append(tuple(values.values()))
                 counts.inserts += 1
             elif op is OpType.UPDATE:
-                _update(plan, key, values, key_set)
+                _update(out, key, values, key_set)
                 counts.updates += 1
             else:
-                plan.delete_first.append(key)
+                out.delete_first.append(key)
                 counts.deletes += 1
-        elif not _fold_chain(plan, key, chain, key_set):
+        elif not _fold_chain(out, counts, key, chain, key_set):
             return _one_by_one(plan, changes)
     return plan
 
@@ -161,22 +173,21 @@ def _one_by_one(plan: SetPlan, changes: Sequence[MappedChange]) -> SetPlan:
     return SetPlan(plan.mapping, plan.key_columns, ordered=list(changes))
 
 
-def _update(plan: SetPlan, key: Key, values: dict[str, Any], key_set: frozenset[str]) -> None:
+def _update(out: _Rows, key: Key, values: dict[str, Any], key_set: frozenset[str]) -> None:
     sets = tuple(c for c in values if c not in key_set)
-    rows = plan.updates.get(sets)
+    rows = out.updates.get(sets)
     if rows is None:
-        rows = plan.updates[sets] = []
+        rows = out.updates[sets] = []
     rows.append(key + tuple(values[c] for c in sets))
 
 
-def _insert(plan: SetPlan, row: dict[str, Any]) -> None:
-    plan.inserts.setdefault(tuple(row), []).append(tuple(row.values()))
+def _insert(out: _Rows, row: dict[str, Any]) -> None:
+    out.inserts.setdefault(tuple(row), []).append(tuple(row.values()))
 
 
-def _fold_chain(plan: SetPlan, key: Key, chain: list[MappedChange],
+def _fold_chain(out: _Rows, counts: TableCounts, key: Key, chain: list[MappedChange],
                 key_set: frozenset[str]) -> bool:
     """Add one key's chain to the plan; False if the chain itself holds a collision."""
-    counts = plan.counts
     existed = chain[0].op is not OpType.INSERT  # what the chain's first change needs
     present = existed
     deleted_existing = False
@@ -207,14 +218,14 @@ def _fold_chain(plan: SetPlan, key: Key, chain: list[MappedChange],
             row = None
             counts.deletes += 1
     if existed and not deleted_existing:
-        _update(plan, key, updated, key_set)
+        _update(out, key, updated, key_set)
         return True
     if deleted_existing:
-        plan.delete_first.append(key)
+        out.delete_first.append(key)
     if row is not None:
-        _insert(plan, row)
+        _insert(out, row)
     elif not existed:  # inserted and deleted again: the insert still proves the key free
         assert first_insert is not None
-        _insert(plan, first_insert)
-        plan.delete_last.append(key)
+        _insert(out, first_insert)
+        out.delete_last.append(key)
     return True

@@ -60,14 +60,14 @@ def table_spec(spec_id: int, mapping: TableMapping, source: TableDef) -> tuple[A
             return None
         fields.append((index, slot, code))
     key = []
-    for name, index, convert, _ in mapping.key_fields:
-        slot = slots.get(name)
-        if convert is None or slot is None:
+    for name, index, key_convert, _ in mapping.key_fields:
+        key_slot = slots.get(name)
+        if key_convert is None or key_slot is None:
             return None
-        code = _code(convert)
-        if code is None or code != fields[slot][2] or index != fields[slot][0]:
+        code = _code(key_convert)
+        if code is None or code != fields[key_slot][2] or index != fields[key_slot][0]:
             return None
-        key.append((index, code, slot))
+        key.append((index, code, key_slot))
     if not key:
         return None
     n_source = max([c.index for c in source.columns] + [i for i, _, _ in fields]) + 1
@@ -123,16 +123,14 @@ def plan_span(data: bytes, start: int, end: int,
 def _set_plan(mapping: TableMapping, item: tuple[Any, ...]) -> SetPlan:
     _, inserts, updates, deletes, delete_first, insert_groups, update_groups, delete_last = item
     names = [name for name, _, _ in mapping.plain or ()]
-    plan = SetPlan(mapping, tuple(a.target.name for a in mapping.key))
+
+    def groups(items: list[tuple[Any, bytes, int]]) -> dict[tuple[str, ...], CopyRows]:
+        return {tuple(n for n, on in zip(names, mask, strict=True) if on): CopyRows(data, rows)
+                for mask, data, rows in items}
+
+    plan = SetPlan(mapping, tuple(a.target.name for a in mapping.key),
+                   () if delete_first is None else CopyRows(*delete_first),
+                   groups(insert_groups), groups(update_groups),
+                   () if delete_last is None else CopyRows(*delete_last))
     plan.counts.inserts, plan.counts.updates, plan.counts.deletes = inserts, updates, deletes
-    if delete_first is not None:
-        plan.delete_first = CopyRows(*delete_first)
-    if delete_last is not None:
-        plan.delete_last = CopyRows(*delete_last)
-    for mask, data, rows in insert_groups:
-        plan.inserts[tuple(n for n, on in zip(names, mask, strict=True) if on)] = CopyRows(
-            data, rows)
-    for mask, data, rows in update_groups:
-        plan.updates[tuple(n for n, on in zip(names, mask, strict=True) if on)] = CopyRows(
-            data, rows)
     return plan

@@ -85,7 +85,10 @@ def _map_array(values: list[dict[Any, Any] | None], type_: pa.MapType) -> pa.Arr
     """A map column from per-row dicts (``None``: a null map)."""
     if not any(v is not None for v in values):
         return pa.nulls(len(values), type_)
-    offsets, keys, items, nulls = [0], [], [], []
+    offsets: list[int] = [0]
+    keys: list[Any] = []
+    items: list[Any] = []
+    nulls: list[bool] = []
     for entries in values:
         if entries is None:
             nulls.append(True)
@@ -224,6 +227,8 @@ class ChangeColumns:
     def __len__(self) -> int:
         return len(self.ops)
 
+    # text, table_name: None only in rows of other kinds (a position or definition row always
+    # carries its text, a change row its table)
     def position(self, i: int) -> dict[str, Any]:
         return json.loads(self.texts[i])  # type: ignore[arg-type]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trailgate.params.names import find_map, target_name
+from trailgate.params.names import fill_target, find_map
 
 __all__ = ["Router"]
 
@@ -40,9 +40,9 @@ class Router:
             return table
         if table in self._cache:
             return self._cache[table]
-        spec = find_map(self.rules, table, self.excludes)  # type: ignore[arg-type]
+        spec = find_map(self.rules, table, self.excludes)
         out = None
         if spec is not None:
-            out = table if not spec.target else target_name(spec, table)  # type: ignore[arg-type]
+            out = table if not spec.target else fill_target(spec.target, table)
         self._cache[table] = out
         return out

@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
@@ -91,7 +92,7 @@ class Cluster:
         """True once ``create()`` has finished here."""
         return (self.data_dir / "PG_VERSION").exists() and self._state_file.exists()
 
-    def _state(self) -> dict[str, object]:
+    def _state(self) -> dict[str, Any]:
         try:
             return json.loads(self._state_file.read_text())
         except FileNotFoundError:
@@ -109,7 +110,7 @@ class Cluster:
 
     @property
     def port(self) -> int:
-        return int(self._state()["port"])  # type: ignore[call-overload]
+        return int(self._state()["port"])
 
     @property
     def superuser(self) -> str:
@@ -191,7 +192,7 @@ class Cluster:
         if self.status().running:
             return
         state = self._state()
-        port = int(state["port"])  # type: ignore[call-overload]
+        port = int(state["port"])
         if not _port_is_free(port):
             port = _free_port()
             self._save_state({**state, "port": port})
@@ -291,7 +292,7 @@ class Cluster:
 
     def _run(self, program: str, args: list[str], *, timeout: int) -> str:
         exe = postgres_bin_dir() / program
-        kwargs: dict[str, object] = {}
+        kwargs: dict[str, Any] = {}
         if self._as_root:
             uid, gid = self._ensure_os_user()
             kwargs = {"user": uid, "group": gid, "extra_groups": []}
@@ -302,7 +303,7 @@ class Cluster:
             try:
                 result = subprocess.run([str(exe), *args], stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=subprocess.STDOUT, text=True, env=env, cwd="/",
-                                        timeout=timeout, check=False, **kwargs)  # type: ignore[call-overload]
+                                        timeout=timeout, check=False, **kwargs)
             except subprocess.TimeoutExpired:
                 raise SourceError(f"{program} did not finish within {timeout} s for cluster "
                                   f"{self.data_dir}") from None

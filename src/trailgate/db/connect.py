@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from trailgate.errors import ConfigError, SourceError
@@ -29,6 +30,7 @@ __all__ = [
     "connect_failure",
     "describe",
     "login_conninfo",
+    "query_value",
     "session_conninfo",
 ]
 
@@ -42,7 +44,7 @@ def describe(conninfo: str) -> str:
         params = conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError:
         return "(unparsable connection string)"
-    user = params.get("user") or os.environ.get("PGUSER", "")
+    user = str(params.get("user") or os.environ.get("PGUSER", ""))
     host = params.get("host") or params.get("hostaddr") or os.environ.get("PGHOST", "localhost")
     port = params.get("port") or os.environ.get("PGPORT", "5432")
     db = params.get("dbname") or os.environ.get("PGDATABASE", user)
@@ -78,7 +80,18 @@ def session_conninfo(conninfo: str, *, timeout: int = DEFAULT_CONNECT_TIMEOUT,
         options = " ".join(f"-c {k}={v.replace(' ', '')}" for k, v in settings.items())
         params["options"] = f"{params.get('options', '')} {options}".strip()
     params.update(extra)
-    return make_conninfo(**params)
+    return make_conninfo("", **params)
+
+
+def query_value(conn: psycopg.Connection[Any], query: str | sql.Composed,
+                params: tuple[Any, ...] = ()) -> Any:
+    """The one value a query gives (``SHOW``, ``SELECT f(…)``): its first row's first column;
+    a ``SourceError`` naming the query if it gives no row."""
+    row = conn.execute(query, params).fetchone()
+    if row is None:
+        text = query if isinstance(query, str) else query.as_string(conn)
+        raise SourceError(f"{text} returned no row")
+    return row[0]
 
 
 def connect_failure(conninfo: str, reason: str) -> SourceError:

@@ -74,7 +74,7 @@ def run_sql(conninfo: str, script: str) -> None:
     """Run a multi-statement script in one transaction."""
     try:
         with connect(conninfo) as conn, conn.transaction():
-            conn.execute(script)  # type: ignore[arg-type]
+            conn.execute(script)
     except SourceError:
         raise
     except Exception as exc:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING
 
 from trailgate.checkpoint import Checkpoint
 from trailgate.db.connect import connect
@@ -23,6 +23,9 @@ from trailgate.errors import TrailgateError
 from trailgate.home import Home
 from trailgate.process import lifecycle
 from trailgate.process.lifecycle import Status
+
+if TYPE_CHECKING:
+    from trailgate.ggsci.executor import TextOut
 
 __all__ = ["Group", "Pipeline", "PipelineError", "PipelineSpec", "available_stages"]
 
@@ -180,7 +183,7 @@ class Pipeline:
         return setup_file, start_file
 
     # -- GGSCI ----------------------------------------------------------------------------
-    def ggsci(self, scripts: str | Path | list[str | Path], out: TextIO,
+    def ggsci(self, scripts: str | Path | list[str | Path], out: TextOut,
               name: str = "demo") -> None:
         """Run obey files (or script texts) in one GGSCI session printing to ``out``."""
         from trailgate.ggsci.shell import Shell

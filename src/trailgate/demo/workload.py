@@ -53,7 +53,7 @@ def run_statements(conn: psycopg.Connection[Any], statements: Sequence[Statement
     rows = 0
     with conn.cursor() as cur:
         for text, params in statements:
-            cur.execute(text, params)  # type: ignore[arg-type]
+            cur.execute(text, params)
             rows += max(cur.rowcount, 0)
     return rows
 

@@ -66,11 +66,12 @@ class TableRules:
         self.env = env
         self._cache: dict[str, TableRule | None] = {}
 
-    def __getstate__(self) -> dict[str, object]:
-        return {"tables": self.tables, "excludes": self.excludes, "env": self.env}
+    def __getstate__(self) -> tuple[list[TableSpec], list[str], GroupEnv]:
+        return self.tables, self.excludes, self.env  # the cache stays behind
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["tables"], state["excludes"], state["env"])  # type: ignore[misc, arg-type]
+    def __setstate__(self, state: tuple[list[TableSpec], list[str], GroupEnv]) -> None:
+        self.tables, self.excludes, self.env = state
+        self._cache = {}
 
     def rule(self, table: str) -> TableRule | None:
         """The rule for ``table`` (``schema.table``), ``None`` if it is not captured."""
@@ -84,7 +85,7 @@ class TableRules:
                                                        parse_name(s.name))
                      and match_table(s.name, table)]
             wild = [s for s in self.tables if match_table(s.name, table)]
-            spec = (exact or wild or [None])[0]
+            spec = next(iter(exact or wild), None)
             found = TableRule(spec) if spec is not None else None
         self._cache[table] = found
         return found

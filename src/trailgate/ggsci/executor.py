@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol
 
 from trailgate.checkpoint import Checkpoint
 from trailgate.errors import ConfigError, TrailgateError
@@ -29,13 +29,20 @@ from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.process import lifecycle
 from trailgate.process.lifecycle import CommandFactory, Status
 
-__all__ = ["Executor", "GgsciError", "mask_secrets"]
+__all__ = ["Executor", "GgsciError", "TextOut", "mask_secrets"]
 
 _DEFAULT_MEGABYTES = 500
 _NOT_LOGGED_IN = "Not logged into database, use DBLOGIN."
 _SECRETS = (re.compile(r"(\bPASSWORD\s+)('[^']*'|\"[^\"]*\"|\S+)", re.IGNORECASE),
             re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.IGNORECASE),
             re.compile(r"(://[^:/@\s]+:)([^@\s]+)(?=@)"))
+
+
+class TextOut(Protocol):
+    """Where GGSCI prints: what it needs of a text stream (a file, or a wrapper of one)."""
+
+    def write(self, text: str, /) -> int: ...
+    def flush(self) -> None: ...
 
 
 class GgsciError(TrailgateError):
@@ -62,7 +69,7 @@ class Executor:
     obey files echo and number their commands like typed ones).
     """
 
-    def __init__(self, home: Home, out: TextIO, *, interactive: bool = False,
+    def __init__(self, home: Home, out: TextOut, *, interactive: bool = False,
                  history: CommandHistory | None = None,
                  run_command: CommandFactory | None = None,
                  start_wait: float = lifecycle.DEFAULT_START_WAIT,

@@ -295,13 +295,13 @@ def _trandata(cur: _Line, action: str) -> Command:
 
     def handle(opt: str) -> bool:
         if opt == "COLS" and action == "ADD":
-            if cur.peek() is None or cur.peek().kind is not Tok.LPAREN:  # type: ignore[union-attr]
+            if (tok := cur.peek()) is None or tok.kind is not Tok.LPAREN:
                 cur.fail("'(' after COLS")
             cur.i += 1
             cols = [cur.value("a column name")]
             while cur.comma():
                 cols.append(cur.value("a column name"))
-            if cur.peek() is None or cur.peek().kind is not Tok.RPAREN:  # type: ignore[union-attr]
+            if (tok := cur.peek()) is None or tok.kind is not Tok.RPAREN:
                 cur.fail("',' or ')' in COLS")
             cur.i += 1
             args["cols"] = tuple(cols)
@@ -409,7 +409,7 @@ def _add_trail(cur: _Line, kind: str) -> Command:
 def _checkpoint_table(cur: _Line, cls: type) -> Command:
     table = None if cur.at_end() else cur.table()
     cur.done()
-    return cls(table)  # type: ignore[no-any-return]
+    return cls(table)
 
 
 def _add(cur: _Line) -> Command:
@@ -544,7 +544,7 @@ def _group_verb(cur: _Line, verb: str) -> Command:
     _options(cur, handle, expected)
     cls = {"START": StartGroup, "STOP": StopGroup, "KILL": KillGroup, "STATS": StatsGroup,
            "LAG": LagGroup}[verb]
-    return cls(kind, name, **args)  # type: ignore[no-any-return]
+    return cls(kind, name, **args)
 
 
 def _alter(cur: _Line) -> Command:

@@ -15,12 +15,12 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from trailgate import __version__
 from trailgate.errors import TrailgateError
 from trailgate.ggsci.commands import Command, Repeat
-from trailgate.ggsci.executor import Executor, GgsciError, mask_secrets
+from trailgate.ggsci.executor import Executor, GgsciError, TextOut, mask_secrets
 from trailgate.ggsci.history import CommandHistory
 from trailgate.ggsci.parser import GgsciSyntaxError, parse_command, parse_obey
 from trailgate.home import Home
@@ -72,8 +72,8 @@ class _Exit(BaseException):
 class Shell:
     """One GGSCI session: numbering, echo, history, obey files, and error policy."""
 
-    def __init__(self, home: Home, out: TextIO, *, interactive: bool = False,
-                 **executor_options: object):
+    def __init__(self, home: Home, out: TextOut, *, interactive: bool = False,
+                 **executor_options: Any):
         self.home = home
         self.out = out
         self.interactive = interactive
@@ -81,7 +81,7 @@ class Shell:
         self.number = 1
         self.history = CommandHistory()
         self.executor = Executor(home, out, interactive=interactive, history=self.history,
-                                 on_obey=self._obey, **executor_options)  # type: ignore[arg-type]
+                                 on_obey=self._obey, **executor_options)
         self._obey_stack: list[Path] = []
 
     @property
@@ -107,7 +107,9 @@ class Shell:
         if isinstance(cmd, Repeat):
             text = self.history.resolve(cmd)
             self.print(mask_secrets(text.strip()))
-            cmd = parse_command(text)  # type: ignore[assignment]
+            repeated = parse_command(text)
+            assert repeated is not None  # the history holds only commands
+            cmd = repeated
         self.number += 1
         self.history.add(text)
         done = self.executor.execute(cmd, text)

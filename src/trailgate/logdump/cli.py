@@ -35,15 +35,16 @@ def run_lines(session: Session, lines: Iterable[str]) -> None:
 def _interactive(session: Session) -> None:
     try:
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory, InMemoryHistory
+        from prompt_toolkit.history import FileHistory, History, InMemoryHistory
     except ImportError:  # pragma: no cover - prompt_toolkit is a dependency
         _plain_prompt(session)
         return
+    history: History
     try:
         history = FileHistory(str(_HISTORY_FILE))
     except OSError:
         history = InMemoryHistory()
-    prompt = PromptSession(history=history)
+    prompt: PromptSession[str] = PromptSession(history=history)
     number = 1
     while True:
         try:

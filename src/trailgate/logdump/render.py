@@ -169,8 +169,8 @@ def _body(rec: RawRecord, table: TableDef | None, settings: Settings) -> list[st
             index, count, number, offset, piece = decode_lob_piece(data)
         except ValueError as exc:
             return [f"LOB piece: cannot read its header: {exc}"]
-        col = next((c for c in table.columns if c.index == index), None) if table else None
-        name = f" ({col.name})" if col else ""
+        lob_col = next((c for c in table.columns if c.index == index), None) if table else None
+        name = f" ({lob_col.name})" if lob_col else ""
         return [f"LOB piece {number} of {count} of column {index}{name}: offset {offset}, "
                 f"{len(piece)} bytes"]
     if io == OpType.RECORD_FRAGMENT:

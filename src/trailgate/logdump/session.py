@@ -186,7 +186,8 @@ class Session:
     def next(self, count: int = 1, match=None) -> int:
         """Show the next ``count`` records passing the filter (and ``match``); returns how
         many were shown."""
-        if self.require_file() is None:
+        file = self.require_file()
+        if file is None:
             return 0
         shown = suppressed = 0
         try:
@@ -197,7 +198,7 @@ class Session:
                     suppressed = 0
                     self.eof_message(entry)
                     break
-                self.rba = self.file.next_rba(entry)  # type: ignore[union-attr]
+                self.rba = file.next_rba(entry)
                 if not self.passes(entry) or (match is not None and not match(entry)):
                     suppressed += 1
                     continue

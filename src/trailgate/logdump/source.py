@@ -124,7 +124,7 @@ class TrailFile:
                 return Eof(rba, self.size - rba)
             buf = self.buf
         try:
-            record = decode_record(buf, rba, self.size)  # type: ignore[arg-type]
+            record = decode_record(buf, rba, self.size)
         except (ValueError, UnicodeDecodeError) as exc:
             raise self.error(f"{exc}; use SCANFORHEADER (SFH) to find the next good record",
                              rba) from None
@@ -144,7 +144,7 @@ class TrailFile:
             if pos < 0 or pos + 4 > self.size:
                 return None
             try:
-                decode_record(buf, pos, self.size)  # type: ignore[arg-type]
+                decode_record(buf, pos, self.size)
                 return pos
             except (ValueError, UnicodeDecodeError):
                 pos += 1

@@ -13,11 +13,22 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Protocol, TypeVar
 
 from trailgate.params.model import MapSpec
 
-__all__ = ["NamePart", "find_map", "match_table", "parse_name", "resolve_map",
-           "split_name"]
+__all__ = ["NamePart", "fill_target", "find_map", "match_table", "parse_name", "resolve_map",
+           "split_name", "target_name"]
+
+
+class _Sourced(Protocol):
+    """A rule with a source table pattern (a MAP, a pump's TABLE)."""
+
+    @property
+    def source(self) -> str: ...
+
+
+_Rule = TypeVar("_Rule", bound=_Sourced)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +120,13 @@ def _excluded(table: str, excludes: Iterable[str]) -> bool:
     return any(match_table(x, table) for x in excludes)
 
 
-def find_map(maps: Sequence[MapSpec], source: str,
-             excludes: Iterable[str] = ()) -> MapSpec | None:
+def find_map(maps: Sequence[_Rule], source: str,
+             excludes: Iterable[str] = ()) -> _Rule | None:
     """The MAP that applies to ``source``: an exact-name MAP first, else the first wildcard
     MAP in file order; ``None`` if none does or ``source`` matches a MAPEXCLUDE."""
     if _excluded(source, excludes):
         return None
-    best: MapSpec | None = None
+    best: _Rule | None = None
     for spec in maps:
         if match_table(spec.source, source) and (
                 best is None or _specificity(spec.source) < _specificity(best.source)):
@@ -134,12 +145,17 @@ def _substitute(target: NamePart, source: NamePart) -> str:
 
 def target_name(spec: MapSpec, source: str) -> str:
     """The target of ``spec`` for ``source``, with target wildcards filled in."""
-    tparts = parse_name(spec.target)
+    return fill_target(spec.target, source)
+
+
+def fill_target(target: str, source: str) -> str:
+    """Target pattern ``target`` for table ``source``, its wildcards filled in."""
+    tparts = parse_name(target)
     sparts = parse_name(source)
     if len(sparts) > len(tparts):
         sparts = sparts[len(sparts) - len(tparts):]
     elif len(sparts) < len(tparts):
-        raise ValueError(f"source {source!r} has fewer name parts than target {spec.target!r}")
+        raise ValueError(f"source {source!r} has fewer name parts than target {target!r}")
     return ".".join(_substitute(t, s) for t, s in zip(tparts, sparts, strict=True))
 
 

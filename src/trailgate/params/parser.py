@@ -168,7 +168,7 @@ def _rmthost(cur: Cursor, st: _State) -> None:
         if not key:
             cur.error("RMTHOST: expected an option name such as MGRPORT")
         words = []
-        while not cur.at_end() and cur.peek().kind is not Tok.COMMA:  # type: ignore[union-attr]
+        while (tok := cur.peek()) is not None and tok.kind is not Tok.COMMA:
             words.append(cur.value("an option value"))
         options[key] = " ".join(words)
     st.params.rmthost = options

@@ -75,8 +75,10 @@ def _read(trail: str, lower: TrailPosition, upper: TrailPosition
             if len(data) != stop - start:
                 return None
             if seq != upper.seqno:
-                end, _, _, _, _, in_metadata, _, _, broken = speedups.scan_records(
-                    data, 0, len(data), _CLEAN, -1, None, None)
+                scanned = speedups.scan_records(data, 0, len(data), _CLEAN, -1, None, None)
+                if scanned is None:
+                    return None
+                end, _, _, _, _, in_metadata, _, _, broken = scanned
                 if end != len(data) or in_metadata or broken:
                     return None  # a record cut by a crash: the reader's business
             segments.append(Segment(offset, seq, start))

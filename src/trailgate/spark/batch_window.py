@@ -37,7 +37,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsDunderGT
 
 __all__ = ["IDLE_SECONDS", "PATIENT_OPTION", "POLL_MAX_SECONDS", "POLL_SECONDS",
            "QUIET_SECONDS", "WINDOW_OPTION", "ZERO_TRIGGER", "BatchWindow", "stop_requested",
@@ -70,7 +73,8 @@ def stop_requested(stop_file: str | None) -> bool:
     return stop_file is not None and os.path.exists(stop_file)
 
 
-Offset = TypeVar("Offset")  # an offset: anything ordered (an LSN, a TrailPosition)
+# an offset: anything ordered (an LSN, a TrailPosition)
+Offset = TypeVar("Offset", bound="SupportsDunderGT[Any]")
 
 
 class BatchWindow(Generic[Offset]):

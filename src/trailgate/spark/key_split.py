@@ -24,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from trailgate.changes.routing import Router
 from trailgate.checkpoint import atomic_write_text
@@ -42,14 +44,19 @@ MIN_RECORD_BYTES = 46
 _SINGLE_OPS = frozenset({int(OpType.PK_UPDATE), int(OpType.TRUNCATE), int(OpType.DDL)})
 
 
+@dataclass(frozen=True, slots=True)
+class _SingleMarker:
+    router: Router
+    io_types: ClassVar[frozenset[int]] = _SINGLE_OPS  # the C scan asks only these
+
+    def __call__(self, io_type: int, table: str) -> bool:
+        return io_type in _SINGLE_OPS and self.router.route(table) is not None
+
+
 def single_marker(router: Router) -> Callable[[int, str], bool]:
     """The ``scan_boundary`` mark for records that keep a batch whole: a PK update,
     truncate or DDL of a table the router keeps."""
-
-    def single(io_type: int, table: str) -> bool:
-        return io_type in _SINGLE_OPS and router.route(table) is not None
-    single.io_types = _SINGLE_OPS  # type: ignore[attr-defined]  # the C scan asks only these
-    return single
+    return _SingleMarker(router)
 
 
 def scan_hint_file(split: str | Path) -> Path:

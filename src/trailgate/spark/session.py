@@ -129,11 +129,11 @@ def get_spark(
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    key = id(spark)
-    if key not in _registered:
+    spark_id = id(spark)
+    if spark_id not in _registered:
         spark.sparkContext.setLogLevel("ERROR")
         spark.dataSource.register(TrailDataSource)
-        _registered.add(key)
+        _registered.add(spark_id)
     return spark
 
 

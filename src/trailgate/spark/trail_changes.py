@@ -27,6 +27,7 @@ The Replicat reads the compact *apply rows* (:mod:`trailgate.changes.apply_rows`
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ class TrailChangesDataSource(TrailDataSource):
 
     def streamReader(self, schema: Any) -> TrailChangesStreamReader:
         o = self.options
-        trail_opts = o.copy()  # still case-insensitive: Spark keeps option names lower case
+        trail_opts = copy.copy(o)  # still case-insensitive: Spark keeps option names lower case
         trail_opts.pop("tables", None)  # here a routing rule set, not the trail source's list
         opts = parse_options(trail_opts, streaming=True)
         tables = json.loads(o.get("tables") or "{}")

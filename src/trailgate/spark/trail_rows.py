@@ -15,7 +15,7 @@ Which rows a range yields — the rule both batch and streaming reads rely on:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -67,7 +67,7 @@ class _MapColumn:
         self.items: list[str | None] = []
         self.nulls: list[bool] = []
 
-    def add(self, entries: dict[str, str | None] | None) -> None:
+    def add(self, entries: Mapping[str, str | None] | None) -> None:
         if entries is None:
             self.nulls.append(True)
         else:

@@ -60,7 +60,7 @@ __all__ = ["MESSAGE_SCHEMA", "SinkOptions", "TrailAppender", "TrailCommitMessage
            "TrailDataSource", "TrailStreamWriter", "commit_checkpoint", "message_json",
            "message_of", "write_change_batches", "write_in_task", "write_task"]
 
-_STAT_KIND = {
+_STAT_KIND: dict[int, str] = {  # by IO type
     OpType.INSERT: "insert", OpType.UPDATE: "update", OpType.FIELD_COMP: "update",
     OpType.PK_UPDATE: "update", OpType.DELETE: "delete", OpType.TRUNCATE: "truncate",
     OpType.DDL: "ddl",
@@ -253,14 +253,14 @@ def _durable(opts: SinkOptions, writer: TrailWriter, last: LastWritten, tally: _
         if kind is not None:
             per_table = counts.setdefault(table, {})
             per_table[kind] = per_table.get(kind, 0) + n
-    position = writer.flush()  # durable before anything says so
+    flushed = writer.flush()  # durable before anything says so
+    position: TrailPosition | None = None  # None: nothing written in this run yet
     if writer.current_file is not None:
+        position = flushed
         save_state(Path(opts.state_file), SinkState(
             run_id=opts.run_id, trail=opts.trail, seqno=position.seqno, length=position.rba,
             tables=writer.tables_in_file, last=last, last_io_time=writer.last_io_time,
             batch_id=batch_id))
-    else:
-        position = None  # nothing written in this run yet
     return TrailCommitMessage(
         trail=opts.label, last_csn=last.csn,
         position=None if position is None else (position[0], position[1]),

@@ -12,10 +12,17 @@ is read once, at import.
 from __future__ import annotations
 
 import importlib
+import mmap
 import os
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
+from typing import Protocol, TypeVar, cast
 
-__all__ = ["PURE_PYTHON_ENV", "load_optional", "speedups"]
+from trailgate.model import ColumnKind, OpType
+
+__all__ = ["PURE_PYTHON_ENV", "Speedups", "load_optional", "speedups"]
+
+_T = TypeVar("_T")
 
 PURE_PYTHON_ENV = "TRAILGATE_PURE_PYTHON"
 
@@ -31,5 +38,33 @@ def load_optional(name: str) -> ModuleType | None:
         return None
 
 
+class Speedups(Protocol):
+    """What ``_speedups.c`` exports (its method table), typed: each returns ``None`` for what
+    it leaves to the Python code."""
+
+    def decode_columns(self, data: bytes, fixed: frozenset[int] | None, start: int,
+                       end: int, /) -> dict[int, bytes | None] | None: ...
+    def decode_record(self, buf: bytes | mmap.mmap, pos: int, end: int, record_class: type[_T], /
+                      ) -> _T | None: ...
+    def encode_columns(self, values: Mapping[int, bytes | None], kinds: Sequence[ColumnKind] | None,
+                       widths: Sequence[int | None] | None, /) -> bytes | None: ...
+    def encode_record(self, io_type: int, table: str, data: bytes, io_time: int,
+                      audit_pos: int, audit_rba: int, trans_ind: int, before_after: int,
+                      continued: int, rowid: str | None, csn: int | None, xid: str | None,
+                      tokens: Mapping[str, str] | None, /) -> bytes | None: ...
+    def decode_change(self, record: object, fixed: frozenset[int] | None,
+                      data: bytes | None, change_class: type[_T], op_types: Mapping[int, OpType], /
+                      ) -> _T | None: ...
+    def scan_records(self, buf: bytes, pos: int, end: int,
+                     state: tuple[bool, int, bool, bool, int, bool], max_records: int,
+                     mark: Callable[[int, str], object] | None,
+                     mark_types: frozenset[int] | None, /
+                     ) -> tuple[int, int, int, int, int, int, int, int, int] | None: ...
+    def split_records(self, blob: bytes, /) -> tuple[list[bytes], bytes] | None: ...
+    def register_dataclass(self, cls: type, /) -> bool: ...
+    def set_column_kinds(self, variable_kinds: frozenset[ColumnKind], char: ColumnKind,
+                         date: ColumnKind, timestamp: ColumnKind, /) -> None: ...
+
+
 #: The C module, or ``None`` when the pure-Python codec is in use.
-speedups: ModuleType | None = load_optional("trailgate.trail._speedups")
+speedups = cast("Speedups | None", load_optional("trailgate.trail._speedups"))

@@ -11,6 +11,7 @@ import platform
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -225,7 +226,7 @@ def _csn(csn: int) -> bytes:
     return (bytes((len(text),)) + text).ljust(CSN_FIELD, b"\x00")
 
 
-def _opt(value, encode, size: int) -> tuple[int, bytes]:
+def _opt(value: int | None, encode: Callable[[int], bytes], size: int) -> tuple[int, bytes]:
     return (0, encode(value)) if value is not None else (UNSET, b"\x00" * size)
 
 
@@ -385,9 +386,9 @@ def _apply(h: FileHeader, group: int, ttype: int, flag: int, v: bytes, offset: i
         elif ttype == 0x31:
             p.data_source = _int(v)
         elif 0x32 <= ttype <= 0x36:
-            parts = list(p.version)
-            parts[ttype - 0x32] = _int(v)
-            p.version = tuple(parts)  # type: ignore[assignment]
+            a, b, c, n, e = (_int(v) if i == ttype - 0x32 else old
+                             for i, old in enumerate(p.version))
+            p.version = (a, b, c, n, e)
         elif ttype == 0x37:
             p.version_string = _string(v)
     elif group == 0x34 and ttype == 0x30:

@@ -142,12 +142,12 @@ def decode_tabledef(data: bytes) -> TableDef:
             )
         if int(table.get("H", len(columns))) != len(columns):
             raise ValueError(f"column count H={table['H']} but {len(columns)} columns defined")
-        key = [k for k in table.get("T", "").split(",") if k]
+        key_columns = [k for k in table.get("T", "").split(",") if k]
         return TableDef(
             schema=table["W"],
             name=table["X"],
             columns=columns,
-            key=key,
+            key=key_columns,
             key_kind=table.get("V", "PRIMARY"),
             object_id=_int_or_none(table.get("S", "")),
         )

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -184,7 +184,7 @@ class TrailReader:
                 return
             self._seq, self._rba = self._next_seq(seq), 0
 
-    def _read_file(self, seq: int, path: Path) -> Iterator[tuple[int, RawRecord]]:
+    def _read_file(self, seq: int, path: Path) -> Generator[tuple[int, RawRecord], None, bool]:
         """Yield the records of one file; returns True when the reader should go on to the
         next file, False when it should stop."""
         name = str(path)
@@ -321,12 +321,12 @@ class TrailReader:
         io_type = raw.io_type
         if io_type == OpType.METADATA:
             try:
-                table = decode_tabledef(data)
+                defined = decode_tabledef(data)
             except ValueError as exc:
                 raise self._error(f"metadata record: {exc}", record.position) from None
-            self.tables[table.qualified_name] = table
-            self._fixed.pop(table.qualified_name, None)
-            record.table_def = table
+            self.tables[defined.qualified_name] = defined
+            self._fixed.pop(defined.qualified_name, None)
+            record.table_def = defined
             return
         if io_type in _NOT_CHANGES or io_type not in _KNOWN_OPS:
             return
@@ -371,6 +371,7 @@ class TrailReader:
     def transactions(self) -> Iterator[ReadTransaction]:
         """Complete transactions, in trail order."""
         open_txn: ReadTransaction | None = None
+        changes: list[Change] = []  # open_txn's
         for record in self.records():
             if record.change is None and record.raw.io_type in (OpType.METADATA,):
                 continue
@@ -378,8 +379,9 @@ class TrailReader:
                 if open_txn is not None:
                     self._drop(open_txn)
                 raw = record.raw
+                changes = []
                 open_txn = ReadTransaction(
-                    Transaction(xid=raw.xid or "", csn=raw.csn or 0, changes=[],
+                    Transaction(xid=raw.xid or "", csn=raw.csn or 0, changes=changes,
                                 commit_time=raw.io_time),
                     start=record.position, end=record.end,
                 )
@@ -390,7 +392,7 @@ class TrailReader:
                          "this trail range; skipped", self.label, record.position)
                 continue
             if record.change is not None:
-                open_txn.transaction.changes.append(record.change)
+                changes.append(record.change)
                 open_txn.records.append(record)
                 open_txn.transaction.commit_time = record.change.io_time
             open_txn.end = record.end

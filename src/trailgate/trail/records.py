@@ -7,8 +7,10 @@ raises only ``ValueError`` (callers attach file and RBA).
 
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass
+from typing import TypedDict
 
 from trailgate.model import Change, ColumnKind, OpType, TableDef, TransInd
 from trailgate.trail._accel import speedups as _speedups
@@ -228,6 +230,25 @@ def _data_area(change: Change, table: TableDef | None) -> tuple[bytes, list[tupl
     return columns(change.after), lobs
 
 
+class _Common(TypedDict):
+    """encode_record's arguments every record of one change shares."""
+
+    table: str
+    io_time: int
+    audit_pos: int
+    audit_rba: int
+    trans_ind: int
+
+
+class _FirstArgs(TypedDict):
+    """encode_record's arguments only a change's first record carries."""
+
+    rowid: str | None
+    csn: int | None
+    xid: str | None
+    tokens: dict[str, str] | None
+
+
 def encode_change_records(
     change: Change,
     table: TableDef | None,
@@ -243,7 +264,7 @@ def encode_change_records(
     the first record only.
     """
     data, lobs = _data_area(change, table)
-    common = {
+    common: _Common = {
         "table": change.table,
         "io_time": change.io_time,
         "audit_pos": change.audit_pos,
@@ -251,13 +272,13 @@ def encode_change_records(
         "trans_ind": trans_ind,
     }
     before_after = 0x42 if change.op is OpType.DELETE else 0x41
-    first_args = {
+    first_args: _FirstArgs = {
         "rowid": change.rowid, "csn": csn, "xid": xid, "tokens": change.tokens,
     }
     try:
         records = [
             encode_record(io_type=change.op, data=data, before_after=before_after,
-                          **common, **first_args)  # type: ignore[arg-type]
+                          **common, **first_args)
         ]
     except ValueError:
         records = _fragments(change, data, before_after, common, first_args)
@@ -295,7 +316,7 @@ _MIDDLE = int(TransInd.MIDDLE)
 
 
 def _fragments(
-    change: Change, data: bytes, before_after: int, common: dict, first_args: dict
+    change: Change, data: bytes, before_after: int, common: _Common, first_args: _FirstArgs
 ) -> list[bytes]:
     """Split a record whose D area does not fit into one G record (IOType 161 follow-ons)."""
     name_len = len(change.table.encode("utf-8")) + 1
@@ -345,9 +366,9 @@ def encode_metadata_record(table: TableDef, io_time: int = 0) -> list[bytes]:
         return [encode_record(io_type=OpType.METADATA, table=change.table, data=data,
                               io_time=io_time)]
     except ValueError:
-        common = {"table": change.table, "io_time": io_time, "audit_pos": 0, "audit_rba": 0,
-                  "trans_ind": TransInd.ONLY}
-        first = {"rowid": None, "csn": None, "xid": None, "tokens": None}
+        common: _Common = {"table": change.table, "io_time": io_time, "audit_pos": 0,
+                           "audit_rba": 0, "trans_ind": TransInd.ONLY}
+        first: _FirstArgs = {"rowid": None, "csn": None, "xid": None, "tokens": None}
         return _fragments(change, data, 0x41, common, first)
 
 
@@ -407,13 +428,13 @@ def split_run(blob: bytes) -> tuple[list[bytes], bytes]:
     if _speedups is not None:  # the C version; None: let the code below say what is wrong
         split = _speedups.split_records(blob)
         if split is not None:
-            return split  # type: ignore[no-any-return]
+            return split
     records = split_records(blob)
     return records, bytes(r[IO_TYPE_OFFSET] if len(r) > IO_TYPE_OFFSET else 0
                           for r in records)
 
 
-def decode_record(buf: bytes, pos: int, end: int) -> RawRecord:
+def decode_record(buf: bytes | mmap.mmap, pos: int, end: int) -> RawRecord:
     """Decode the G record starting at ``pos``; the caller has checked it ends before ``end``.
 
     Raises ``ValueError`` describing the first inconsistency found.
@@ -480,7 +501,8 @@ def decode_record(buf: bytes, pos: int, end: int) -> RawRecord:
     )
 
 
-def _decode_t(buf: bytes, p: int, end: int) -> tuple[str | None, int | None, str | None]:
+def _decode_t(buf: bytes | mmap.mmap, p: int, end: int
+              ) -> tuple[str | None, int | None, str | None]:
     rowid = csn = xid = None
     while p < end:
         if p + 4 > end:
@@ -503,7 +525,7 @@ def _decode_t(buf: bytes, p: int, end: int) -> tuple[str | None, int | None, str
     return rowid, csn, xid
 
 
-def _decode_tokens(buf: bytes, p: int, end: int) -> dict[str, str]:
+def _decode_tokens(buf: bytes | mmap.mmap, p: int, end: int) -> dict[str, str]:
     tokens: dict[str, str] = {}
     while p < end:
         if p + 2 > end:

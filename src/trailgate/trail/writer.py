@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from trailgate.model import Change, TableDef, TrailPosition, Transaction, TransInd
+from trailgate.model import Change, OpType, TableDef, TrailPosition, Transaction, TransInd
 from trailgate.trail.header import (
     COMPATIBILITY_LEVEL,
     DatabaseInfo,
@@ -237,7 +237,7 @@ class TrailWriter:
     def write_comment(self, text: str) -> None:
         """Write a GGSComment record (Logdump's SAVE brackets saved data with them)."""
         self.begin_transaction("", 0)
-        self.add_change(Change(op=205, table="GGS_COMMENT", text=text), None)  # type: ignore[arg-type]
+        self.add_change(Change(op=OpType.COMMENT, table="GGS_COMMENT", text=text), None)
         self.commit_transaction()
 
     def start_file(self, header: FileHeader | None = None) -> None:

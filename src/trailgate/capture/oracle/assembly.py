@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +106,7 @@ def _xid(rec: RedoRecord, c: RowChange | DirectLoad, undo: UndoRecord | None,
                   f"belongs to: no 'op: F xid:' and no single 5.1 xid in its redo record")
 
 
-def merge_threads(streams: dict[int, Iterable[RecordEvents]]) -> Iterator[RecordEvents]:
+def merge_threads(streams: Mapping[int, Iterable[RecordEvents]]) -> Iterator[RecordEvents]:
     """Each thread's records checked for order, all threads merged by SCN (RAC)."""
     return heapq.merge(*(_checked(t, s) for t, s in streams.items()),
                        key=lambda r: (r.scn, r.thread))

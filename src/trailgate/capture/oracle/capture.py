@@ -15,7 +15,7 @@ restart neither loses nor repeats a transaction.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +43,20 @@ _PEEK = RBA(0xFFFFFF, 0, 0)  # parse no change bodies when only the first header
 
 def capture_oracle_dumps(dictionary_path: str | Path, dump_paths: Iterable[str | Path], *,
                          on_unknown: OnUnknown = "stop", resume: dict[str, Any] | None = None,
-                         **buffer_options: Any) -> DumpCapture:
+                         spill_threshold: int = 16 << 20, memory_budget: int = 128 << 20,
+                         spill_dir: str | None = None) -> DumpCapture:
     """Committed transactions of some ``ALTER SYSTEM DUMP LOGFILE`` traces.
 
     The result is an iterator of ``model.Transaction``; its ``tables`` attribute holds the
     TableDefs (``SCHEMA.TABLE`` -> TableDef) the trail writer needs.  ``on_unknown`` decides
     what redo for an object or column missing from the dictionary does: ``"stop"`` raises
-    SourceError, ``"skip"`` warns and writes no record for that change.
+    SourceError, ``"skip"`` warns and writes no record for that change.  ``resume`` is a
+    :meth:`DumpCapture.checkpoint`; a transaction larger than ``spill_threshold`` bytes, or
+    all open ones past ``memory_budget``, spill to files in ``spill_dir``.
     """
     return DumpCapture(Dictionary.load(dictionary_path), dump_paths, on_unknown=on_unknown,
-                       resume=resume, **buffer_options)
+                       resume=resume, spill_threshold=spill_threshold,
+                       memory_budget=memory_budget, spill_dir=spill_dir)
 
 
 class DumpCapture:
@@ -90,17 +94,31 @@ class DumpCapture:
         """Restart state as of the last transaction handed out (JSON-serialisable)."""
         return self.assembler.checkpoint()
 
-    rolled_back = property(lambda self: self.assembler.rolled_back)
-    open_at_end = property(lambda self: self.assembler.open_at_end)
-    last_commit_scn = property(lambda self: self.assembler.last_commit_scn)
-    records = property(lambda self: self.assembler.records,
-                       doc="redo records read (with their changes), for summaries")
+    @property
+    def rolled_back(self) -> list[str]:
+        """The XIDs of the transactions rolled back."""
+        return self.assembler.rolled_back
+
+    @property
+    def open_at_end(self) -> list[str]:
+        """The XIDs of the transactions still open at the end of the dumps (not emitted)."""
+        return self.assembler.open_at_end
+
+    @property
+    def last_commit_scn(self) -> int | None:
+        """The SCN of the last commit handed out."""
+        return self.assembler.last_commit_scn
+
+    @property
+    def records(self) -> int:
+        """Redo records read (with their changes), for summaries."""
+        return self.assembler.records
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
         log.warning(message)
 
-    def _run(self) -> Iterator[Transaction]:
+    def _run(self) -> Generator[Transaction, None, None]:
         try:
             threads = files_by_thread(self.paths)
             streams = {t: self._events(t, paths) for t, paths in threads.items()}

@@ -398,9 +398,9 @@ class DirectLoad(ChangeVector):
         self.xid = xids.pop()
         nrow = -1
         while (tok := cur.peek()) is not None and tok != "block_row_dump:":
-            m = _NROW.fullmatch(tok)
-            if m and nrow < 0:
-                nrow = int(m[1])
+            counted = _NROW.fullmatch(tok)
+            if counted and nrow < 0:
+                nrow = int(counted[1])
             cur.next()
         cur.expect("block_row_dump:")
         while cur.peek() != "end_of_block_dump":

@@ -12,10 +12,13 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from trailgate.errors import ConfigError, SourceError, TrailgateError
 from trailgate.model import Transaction
+
+if TYPE_CHECKING:
+    from trailgate.capture.oracle.rowchanges import OnUnknown
 
 __all__ = ["add_arguments", "capture_to_trail", "run"]
 
@@ -74,7 +77,7 @@ class Summary:
 
 
 def capture_to_trail(dictionary: str | Path, dumps: list[str | Path], trail: str | Path, *,
-                     on_unknown: str = "stop", megabytes: int = 500,
+                     on_unknown: OnUnknown = "stop", megabytes: int = 500,
                      home: str | Path | None = None) -> Summary:
     """Capture ``dumps`` into ``trail``; on any error remove this run's files and re-raise."""
     from trailgate.capture.oracle import capture_oracle_dumps
@@ -89,7 +92,7 @@ def capture_to_trail(dictionary: str | Path, dumps: list[str | Path], trail: str
     first_seq = writer.position.seqno
     summary = Summary()
     try:
-        capture = capture_oracle_dumps(dictionary, dumps, on_unknown=on_unknown)  # type: ignore[arg-type]
+        capture = capture_oracle_dumps(dictionary, dumps, on_unknown=on_unknown)
         try:
             for txn in capture:
                 writer.write_transaction(txn, capture.tables)

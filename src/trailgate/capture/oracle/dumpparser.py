@@ -9,7 +9,7 @@ upper-case hex digit or a nine-digit SCN is rejected, never guessed at).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -71,7 +71,8 @@ _NUMBERS = [str(i) for i in range(256)]
 _OP_CLASSES: dict[tuple[str, ...], tuple[int, int, type[ChangeVector] | None]] = {}
 
 
-def parse_dump(path: str | Path, *, start: RBA | None = None) -> Iterator[RedoRecord]:
+def parse_dump(path: str | Path, *, start: RBA | None = None
+               ) -> Generator[RedoRecord, None, None]:
     """Yield the redo records of one dump file in file order.
 
     Records whose RBA is below ``start`` are yielded with their header only (no changes):

@@ -132,7 +132,9 @@ def _columns(text: str, pos: int, count: int,
 
     Checked in bulk (list comparisons, one ``bytes.fromhex`` for all values) because a
     Python statement per column costs more than the regex that finds them."""
-    end = _BLOCK.match(text, pos).end()  # type: ignore[union-attr]
+    block = _BLOCK.match(text, pos)
+    assert block is not None  # the pattern matches the empty string
+    end = block.end()
     items = _ITEM.findall(text, pos, end)
     if len(items) != count or count > 1000:
         return _columns_exact(text, pos, count, sequential)
@@ -297,13 +299,12 @@ def _commit(c: Commit, text: str) -> bool:
 def fast_body(change: object, text: str, line0: int) -> bool:
     """Decode ``text`` (a change body, supplemental data cut off) into ``change``; ``False``
     when the reference parser must decide.  ``line0`` is the line ``text`` starts on."""
-    t = type(change)
-    if t is UndoRecord:
-        return _undo_record(change, text, line0)  # type: ignore[arg-type]
-    if t is RowChange:
-        return _row_change(change, text, line0)  # type: ignore[arg-type]
-    if t is UndoHeader:
-        return _undo_header(change, text)  # type: ignore[arg-type]
-    if t is Commit:
-        return _commit(change, text)  # type: ignore[arg-type]
+    if isinstance(change, UndoRecord):
+        return _undo_record(change, text, line0)
+    if isinstance(change, RowChange):
+        return _row_change(change, text, line0)
+    if isinstance(change, UndoHeader):
+        return _undo_header(change, text)
+    if isinstance(change, Commit):
+        return _commit(change, text)
     return False

@@ -7,6 +7,7 @@ parsed as a stream of whitespace-separated tokens, each remembering its line for
 
 from __future__ import annotations
 
+import builtins
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -169,7 +170,7 @@ class Cursor:
             raise self.error(f"expected a number after {label or 'this'} but found {tok!r}")
         return int(tok)
 
-    def hex(self, label: str | None = None, width: int | None = None) -> int:
+    def hex(self, label: str | None = None, width: builtins.int | None = None) -> builtins.int:
         if label is not None:
             self.expect(label)
         tok = self.next("a hex number")
@@ -189,7 +190,7 @@ class Cursor:
             raise self.error(f"expected {what} but found {tok!r}")
         return m
 
-    def hex_bytes(self, count: int) -> bytes:
+    def hex_bytes(self, count: builtins.int) -> bytes:
         """``count`` two-digit lower-case hex byte tokens."""
         if count == 0:
             return b""

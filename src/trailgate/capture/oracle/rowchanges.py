@@ -79,6 +79,7 @@ class RowBuilder:
                                                                   kdo.columns))]
             if kdo.op == "QMI":
                 return [self._insert(record, change, table, row) for row in kdo.rows]
+            assert undo is not None  # _check_undo raised for a DRP or URP without one
             if kdo.op == "DRP":
                 return [self._delete(record, change, table, undo)]
             return [self._update(record, change, table, undo)]
@@ -239,6 +240,7 @@ class RowBuilder:
                               f"row (flag 0x{kdo.flag:02x}) without supplemental data: its "
                               f"columns cannot be placed")
         new = self._piece(record, change, table, kdo.columns, offset)
+        assert undo.kdo is not None  # _check_undo made sure
         old = self._piece(record, change, table, undo.kdo.columns, offset)
         logged = self._supplemental(record, change, table, undo)
         known = {**old, **logged}

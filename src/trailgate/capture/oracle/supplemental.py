@@ -21,6 +21,7 @@ piece (chained rows, index clusters).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trailgate.errors import SourceError
@@ -69,7 +70,7 @@ def _hex(lines: list[tuple[int, str]], width: int, fail) -> bytes:
 
 
 def parse_supplemental(lines: list[tuple[int, str]],
-                       error: callable) -> SupplementalData:  # type: ignore[valid-type]
+                       error: Callable[[int, str], SourceError]) -> SupplementalData:
     """Parse a supplemental block; ``error(line, message)`` builds the SourceError to raise."""
 
     def fail(lineno: int, msg: str) -> SourceError:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg import errors as pgerrors
@@ -285,16 +285,17 @@ class PgCapture:
             return
         conn = self._reader_conn()
         self._reading = True
-        stream: Iterator[tuple[int, bytes]] | None = None
-        transactions: Iterator[CapturedTransaction] | None = None
+        stream: Generator[tuple[int, bytes], None, None] | None = None
+        transactions: Generator[CapturedTransaction, None, None] | None = None
         try:
             with conn.cursor(binary=True) as cur:
-                stream = cur.stream(
+                # psycopg types stream() an Iterator; it is a generator, closed to cancel
+                stream = cast("Generator[tuple[int, bytes], None, None]", cur.stream(
                     "SELECT (lsn - '0/0'::pg_lsn)::int8, data FROM "
                     "pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL, "
                     "'proto_version', '1', 'publication_names', %s, 'messages', 'true')",
                     (self.slot, None if upto_lsn is None else pgo.format_lsn(upto_lsn),
-                     pgo.quote_ident(self.publication)), size=self.chunk_rows)
+                     pgo.quote_ident(self.publication)), size=self.chunk_rows))
                 transactions = self._transactions(_row_spans(stream))
                 yield from self._deliver(transactions, max_transactions)
                 transactions.close()
@@ -317,7 +318,7 @@ class PgCapture:
             for gen in (transactions, stream):
                 if gen is not None:
                     with contextlib.suppress(psycopg.Error):
-                        gen.close()  # type: ignore[attr-defined]
+                        gen.close()
             self._read_done(not conn.closed)
 
     def _read_stream(self, stream: WalStream, max_transactions: int | None,
@@ -360,7 +361,8 @@ class PgCapture:
         if prev is not None and isinstance(prev.transaction.changes, SpilledChanges):
             prev.transaction.changes.path.unlink(missing_ok=True)
 
-    def _transactions(self, spans: Iterator[Span]) -> Iterator[CapturedTransaction]:
+    def _transactions(self, spans: Iterator[Span]
+                      ) -> Generator[CapturedTransaction, None, None]:
         """The transactions of a stream of spans (``fastpath.Span``), each taken whole.
 
         Runs of one table's row changes go to the C encoder (``rows_encoder``) in one call;

@@ -24,13 +24,13 @@ __all__ = ["CapturedChanges", "ChangeBuffer", "SpilledChanges", "TransactionChan
 
 
 def _decoded(item: Change | RawRow | EncodedRun, io_time: int) -> Iterator[Change]:
-    if type(item) is tuple:
-        yield decode_row(item, io_time)  # type: ignore[arg-type]
-    elif type(item) is EncodedRun:
+    if isinstance(item, tuple):
+        yield decode_row(item, io_time)
+    elif isinstance(item, EncodedRun):
         for record in item.records:
-            yield decode_encoded(item.table, record)  # type: ignore[union-attr]
+            yield decode_encoded(item.table, record)
     else:
-        yield item  # type: ignore[misc]
+        yield item
 
 
 class TransactionChanges(Sequence[Change]):

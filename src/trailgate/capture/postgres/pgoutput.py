@@ -9,6 +9,7 @@ stay as PostgreSQL's text output; ``types.py`` turns them into trail form.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -321,7 +322,7 @@ def _message(r: _Reader) -> LogicalMessage:
     return LogicalMessage(bool(flags & 1), lsn, prefix, r.raw(r.int32()))
 
 
-_DECODERS = {
+_DECODERS: dict[str, Callable[[_Reader], Message]] = {
     "B": _begin, "C": _commit, "O": _origin, "R": _relation, "Y": _type, "I": _insert,
     "U": _update, "D": _delete, "T": _truncate, "M": _message,
 }

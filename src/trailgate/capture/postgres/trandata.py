@@ -16,6 +16,7 @@ SCHEMATRANDATA event trigger (tables created later) select keys the same way.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import psycopg
 from psycopg import errors as pgerrors
 from psycopg import sql
 
+from trailgate.db.connect import query_value
 from trailgate.errors import ConfigError, SourceError
 
 __all__ = [
@@ -330,9 +332,10 @@ def add_trandata(conn: Conn, spec: str, *, cols: list[str] | None = None, nokey:
     lines: list[str] = []
     for oid, schema, table in tables:
         name = f"{schema}.{table}"
-        key_kind = _run(conn, f"ADD TRANDATA {name}", lambda oid=oid: conn.execute(
+        key_kind = _run(conn, f"ADD TRANDATA {name}", functools.partial(
+            query_value, conn,
             "SELECT trailgate.add_trandata(%s::oid::regclass, %s, %s, 'USER NAME', %s)",
-            (oid, cols, nokey, publication)).fetchone()[0])
+            (oid, cols, nokey, publication)))
         if key_kind == "ALL" and not nokey:
             lines.append(_stamp("WARNING", "OGG-06439", f"No unique key is defined for table "
                                 f"{name}. All viewable columns will be used as a key."))
@@ -366,7 +369,7 @@ def delete_trandata(conn: Conn, spec: str) -> list[str]:
             lines.append(f"Logging of supplemental redo data is already disabled for table "
                          f"{name}.")
             continue
-        _run(conn, f"DELETE TRANDATA {name}", lambda oid=oid: _drop_group(conn, oid))
+        _run(conn, f"DELETE TRANDATA {name}", functools.partial(_drop_group, conn, oid))
         lines.append(f"Logging of supplemental redo data disabled for table {name}.")
     return lines
 
@@ -500,7 +503,7 @@ def capture_warnings(conn: Conn, specs: list[str], *,
                 continue
             what = {"d": "its primary key", "i": "its replica identity index",
                     "f": "all columns"}[ident]
-            _run(conn, f"publishing {name}", lambda oid=oid: _publish(conn, publication, oid))
+            _run(conn, f"publishing {name}", functools.partial(_publish, conn, publication, oid))
             warnings.append(
                 f"WARNING: table {name} has no supplemental logging (ADD TRANDATA {name}); "
                 f"its updates and deletes carry {what}, as the log provides.")
@@ -514,4 +517,4 @@ def _publish(conn: Conn, publication: str, oid: int) -> None:
         return
     conn.execute(sql.SQL("ALTER PUBLICATION {} ADD TABLE {}").format(
         sql.Identifier(publication),
-        sql.SQL(conn.execute("SELECT %s::oid::regclass::text", (oid,)).fetchone()[0])))
+        sql.SQL(query_value(conn, "SELECT %s::oid::regclass::text", (oid,)))))

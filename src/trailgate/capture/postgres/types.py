@@ -191,10 +191,10 @@ def pg_text_from_trail(value: bytes, source_type: str) -> str:
         m = _TRAIL_DATE_RE.match(value)
         if m is None:
             return value.decode("utf-8")  # infinity, BC, year > 9999: stored as text
-        day, hh, mi, ss, frac = (g.decode("ascii") if g else None for g in m.groups())
+        day, hh, mi, ss = (g.decode("ascii") for g in m.group(1, 2, 3, 4))
         if kind is ColumnKind.DATE:
             return day
-        micros = (frac or "").ljust(9, "0")[:6]
+        micros = (m[5] or b"").decode("ascii").ljust(9, "0")[:6]
         text = f"{day} {hh}:{mi}:{ss}.{micros}"
         return text + "+00" if pgtype.with_time_zone else text
     return value.decode("utf-8")

@@ -30,7 +30,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import psycopg
@@ -166,7 +166,7 @@ class WalStream:
             if in_txn:
                 self._torn = True
 
-    def spans(self, end: int) -> Iterator[Span]:
+    def spans(self, end: int) -> Generator[Span, None, None]:
         """Every transaction committing in ``[position, end)`` as spans of the read-ahead
         buffer, ``(chunk, lo, hi)``: ``chunk[lo:hi]`` are ``(lsn, message)`` pairs, in
         order, with keepalives (message ``None``) among them; then ``position`` is ``end``.

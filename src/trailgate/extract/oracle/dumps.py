@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from trailgate.capture.oracle.assembly import RecordEvents
+    from trailgate.capture.oracle.rowchanges import OnUnknown
 
 __all__ = ["DUMP_SUFFIXES", "QUIET_SECONDS", "FileSummary", "OracleDumpConfig",
            "assemble_rows", "is_cached", "is_oracle_group", "list_dumps", "load_oracle_config",
@@ -71,7 +72,7 @@ class OracleDumpConfig:
     home: str
     dumpdir: str
     dictionary: str
-    on_unknown: str  # stop | skip
+    on_unknown: OnUnknown
     trail: str
     trail_label: str
     megabytes: int
@@ -143,7 +144,7 @@ def load_oracle_config(home: Home, group: str, *, process_id: int | None = None
     work = Path(home.dirtmp) / info.name.lower()
     return OracleDumpConfig(
         group=info.name, home=str(home.path), dumpdir=str(dump_path),
-        dictionary=str(dictionary), on_unknown=(opts.on_unknown or "STOP").lower(),
+        dictionary=str(dictionary), on_unknown="skip" if opts.on_unknown == "SKIP" else "stop",
         trail=trail, trail_label=label, megabytes=megabytes,
         rules=TableRules(params.tables, params.table_excludes, env),
         cache_dir=str(work / "oracle"), spill_dir=str(work),
@@ -228,7 +229,7 @@ def parse_file(cfg: OracleDumpConfig, path: str) -> FileSummary:
         except (ValueError, TypeError):
             pass  # damaged: parse again
     warnings: list[str] = []
-    builder = RowBuilder(Dictionary.load(cfg.dictionary), cfg.on_unknown,  # type: ignore[arg-type]
+    builder = RowBuilder(Dictionary.load(cfg.dictionary), cfg.on_unknown,
                          warn=warnings.append)
     tmp = events.with_suffix(f".tmp{os.getpid()}")
     first: RecordEvents | None = None
@@ -369,8 +370,8 @@ def assemble_rows(cfg: OracleDumpConfig, summaries: list[FileSummary],
         yield rows.take()
     finally:
         asm.close()
-    for lst in threads.values():  # files wholly before the restart point: never read again
-        for path in lst:
+    for paths in threads.values():  # files wholly before the restart point: never read again
+        for path in paths:
             s = by_path[path]
             if s.seq < start_seq.get(s.thread, -1):
                 forget(s)

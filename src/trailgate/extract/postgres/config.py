@@ -53,7 +53,6 @@ class ExtractConfig:
 
 
 def _conninfo(home: Home, params: ExtractParams) -> str:
-    where = {"path": params.path}
     if params.useridalias:
         cred = CredentialStore(home.path).get(params.useridalias,
                                               params.domain or "OracleGoldenGate")
@@ -62,7 +61,7 @@ def _conninfo(home: Home, params: ExtractParams) -> str:
         return login_conninfo(sourcedb=params.sourcedb, userid=params.userid,
                               password=params.password)
     raise ConfigError("the Extract needs a source database: add SOURCEDB conninfo, "
-                      "USERIDALIAS alias (or USERID user, PASSWORD pw)", **where)
+                      "USERIDALIAS alias (or USERID user, PASSWORD pw)", path=params.path)
 
 
 def _trail(home: Home, info: GroupInfo, params: ExtractParams) -> tuple[str, str, int]:

@@ -208,13 +208,12 @@ class _Emitter:
         index = 0  # of the change, for @GETENV's position in the transaction
         for item in items:
             out: Change | EncodedRun | None
-            if type(item) is EncodedRun:
+            if isinstance(item, EncodedRun):
                 out = item
                 index += len(item.records)
             else:
-                if type(item) is tuple:
-                    item = decode_row(item, io_time)
-                out = self.rules.apply(item, self.defs.get(item.table), csn, xid,
+                change = item if isinstance(item, Change) else decode_row(item, io_time)
+                out = self.rules.apply(change, self.defs.get(change.table), csn, xid,
                                        txn.commit_time, index, count)
                 index += 1
                 if out is None:
@@ -236,11 +235,11 @@ class _Emitter:
 
 def _add(rows: ChangeRowBuilder, out: Change | EncodedRun, csn: int, xid: str, io_time: int,
          last: bool) -> None:
-    if type(out) is EncodedRun:
+    if isinstance(out, EncodedRun):
         rows.add_packed(out.table.qualified_name, csn, xid, last, io_time,
                         b"".join(out.records))
     else:
-        rows.add_change(out, csn, xid, last)  # type: ignore[arg-type]
+        rows.add_change(out, csn, xid, last)
 
 
 def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = True

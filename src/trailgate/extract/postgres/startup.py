@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 from trailgate.capture.postgres.trandata import capture_warnings, resolve_tables
-from trailgate.db.connect import connect
+from trailgate.db.connect import connect, query_value
 from trailgate.errors import SourceError
 from trailgate.extract.postgres.config import ExtractConfig
 from trailgate.extract.postgres.source import advance_slot, slot_state, wait_for_slot
@@ -41,7 +41,7 @@ def check_source(cfg: ExtractConfig, resume_lsn: int | None) -> StartupReport:
     the trail, and a previous run may have stopped before telling the slot)."""
     report = StartupReport()
     with connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} start") as conn:
-        report.server_version = str(conn.execute("SHOW server_version").fetchone()[0])
+        report.server_version = str(query_value(conn, "SHOW server_version"))
         slot_state(conn, cfg.slot)  # a clear error when ADD EXTRACT was not run
         try:
             wait_for_slot(conn, cfg.slot, timeout=30)
