@@ -1,13 +1,10 @@
 """Parquet change logs: one row per change, typed before and after images.
 
-The Replicat writes these through Spark's file sink (one dataset per table); this module only
-builds the rows, as Arrow tables, so the same code runs in Spark workers and tests.
-
-A row holds the operation, the transaction (CSN, XID, commit time), the trail position, and
-the ``before`` and ``after`` images as structs whose fields are the table's columns, typed as
-a Delta target would type them.  A compressed update carries only some columns: the
-``after_columns`` / ``before_columns`` lists say which fields were in the record, so an absent
-column is not mistaken for a NULL.
+Only the rows, as Arrow tables (``apply.parquet`` writes the files), so the code runs in
+Spark's workers and tests alike: the operation, the transaction, the trail position and
+``before``/``after`` structs typed as a Delta target types them.  A compressed update
+carries only some columns, so ``before_columns``/``after_columns`` say which fields the
+record held and an absent column is not taken for a NULL.
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
 """The Replicat checkpoint table (``ADD|INFO|DELETE CHECKPOINTTABLE``) in PostgreSQL.
 
-A Replicat applying to PostgreSQL commits each partition of a micro-batch together with one
-row of this table, in the same database transaction.  After a crash, a replayed batch skips
-the partitions whose row exists: that is what makes apply exactly-once.  The table lives in
-the target database (the one DBLOGIN connected to):
-
-=============  ===========  =====================================================
-column         type         meaning
-=============  ===========  =====================================================
-group_name     text         the Replicat group (upper case)
-batch_id       bigint       the Spark micro-batch id
-partition      integer      the partition of the batch that was applied
-position       text         the trail position applied up to (``seqno:rba``)
-updated        timestamptz  when the row was written
-=============  ===========  =====================================================
-
-Primary key ``(group_name, batch_id, partition)``.  A Replicat that applies the trail as it
-grows (:mod:`trailgate.replicat.stream_apply`) keeps one row of its own instead, batch
-:data:`STREAM_BATCH` partition 0, whose position is where its next transaction starts
-(everything before it is applied): each transaction moves it from the position it read to
-its end, so a replay from an earlier position skips what the row covers.  The table's
-comment records when GGSCI created it, which ``INFO CHECKPOINTTABLE`` shows, as GoldenGate
-does.
+A Replicat commits each partition it applies together with a row of this table, in the same
+target transaction, so a replayed batch skips what was committed: that is what makes apply
+exactly-once.  A Replicat applying as the trail grows keeps one row of its own (batch
+:data:`STREAM_BATCH`), which each of its transactions moves.  Columns: docs/replicat.md,
+"PostgreSQL target"; the commands: docs/ggsci.md.
 """
 
 from __future__ import annotations

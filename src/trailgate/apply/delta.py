@@ -1,18 +1,11 @@
 """Apply changes to Delta Lake tables (``deltalake``), one merge commit per table per batch.
 
-Per batch and target table:
-
-1. if the table's log already holds the application transaction (``app_id`` = the group,
-   ``version`` ≥ batch id), the batch was applied: skip it;
-2. read the target rows of every key the batch touches;
-3. :func:`planner.fold` the changes over them in trail order (CSN, position): the last
-   change of each key wins, PK updates move rows, collisions are found as sequential apply
-   would find them;
-4. merge the end state in one commit carrying ``Transaction(group, batch_id)``.
-
-A missing table is created on first use from the mapping (the source definition and
-COLMAP), with the types of :func:`arrow_type`; an existing table's schema is used as it is.
-Delta has no keys: rows are located by KEYCOLS, else the source key.
+Per batch and target table: skip it if the table's log holds the group's application
+transaction at that batch id; otherwise read the target rows of the keys the batch touches,
+:func:`planner.fold` the changes over them (the last change of a key wins, collisions found
+as sequential apply would find them) and merge the end state in one commit carrying
+``Transaction(group, batch_id)``.  A missing table is created from the mapping.
+docs/replicat.md, "Delta Lake target".
 """
 
 from __future__ import annotations

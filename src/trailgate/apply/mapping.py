@@ -1,19 +1,10 @@
-"""MAP ... TARGET: which target table a source table goes to, and how its columns map.
+"""MAP … TARGET: which target table a source table goes to, and how its columns map.
 
-The :class:`Mapper` turns a :class:`TrailChange` into a :class:`MappedChange`: the target
-table, the operation, the key that locates the row (never a ROWID) and the values to set,
-as PostgreSQL input text.  It resolves wildcards (``MAP public.*, TARGET replica.*``), COLMAP
-(``USEDEFAULTS``, ``tcol = scol``, literals, ``@GETENV``, ``@TOKEN``), KEYCOLS and WHERE, and
-reads target definitions from a :class:`TargetCatalog` (the PostgreSQL catalog or Delta logs).
-
-Which key locates a row, first that applies:
-
-1. ``KEYCOLS (…)`` of the MAP (target columns);
-2. the target table's primary key;
-3. the source key from the trail's definition (PRIMARY or UNIQUE), when every key column maps
-   straight to a target column (Delta tables have no keys of their own);
-4. every mapped column (seed 000: "equality predicates will be applied to all columns"),
-   compared NULL-safely, one row at a time.
+The :class:`Mapper` turns a :class:`TrailChange` into a :class:`MappedChange` (target table,
+operation, the key that locates the row, the values as PostgreSQL input text), resolving
+wildcards, COLMAP, KEYCOLS and WHERE against target definitions from a
+:class:`TargetCatalog`.  A row is located by KEYCOLS, else the target's primary key, else
+the source key, else every mapped column (seed 000).  docs/replicat.md, "Mapping".
 """
 
 from __future__ import annotations

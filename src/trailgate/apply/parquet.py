@@ -1,12 +1,10 @@
 """The Parquet change-log target: one dataset per target table, one file per batch.
 
-Decided instead of ``writeStream.format("parquet")``: each table's change log has its own
-schema (typed before/after images), which one file-sink query cannot hold.  Exactly once is
-kept the way Spark's file sink keeps it, by naming: batch *b* of a table is the single file
-``<dir>/<schema>/<table>/batch_id=<b>/part-00000.parquet``, written under a hidden temporary
-name, fsynced and renamed into place.  A replayed batch writes the same rows to the same
-name, so a reader (``spark.read.parquet(dir/schema/table)``, which also gets ``batch_id`` as
-a column) never sees a change twice or half a file.
+Not ``writeStream.format("parquet")``: each table's log has its own schema, which one
+file-sink query cannot hold.  Exactly once by naming, as the file sink does it: batch *b* of
+a table is the single file ``<dir>/<schema>/<table>/batch_id=<b>/part-00000.parquet``,
+written under a hidden name, fsynced and renamed, so a replay rewrites the same file and a
+reader never sees a change twice or half a file.
 """
 
 from __future__ import annotations

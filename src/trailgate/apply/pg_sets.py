@@ -1,22 +1,11 @@
 """Running a :class:`~trailgate.apply.setplan.SetPlan` on PostgreSQL: COPY and joins.
 
-Inserts are copied straight into the target (``COPY … FROM STDIN``: PostgreSQL parses each
-value with the column type's input function, as the row-by-row ``%s::type`` cast does, and
-writes identity columns as ``OVERRIDING SYSTEM VALUE`` would).  Updates and deletes copy
-their keys (and new values) into a temporary *stage* table shaped like the target's columns,
-then run one ``UPDATE … FROM`` or ``DELETE … USING`` joined on the key.  Every statement
-checks that each staged row met exactly one target row; otherwise it raises
-:class:`Deviation` and the caller rolls back and applies row by row.
-
-Stage tables are created once per connection (``ON COMMIT DELETE ROWS``), outside the
-partition's transaction, so a rolled-back transaction never takes one away.
-
-The joins run with ``random_page_cost`` at most ``JOIN_RANDOM_PAGE_COST`` (``SET LOCAL``:
-this transaction only).  With the default of 4, PostgreSQL hashes or merge-scans the whole
-target table to update or delete a few thousand staged keys (measured: 20,000 updates
-against a 500,000-row table, hash join 0.67 s with the hash spilled to disk, the index
-nested loop 0.31 s); a target being replicated into is mostly in memory, where an index
-probe costs about what a sequential page does.  A server already set lower keeps its value.
+Inserts are copied straight into the target; updates and deletes copy their keys into a
+temporary stage table (one per shape and connection, ``ON COMMIT DELETE ROWS``) and run one
+``UPDATE … FROM`` or ``DELETE … USING`` joined on the key.  Every statement checks that each
+staged row met exactly one target row, else it raises :class:`Deviation` and the caller
+applies row by row.  The joins run with a low ``random_page_cost`` so they probe the key's
+index: docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations

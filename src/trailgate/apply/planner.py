@@ -1,14 +1,11 @@
 """Ordering rules for applying a batch: partitions by key, and last-change-wins folding.
 
 Parallel apply is safe only if every change to one row lands in one partition, in trail
-order.  :func:`partition_key` names the row a change touches (table and source key);
-:func:`requires_single_partition` says when a batch must not be split at all: a key change
-(PK update) moves a row between keys, and a truncate or DDL touches every row.
-
-:func:`fold` computes what a batch does to each key when applied one change after another
-(Delta writes only the end state, in one merge): the last change of each key wins, a PK
-update moves the row (following chains such as 1→2→3), and collisions are found exactly as
-sequential apply would find them.
+order: :func:`partition_key` names the row a change touches, and
+:func:`requires_single_partition` says when a batch must stay whole (a PK update moves a row
+between keys; a truncate or DDL touches every row).  :func:`fold` gives each key's end
+state for Delta's one merge: the last change wins, PK updates move rows, collisions are
+found as sequential apply would find them.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Apply changes to PostgreSQL, exactly once, one database transaction per partition.
 
-Each call of :meth:`PgApplier.apply_partition` runs one transaction that first inserts the
-partition's row into the checkpoint table (``group_name, batch_id, partition, position``;
-see ``trailgate.apply.checkpoint_table``) and then applies the partition's changes in trail
-order.  If the row already exists the partition was applied before (a replay after a crash):
-nothing is done.  Inserting the row *first* also makes two concurrent attempts of the same
-partition (speculative tasks) wait for each other instead of both applying.
-
-Rows are located by key (see ``mapping``), values are sent as text with a cast to the
-target column's type.  With BATCHSQL, a partition is first tried *set-based*
-(:mod:`~trailgate.apply.setplan`, :mod:`~trailgate.apply.pg_sets`: each key's changes
-collapsed, then COPY, ``UPDATE … FROM``, ``DELETE … USING`` per table) under a savepoint;
-any collision or error rolls that back and the partition is applied one change at a time,
-in trail order, as without BATCHSQL — where consecutive changes that produce the same
-statement still go to the server together (``executemany``, pipelined), and a failing
-group is retried one change at a time, each under a savepoint, so an error is attributed
-to its change and REPERROR can discard just that one.
+Each partition's transaction first inserts its checkpoint-table row, so a replay (or a
+concurrent speculative attempt) finds it and does nothing, then applies the changes in
+trail order: under BATCHSQL set-based, under a savepoint, falling back to one change at a
+time on any collision; otherwise pipelined, with a savepoint per change only once one
+fails, so REPERROR can discard just that change.  docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations

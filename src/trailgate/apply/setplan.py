@@ -1,33 +1,11 @@
 """BATCHSQL's set-based plan: one table's changes in a partition as a few set operations.
 
-Why: row by row, every change costs a statement and a round trip; PostgreSQL applies a COPY
-of thousands of rows, or one ``UPDATE … FROM`` a staged set, in a fraction of that time.
-
-Each key's *chain* (its changes in trail order) collapses to at most two operations, applied
-in four phases — delete rows that existed, insert, update, delete rows inserted in the same
-batch — because the chain's end state and the state it needs at its start are all that
-sequential apply depends on:
-
-* ``U U …``                   → one update (the columns of every update, last value wins);
-* ``[U …] D``                 → a delete;
-* ``[U …] D I [U …]``         → a delete, then an insert of the re-inserted row;
-* ``I [U …]``                 → an insert of the row as the updates leave it;
-* ``I [U …] D``               → an insert, then a delete (the insert proves the key was free,
-  as the original insert would have).
-
-Changes that are not collapsed stay in trail order (``ordered``) and are applied one by
-one after the set operations: those of keys linked by a key change (a PK update, an update
-that moves the row to another key) or with NULL parts, and every change of a table matched
-on all its columns, of a table with a truncate in the batch, or of a table where a chain
-breaks the rule *absent → insert → present → update/delete* (two inserts in a row, an
-update after a delete: a collision, which the one-by-one attempt then meets).  A table with
-triggers or rules gets no plan at all: they must see each change, in trail order.
-
-The plan is an attempt.  :class:`PgApplier` runs it under a savepoint and treats any row that
-is not where the plan expects it — an insert that finds its key taken, an update or delete
-that finds no row or several — as a collision: it rolls back and applies the partition one
-change at a time, which gives HANDLECOLLISIONS and REPERROR their exact behaviour and
-messages.  Pure Python, no database here.
+Row by row every change costs a statement and a round trip; a COPY, or one ``UPDATE …
+FROM`` a staged set, costs a fraction of that.  Each key's chain of changes collapses to at
+most two operations, applied in four phases; changes that cannot be collapsed stay in trail
+order, and a table with triggers gets no plan.  The plan is an attempt: a collision rolls it
+back and the partition is applied change by change.  Pure Python.  The rules:
+docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """BATCHSQL set plans straight from a batch's trail bytes, in C (``_spanplan.plan_span``).
 
-Why: applying a backlog, the Replicat spent ~30 µs of Python per change reading the trail
-into ``Change`` objects, mapping them and planning the sets, where PostgreSQL needs a few
-for its share.  ``plan_span`` does the three in one pass without an object per change and
-writes the rows as COPY text, for the common case: plain column mappings (no COLMAP
-expression, no WHERE), a key that is not every column, no triggers, and inserts, updates
-and deletes that collapse per key.  Anything else — and any value a converter would not
-take as is — returns ``None`` and the caller takes the Python path, which is the reference
-(``tests/unit/test_spanplan.py`` holds the two side by side).
-
-The C module is optional (``setup.py``); without it, or with ``TRAILGATE_PURE_PYTHON=1``,
-``available`` is false.
+In Python, reading the trail into ``Change`` objects, mapping and planning them cost the
+Replicat more per change than PostgreSQL's share, so for the common case (plain column
+mappings, a key that is not every column, no triggers, chains that collapse) ``plan_span``
+does the three in one pass and writes the rows as COPY text.  Anything else returns ``None``
+and the Python path, the reference, does it.  Optional: without the C module ``available``
+is false.  docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Trail-form values to the text PostgreSQL accepts as input: the apply layer's neutral form.
 
-Every mapped value (a source column, a literal, an ``@GETENV`` result) becomes PostgreSQL
-input text, sent as a parameter with a cast to the target column's type.  Delta converts the
-same text to Arrow values (``delta_values``), so both targets read a value one way.
-
-Source columns from a PostgreSQL trail convert with ``pg_text_from_trail`` (its exact
-inverse of capture).  Columns whose source type is not a PostgreSQL type (an Oracle trail:
-``NUMBER``, ``VARCHAR2(30)``, ``DATE``) convert by their trail *kind*: a DATE's
-``YYYY-MM-DD:HH24:MI:SS`` becomes ``YYYY-MM-DD HH24:MI:SS`` (Oracle DATEs carry a time).
+Every mapped value becomes PostgreSQL input text, sent with a cast to the target column's
+type; Delta converts the same text to Arrow values, so both targets read a value one way.
+PostgreSQL source columns convert with ``pg_text_from_trail`` (capture's exact inverse);
+others (an Oracle trail) by their trail kind, a DATE's ``YYYY-MM-DD:HH24:MI:SS`` becoming
+``YYYY-MM-DD HH24:MI:SS``.
 """
 
 from __future__ import annotations

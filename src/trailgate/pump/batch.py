@@ -1,17 +1,11 @@
-"""One Data Pump micro-batch (the query's ``foreachBatch`` function): the input trail's range
-read and appended to the output trail on the driver, or by a Spark task for the query's
-first batch.
+"""One Data Pump micro-batch (the query's ``foreachBatch`` function): the input range appended
+to the output trail.
 
-Why: as for the Extract (:mod:`trailgate.extract.postgres.micro_batch`), a Spark job per
-micro-batch — the
-``trailchanges`` source's task, its rows through the JVM to the sink's writer task — cost
-far more than moving a few hundred records.  Batch *b*'s range is ``[end of b-1, end of b)``
-from the offset log Spark writes before running it
-(:func:`~trailgate.spark.offset_log.batch_range`); the driver reads it with the source's
-own function (:func:`~trailgate.changes.range_rows.read_change_rows`, the TABLE rules applied)
-and hands the rows to the sink's writer and commit.  The writer skips transactions the
-output already holds, so a replay appends nothing twice; the group checkpoint is written
-before Spark commits the batch.
+As for the Extract, a Spark job per batch cost more than moving a few hundred records, so
+the driver reads the batch's range (from Spark's offset log) with the source's own function
+and hands the rows to the trail sink's writer; only the query's first batch runs in a Spark
+task.  The writer skips what the output holds, so a replay appends nothing twice; the
+checkpoint is written before Spark commits.  docs/pump.md.
 """
 
 from __future__ import annotations

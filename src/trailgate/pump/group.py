@@ -1,19 +1,10 @@
 """One run of a Data Pump: the input trail streamed into the output trail, exactly once.
 
-The query (docs/pump.md)::
-
-    spark.readStream.format("trailchanges")   the input trail: offsets {seqno, rba}, whole
-       │                                      transactions, TABLE filter / TARGET rename
-       └─ foreachBatch(PumpBatch)             the trail sink's writer (on the driver; the
-                                             first batch in a task): appends, (CSN, XID)
-                                             dedupe on replay, checkpoint .cpe
-
-Output files mirror the input's header: the same CompatibilityLevel, and a URI history that
-is the input's history plus the input's URI (one entry per hop, seed 001).  A query writes
-files of one header only; when the input reaches a file whose header differs (its writer was
-upgraded or moved), the pump finishes the batch before it, stops the query and starts a new
-one, which begins a new output file with the new header (seed 002: "each file is of only one
-version").
+A ``trailchanges`` query whose micro-batches the trail sink's writer appends
+(:mod:`trailgate.pump.batch`).  Output files mirror the input's header (its
+CompatibilityLevel; its URI history plus its URI), and a query writes files of one header:
+when the input reaches a file whose header differs, the run ends the query before it and
+starts another, which begins a new output file (seed 002).  docs/pump.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """A PostgreSQL micro-batch applied as a batch: on the driver, or as Spark tasks by key.
 
-The path of runs that do not stream the apply (``--once``, ATCSN/AFTERCSN, ``SPARK CONF
-trailgate.replicat.continuous=false``, no checkpoint table), and of a batch a run without
-the stream began.  The batch's key-partition count is decided once and recorded
-(:mod:`trailgate.spark.key_split`).  One key partition is applied by the driver itself
-(:mod:`~trailgate.replicat.range_apply`), since a Spark job costs more than a small apply;
-several go to one Spark job whose tasks each apply one (:mod:`~trailgate.replicat.task_apply`).
-Either way each key partition commits with its checkpoint-table row, so a replay skips
-what was committed; what a streaming run already applied (its stream row) is left out.
+The path of runs that do not stream the apply (``--once``, ATCSN/AFTERCSN,
+``continuous=false``, no checkpoint table).  The key-partition count is decided once and
+recorded (:mod:`trailgate.spark.key_split`); one partition is applied on the driver
+(:mod:`~trailgate.replicat.range_apply`), since a Spark job costs more than a small apply,
+several by one Spark job (:mod:`~trailgate.replicat.task_apply`).  Each commits with its
+checkpoint-table row, so a replay skips what was committed.
 """
 
 from __future__ import annotations

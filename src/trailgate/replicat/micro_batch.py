@@ -1,13 +1,10 @@
 """One Replicat micro-batch (the query's ``foreachBatch`` function): apply, then checkpoint.
 
-Batch *b* (Spark's batch id, stable across a replay of the same offsets) is first recorded
-in ``dirchk/NAME/replicat.plan``, then applied by one of the two paths — PostgreSQL with the
-stream apply running only waits until the stream has applied the batch's range
-(:mod:`~trailgate.replicat.stream_apply`); otherwise the batch itself is applied
-(:mod:`~trailgate.replicat.batch_apply` for PostgreSQL, :mod:`~trailgate.replicat.lake_apply`
-for Delta and Parquet) — and finally the group checkpoint ``dirchk/NAME.cpr`` takes the
-batch's end, last commit and counts.  Spark commits *b* only after this returns, so a crash
-anywhere replays *b*, which every path applies at most once.
+Batch *b* (Spark's id, stable across a replay) is recorded in ``dirchk/NAME/replicat.plan``,
+applied by one of the two paths (waiting for :mod:`~trailgate.replicat.stream_apply`, or
+:mod:`~trailgate.replicat.batch_apply` or :mod:`~trailgate.replicat.lake_apply` applying
+its range), and the group checkpoint then takes its end, last commit and counts.  Spark
+commits *b* only after, so a crash replays it, and every path applies it at most once.
 """
 
 from __future__ import annotations

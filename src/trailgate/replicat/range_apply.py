@@ -1,12 +1,11 @@
 """One trail range applied to PostgreSQL on the driver, as one target transaction.
 
-Both driver-side apply paths use it: the stream apply (each step it takes) and a micro-batch
-of one key partition.  Under BATCHSQL the range is planned straight from its trail bytes by
-the C set planner (:mod:`trailgate.apply.spanplan`), without a ``Change`` per row; whenever
-that planner would do anything else than the Python path — a change it does not take on, a
-collision the set plan meets, a small batch — it returns having committed nothing and the
-range is read into changes and applied the usual way, so behaviour and messages stay the
-Python path's.
+Both driver paths use it: each step of the stream apply and a micro-batch of one key
+partition.  Under BATCHSQL the range is first planned from its trail bytes by the C set
+planner (:mod:`trailgate.apply.spanplan`); whenever that would differ from the Python path
+(a change it does not take, a collision, a small batch) it commits nothing and the range is
+read into changes and applied the usual way, so behaviour and messages stay the Python
+path's.
 """
 
 from __future__ import annotations

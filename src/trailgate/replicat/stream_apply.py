@@ -1,32 +1,11 @@
-"""The Replicat's PostgreSQL apply as the trail grows, between micro-batches too; each
-micro-batch records how far it got.
+"""The Replicat's PostgreSQL apply as the trail grows, between micro-batches too.
 
-Why: a Replicat that applied a micro-batch's range only once the batch started left each
-change waiting for the next batch window, and at the end of a burst it applied the whole
-last window's changes after the burst was over, with Spark's per-batch bookkeeping on top
-of each window (bench apply_pg: the target had the workload 0.5-0.7 s after its last
-commit, where PostgreSQL's own replication, applying each transaction as it arrives, had
-it after 0.2-0.4 s).
-
-An :class:`ApplyStreamer` is one thread of the driver with its own connection to the target.
-It looks at the trail every 10 ms (a ``stat`` while it does not grow); whenever the trail
-holds whole transactions past what it applied, it applies them (up to
-:data:`CHUNK_RECORDS` change records at a time, in trail order, set-based under BATCHSQL as
-a batch of one key partition is) in one target transaction that also moves the group's
-:data:`~trailgate.apply.checkpoint_table.STREAM_BATCH` row of the checkpoint table from
-where it stood to the end of what it applied.  A micro-batch ``[start, end)`` calls
-:meth:`ApplyStreamer.sync`: it waits until the thread has applied everything before
-``end`` (usually long done) and takes what it applied since the last sync — position, last
-source commit, counts — for the group checkpoint (``dirchk/NAME.cpr``).
-
-Nothing is lost or doubled: the row moves in the same transaction as the changes it covers,
-and a new run starts at the later of the row's position and its first micro-batch's start,
-so a replayed batch applies nothing twice and a crash between two transactions loses none.
-The group checkpoint may lag the row (it is written per micro-batch); the row is the truth.
-While the group's stop file exists (a stop under way, or a Replicat held) the thread applies
-only what a waiting micro-batch needs.  A failure (a collision under REPERROR ABEND, the
-target gone) stops the thread with nothing of that transaction committed; the next ``sync``
-raises it, so the group stops with its message.
+An :class:`ApplyStreamer` is a driver thread with its own target connection: it applies
+whole transactions as soon as the trail holds them, so a change need not wait for the next
+batch, each step in one target transaction that also moves the group's stream row of the
+checkpoint table (nothing lost or doubled).  A micro-batch's :meth:`~ApplyStreamer.sync`
+only waits for it and takes what it applied for the group checkpoint.  docs/replicat.md,
+"Applying as the trail grows".
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The PostgreSQL apply as Spark tasks: each task applies one key partition of a micro-batch.
 
 A task reads its key partition straight from the trail (the ``trailchanges`` source keeps
-the changes whose key hashes to ``p``, with their tables' definitions and the batch's
-position row) and applies it as one target transaction with its checkpoint-table row
-``(group, batch id, p)``; exactly-once thus does not depend on how Spark ran the tasks, since
-a replayed batch splits into the same key partitions and skips those committed.  A task
-returns result rows (counts per target, a skipped partition, the position row); the
-appliers, one connection each, are kept per worker process and group.
+the changes whose key hashes to *p*) and applies it as one target transaction with its
+checkpoint-table row ``(group, batch id, p)``: a replay splits the same way and skips what
+committed, however Spark ran the tasks.  Appliers (a connection each) are kept per worker
+process and group.
 """
 
 from __future__ import annotations

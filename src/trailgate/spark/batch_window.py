@@ -1,35 +1,11 @@
 """When a streaming source lets Spark start its next micro-batch: a batch window that closes
 early when the source goes quiet.
 
-Why: with a fixed ``processingTime`` trigger of *w*, a change that arrives just after a tick
-waits up to *w* before its batch even starts, in each group it passes through; at the end
-of a burst the Extract's last batch and then the Replicat's each waited half a trigger on
-average, most of trailgate's lag behind native replication.  A shorter trigger cuts the wait
-but pays Spark's per-batch bookkeeping more often under load.
-
-So the groups run their queries with a zero trigger and their sources decide in
-``latestOffset``, with a :class:`BatchWindow` of *w* (``SPARK TRIGGER``):
-
-* nothing new: wait for something, for at most ``idle`` seconds (then no batch: Spark asks
-  again at once), looking after ``poll`` seconds, then twice as long each time up to
-  ``poll_max`` (an idle group costs little: each look is a query or a read of the trail's
-  end), and again every ``poll`` once something arrived;
-* something new: start a batch as soon as the source has been quiet for ``quiet`` seconds
-  (nothing more arrived: the burst is over), or once *w* has passed since the last batch
-  started (under steady load, at most one batch per window, as the trigger gave), or at
-  once when the source reached a batch bound (``full``).
-
-A *patient* window (the Extract when it writes the trail as transactions arrive, so its
-batch only makes them durable; the Replicat when it applies the trail as it grows, so its
-batch only records how far it got) does not start on quiet: something new starts a batch
-once *w* has passed since the last one started (at once after a pause), and never more than
-one per window.  Why: the WAL position it probes also moves for WAL that holds no captured
-change (autovacuum after a large workload), in small steps with quiet between them; on
-quiet each step started a batch, about ten a second, each costing Spark's bookkeeping.
-
-The probe is the source's own: the server's flushed WAL position for the Extract, the last
-transaction boundary in the trail for the Replicat.  A stop request (the group's stop file)
-ends the wait with no batch.
+A fixed trigger made a change wait for the next tick in every group it passed, so the groups
+run a zero trigger and their sources decide in ``latestOffset`` with a :class:`BatchWindow`
+of ``SPARK TRIGGER``: with nothing new, wait a little, looking less and less often; with
+something new, start once the source is quiet, the window has passed or a bound is reached.
+A *patient* window never starts on quiet.  docs/processes.md, "When a batch starts".
 """
 
 from __future__ import annotations

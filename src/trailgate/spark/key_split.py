@@ -1,22 +1,10 @@
 """How many key partitions a PostgreSQL batch is applied as, decided once per batch.
 
-*n* (``SPARK CONF trailgate.replicat.partitions``), or 1 when the batch holds a PK update,
-truncate or DDL of a kept table (it must be applied whole, in trail order) or fewer change
-records than ``splitMinRecords``.  One key partition is read and applied by the driver;
-several by Spark tasks, each reading the whole range and keeping its keys.  Measured on two
-cores (bench apply_pg), the driver is faster at every batch size: a task re-reads what the
-others read, and its rows cross the JVM twice.  So the default threshold is above the
-default batch bound (``maxRecordsPerTrigger``, 100,000): only a single larger transaction
-is split, which also spreads its memory.  Lower it where the target rather than this
-process is the limit (a remote database: parallel connections overlap their waits).
-
-Deciding needs the batch's record count and whether it holds such a change: the source's
-boundary scan found both and leaves them in ``replicat.scan`` (a hint for that range);
-without it the range is scanned again.  The count is recorded with the batch's range in
-``dirchk/NAME/replicat.split`` before anything is applied, and a batch planned again — a
-replay after a crash, even with other settings — takes the recorded count, so it splits
-into exactly the same key partitions as before (the checkpoint table's rows name them).
-Without a record nothing of the batch was applied, so deciding anew is safe.
+*n* (``SPARK CONF trailgate.replicat.partitions``), or 1 for a batch with a PK update,
+truncate or DDL (applied whole, in order) or with fewer than ``splitMinRecords`` change
+records.  The count is recorded with the batch's range in ``dirchk/NAME/replicat.split``
+before anything is applied, so a replay splits into the same key partitions and finds their
+checkpoint-table rows.  Why the threshold is high: docs/replicat.md, "Driver or tasks".
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Hadoop's local filesystem without a fork per file operation, for local Spark sessions.
 
-pyspark ships Hadoop without its native library, and then Hadoop's local filesystem runs a
-shell command for every permission change (``chmod``) and every file status (``stat``).
-A streaming query writes its offset log and commit log through it on every micro-batch: on
-a busy two-core machine those forks of the JVM cost 50–180 ms per batch, more than a small
-batch's own work.  The Java classes beside this module (``java/trailgate/hadoop``) do the
-same through ``java.nio``; the checksum files and everything else stay Hadoop's.
-
-The classes are compiled once per machine with the JDK's ``javac`` against the Hadoop
-client jar pyspark ships, into a cache (``$XDG_CACHE_HOME/trailgate``, default
-``~/.cache/trailgate``).  Without a JDK the session uses Hadoop's own classes, as Spark
-would.  ``SPARK CONF spark.hadoop.fs.file.impl=…`` (and ``fs.AbstractFileSystem.file.impl``)
-in a parameter file overrides the choice.
+Without its native library Hadoop's local filesystem forks a shell for every ``chmod`` and
+``stat``, and a streaming query's offset and commit logs do both on every micro-batch.
+Java classes beside this module (``java/trailgate/hadoop``) do the same through
+``java.nio``; they are compiled once per machine with the JDK's ``javac`` into a cache, and
+without a JDK the session keeps Hadoop's own.  docs/spark.md, "The local filesystem
+without forks".
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Which range a micro-batch covers, from Spark's own offset log.
 
-Why: the groups run most micro-batches on the driver (a Spark job costs several times more
-than a few thousand rows: the Replicat's apply, the Extract's and the Pump's trail writes),
-and the driver needs the batch's ``[start, end)`` to read it.  Spark writes each batch's
-end offset to ``<checkpoint>/offsets/<batch id>`` before it runs the batch (its write-ahead
-log: a replay after a crash reads the same file), and a batch starts where the one before
-it ended — or, for the query's first batch, at the source's initial offset.
-
-The log's format (``v1``, a metadata line, then one offset line per source, ``-`` for
-none) is Spark's since 2.x.  Anything unexpected gives None, and the batch then goes
-through Spark as any other.
+The groups run most micro-batches on the driver, which needs the batch's ``[start, end)``.
+Spark writes each batch's end offset to ``<checkpoint>/offsets/<batch id>`` before running
+it (a replay reads the same file), and a batch starts where the one before ended, or at the
+source's initial offset.  The format (``v1``, a metadata line, an offset line per source)
+is Spark's since 2.x; anything unexpected gives ``None`` and the batch goes through Spark.
 """
 
 from __future__ import annotations

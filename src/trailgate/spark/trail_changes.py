@@ -1,28 +1,10 @@
 """``spark.readStream.format("trailchanges")``: the trail as change rows, for Replicat and Pump.
 
-Same offsets, batch boundaries and partitions as the ``trail`` source (``{"seqno", "rba"}``,
-whole transactions, one partition per file: it *is* that reader), but rows in trail form
-(:mod:`trailgate.changes.range_rows`) so nothing is lost between the trail and the apply layer or
-the ``trail`` sink.  Extra options:
-
-* ``tables``: JSON ``{"rules": [[pattern, target-or-null], …], "excludes": […]}`` —
-  which tables to keep and how to rename them (a pump's TABLE … TARGET);
-* ``hashes``: ``true`` fills ``key_hash`` (Replicat partitioning);
-* ``stopFile``: while this file exists no new batch is planned, so a stopping group lets
-  the batch in flight finish and starts no other;
-* ``sameHeader``: JSON ``[compatibility, uri, [uri history…]]`` — a batch never reaches
-  into a file whose header differs (a pump restarts its output file there).
-
-The Replicat reads the compact *apply rows* (:mod:`trailgate.changes.apply_rows`) instead:
-
-* ``rows``: ``apply`` for them;
-* ``keyPartitions``: *n* — each batch is read as key partitions rather than files: Spark
-  partition *p* holds the changes whose key hashes to *p* modulo the batch's count, so the
-  apply needs no shuffle.  The count (:mod:`trailgate.spark.key_split`) is *n*, or 1 for a
-  batch with a PK update, truncate or DDL of a kept table, or with fewer than
-  ``splitMinRecords`` change records;
-* ``splitFile``: where each batch's count is recorded; a batch planned again (a replay
-  after a crash) takes the recorded count, so it splits exactly as before.
+It is the ``trail`` source's reader (same offsets, whole transactions) with rows in trail
+form, so nothing is lost between the trail and the apply layer or the ``trail`` sink; it
+adds the group's routing rules (TABLE/MAP, TARGET renames) and, for the Replicat, compact
+apply rows read as key partitions, so the apply needs no shuffle.  Options: docs/spark.md,
+"The trailchanges source".
 """
 
 from __future__ import annotations

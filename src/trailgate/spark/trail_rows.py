@@ -1,16 +1,10 @@
 """Trail records to Arrow record batches: the rows of ``spark.read.format("trail")``.
 
-Pure pyarrow (no pyspark import) so the same code runs in Spark's Python workers, in
-benchmarks and in plain scripts.  Columns are accumulated as Python lists and turned into
-Arrow arrays once per batch, which is several times faster than handing Spark row tuples.
-
-Which rows a range yields — the rule both batch and streaming reads rely on:
-
-* a transaction belongs to the range holding its *first* record; the reader follows it into
-  later files to its last record;
-* a transaction whose last record never comes (a writer crashed; it writes it again, whole,
-  in its next file) yields nothing;
-* records before the first transaction start in a range belong to an earlier range.
+Pure pyarrow, so it runs in Spark's workers, benchmarks and scripts alike; columns gather as
+lists and become Arrow arrays once per batch, far cheaper than row tuples.  A range yields
+the transactions whose first record it holds (followed into later files); one whose last
+record never comes (a crashed writer) yields nothing, and records before the range's first
+transaction start belong to an earlier range.
 """
 
 from __future__ import annotations

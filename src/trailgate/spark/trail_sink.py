@@ -1,28 +1,10 @@
 """``df.writeStream.format("trail")``: change rows appended to a trail, exactly once.
 
-The input is change rows (:mod:`trailgate.changes.change_rows`) in one partition (a trail is
-written in order).  Each micro-batch's single writer task, under a lock on the trail:
-
-1. resumes the file the previous batch of this run left (state file), or, for a new run or
-   after any surprise, finds the last complete transaction in the trail and starts a new
-   file (seed 002's append mode);
-2. appends every transaction not already in the trail (a replayed batch after a crash finds
-   some of its transactions there: they are skipped by (CSN, XID));
-3. fsyncs, then records the new state, and returns the durable position, the counts and the
-   source position of the batch to the driver.
-
-The driver-side commit then writes the group checkpoint (read position, write position,
-last CSN/XID, statistics) atomically.  Spark commits the batch after that, and only then
-tells the source it may forget the data (for PostgreSQL: advance the slot), so the source is
-never ahead of the trail.
-
-Options: ``path`` (the trail, ``dirdat/aa``, required), ``megabytes`` (file size, default
-500), ``home`` and ``group`` (write the group's checkpoint ``dirchk/GROUP.cpe``), ``runId``
-(one value per process run; default: one per query), ``trailLabel`` (the trail's name
-in the checkpoint, default ``path``), ``stateFile`` (default
-``dirchk/GROUP.trailstate``, else beside the trail), ``producer`` (file header);
-``uriHistory`` (JSON list) and ``compatibility`` for the headers of new files (a Data Pump
-mirrors its input's).
+A trail is written in order, so each batch has one writer task, under a lock on the trail:
+it resumes the file the run's previous batch left or starts a new one (seed 002's append
+mode), appends the transactions not already in the trail (a replay's are skipped by CSN and
+XID), fsyncs and records its state.  The driver's commit then writes the group checkpoint,
+before Spark lets the source forget the data.  Options: docs/spark.md, "Writing a trail".
 """
 
 from __future__ import annotations

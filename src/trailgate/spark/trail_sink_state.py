@@ -1,16 +1,11 @@
 """The trail sink's memory between micro-batches, and recovery from the trail itself.
 
-Each micro-batch is written by a new Spark task, often in another process, so what one
-batch needs from the previous one lives in a small state file beside the group's checkpoint
-(written atomically after the trail is fsynced): the file being written and its durable
-length, the table definitions already in it, the last transaction written (CSN and the XIDs
-at that CSN) and the run it belongs to.  The next batch of the same run resumes that file;
-anything else (a crash, a new run, a file that is not the expected length) starts a new file,
-as seed 002's append mode does.
-
-The state is never trusted for what is *in* the trail after a crash: the first batch of a
-run scans the trail from the last durable position it knows to find the last complete
-transaction, so a replayed batch skips exactly the transactions already written.
+Each batch is written by a new task, often in another process, so a small state file
+(written atomically after the trail's fsync) says which file the run writes, its durable
+length, the definitions in it and the last transaction; the run's next batch resumes that
+file, anything else starts a new one (seed 002).  The state is never trusted for what the
+trail holds after a crash: a run's first batch scans the trail for its last complete
+transaction.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Reading a trail: records with their positions, across files, optionally tailing a live one.
 
-Three layers, each built on the one below:
-
-* :meth:`TrailReader.raw_records` — physical G records as written.
-* :meth:`TrailReader.records` — logical records: fragments joined, LOB pieces folded into
-  their column, metadata records applied to :attr:`TrailReader.tables`.
-* :meth:`TrailReader.transactions` — complete transactions only; one cut short by a crash is
-  dropped (its writer writes it again, whole, in its next file).
-
-A damaged record raises :class:`~trailgate.errors.TrailFormatError` naming the file and RBA;
-a record cut short at the end of a file by a crashed writer is not an error: the reader waits
-for it (``follow``) or, when the next file exists, continues there.
+Three layers, each on the one below: :meth:`TrailReader.raw_records` (records as written),
+:meth:`TrailReader.records` (fragments joined, LOB pieces folded, metadata applied) and
+:meth:`TrailReader.transactions` (complete ones only).  A damaged record raises
+:class:`~trailgate.errors.TrailFormatError` naming file and RBA; a record cut short at the
+end of a file by a crashed writer is not an error: the reader waits for it (``follow``) or
+goes on in the next file.
 """
 
 from __future__ import annotations

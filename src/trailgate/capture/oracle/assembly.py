@@ -1,14 +1,10 @@
 """Transactions from redo records, in two halves that can run in different processes.
 
-1. :func:`record_events` turns one parsed redo record into what transaction assembly needs
-   (transaction starts, row changes already in trail form with their XID, compensations,
-   commits and rollbacks, each with its position).  It depends on nothing but the record
-   and the dictionary, so a Spark task can run it for a whole dump file.
-2. :class:`Assembler` feeds those events, in redo order, into the open-transaction buffer
-   and hands out committed transactions in commit order, with a JSON checkpoint.
-
-:func:`merge_threads` checks each thread's records follow one another (RBAs increase, SCNs
-do not go back) and merges threads by SCN.  ``DumpCapture`` is the three in one process.
+:func:`record_events` turns one parsed redo record into assembly events (starts, row changes
+in trail form, compensations, commits, rollbacks); it needs only the record and the
+dictionary, so a Spark task can run it for a whole dump.  :class:`Assembler` feeds the
+events, in redo order, to the open-transaction buffer and hands out committed transactions
+with a JSON checkpoint.  :func:`merge_threads` checks each thread's order and merges by SCN.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""Redo dump files -> committed transactions, in commit-SCN order, restartable.
+"""Redo dump files to committed transactions, in commit-SCN order, restartable.
 
-Dump files are grouped by redo thread and ordered by log sequence (so an archived log and
-the online log that follows it can be given in any order); threads are merged by SCN (RAC).
-Each redo record's row operations are paired with the 5.1 undo before them, attributed to a
-transaction (``op: F xid:``, else the record's 5.1 ``xid``, else a direct-load block's ITL)
-and buffered until the transaction's 5.4 commit.
-
-``DumpCapture.checkpoint()`` is plain JSON-able data: per thread the current read position
-and the start of the oldest open transaction.  Given back as ``resume=``, capture re-reads from
-the oldest open transaction and skips every commit at or before the read position, so a
-restart neither loses nor repeats a transaction.
+Dumps are grouped by redo thread, ordered by log sequence and merged by SCN (RAC); each redo
+record's row operations are paired with their 5.1 undo, attributed to a transaction and
+buffered until its commit.  ``DumpCapture.checkpoint()`` (JSON) holds each thread's read
+position and oldest open transaction; given back as ``resume=``, capture re-reads from there
+and skips commits already handed out.  docs/oracle-dumps.md, "Transactions".
 """
 
 from __future__ import annotations

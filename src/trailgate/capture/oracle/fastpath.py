@@ -1,15 +1,10 @@
-"""Whole-structure regexes for the change bodies that carry data: the fast path.
+"""Whole-structure regexes for the change bodies that carry data: the dump parser's fast path.
 
-The token parsers in ``changes.py`` are the reference: strict, with an exact message for every
-slip, but slow (a Python call per token).  Here each common body is matched by a few compiled
-regexes over the raw text.  A fast parser either produces exactly what the reference would or
-answers ``False``; the caller then runs the reference parser, which either succeeds the same
-way or raises its located error.  So the fast path may be narrower than the reference, never
-wider: anything unusual (array operations, direct loads, a slip) simply takes the slow road.
-
-Token boundaries: the reference splits on whitespace, so ``\\s+`` separates tokens here and a
-token ends at ``(?!\\S)``.  Skipping "to the next ``xid:``" uses possessive repeats that cannot
-step over the wanted token, so a later occurrence is never taken for the first.
+The token parsers in ``changes.py`` are the reference, strict and exact in their messages,
+but a Python call per token.  Here each common body is matched by a few compiled regexes.
+A fast parser gives exactly what the reference would or answers ``False``, and the caller
+runs the reference parser: the fast path may be narrower than the reference, never wider
+(array operations, direct loads and slips take the slow road).
 """
 
 from __future__ import annotations
@@ -27,13 +22,15 @@ from trailgate.capture.oracle.changes import (
 
 __all__ = ["fast_body"]
 
+# Tokens as the reference splits them: ``\s+`` between tokens, and one ends at ``(?!\S)``.
 _E = r"(?!\S)"  # end of token
 _INT = r"-?\d+"
 _XID = r"0x([0-9a-f]{4})\.([0-9a-f]{3})\.([0-9a-f]{8})"
 
 
 def _skip_to(words: str) -> str:
-    """Regex: skip whole tokens up to and including the first occurrence of ``words``."""
+    """Regex: skip whole tokens up to and including the first occurrence of ``words`` (the
+    repeat is possessive and cannot step over ``words``, so a later one is never taken)."""
     seq = r"\s+".join(re.escape(w) for w in words.split())
     return rf"(?:\s+(?!{seq}{_E})\S+)*+\s+{seq}{_E}"
 

@@ -1,16 +1,10 @@
-"""Row operations of one redo record -> ``model.Change`` records in trail form.
+"""Row operations of one redo record to ``model.Change`` records in trail form (seed 003).
 
-What each operation becomes (seed 003):
-
-* 11.2 IRP, every row of 11.11 QMI and 19.1 direct load: INSERT with every column.
-* 11.3 DRP: DELETE whose before image is the key, taken from the supplemental data or else
-  from the deleted row's image in the 5.1 undo.
-* 11.5 URP: FIELD_COMP (key, logged supplemental columns, changed columns) or PK_UPDATE when
-  a key column takes a new value (before = the old key).
-* 11.4 LKR: nothing (the row lock of a chained-row update; the update follows as a URP).
-
-A value that cannot be decoded, or a key the redo does not carry, is an error: a record is
-written right or not at all.
+IRP, every QMI row and a direct load become INSERTs with every column; DRP a DELETE keyed
+from the supplemental data or the undo's image; URP a FIELD_COMP, or a PK_UPDATE when a key
+column changes; LKR nothing.  A value that cannot be decoded, or a key the redo does not
+carry, is an error: a record is written right or not at all.  docs/oracle-dumps.md, "What
+becomes a trail record".
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Supplemental data blocks written beneath a 5.1 undo change.
 
-``ALTER SYSTEM DUMP LOGFILE`` skips supplemental data (seed 000), so trailgate accepts it in
-the layout seed 000's RedoAnalyzer prints, placed right after the 5.1 change it belongs to::
-
-    Header (20 bytes)
-     00011C01 00080001 00000008 00001000 00000000
-    Column List Header (2 bytes)
-     0001
-    Column Size List (2 bytes)
-     0003
-    Column 1 Value (3 bytes)
-     C2 0B 02
-
-docs/oracle-dumps.md defines it exactly.  Header bytes 0-1 hold the number of logged columns,
-bytes 4-5 the column number of the first column the operation modifies; a 28-byte header adds
-the DBA (bytes 0x14-0x17), table number (0x18-0x19) and slot (0x1A-0x1B) of the row's head
-piece (chained rows, index clusters).
+``ALTER SYSTEM DUMP LOGFILE`` leaves supplemental data out (seed 000), so trailgate accepts
+it in the layout seed 000's RedoAnalyzer prints (a 20- or 28-byte header, the column list,
+the size list and the values, as hex groups) right after the 5.1 change it belongs to.  The
+header gives the logged column count and the first modified column; a 28-byte one also the
+row's head piece.  docs/oracle-dumps.md, "Input: supplemental data".
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Committed transactions from a PostgreSQL logical replication slot (``pgoutput``).
 
-The slot is read one of two ways.  By default with SQL:
-``pg_logical_slot_peek_binary_changes`` streamed in chunks (bounded client memory), and only
-moved on with ``pg_replication_slot_advance`` once the caller says the data is durable
-(``acknowledge``).  Or, given a ``WalStream`` (``stream=``), over the replication protocol:
-the messages come from the stream and an acknowledgement becomes its confirmed position.
-Either way, until then a restart simply reads the same transactions again, and
-``start_after_lsn`` (the CSN of the last transaction already in the trail) drops them.
-
-``pgoutput`` (streaming off) sends each transaction whole, at its commit, in commit order;
-rolled-back work is never sent.  A transaction bigger than ``memory_limit_bytes`` is spilled
-to a file under ``spill_dir`` as it is read, so memory stays bounded whatever its size.
-
-Reading and advancing a slot cannot overlap (the slot is busy while it is read), so an
-``acknowledge`` made while ``read`` is running takes effect when that read finishes.
+The slot is read with SQL (``pg_logical_slot_peek_binary_changes``, in chunks) or from a
+``WalStream``; either way it moves only when the caller acknowledges what is durable, so a
+restart reads the same transactions again and ``start_after_lsn`` drops those already in the
+trail.  pgoutput sends each transaction whole, at its commit; one larger than
+``memory_limit_bytes`` spills to disk.  docs/postgres.md, "Capture".
 """
 
 from __future__ import annotations

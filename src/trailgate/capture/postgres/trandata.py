@@ -1,17 +1,10 @@
 """Supplemental logging (TRANDATA, SCHEMATRANDATA) mapped onto PostgreSQL.
 
-GoldenGate's supplemental log group ``GGS_<object id>`` (seed 000) becomes, for a table:
-
-* its REPLICA IDENTITY, which decides what the log carries for updates and deletes: DEFAULT
-  when it has a primary key, USING INDEX for the first unique index (by name) whose columns
-  are all NOT NULL, else FULL (every column) -- GoldenGate's key selection;
-* membership of the trailgate publication, which makes pgoutput send its changes;
-* a row in ``trailgate.log_groups`` (the DBA_LOG_GROUPS of this catalog) naming the logged
-  columns, which is what ``INFO TRANDATA`` reports.
-
-One PL/pgSQL function, ``trailgate.add_trandata``, does all three, so ``ADD TRANDATA`` and the
-SCHEMATRANDATA event trigger (tables created later) select keys the same way.
-``trailgate.prepared_schemas`` plays DBA_CAPTURE_PREPARED_SCHEMAS: schema, timestamp, CSN.
+GoldenGate's log group ``GGS_<object id>`` becomes a table's REPLICA IDENTITY (its key
+chosen as GoldenGate chooses one), its membership of the trailgate publication and a row in
+``trailgate.log_groups`` (what ``INFO TRANDATA`` reports).  One PL/pgSQL function,
+``trailgate.add_trandata``, does all three, so ``ADD TRANDATA`` and the SCHEMATRANDATA event
+trigger choose keys alike.  docs/postgres.md, "Supplemental logging".
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """A logical replication slot streamed over the replication protocol, read ahead on a thread.
 
-Why: ``pg_logical_slot_peek_binary_changes`` decodes its whole range on the server before it
-returns the first row, and each micro-batch then pays a slot advance; that was most of the
-Extract's time per batch under load.  ``START_REPLICATION`` has the walsender decode as
-transactions commit and send each at once, as native logical replication does: by the time a
-micro-batch asks for ``[start, end)`` most of it is already here.
-
-psycopg 3 refuses COPY BOTH at the connection level, but its libpq layer (``psycopg.pq``)
-has everything the protocol needs (a ``replication=database`` connection, ``PQgetCopyData``,
-``PQputCopyData``).  One thread owns that connection: it reads messages into a bounded
-buffer (when the buffer is full it stops reading and the server waits), answers keepalives,
-and sends the standby status updates that confirm positions (the slot's
-``confirmed_flush_lsn``) only when the caller says the data is durable (``confirm``).
-
-``spans(end)`` hands out the messages of every transaction that commits before ``end``,
-whole, in commit order, and stops between transactions, leaving the rest for the next call.
-It knows it has everything before ``end`` when it sees a transaction committing at or after
-``end``, a commit record ending at or after it, or a keepalive saying the server has read
-the log that far (it asks for one while it waits).
+The server then decodes each transaction as it commits and sends it at once, as native
+replication does, rather than decoding a batch's whole range when asked.  psycopg refuses
+COPY BOTH, so one thread drives libpq (``psycopg.pq``) itself: it reads into a bounded
+buffer, answers keepalives and confirms only positions the caller says are durable.
+``spans(end)`` hands out every transaction committing before ``end``, whole.
+docs/postgres.md, "Capture".
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
-"""The Oracle redo dump Extract: a DUMPDIR of ``ALTER SYSTEM DUMP LOGFILE`` traces to a trail.
+"""The Oracle redo dump Extract's work: ``ALTER SYSTEM DUMP LOGFILE`` traces to change rows.
 
-Configuration: ``ADD EXTRACT name, TRANLOG, DUMPDIR dir`` and a parameter file with
-``TRANLOGOPTIONS DUMPDIR dir, DICTIONARY file [, ONUNKNOWN STOP|SKIP]``, ``EXTTRAIL`` and
-``TABLE owner.table|owner.*``.  Dump files are ``*.dmp`` and ``*.trc`` in the directory, and
-**name order is log sequence order**: a file is taken once it ends with ``END OF REDO
-DUMP`` or has not changed for :data:`QUIET_SECONDS`.
-
-Work is split so Spark can parallelise it (docs/oracle-dumps.md, "Running it"):
-
-* :func:`parse_file` parses one dump into transaction-assembly events
-  (:mod:`trailgate.capture.oracle.assembly`) and caches them under ``dirtmp/GROUP/oracle/``
-  keyed by name, size and modification time: a Spark job runs it for many files at once;
-* :func:`assemble_rows` feeds cached events of the files in log order into an Assembler
-  resumed from the group checkpoint and turns committed transactions into change rows for
-  the ``trail`` sink, ending with a position row that carries the assembly checkpoint.
-
-The run itself (:func:`run_oracle_extract`): ``--once`` parses every ready file in parallel
-and then assembles and writes on the driver; otherwise a streaming query
-(``oracledump`` → ``trail``) picks up new files as they appear.  Either way the trail sink's
-append mode and (CSN, XID) dedupe make a restart after kill -9 exact.
+Split in two so Spark can run the slow half in parallel: :func:`parse_file` parses one dump
+into transaction-assembly events cached under ``dirtmp/GROUP/oracle/`` (a task per file);
+:func:`assemble_rows` feeds the cached events in log order into an Assembler resumed from
+the group checkpoint and yields change rows for the ``trail`` sink.  Files are taken in
+name order once complete or quiet.  Configuration and running: docs/oracle-dumps.md.
 """
 
 from __future__ import annotations

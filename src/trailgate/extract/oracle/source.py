@@ -1,22 +1,11 @@
-"""The Oracle redo dump Extract on Spark: a parallel parse job, a streaming source, the run.
+"""The Oracle redo dump Extract on Spark: the parallel parse job, the ``oracledump`` source,
+the run.
 
-* :func:`parse_in_parallel`: one Spark task per dump file parses it into transaction-assembly
-  events (cached under ``dirtmp/GROUP/oracle/``; a file is parsed once).
-* ``spark.readStream.format("oracledump")``: offsets are ``{"files": n, "last": name}``, the
-  first ``n`` ready dump files of the directory in name order.  A micro-batch
-  ``[start, end)`` is one partition: it resumes transaction assembly from the group
-  checkpoint (the assembly checkpoint the trail sink stored: oldest open transaction and
-  read position), feeds the events of the files up to ``end`` (files wholly before the
-  restart point are not read), and emits change rows of the transactions committed, then a
-  position row with the new checkpoint.  A replayed batch re-emits transactions the trail
-  may already hold; the sink skips them by (CSN, XID).
-* :func:`run_group`: ``trailgate run extract NAME`` for a DUMPDIR group.  ``--once`` parses
-  every ready file in parallel, then assembles on the driver and appends to the trail
-  through the sink's writer (same append mode, dedupe and checkpoint); otherwise the
-  streaming query runs until stopped.
-
-Options of the source: ``home`` and ``group`` (required), ``stopFile`` (no new batch while it
-exists), ``batchRows``.
+Parsing is the slow part and dump files are independent, so :func:`parse_in_parallel` runs
+a Spark task per file; assembly is sequential, so each micro-batch is one partition that
+resumes it from the group checkpoint and emits the transactions committed, then a position
+row.  A replayed batch's transactions are skipped by the sink (CSN, XID).  Offsets and
+options: docs/oracle-dumps.md, "The Extract group".
 """
 
 from __future__ import annotations

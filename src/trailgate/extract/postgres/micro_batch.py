@@ -1,34 +1,11 @@
-"""One Extract micro-batch (the query's ``foreachBatch`` function): the ``pgcapture``
-source's range read and appended to the trail — on the driver, or by a Spark task when the
-range is large.
+"""One Extract micro-batch (the query's ``foreachBatch`` function): the ``pgcapture`` range
+made durable in the trail, then checkpointed.
 
-Why: a Spark job per micro-batch (a source task in one Python worker, the change rows through
-the JVM to the sink in another) cost 0.5–1 s however few rows it carried; that was most of
-the Extract's part of the lag and held back its throughput under a steady stream of small
-batches.  On the driver the same two functions — :func:`~trailgate.extract.postgres.source.
-read_partition` and :func:`~trailgate.spark.trail_sink.write_change_batches` — run in one
-process in a few milliseconds plus the work itself.
-
-Spark still drives the stream: the source's offsets (the server's flushed WAL position,
-``maxWalBytesPerTrigger``), the trigger, its offset log and commit log.  Batch *b*'s range is
-``[end of b-1, end of b)`` from the offset log Spark writes before it runs *b*
-(:mod:`~trailgate.spark.offset_log`); the query's first batch, whose
-start only the source knows, and a range of more than ``driverMaxBytes`` of WAL (``SPARK
-CONF trailgate.extract.driverMaxBytes``, default 64 MB) go through a Spark task that runs
-the same writer (``mapInArrow``).  Either way the writer skips transactions the trail
-already holds, so a replay after a crash appends nothing twice; the group checkpoint is
-written once the trail is durable, before Spark commits the batch.
-
-On the driver the slot is streamed over the replication protocol
-(:class:`~trailgate.extract.postgres.source.StreamedSlot`; ``SPARK CONF
-trailgate.extract.streaming=false`` reads it with SQL instead): the server decodes and sends
-transactions as they commit, between batches too, and the batch confirms its end to the
-server once the trail and the checkpoint are durable.  Unless the run is ``--once`` or ``SPARK
-CONF trailgate.extract.continuous=false``, the first driver batch starts a
-:class:`~.trail_streamer.TrailStreamer` that writes the stream to the trail as it arrives,
- and each batch after that only makes its range durable.  A batch that runs in
-a task first closes the stream (a streamed slot is busy).  With SQL reads, the source's
-``commit`` moves the slot after Spark commits the batch.
+Most batches run on the driver, since a Spark job per batch cost more than its work; the
+query's first batch and one over ``driverMaxBytes`` of WAL run the same writer in a Spark
+task.  With the trail streamer running a batch only makes its range durable.  The writer
+skips what the trail holds, so a replay appends nothing twice, and the checkpoint is written
+before Spark commits.  docs/processes.md, "Extract (PostgreSQL)".
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
 """``spark.readStream.format("pgcapture")``: an Extract group's PostgreSQL slot as a stream.
 
-Offsets are source positions, ``{"lsn": n}``.  A micro-batch ``[start, end)`` holds every
-transaction whose commit LSN lies in it, whole, in commit order, as change rows
-(:mod:`trailgate.changes.change_rows`) filtered and trimmed by the group's TABLE rules:
-
-* ``latestOffset`` is ``pg_current_wal_flush_lsn()``: every commit record before it is
-  flushed, so the slot returns it (a commit not yet flushed lies after it and belongs to a
-  later batch; ``pg_current_wal_lsn()`` could skip it);
-* one partition per batch (a slot is read in order); the task reads the slot with
-  ``PgCapture.read(upto_lsn=end)`` and skips commits before ``start`` (a replayed batch
-  starts where the slot still is); big transactions are spilled to disk by PgCapture and
-  streamed out in Arrow batches, so memory stays bounded;
-* the batch ends with a source position row (``{"lsn": end, "recovery": {"lsn":
-  restart_lsn}}``), which the trail sink stores as the read checkpoint;
-* ``commit(end)`` advances the slot to ``end``.  Spark calls it only after the sink
-  committed the batch, so the slot never passes what is durably in the trail.  Every batch
-  moves the slot to its end whether or not a captured table changed: that is the heartbeat
-  that keeps WAL from piling up while captured tables are idle.
-
-Options: ``home`` and ``group`` (required), ``memoryLimitBytes``, ``processId`` (for
-@GETENV), ``batchRows`` (rows per Arrow batch, default 10000), ``maxWalBytesPerTrigger``
-(bound a batch's WAL range; transactions stay whole), ``stopFile`` (while it exists no new
-batch starts: a clean stop lets the running batch finish), ``batchWindowMs`` (decide in
-``latestOffset`` when a batch starts, for a zero trigger: :mod:`trailgate.spark.
-batch_window`), ``batchWindowPatient`` (``true``: a patient window, for an Extract whose
-driver writes the trail as transactions arrive).
+Offsets are ``{"lsn": n}``.  A micro-batch ``[start, end)`` holds every transaction whose
+commit LSN lies in it, whole, as change rows after the group's TABLE rules, then a source
+position row.  ``latestOffset`` is the server's flushed WAL position; ``commit`` moves the
+slot, only once the trail is durable and on every batch (the heartbeat).  The driver's
+streamed slot (:class:`StreamedSlot`) lives here too.  Options: docs/processes.md,
+"Extract (PostgreSQL)".
 """
 
 from __future__ import annotations

@@ -1,31 +1,11 @@
-"""The Extract's trail written as transactions arrive, between micro-batches too; each
-micro-batch makes what it covers durable.
+"""The Extract's trail written as transactions arrive, between micro-batches too.
 
-Why: when the driver read and wrote a batch's range only once the batch started, a change
-waited for the next batch window before it even reached the trail, and at the end of a
-burst the last window's transactions were encoded and written while the Replicat waited.
-Under load each batch spent a few hundred milliseconds on that, so the trail grew in steps
-of half a second and the Replicat's last batch of a burst held the whole last step.
-
-A :class:`TrailStreamer` is one thread of the driver that owns the streamed slot
-(:class:`~trailgate.extract.postgres.source.StreamedSlot`) and the trail's writer
-(:class:`~trailgate.spark.trail_sink.TrailAppender`): whenever the server has sent whole
-transactions it encodes them and writes them through to the trail file (readers see
-them at once; no fsync).  A micro-batch with the range ``[start, end)`` calls
-:meth:`TrailStreamer.sync`: the thread goes on reading until it has written everything
-before ``end`` (asking the server how far it has read, as a batch's read did), then
-fsyncs the trail and records the sink state, and the batch writes the group checkpoint
-and lets the slot move to ``end`` (:meth:`TrailStreamer.confirm`), as before.
-
-While the group's stop file exists (a stop under way, or an Extract held) the thread writes
-only what a waiting micro-batch needs and otherwise lets go of the slot (closes its stream),
-so the server decodes nothing for it; once the file is gone it opens the stream again where
-it stopped.
-
-Nothing is lost or doubled: the slot never moves past what is durable in the trail; after
-a crash the next run finds the trail longer than the sink state says and, as after a crash
-in the middle of a batch, recovers from the trail itself and skips the transactions
-already there.  A failure of the thread (the server gone) is raised by the next ``sync``.
+A :class:`TrailStreamer` is a driver thread that owns the streamed slot and the trail's
+writer: it writes whole transactions to the trail as the server sends them, so a change
+need not wait for the next batch, and a micro-batch's :meth:`~TrailStreamer.sync` makes its
+range durable before the slot may move.  The slot never passes what is durable; after a
+crash the next run skips what the trail holds.  docs/processes.md, "The trail as
+transactions arrive".
 """
 
 from __future__ import annotations
