@@ -27,6 +27,7 @@ from typing import Any
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from trailgate.checkpoint import atomic_write_text
 from trailgate.db.connect import connect
 from trailgate.errors import ConfigError, SourceError
 
@@ -95,13 +96,7 @@ class Cluster:
                               "(Cluster.create)") from None
 
     def _save_state(self, state: dict[str, object]) -> None:
-        tmp = self._state_file.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(state, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self._state_file)
+        atomic_write_text(self._state_file, json.dumps(state))  # mode 0600, as mkstemp makes
 
     @property
     def port(self) -> int:

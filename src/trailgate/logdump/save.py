@@ -7,9 +7,9 @@ the new file describes its own tables like every trailgate trail file does.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from trailgate.checkpoint import atomic_write_bytes
 from trailgate.model import OpType, TransInd
 from trailgate.trail.header import FileHeader, ProducerInfo, now_julian
 from trailgate.trail.naming import parse_trail_file
@@ -62,10 +62,5 @@ def write_saved_file(
     body = opening + b"".join(definitions) + b"".join(records) + closing
     header.file_size = len(header.encode()) + len(body)
     data = header.encode() + body
-    tmp = target.with_name(target.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+    atomic_write_bytes(target, data)
     return len(data)

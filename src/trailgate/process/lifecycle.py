@@ -23,6 +23,8 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
+import psutil
+
 from trailgate.errors import TrailgateError
 from trailgate.home import Home, validate_group_name
 
@@ -128,21 +130,15 @@ def _alive(pid: int, name: str | None = None) -> bool:
             del _launched[key]
             return False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by someone else
-    proc_dir = Path(f"/proc/{pid}")
-    try:
-        stat = (proc_dir / "stat").read_text()
-        if stat[stat.rindex(")") + 2:].startswith(("Z", "X")):
+        process = psutil.Process(pid)
+        if process.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
             return False
         if name is not None:
-            argv = (proc_dir / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
-            return any(arg.upper() == name.upper() for arg in argv)
-    except (OSError, ValueError):
-        pass  # no /proc: trust kill(0)
+            return any(arg.upper() == name.upper() for arg in process.cmdline())
+    except psutil.NoSuchProcess:  # gone, or a zombie by now
+        return False
+    except psutil.AccessDenied:
+        pass  # it exists, and we may not look at it
     return True
 
 
