@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from enum import IntEnum, StrEnum
 from typing import NamedTuple
 
@@ -24,6 +25,7 @@ __all__ = [
     "TrailPosition",
     "TransInd",
     "Transaction",
+    "datetime_from_julian",
     "julian_from_unix_micros",
     "unix_micros_from_julian",
 ]
@@ -41,6 +43,15 @@ def julian_from_unix_micros(unix_micros: int) -> int:
 def unix_micros_from_julian(julian_micros: int) -> int:
     """Convert GoldenGate Julian microseconds to microseconds since 1970-01-01 UTC."""
     return julian_micros - JULIAN_UNIX_EPOCH_MICROS
+
+
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def datetime_from_julian(julian_micros: int) -> datetime:
+    """GoldenGate Julian microseconds as an aware UTC datetime, exact to the microsecond;
+    ``OverflowError`` outside the years 1-9999."""
+    return _UNIX_EPOCH + timedelta(microseconds=unix_micros_from_julian(julian_micros))
 
 
 class OpType(IntEnum):

@@ -223,3 +223,14 @@ def test_file_header_layout_matches_seed001():
     decoded = decode_file_header(data)
     assert decoded.seqno == 16 and decoded.first_csn == 1145074 and decoded.last_csn is None
     assert decoded.uri == header.uri and decoded.filename == header.filename
+
+
+def test_julian_microseconds_as_a_datetime_are_exact():
+    from datetime import UTC, datetime
+
+    from trailgate.model import datetime_from_julian, julian_from_unix_micros
+
+    assert datetime_from_julian(julian_from_unix_micros(0)) == datetime(1970, 1, 1, tzinfo=UTC)
+    # a float of seconds cannot hold this microsecond; integer arithmetic must
+    late = julian_from_unix_micros(253_402_300_799_999_999)
+    assert datetime_from_julian(late) == datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from functools import partial
 
 from trailgate.capture.postgres.types import classify, pg_text_from_trail
-from trailgate.model import Column, ColumnKind, unix_micros_from_julian
+from trailgate.model import Column, ColumnKind, datetime_from_julian
 
 __all__ = ["converter_name", "julian_to_text", "text_converter", "text_from_trail"]
 
 _TRAIL_TS = re.compile(rb"^(\d{4}-\d{2}-\d{2}):(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?$")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def text_from_trail(value: bytes | None, column: Column) -> str | None:
@@ -125,7 +123,7 @@ def julian_to_text(julian_micros: int) -> str | None:
     if julian_micros <= 0:
         return None
     try:
-        when = _EPOCH + timedelta(microseconds=unix_micros_from_julian(julian_micros))
+        when = datetime_from_julian(julian_micros)
     except OverflowError:
         return None
     return when.strftime("%Y-%m-%d %H:%M:%S.%f")

@@ -11,10 +11,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 
 from trailgate.changes.routing import Router
-from trailgate.model import Change, OpType, TableDef, TrailPosition, unix_micros_from_julian
+from trailgate.model import Change, OpType, TableDef, TrailPosition, datetime_from_julian
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.reader import TrailReader
 
@@ -27,8 +26,7 @@ def julian_to_iso(julian: int | None) -> str | None:
     if not julian:
         return None
     try:
-        micros = unix_micros_from_julian(julian)
-        return datetime.fromtimestamp(micros / 1e6, UTC).isoformat(timespec="microseconds")
+        return datetime_from_julian(julian).isoformat(timespec="microseconds")
     except (ValueError, OverflowError, OSError):
         return None
 

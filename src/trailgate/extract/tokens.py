@@ -10,10 +10,10 @@ record, so it is refused when the parameter file is read, as an unknown field wo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from trailgate.errors import ConfigError
-from trailgate.model import Change, ColumnKind, OpType, TableDef, unix_micros_from_julian
+from trailgate.model import Change, ColumnKind, OpType, TableDef, datetime_from_julian
 from trailgate.params.model import ColumnRef, Expr, FunctionCall, Literal, TableSpec
 
 __all__ = ["GroupEnv", "TokenContext", "check_tokens", "evaluate"]
@@ -75,10 +75,7 @@ def _literal(expr: Expr) -> str:
 
 def _timestamp(julian: int) -> str:
     """GoldenGate's timestamp text: ``YYYY-MM-DD HH:MI:SS.FFFFFF`` (UTC)."""
-    micros = unix_micros_from_julian(julian)
-    when = datetime.fromtimestamp(micros // 1_000_000, UTC).replace(
-        microsecond=micros % 1_000_000)
-    return when.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return datetime_from_julian(julian).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def _column(ctx: TokenContext, ref: ColumnRef) -> str | None:

@@ -5,9 +5,9 @@ Kept in one place so both tools print times, hex and operation names identically
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
-from trailgate.model import unix_micros_from_julian
+from trailgate.model import datetime_from_julian
 
 __all__ = [
     "RECTYPES",
@@ -110,8 +110,7 @@ def parse_io_type(text: str) -> int:
 
 def _datetime(julian_micros: int) -> datetime | None:
     try:
-        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(
-            microseconds=unix_micros_from_julian(julian_micros))
+        return datetime_from_julian(julian_micros)
     except OverflowError:
         return None
 

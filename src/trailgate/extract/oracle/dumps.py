@@ -19,7 +19,6 @@ import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ from trailgate.errors import ConfigError, SourceError
 from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
-from trailgate.model import unix_micros_from_julian
+from trailgate.model import datetime_from_julian
 from trailgate.params import ExtractParams, parse_group_params
 
 if TYPE_CHECKING:
@@ -281,8 +280,7 @@ def forget(summary: FileSummary) -> None:
 def _iso(julian: int | None) -> str | None:
     if julian is None:
         return None
-    micros = unix_micros_from_julian(julian)
-    return datetime.fromtimestamp(micros / 1e6, UTC).isoformat(timespec="microseconds")
+    return datetime_from_julian(julian).isoformat(timespec="microseconds")
 
 
 @dataclass(slots=True)

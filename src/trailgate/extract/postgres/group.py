@@ -10,7 +10,6 @@ exists), stops the query, completes the trail file, and moves the slot to the ch
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,10 +137,7 @@ def _finish(cfg: ExtractConfig, run_id: str) -> None:
     lsn = int(ck.read_position.get("lsn", 0)) if ck else 0
     if lsn:
         with connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} stop") as conn:
-            for _ in range(50):
-                if advance_slot(conn, cfg.slot, lsn):
-                    break
-                time.sleep(0.1)
+            advance_slot(conn, cfg.slot, lsn, patience=5.0)
 
 
 def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = None) -> int:

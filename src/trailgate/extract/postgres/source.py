@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +39,7 @@ from trailgate.extract.postgres.config import (
     load_extract_config,
 )
 from trailgate.home import Home
-from trailgate.model import Change, TableDef, unix_micros_from_julian
+from trailgate.model import Change, TableDef, datetime_from_julian
 from trailgate.spark.batch_window import BatchWindow, stop_requested
 
 if TYPE_CHECKING:
@@ -93,8 +92,7 @@ class SourceOptions:
 
 
 def _iso(julian: int) -> str:
-    micros = unix_micros_from_julian(julian)
-    return datetime.fromtimestamp(micros / 1e6, UTC).isoformat(timespec="microseconds")
+    return datetime_from_julian(julian).isoformat(timespec="microseconds")
 
 
 def slot_state(conn: psycopg.Connection[Any], slot: str) -> tuple[int, int, int | None]:
@@ -127,20 +125,27 @@ def wait_for_slot(conn: psycopg.Connection[Any], slot: str,
         time.sleep(0.2)
 
 
-def advance_slot(conn: psycopg.Connection[Any], slot: str, lsn: int) -> bool:
-    """Move the slot's confirmed position to ``lsn`` (never back); False if it is busy."""
-    _, confirmed, _ = slot_state(conn, slot)
-    if lsn <= confirmed:
+def advance_slot(conn: psycopg.Connection[Any], slot: str, lsn: int, *,
+                 patience: float = 0.0) -> bool:
+    """Move the slot's confirmed position to ``lsn`` (never back); False if it is busy (for
+    ``patience`` seconds, trying again every 0.1 s)."""
+    deadline = time.monotonic() + patience
+    while True:
+        _, confirmed, _ = slot_state(conn, slot)
+        if lsn <= confirmed:
+            return True
+        try:
+            conn.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
+                         (slot, format_lsn(lsn)))
+        except pgerrors.ObjectInUse:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+            continue
+        except psycopg.Error as exc:
+            raise SourceError(f"cannot advance replication slot {slot!r} to "
+                              f"{format_lsn(lsn)}: {exc}") from None
         return True
-    try:
-        conn.execute("SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
-                     (slot, format_lsn(lsn)))
-    except pgerrors.ObjectInUse:
-        return False
-    except psycopg.Error as exc:
-        raise SourceError(f"cannot advance replication slot {slot!r} to {format_lsn(lsn)}: "
-                          f"{exc}") from None
-    return True
 
 
 #: A slot whose restart point lags its confirmed point by more gets a snapshot logged

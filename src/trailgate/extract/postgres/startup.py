@@ -7,7 +7,6 @@ GoldenGate's Extract does, and go to the report and ``ggserr.log``.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from trailgate.capture.postgres.trandata import capture_warnings, resolve_tables
@@ -70,9 +69,6 @@ def check_source(cfg: ExtractConfig, resume_lsn: int | None) -> StartupReport:
                                                            publication=cfg.publication)
                                if not w.startswith("WARNING: no table matches"))
         if resume_lsn:
-            for _ in range(50):
-                if advance_slot(conn, cfg.slot, resume_lsn):
-                    break
-                time.sleep(0.1)
+            advance_slot(conn, cfg.slot, resume_lsn, patience=5.0)
         report.restart_lsn, report.confirmed_lsn, _ = slot_state(conn, cfg.slot)
     return report
