@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from trailgate.changes.heartbeat import seed_name
 from trailgate.db.connect import CredentialStore, login_conninfo
-from trailgate.errors import ConfigError
+from trailgate.errors import ConfigError, TrailgateError
 from trailgate.home import GroupInfo, Home
-from trailgate.params import ReplicatParams, parse_group_params
+from trailgate.params import MapSpec, ReplicatParams, parse_globals, parse_group_params
 from trailgate.params.names import parse_name
 
 __all__ = ["PARTITIONS_CONF", "SPLIT_MIN_CONF", "ReplicatConfig", "load_replicat_config"]
@@ -99,6 +100,26 @@ def _begin(info: GroupInfo) -> dict[str, int]:
                           f"EXTRBA n") from None
 
 
+def _heartbeat_map(home: Home, conninfo: str) -> MapSpec | None:
+    """The implicit ``MAP GGSCHEMA.gg_heartbeat_seed, TARGET GGSCHEMA.gg_heartbeat_history``
+    when the target has the heartbeat tables (ADD HEARTBEATTABLE): heartbeats then land in
+    its history, whatever the MAPs say (:mod:`trailgate.db.heartbeat`)."""
+    schema = parse_globals(home.globals_file).ggschema
+    if not schema:
+        return None
+    from trailgate.db.connect import connect
+    from trailgate.db.heartbeat import HISTORY, heartbeat_objects
+
+    try:
+        with connect(conninfo, application_name="trailgate replicat start") as conn:
+            if not heartbeat_objects(conn, schema)[HISTORY]:
+                return None
+    except TrailgateError:
+        return None  # the start-up checks report an unreachable target in their words
+    return MapSpec(seed_name(schema), f"{schema}.{HISTORY}",
+                   path="(heartbeat: ADD HEARTBEATTABLE)")
+
+
 def load_replicat_config(home: Home, group: str) -> ReplicatConfig:
     """Read and check the registry entry and the parameter file."""
     info = home.require_group(group, "REPLICAT")
@@ -113,6 +134,9 @@ def load_replicat_config(home: Home, group: str) -> ReplicatConfig:
     assert target is not None  # the parser requires one
     if target.kind == "POSTGRES":
         location = _target_conninfo(home, params)
+        implicit = _heartbeat_map(home, location)
+        if implicit is not None:
+            params.maps = [*params.maps, implicit]
     else:
         location = str(home.resolve(target.location))
     for spec in params.maps:
