@@ -17,7 +17,8 @@ from trailgate.home import GroupInfo, Home
 from trailgate.params import MapSpec, ReplicatParams, parse_globals, parse_group_params
 from trailgate.params.names import parse_name
 
-__all__ = ["PARTITIONS_CONF", "SPLIT_MIN_CONF", "ReplicatConfig", "load_replicat_config"]
+__all__ = ["PARTITIONS_CONF", "SPLIT_MIN_CONF", "ReplicatConfig", "load_replicat_config",
+           "target_conninfo"]
 
 #: ``SPARK CONF trailgate.replicat.partitions=n``: how many key partitions a batch is split
 #: into (default: Spark's default parallelism).
@@ -67,7 +68,7 @@ class ReplicatConfig:
         return [(m.source, None) for m in self.params.maps]
 
 
-def _target_conninfo(home: Home, params: ReplicatParams) -> str:
+def target_conninfo(home: Home, params: ReplicatParams) -> str:
     if params.useridalias:
         cred = CredentialStore(home.path).get(params.useridalias,
                                               params.domain or "OracleGoldenGate")
@@ -133,7 +134,7 @@ def load_replicat_config(home: Home, group: str) -> ReplicatConfig:
     target = params.target
     assert target is not None  # the parser requires one
     if target.kind == "POSTGRES":
-        location = _target_conninfo(home, params)
+        location = target_conninfo(home, params)
         implicit = _heartbeat_map(home, location)
         if implicit is not None:
             params.maps = [*params.maps, implicit]
