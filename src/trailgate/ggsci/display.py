@@ -55,11 +55,14 @@ def _now(now: datetime | None) -> datetime:
 
 
 def info_all(rows: Iterable[tuple[GroupInfo, str, Checkpoint | None]],
-             now: datetime | None = None) -> list[str]:
-    """The ``INFO ALL`` table: one line per (group, status, checkpoint)."""
+             now: datetime | None = None, manager: str | None = None) -> list[str]:
+    """The ``INFO ALL`` table: the Manager's status (when given), then one line per
+    (group, status, checkpoint)."""
     now = _now(now)
     out = [f"{'Program':<12}{'Status':<12}{'Group':<12}{'Lag at Chkpt':<14}Time Since Chkpt",
            ""]
+    if manager is not None:
+        out.append(f"{'MANAGER':<12}{manager}")
     for group, status, cp in rows:
         out.append(f"{group.kind:<12}{status:<12}{group.name:<12}"
                    f"{format_hms(checkpoint_lag(cp)):<14}"
