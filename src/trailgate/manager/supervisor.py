@@ -49,8 +49,10 @@ class Supervisor:
     """Starts (AUTOSTART) and restarts (AUTORESTART) the groups of a home."""
 
     def __init__(self, home: Home, params: ManagerParams, log: Log, *,
-                 clock: Callable[[], float] = time.monotonic, start_wait: float = 0.5):
+                 clock: Callable[[], float] = time.monotonic, start_wait: float = 0.5,
+                 command: lifecycle.CommandFactory | None = None):
         self.home = home
+        self.command = command
         self.params = params
         self.log = log
         self.clock = clock
@@ -58,7 +60,11 @@ class Supervisor:
         self.watch: dict[str, GroupWatch] = {}
 
     def _start(self, group: GroupInfo) -> None:
-        lifecycle.start_group(self.home, group.kind, group.name, wait=self.start_wait)
+        if self.command is None:
+            lifecycle.start_group(self.home, group.kind, group.name, wait=self.start_wait)
+        else:
+            lifecycle.start_group(self.home, group.kind, group.name, wait=self.start_wait,
+                                  command=self.command)
 
     def autostart(self) -> None:
         """Start every AUTOSTART group that is not running (once, as the Manager starts)."""
