@@ -17,33 +17,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from manager_support import CHILD
 
 from trailgate.home import GroupInfo, Home
 from trailgate.manager.params import parse_manager_params
 from trailgate.manager.supervisor import Supervisor
 from trailgate.process import lifecycle
 from trailgate.process.lifecycle import Status
-
-CHILD = r'''
-import sys, time
-from trailgate.errors import ConfigError, TargetError
-from trailgate.home import Home
-from trailgate.process.runtime import GroupProcess
-home, kind, name = Home(sys.argv[1]), sys.argv[2], sys.argv[3]
-mode_file = home.dirchk / f"{name}.mode"
-mode = mode_file.read_text().strip() if mode_file.exists() else "run"
-with open(home.dirchk / f"{name}.starts", "a") as fh:
-    fh.write(mode + "\n")
-with GroupProcess(home, kind, name, title="test group") as proc:
-    proc.started()
-    if mode == "data":
-        raise TargetError("collision applying Insert: table public.t, key id = 1")
-    if mode == "lost":
-        raise TargetError("lost the connection to u@db:5432/app while applying batch 3")
-    while not proc.stop_requested:
-        time.sleep(0.05)
-    proc.stopped("stop requested")
-'''
 
 
 @pytest.fixture

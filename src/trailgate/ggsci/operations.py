@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from trailgate.errors import TrailgateError
+from trailgate.errors import ConfigError, TrailgateError
 from trailgate.ggsci import commands as c
 from trailgate.home import GroupInfo, Home
 from trailgate.manager import control
@@ -34,7 +34,10 @@ def manager_command(home: Home, cmd: c.ManagerCommand, out: Print,
                     confirm: Callable[[str], bool] | None) -> None:
     """START, STOP or INFO MANAGER."""
     if cmd.action == "START":
-        state = control.start_manager(home)
+        try:
+            state = control.start_manager(home)
+        except ConfigError as exc:  # mgr.prm's file and line stay in the message
+            raise TrailgateError(str(exc)) from None
         out(f"Manager started (port {state.port}).")
     elif cmd.action == "STOP":
         state = control.manager_state(home)
