@@ -13,7 +13,7 @@ from trailgate.changes.range_rows import read_change_rows
 from trailgate.changes.routing import Router
 from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv
-from trailgate.model import Change, Column, OpType, TableDef, Transaction, TrailPosition
+from trailgate.model import Change, Column, OpType, TableDef, TrailPosition, Transaction
 from trailgate.params.model import TableSpec
 from trailgate.trail import TrailWriter
 
