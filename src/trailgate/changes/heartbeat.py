@@ -1,11 +1,10 @@
 """A heartbeat row's hops: each group it passes stamps its name and time into the row.
 
-A heartbeat is an insert into ``GGSCHEMA.gg_heartbeat_seed`` (:mod:`trailgate.db.heartbeat`)
-that travels like data.  The Extract that captures it sets ``incoming_extract_ts``; each
-Data Pump appends its name to ``incoming_routing_path`` and sets ``incoming_routing_ts``.
-The values are written in trail form into the change's after image, so the Replicat
-applies them as plain columns (its set-based paths stay as they are) and the target's
-history holds the time of every hop.  Pure Python: it runs in Spark's workers too.
+A heartbeat is an insert into ``GGSCHEMA.gg_heartbeat_seed`` (:mod:`trailgate.db.heartbeat`).
+The capturing Extract sets ``incoming_extract_ts``; each pump appends its name to
+``incoming_routing_path`` and sets ``incoming_routing_ts``, in trail form in the after
+image, so the Replicat applies them as plain columns (its set-based paths unchanged).
+Pure Python: it runs in Spark's workers too.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""Heartbeat tables: GoldenGate's GG_HEARTBEAT_SEED, GG_HEARTBEAT_HISTORY, GG_HEARTBEAT and
-GG_LAG, as they fit PostgreSQL, and the writer an Extract runs.
+"""Heartbeat tables as GoldenGate names them (GG_HEARTBEAT_SEED, GG_HEARTBEAT_HISTORY,
+GG_HEARTBEAT, GG_LAG, GG_LAG_HISTORY), fitted to PostgreSQL, and the Extract's writer.
 
-PostgreSQL has no scheduler jobs, so each Extract inserts its own heartbeat row into the
-seed table every FREQUENCY seconds.  The row is captured like data; the Extract and each
-pump stamp their hop's time into its columns; the Replicat applies it, by an implicit MAP,
-as one more row of the target's history table, whose defaults record the Replicat and when
-it applied it.  GG_HEARTBEAT and GG_LAG are views over that history: a row per path, and
-its lag end to end and per hop.  Settings live in the seed table's comment, as JSON.
+With no scheduler jobs, each Extract inserts its heartbeat row every FREQUENCY seconds;
+it travels like data, each hop stamping its time, and the Replicat applies it by an
+implicit MAP into the target's history, whose defaults record it and when.  The views
+give lag per path and hop.  Settings: the tables' comment, as JSON.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
-"""Who may call the Manager's REST API: a token, or a user and password from the credential
-store.
+"""Who may call the Manager's REST API: a token, or a credential-store user.
 
-* **Token** (``Authorization: Bearer …``): ``dircrd/mgr.token``, made on the Manager's
-  first start (0600, in the 0700 credential directory); whoever can read the home's
-  credentials may act on it, as with GGSCI.
-* **User and password** (``Authorization: Basic …``): an alias of the credential store in
-  domain ``Manager`` (``ALTER CREDENTIALSTORE ADD USER admin PASSWORD … ALIAS console
-  DOMAIN Manager``).
+* ``Authorization: Bearer …``: ``dircrd/mgr.token``, made (0600) on the first start;
+  whoever can read the home's credentials may act, as with GGSCI.
+* ``Authorization: Basic …``: a credential-store alias of domain ``Manager`` (``ALTER
+  CREDENTIALSTORE ADD USER admin PASSWORD … ALIAS console DOMAIN Manager``).
 
-Every ``/api`` call needs one of them, reads included (groups, positions and reports are
-not for anyone on the host); ``/metrics`` is open, as Prometheus scrapes it on loopback.
+Every ``/api`` call needs one, reads included; ``/metrics`` is open, as Prometheus scrapes
+it on loopback.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """PURGEOLDEXTRACTS: trail files every reader has finished with, deleted oldest first.
 
-GoldenGate's rules, as its Manager reference states them: with USECHECKPOINTS (the
-default) a file is purged only when every process that reads the trail is past it by its
-checkpoint, and only if at least one process reads the trail; a MINKEEP rule is a minimum
-on top (MINKEEPHOURS: keep a file modified in the last n hours; MINKEEPFILES: keep the
-newest n files), never a licence to purge what a checkpoint still needs, so a reader
-stopped for days keeps its files.  NOUSECHECKPOINTS purges by the MINKEEP rule alone.
-The newest file is never purged.  What may go is decided before the first file is
-deleted, from positions that only move forward, so a Manager killed in the middle leaves
-every reader its data, and the next purge finishes the job.
+GoldenGate's rules: with USECHECKPOINTS a file goes only when every reader of the trail is
+past it by its checkpoint (and only if one reads it); MINKEEPHOURS/MINKEEPFILES are minimums
+on top, never a licence to purge what a checkpoint needs, so a reader stopped for days
+keeps its files.  The newest file stays.  What may go is decided before the first unlink,
+from positions that only move forward: a Manager killed midway leaves every reader its
+data (docs/manager.md).
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """Who uses a trail, and from which file on: what a purge must never take away.
 
-A trail's readers are the Data Pumps and Replicats of this home that read it, and those of
-any other home that registered with it: ``ADD REPLICAT`` and ``ADD EXTRACT …,
-EXTTRAILSOURCE`` write ``<dir>/<prefix>.readers.json`` beside the trail (the home and the
-group), so a Manager purging a shared trail sees a reader in another home.  A reader needs
-its files from the lowest of its checkpoint's read position, the start of the newest
-micro-batch Spark logged (a batch replayed after a crash starts there, before the group
-checkpoint) and, before its first checkpoint, its begin position.  The trail's writer needs
-its current file.  A reader whose position cannot be read protects the whole trail.
+Readers are this home's pumps and Replicats on the trail, and any other home's that
+registered in ``<dir>/<prefix>.readers.json`` (ADD REPLICAT and a pump's ADD EXTRACT write
+it).  A reader needs the trail from the lowest of its checkpoint, the start of the newest
+micro-batch in Spark's offset log (a replay starts there) and, before its first
+checkpoint, its begin position; the writer its current file.  An unreadable position
+protects the whole trail.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""``trailgate manager``: the Manager process, in the foreground (GGSCI ``START MANAGER``
-runs the same command detached).
+"""``trailgate manager``: the Manager process in the foreground (``START MANAGER`` runs it
+detached).
 
-Order matters for "nothing stopped that was running": ``mgr.prm`` is read and checked, the
-group-style lock, pid file and report taken (a second Manager on the home is refused), and
-the HTTP port bound — any failure there ends the Manager before it touches a group.  Then
-AUTOSTART, and a loop each second: the supervisor's tick, lag samples, LAGREPORT events,
-and PURGEOLDEXTRACTS every CHECKMINUTES.  SIGTERM (``STOP MANAGER``) ends the loop; the
-groups keep running, as GoldenGate's do when its Manager stops.
+``mgr.prm`` is checked, the lock, pid file and report taken (one Manager per home) and the
+port bound before anything touches a group, so bad input stops nothing.  Then AUTOSTART,
+and each second: the supervisor's tick, lag samples, LAGREPORT, and PURGEOLDEXTRACTS every
+CHECKMINUTES.  SIGTERM ends it; the groups keep running, as GoldenGate's do.
 """
 
 from __future__ import annotations
@@ -19,12 +17,12 @@ import time
 from pathlib import Path
 
 from trailgate.checkpoint import atomic_write_text
-from trailgate.errors import ConfigError
+from trailgate.errors import ConfigError, TrailgateError
 from trailgate.home import Home
 from trailgate.manager.auth import ensure_token, token_file
 from trailgate.manager.lag import LagMonitor
 from trailgate.manager.params import ManagerParams, parse_manager_params
-from trailgate.manager.purge import EVENT_NO_CHECKPOINTS, matching_trails, purge_trail
+from trailgate.manager.purge import EVENT_NO_CHECKPOINTS, Log, matching_trails, purge_trail
 from trailgate.manager.server import HttpService, bind
 from trailgate.manager.state import ManagerState
 from trailgate.manager.supervisor import Supervisor
@@ -57,18 +55,18 @@ def run(args: argparse.Namespace) -> int:
 class _Purger:
     """PURGEOLDEXTRACTS every CHECKMINUTES; "no checkpoints" is said once per trail."""
 
-    def __init__(self, home: Home, params: ManagerParams, state: ManagerState, log: object):
+    def __init__(self, home: Home, params: ManagerParams, state: ManagerState, log: Log):
         self.home, self.params, self.state, self.log = home, params, state, log
         self.quiet: set[str] = set()
 
     def run(self) -> None:
         for rule in self.params.purge:
             for trail in matching_trails(self.home, rule):
-                outcome = purge_trail(self.home, trail, rule, self.log)  # type: ignore[arg-type]
+                outcome = purge_trail(self.home, trail, rule, self.log)
                 self.state.purged += len(outcome.purged)
                 if outcome.kept_because and str(trail) not in self.quiet:
                     self.quiet.add(str(trail))
-                    self.log("WARNING", EVENT_NO_CHECKPOINTS,  # type: ignore[operator]
+                    self.log("WARNING", EVENT_NO_CHECKPOINTS,
                              f"Trail {str(trail)!r} not purged: {outcome.kept_because}.")
                 elif not outcome.kept_because:
                     self.quiet.discard(str(trail))
@@ -107,7 +105,8 @@ def run_manager(home: Home, *, port: int | None = None) -> int:
                          f"in {token_file(home)})")
         proc.started()
         try:
-            _loop(proc, params, supervisor, lag, _Purger(home, params, state, log), state)
+            _loop(proc, params, supervisor, lag, _Purger(home, params, state, log), state,
+                  http)
         finally:
             http.stop()
             lag.close()
@@ -118,10 +117,12 @@ def run_manager(home: Home, *, port: int | None = None) -> int:
 
 
 def _loop(proc: GroupProcess, params: ManagerParams, supervisor: Supervisor,
-          lag: LagMonitor, purger: _Purger, state: ManagerState) -> None:
+          lag: LagMonitor, purger: _Purger, state: ManagerState, http: HttpService) -> None:
     supervisor.autostart()
     next_sample = next_report = next_purge = time.monotonic()
     while not proc.stop_requested:
+        if not http.alive:
+            raise TrailgateError(f"the HTTP service stopped: {http.error or 'unknown'}")
         supervisor.tick()
         now = time.monotonic()
         if now >= next_sample:
