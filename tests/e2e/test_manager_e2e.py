@@ -291,7 +291,41 @@ def test_kill9_of_the_replicat_is_restarted_and_the_target_exact(ops: Ops) -> No
     assert group["restarts"] == 1 and group["status"] == "RUNNING"
 
 
+@pytest.mark.heavy
+def test_a_lost_target_connection_is_restarted(ops: Ops) -> None:
+    """The Replicat's sessions on the target ended by the server (pg_terminate_backend, as
+    a server restart or a network cut would): it abends with a retryable error and the
+    Manager restarts it; the target ends exact."""
+    restarts = call(ops.port, f"/api/groups/{ops.rep}", token=ops.token)[1]["restarts"]
+    mark = ops.pipeline.event_mark()
+    work = threading.Thread(target=_increments, args=(ops.dbs.source_conninfo, 300),
+                            kwargs={"first": 5000})
+    work.start()
+    try:
+        _wait(lambda: call(ops.port, f"/api/groups/{ops.rep}", token=ops.token)[1][
+            "restarts"] > restarts or _terminate(ops), "a restart after the lost connection")
+        _wait(lambda: call(ops.port, f"/api/groups/{ops.rep}", token=ops.token)[1][
+            "restarts"] > restarts, "the Manager to restart the Replicat")
+    finally:
+        work.join()
+    log = ops.home.ggserr_log.read_bytes()[mark:].decode()
+    assert "lost the connection" in log and f"Manager restarting REPLICAT {ops.rep}" in log
+    _wait(lambda: lifecycle.process_state(ops.home, ops.rep).status is Status.RUNNING
+          and ops.pipeline.started_since(mark), "the Replicat to run again")
+    ops.pipeline.wait_caught_up(ops.dbs.source_conninfo, timeout=600)
+    assert _rows(ops.dbs.target_conninfo) == _rows(ops.dbs.source_conninfo)
+
+
+def _terminate(ops: Ops) -> bool:
+    with connect(ops.dbs.target_conninfo) as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                     "application_name = %s", (f"trailgate replicat {ops.rep}",))
+    time.sleep(1)
+    return False
+
+
 def test_a_data_error_is_reported_and_not_restarted(ops: Ops) -> None:
+    restarts = call(ops.port, f"/api/groups/{ops.rep}", token=ops.token)[1]["restarts"]
     mark = ops.pipeline.event_mark()
     run_sql(ops.dbs.target_conninfo, "INSERT INTO ops.accounts VALUES (5000, 0, 'in the way')")
     run_sql(ops.dbs.source_conninfo, "INSERT INTO ops.accounts VALUES (5000, 1, 'collides')")
@@ -302,7 +336,7 @@ def test_a_data_error_is_reported_and_not_restarted(ops: Ops) -> None:
     time.sleep(3)  # several Manager ticks: nothing restarts it
     assert lifecycle.process_state(ops.home, ops.rep).status is Status.ABENDED
     _status, group = call(ops.port, f"/api/groups/{ops.rep}", token=ops.token)
-    assert group["restarts"] == 1 and group["status"] == "ABENDED"
+    assert group["restarts"] == restarts and group["status"] == "ABENDED"
     assert "23505" in group["last_abend"] or "already exists" in group["last_abend"]
     log = ops.home.ggserr_log.read_bytes()[mark:].decode()
     assert f"Manager restarting REPLICAT {ops.rep}" not in log
