@@ -6,6 +6,7 @@ logical replication (publication and subscription), between the same two databas
                          [--replicat-trigger-ms 1000]
                          [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
                          [--idle-seconds 10] [--keep DIR] [--timeline]
+                         [--ops both|off|on] [--heartbeat-frequency 1]
 
 Two embedded servers, source and target, with the same tables.  For each method in turn:
 
