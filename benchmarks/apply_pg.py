@@ -6,6 +6,7 @@ logical replication (publication and subscription), between the same two databas
                          [--replicat-trigger-ms 1000]
                          [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
                          [--idle-seconds 10] [--keep DIR] [--timeline]
+                         [--ops both|off|on] [--heartbeat-frequency 1]
 
 Two embedded servers, source and target, with the same tables.  For each method in turn:
 
@@ -40,6 +41,14 @@ Two embedded servers, source and target, with the same tables.  For each method 
 
 4. **Idle**: the CPU each part uses over ``--idle-seconds`` with nothing to replicate.
 
+trailgate runs twice (``--ops both``, the default): as above, and with the operations
+layer on — a Manager (``START MANAGER``: AUTORESTART, PURGEOLDEXTRACTS every minute,
+LAGREPORT, its HTTP service sampling lag every 5 s) and heartbeat tables on both sides,
+the Extract writing a heartbeat every ``--heartbeat-frequency`` seconds (default 1: the
+worst case) through the throughput, backlog and steady phases, and at GoldenGate's default
+of 60 s while idle.  The two runs are printed side by side, with the heartbeat lag of the
+steady phase (GG_LAG_HISTORY) beside the lag the benchmark measures.
+
 trailgate's batch windows (``SPARK TRIGGER``): both groups keep trailgate's default, 1 s —
 the Extract writes each transaction to the trail as it arrives and the Replicat applies the
 trail as it grows, so their windows only decide how often that is recorded (made durable
@@ -66,6 +75,7 @@ import io
 import os
 import shutil
 import signal
+import socket
 import statistics
 import sys
 import tempfile
@@ -280,6 +290,8 @@ class Result:
     alone_runs: list[float] = field(default_factory=list)  # trailgate: the Replicat alone
     cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of the best round
     idle_cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds while idle
+    heartbeat_lag: list[float] | None = None  # the steady phase's GG_LAG_HISTORY (ops)
+    idle_busy_cpu: dict[str, float] = field(default_factory=dict)  # idle, heartbeat often
 
     @property
     def rate(self) -> float:
@@ -470,11 +482,48 @@ def durable_lags(commits: dict[int, datetime], lag: dict[int, float],
 
 # -- trailgate --------------------------------------------------------------------------------
 
-def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Result:
-    say("\n== trailgate: Extract → trail → Replicat (BATCHSQL, checkpoint table) ==")
+OPS_LABEL = "trailgate with the Manager and heartbeat"
+HEARTBEAT_SCHEMA = "ggadmin"  # the pipeline's GLOBALS GGSCHEMA
+
+
+def ops_setup(home: Home, args: argparse.Namespace) -> str:
+    """mgr.prm, and the GGSCI lines that add the heartbeat tables and start the Manager."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (home.dirprm / "mgr.prm").write_text(
+        f"PORT {port}\nAUTORESTART ER *, RETRIES 2, WAITMINUTES 1\n"
+        "PURGEOLDEXTRACTS ./dirdat/*, USECHECKPOINTS, MINKEEPFILES 2\nCHECKMINUTES 1\n"
+        "LAGREPORTMINUTES 1\nLAGINFOMINUTES 1\nLAGCRITICALMINUTES 5\n")
+    return ("DBLOGIN USERIDALIAS ggsrc\n"
+            f"ADD HEARTBEATTABLE, FREQUENCY {args.heartbeat_frequency}\n"
+            "DBLOGIN USERIDALIAS ggtgt\nADD HEARTBEATTABLE, TARGETONLY\nSTART MANAGER\n")
+
+
+def heartbeat_lags(target: str, since: datetime, until: datetime) -> list[float]:
+    """The heartbeats' lag (GG_LAG_HISTORY) of those received in ``[since, until]``."""
+    with connect(target) as conn:
+        rows = conn.execute(f"SELECT incoming_lag FROM {HEARTBEAT_SCHEMA}.gg_lag_history "
+                            "WHERE heartbeat_received_ts BETWEEN %s AND %s",
+                            (since, until)).fetchall()
+    return sorted(float(r[0]) for r in rows if r[0] is not None)
+
+
+def set_heartbeat_frequency(source: str, seconds: int) -> None:
+    from trailgate.db.heartbeat import alter_heartbeat_table
+
+    with connect(source) as conn:
+        alter_heartbeat_table(conn, HEARTBEAT_SCHEMA, frequency=seconds)
+
+
+def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
+                  ops: bool = False, second: bool = False) -> Result:
+    say(f"\n== {OPS_LABEL if ops else 'trailgate'}: Extract → trail → Replicat (BATCHSQL, "
+        "checkpoint table) ==")
     spec = PipelineSpec(tables=["bench.orders", "bench.ticks"], maps=[("bench.*", "bench.*")],
                         source_db=dbs.source_db, target_db=dbs.target_db, pump=False,
-                        replicat_delta=False, extract="BEXT", replicat_pg_name="BREP",
+                        replicat_delta=False, extract="HEXT" if ops else "BEXT",
+                        replicat_pg_name="HREP" if ops else "BREP",
                         trigger=f"{args.extract_trigger_ms} MILLISECONDS",
                         replicat_master=f"local[{args.partitions}]",
                         extra_replicat_params=list(args.replicat_param))
@@ -488,8 +537,13 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
         prm.write_text(prm.read_text().replace(
             f"SPARK TRIGGER {args.extract_trigger_ms} MILLISECONDS",
             f"SPARK TRIGGER {args.replicat_trigger_ms} MILLISECONDS"))
+        scripts: list[str | Path] = [setup, start]
+        if second:  # the checkpoint table is there from the first run
+            setup.write_text(setup.read_text().replace("ADD CHECKPOINTTABLE\n", ""))
+        if ops:
+            scripts = [setup, ops_setup(home, args), start]
         mark = pipeline.event_mark()
-        pipeline.ggsci([setup, start], transcript)
+        pipeline.ggsci(scripts, transcript)
         t0 = time.monotonic()
         warm_up(dbs, args, pipeline, mark, t0)
         say(f"  groups running and warm after {time.monotonic() - t0:.0f} s (not timed)")
@@ -501,6 +555,9 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
             pid = read_pid(pid_file(home, g.name))
             if pid is not None:
                 roots[g.name] = pid
+        manager_pid = read_pid(pid_file(home, "MGR")) if ops else None
+        if manager_pid is not None:
+            roots["manager"] = manager_pid
         meter, cpu = CpuMeter(roots), []
         for r in range(args.repeat):
             first, marker_id = round_ids(args.rows, r, THROUGHPUT)
@@ -534,6 +591,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
         watch = CheckpointWatch(pipeline, pipeline.groups[0])
         watch.start()
         commits: dict[int, datetime] = {}
+        steady_from = datetime.now(UTC)
         try:
             lag = steady(dbs, args, "trailgate",
                          lambda: f"Replicat {pipeline.operations(rep) - base:,} applied",
@@ -542,20 +600,35 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home) -> Resul
             watch.done.set()
             watch.join()
         durable = durable_lags(commits, by_txn(dbs.target_conninfo, commits), watch.seen)
+        beats, busy = None, {}
+        if ops:
+            beats = heartbeat_lags(dbs.target_conninfo, steady_from, datetime.now(UTC))
+            busy = idle_cpu(meter, args)  # idle, with --heartbeat-frequency
+            set_heartbeat_frequency(dbs.source_conninfo, 60)  # GoldenGate's default, idle
+            time.sleep(args.heartbeat_frequency + 1)  # the writer reads it at its next beat
         idle = idle_cpu(meter, args)
-        return Result("trailgate Extract → trail → Replicat", changes, txns, min(runs), lag,
-                      min(backlog_runs), durable, runs=runs, backlog_runs=backlog_runs,
-                      alone_runs=alone_runs,
-                      wrote=wrote_runs,
-                      cpu=cpu[runs.index(min(runs))], idle_cpu=idle)
+        return Result(OPS_LABEL if ops else "trailgate Extract → trail → Replicat", changes,
+                      txns, min(runs), lag, min(backlog_runs), durable, runs=runs,
+                      backlog_runs=backlog_runs, alone_runs=alone_runs, wrote=wrote_runs,
+                      cpu=cpu[runs.index(min(runs))], idle_cpu=idle, heartbeat_lag=beats,
+                      idle_busy_cpu=busy)
     except BaseException:
         say(transcript.getvalue())
         for g in pipeline.groups:
             say(f"--- {g.name}: {pipeline.report_tail(g, 15)}")
         raise
     finally:
+        if ops:
+            from trailgate.manager.control import stop_manager
+
+            with contextlib.suppress(TrailgateError):
+                stop_manager(home)
         for line in pipeline.stop_all():
             say(f"  {line}")
+        with contextlib.suppress(Exception), connect(dbs.source_conninfo) as conn:
+            conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM "
+                         "pg_replication_slots WHERE slot_name = %s AND NOT active",
+                         (f"trailgate_{spec.extract.lower()}",))
 
 
 def warm_up(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline, mark: int,
@@ -658,14 +731,28 @@ def wait_checkpoint(pipeline: Pipeline, lsn: int, timeout: float, base: int, cha
 
 # -- main -------------------------------------------------------------------------------------
 
+def _pair(results: list[Result]) -> tuple[Result, Result] | None:
+    """(native, trailgate without the operations layer), when both ran."""
+    native = [r for r in results if r.method.startswith("PostgreSQL")]
+    plain = [r for r in results if not r.method.startswith("PostgreSQL")
+             and r.method != OPS_LABEL]
+    return (native[0], plain[0]) if native and plain else None
+
+
+def _label(r: Result) -> str:
+    if r.method.startswith("PostgreSQL"):
+        return "native"
+    return "trailgate+ops" if r.method == OPS_LABEL else "trailgate"
+
+
 def report(results: list[Result], args: argparse.Namespace) -> None:
     say("\n== End to end, live: the workload and the replication on the same two cores "
         "(same workload, same two databases) ==")
     say(f"{'method':<40} {'row changes':>12} {'seconds':>9} {'rows/s':>10}")
     for r in results:
         say(f"{r.method:<40} {r.changes:>12,} {r.seconds:>9.2f} {r.rate:>10,.0f}")
-    if len(results) == 2:
-        native, tg = results
+    if (pair := _pair(results)) is not None:
+        native, tg = pair
         ratio = tg.rate / native.rate if native.rate else float("nan")
         say(f"{'ratio trailgate / native':<40} {'':>12} {'':>9} {ratio:>10.2f}   "
             "(bound by the CPU both share with the source: the CPU table below)")
@@ -684,8 +771,8 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     for r in results:
         say(f"{r.method:<40} {r.changes:>12,} {r.backlog_seconds:>9.2f} "
             f"{r.backlog_rate:>10,.0f}")
-    if len(results) == 2:
-        native, tg = results
+    if (pair := _pair(results)) is not None:
+        native, tg = pair
         ratio = tg.backlog_rate / native.backlog_rate if native.backlog_rate else float("nan")
         say(f"{'ratio trailgate / native':<40} {'':>12} {'':>9} {ratio:>10.2f}   "
             f"(aim, apply throughput: ≥ 1.00 — {'met' if ratio >= 1 else 'not met'})")
@@ -707,8 +794,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
                 f"{max(part, default=float('nan')):>8.3f}s")
     say(f"(trailgate's batch windows, SPARK TRIGGER: Extract {args.extract_trigger_ms} ms, "
         f"Replicat {args.replicat_trigger_ms} ms)")
-    names = {r.method: ("native" if r.method.startswith("PostgreSQL") else "trailgate")
-             for r in results}
+    names = {r.method: _label(r) for r in results}
     say("")
     for line in format_table(
             "== CPU seconds in the best throughput round, by process (both cores shared "
@@ -721,9 +807,65 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         for line in format_table(
                 f"== CPU seconds while idle ({args.idle_seconds:g} s, no changes), by "
                 "process ==",
-                {names[r.method]: r.idle_cpu for r in results},
-                {names[r.method]: args.idle_seconds for r in results}):
+                {**{names[r.method]: r.idle_cpu for r in results},
+                 **{f"heartbeat {args.heartbeat_frequency:g} s": r.idle_busy_cpu
+                    for r in results if r.idle_busy_cpu}},
+                {**{names[r.method]: args.idle_seconds for r in results},
+                 **{f"heartbeat {args.heartbeat_frequency:g} s": args.idle_seconds
+                    for r in results if r.idle_busy_cpu}}):
             say(line)
+    report_ops(results, args)
+
+
+def report_ops(results: list[Result], args: argparse.Namespace) -> None:
+    """trailgate without and with the Manager and heartbeat, side by side."""
+    plain = [r for r in results if _label(r) == "trailgate"]
+    ops = [r for r in results if _label(r) == "trailgate+ops"]
+    if not plain or not ops:
+        return
+    a, b = plain[0], ops[0]
+    say(f"\n== trailgate without and with the Manager and heartbeat (heartbeat every "
+        f"{args.heartbeat_frequency:g} s; 60 s while idle) ==")
+    say(f"{'':<44} {'without':>12} {'with':>12} {'with/without':>13}")
+
+    def line(label: str, x: float, y: float, fmt: str = ",.0f") -> None:
+        ratio = y / x if x else float("nan")
+        say(f"{label:<44} {x:>12{fmt}} {y:>12{fmt}} {ratio:>13.3f}")
+
+    line("live end to end, rows/s", a.rate, b.rate)
+    line("from a backlog (Extract and Replicat), rows/s", a.backlog_rate, b.backlog_rate)
+    if a.alone_runs and b.alone_runs:
+        line("the Replicat alone, rows/s", a.changes / min(a.alone_runs),
+             b.changes / min(b.alone_runs))
+    line("lag p50, s", percentile(a.lag, 0.5), percentile(b.lag, 0.5), ".3f")
+    line("lag p99, s", percentile(a.lag, 0.99), percentile(b.lag, 0.99), ".3f")
+    cpu_a, cpu_b = sum(a.cpu.values()), sum(b.cpu.values())
+    manager = sum(v for k, v in b.cpu.items() if k.startswith("manager"))
+    line("CPU s, best throughput round (all parts)", cpu_a, cpu_b, ".2f")
+    say(f"{'  of which the Manager':<44} {'':>12} {manager:>12.3f} "
+        f"{manager / cpu_b if cpu_b else float('nan'):>12.1%}")
+    if a.idle_cpu and b.idle_cpu:
+        idle_a, idle_b = sum(a.idle_cpu.values()), sum(b.idle_cpu.values())
+        idle_m = sum(v for k, v in b.idle_cpu.items() if k.startswith("manager"))
+        line(f"CPU s while idle ({args.idle_seconds:g} s, all parts)", idle_a, idle_b, ".3f")
+        say(f"{'  of which the Manager':<44} {'':>12} {idle_m:>12.3f}")
+        say(f"{'  the difference (Manager and heartbeat)':<44} {'':>12} "
+            f"{idle_b - idle_a:>12.3f}   (budget 0.1 CPU s per 10 s)")
+        if b.idle_busy_cpu:
+            busy = sum(b.idle_busy_cpu.values())
+            label = f"  idle, a heartbeat every {args.heartbeat_frequency:g} s (all parts)"
+            per = (busy - idle_b) / (args.idle_seconds / args.heartbeat_frequency)
+            say(f"{label:<44} {'':>12} {busy:>12.3f}   ({per:.4f} CPU s per heartbeat)")
+    beats = b.heartbeat_lag or []
+    if beats:
+        hb50, hb99 = percentile(beats, 0.5), percentile(beats, 0.99)
+        m50 = percentile(b.lag, 0.5)
+        tolerance = 0.010 + 0.25 * m50
+        say(f"\nheartbeat lag (GG_LAG_HISTORY, {len(beats)} heartbeats in the steady phase): "
+            f"p50 {hb50:.3f} s, p99 {hb99:.3f} s, max {max(beats):.3f} s; the benchmark's "
+            f"own lag p50 {m50:.3f} s: difference {hb50 - m50:+.3f} s "
+            f"({'within' if abs(hb50 - m50) <= tolerance else 'outside'} the tolerance of "
+            f"10 ms + 25% of the measured p50, {tolerance:.3f} s)")
 
 
 def main() -> int:
@@ -756,6 +898,12 @@ def main() -> int:
                              "best of each is reported (the machine is shared and noisy)")
     parser.add_argument("--only", choices=("native", "trailgate"),
                         help="run one method only (no ratio)")
+    parser.add_argument("--ops", choices=("both", "off", "on"), default="both",
+                        help="trailgate without the Manager and heartbeat (off), with them "
+                             "(on), or both, side by side (default)")
+    parser.add_argument("--heartbeat-frequency", type=int, default=1, metavar="SECONDS",
+                        help="ADD HEARTBEATTABLE, FREQUENCY for the run with the Manager "
+                             "(default 1: the worst case; 60 while idle)")
     args = parser.parse_args()
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tg-bench-apply-"))
@@ -776,7 +924,14 @@ def main() -> int:
             for conninfo in (dbs.source_conninfo, dbs.target_conninfo):
                 run_sql(conninfo, "TRUNCATE bench.orders, bench.ticks")
         if args.only != "native":
-            results.append(run_trailgate(dbs, args, home))
+            if args.ops in ("both", "off"):
+                results.append(run_trailgate(dbs, args, home))
+            if args.ops == "both":
+                for conninfo in (dbs.source_conninfo, dbs.target_conninfo):
+                    run_sql(conninfo, "TRUNCATE bench.orders, bench.ticks")
+            if args.ops in ("both", "on"):
+                results.append(run_trailgate(dbs, args, Home(work / "gg-ops").create(),
+                                             ops=True, second=args.ops == "both"))
         report(results, args)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -28,7 +28,9 @@ __all__ = [
     "TableStats",
     "atomic_write_bytes",
     "atomic_write_text",
+    "checkpoint_lag",
     "load_checkpoint",
+    "parse_time",
     "save_checkpoint",
 ]
 
@@ -236,6 +238,28 @@ def load_checkpoint(path: str | os.PathLike[str]) -> Checkpoint | None:
             f"and ADD the group) before starting it again.",
             path=str(p),
         ) from None
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """An ISO timestamp from a checkpoint or registry as an aware datetime (naive = local)."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    return value if value.tzinfo is not None else value.astimezone()
+
+
+def checkpoint_lag(cp: Checkpoint | None) -> float | None:
+    """Seconds between the source commit time of the last record read and the checkpoint
+    that recorded it (GGSCI's "Lag at Chkpt"); None when unknown."""
+    if cp is None:
+        return None
+    read, updated = parse_time(cp.read_time), parse_time(cp.updated)
+    if read is None or updated is None:
+        return 0.0
+    return max(0.0, (updated - read).total_seconds())
 
 
 _SUFFIX = {"EXTRACT": ".cpe", "REPLICAT": ".cpr"}

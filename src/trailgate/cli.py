@@ -33,6 +33,9 @@ _COMMANDS: dict[tuple[str, ...], tuple[str, str, str]] = {
                          "run an Extract group in the foreground (Ctrl-C stops it cleanly)"),
     ("run", "replicat"): ("trailgate.run", "run_replicat",
                           "run a Replicat group in the foreground (Ctrl-C stops it cleanly)"),
+    ("manager",): ("trailgate.manager.service", "run",
+                   "the Manager in the foreground: AUTOSTART/AUTORESTART, PURGEOLDEXTRACTS, lag "
+                   "reports, /metrics, the REST API and the web console (dirprm/mgr.prm)"),
     ("capture", "oracle-dump"): ("trailgate.capture.oracle.cli", "run",
                                  "one-shot: Oracle redo logfile dumps to a trail"),
     ("sample",): ("trailgate.sample", "run", "write a sample trail (seed 003's workload)"),

@@ -148,7 +148,8 @@ def test_info_all_table_shows_status_and_lag(home: Home) -> None:
     assert status == 0
     lines = out.splitlines()
     head = lines.index("Program     Status      Group       Lag at Chkpt  Time Since Chkpt")
-    rows = [line for line in lines[head + 2:head + 6]]
+    assert lines[head + 2] == "MANAGER     STOPPED"  # GGSCI's first row: the Manager
+    rows = [line for line in lines[head + 3:head + 7]]
     assert re.fullmatch(r"EXTRACT     STOPPED     EXT1        00:01:15      01:02:0[5-9]",
                         rows[0]), rows[0]
     assert rows[1].startswith("EXTRACT     STOPPED     ORA1        00:00:00")

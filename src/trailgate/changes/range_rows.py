@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from trailgate.apply.planner import partition_key
 from trailgate.changes.change_rows import CHANGE_ARROW_SCHEMA, CHANGE_SCHEMA_DDL, ChangeRowBuilder
+from trailgate.changes.heartbeat import is_heartbeat, stamp_hop
 from trailgate.changes.ranges import TrailRange, trans_ind
 from trailgate.changes.routing import Router
 from trailgate.model import Change, OpType, TableDef, TrailPosition
@@ -88,10 +89,13 @@ def read_change_rows(trail: str, lower: TrailPosition, upper: TrailPosition | No
     span = TrailRange(trail, lower, upper, router)
     out = _Builder()
     emitted: dict[str, TableDef] = {}  # output name -> definition already sent
+    hop = router.hop if router is not None else None
     for txn in span.transactions():
         n = len(txn.items)
         for i, (change, pos, tdef) in enumerate(txn.items):
             name = change.table
+            if hop is not None and is_heartbeat(name):
+                stamp_hop(change, tdef, "PUMP", hop)
             if tdef is not None and emitted.get(name) != tdef:
                 out.table(tdef, pos)
                 emitted[name] = tdef

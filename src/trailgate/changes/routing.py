@@ -24,15 +24,19 @@ class _Rule:
 class Router:
     """Which tables a range yields and under which name: TABLE/MAP patterns (exact names
     win over wildcards), exclusions, and an optional TARGET rename (a pump's ``TABLE src,
-    TARGET tgt``).  No rules: every table, unchanged."""
+    TARGET tgt``).  No rules: every table, unchanged.  ``hop``: the Data Pump reading
+    through it, which stamps heartbeat rows with its name and time
+    (:mod:`trailgate.changes.heartbeat`)."""
 
     rules: tuple[_Rule, ...] = ()
     excludes: tuple[str, ...] = ()
+    hop: str | None = None
     _cache: dict[str, str | None] = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
-    def of(cls, rules: list[tuple[str, str | None]], excludes: list[str]) -> Router:
-        return cls(tuple(_Rule(s, t) for s, t in rules), tuple(excludes))
+    def of(cls, rules: list[tuple[str, str | None]], excludes: list[str],
+           hop: str | None = None) -> Router:
+        return cls(tuple(_Rule(s, t) for s, t in rules), tuple(excludes), hop)
 
     def route(self, table: str) -> str | None:
         """The output name of ``table``, or None to leave it out."""

@@ -97,6 +97,11 @@ class PipelineSpec:
         return out
 
 
+def _quoted(text: str) -> str:
+    """A GGSCI string: a generated password may hold ``--``, which would start a comment."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def _spark_lines(master: str, trigger: str) -> list[str]:
     return [f"SPARK MASTER {master}", f"SPARK TRIGGER {trigger}"]
 
@@ -157,8 +162,8 @@ class Pipeline:
         setup = [
             "-- trailgate demo: credentials, supplemental logging, groups and trails",
             "ADD CREDENTIALSTORE",
-            f"ALTER CREDENTIALSTORE ADD USER {src_user} PASSWORD {src_pw} ALIAS ggsrc",
-            f"ALTER CREDENTIALSTORE ADD USER {tgt_user} PASSWORD {tgt_pw} ALIAS ggtgt",
+            f"ALTER CREDENTIALSTORE ADD USER {src_user} PASSWORD {_quoted(src_pw)} ALIAS ggsrc",
+            f"ALTER CREDENTIALSTORE ADD USER {tgt_user} PASSWORD {_quoted(tgt_pw)} ALIAS ggtgt",
             "DBLOGIN USERIDALIAS ggsrc",
             *(f"ADD TRANDATA {t}" for t in s.tables),
             f"ADD EXTRACT {s.extract.lower()}, TRANLOG, BEGIN NOW",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from trailgate.changes.heartbeat import is_heartbeat, stamp_hop
 from trailgate.extract.tokens import GroupEnv, TokenContext, evaluate
 from trailgate.model import Change, OpType, TableDef
 from trailgate.params.model import TableSpec
@@ -58,20 +59,30 @@ def _trim(values: dict[int, bytes | None] | None, keep: frozenset[int]
 
 
 class TableRules:
-    """The TABLE and TABLEEXCLUDE statements of one Extract."""
+    """The TABLE and TABLEEXCLUDE statements of one Extract, and ``heartbeat``: the
+    heartbeat seed table (``GGSCHEMA.gg_heartbeat_seed``), captured whatever the TABLE
+    statements say, its inserts stamped with this Extract's hop."""
 
-    def __init__(self, tables: Sequence[TableSpec], excludes: Iterable[str], env: GroupEnv):
+    def __init__(self, tables: Sequence[TableSpec], excludes: Iterable[str], env: GroupEnv,
+                 heartbeat: str | None = None):
         self.tables = list(tables)
         self.excludes = list(excludes)
         self.env = env
+        self.heartbeat = heartbeat
         self._cache: dict[str, TableRule | None] = {}
 
-    def __getstate__(self) -> tuple[list[TableSpec], list[str], GroupEnv]:
-        return self.tables, self.excludes, self.env  # the cache stays behind
+    def __getstate__(self) -> tuple[list[TableSpec], list[str], GroupEnv, str | None]:
+        return self.tables, self.excludes, self.env, self.heartbeat  # the cache stays behind
 
-    def __setstate__(self, state: tuple[list[TableSpec], list[str], GroupEnv]) -> None:
-        self.tables, self.excludes, self.env = state
+    def __setstate__(self, state: tuple[list[TableSpec], list[str], GroupEnv, str | None]
+                     ) -> None:
+        self.tables, self.excludes, self.env, self.heartbeat = state
         self._cache = {}
+
+    def is_heartbeat(self, table: str) -> bool:
+        """``table`` is this Extract's heartbeat seed table."""
+        return self.heartbeat is not None and is_heartbeat(table) and \
+            match_table(self.heartbeat, table)
 
     def rule(self, table: str) -> TableRule | None:
         """The rule for ``table`` (``schema.table``), ``None`` if it is not captured."""
@@ -80,7 +91,9 @@ class TableRules:
         except KeyError:
             pass
         found: TableRule | None = None
-        if not any(match_table(x, table) for x in self.excludes):
+        if self.is_heartbeat(table):
+            found = TableRule(TableSpec(name=table))
+        elif not any(match_table(x, table) for x in self.excludes):
             exact = [s for s in self.tables if not any(p.has_wildcard for p in
                                                        parse_name(s.name))
                      and match_table(s.name, table)]
@@ -97,6 +110,8 @@ class TableRules:
         if rule is None:
             return None
         spec = rule.spec
+        if self.is_heartbeat(change.table):
+            return change if stamp_hop(change, table, "EXTRACT", self.env.group) else None
         if change.op is OpType.TRUNCATE and not spec.get_truncates:
             return None
         if table is not None:

@@ -30,6 +30,7 @@ __all__ = [
     "EditParams",
     "Exit",
     "GroupCommand",
+    "HeartbeatTable",
     "Help",
     "History",
     "InfoAll",
@@ -39,6 +40,7 @@ __all__ = [
     "InfoTrail",
     "KillGroup",
     "LagGroup",
+    "ManagerCommand",
     "Obey",
     "Repeat",
     "SchemaTranData",
@@ -255,6 +257,26 @@ class InfoAll(Command):
     """``INFO ALL``: a one-line status of every group."""
 
 
+@dataclass(frozen=True, slots=True)
+class ManagerCommand(Command):
+    """``START | STOP [!] | INFO MANAGER`` (``MGR`` abbreviates MANAGER)."""
+
+    action: str  # START | STOP | INFO
+    force: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatTable(Command):
+    """``ADD | ALTER | INFO | DELETE HEARTBEATTABLE [, FREQUENCY n] [, RETENTION_TIME n]
+    [, PURGE_FREQUENCY n] [, TARGETONLY]``."""
+
+    action: str
+    frequency: int | None = None
+    retention_time: int | None = None
+    purge_frequency: int | None = None
+    target_only: bool = False
+
+
 # -- files -------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ViewReport(Command):
@@ -387,6 +409,15 @@ HELP_TOPICS: dict[str, str] = {
     "STATS": "STATS [EXTRACT|REPLICAT|ER] name|wildcard [, TOTAL] [, LATEST] "
              "[, TABLE schema.table] [, RESET] [, REPORTRATE SEC|MIN|HR]",
     "LAG": "LAG [EXTRACT|REPLICAT|ER] name|wildcard",
+    "START MANAGER": "START MANAGER",
+    "STOP MANAGER": "STOP MANAGER [!]",
+    "INFO MANAGER": "INFO MANAGER",
+    "ADD HEARTBEATTABLE": "ADD HEARTBEATTABLE [, FREQUENCY seconds] [, RETENTION_TIME days] "
+                          "[, PURGE_FREQUENCY days] [, TARGETONLY]",
+    "ALTER HEARTBEATTABLE": "ALTER HEARTBEATTABLE [, FREQUENCY seconds] [, RETENTION_TIME "
+                            "days] [, PURGE_FREQUENCY days]",
+    "INFO HEARTBEATTABLE": "INFO HEARTBEATTABLE",
+    "DELETE HEARTBEATTABLE": "DELETE HEARTBEATTABLE",
     "VIEW REPORT": "VIEW REPORT name",
     "VIEW PARAMS": "VIEW PARAMS name",
     "VIEW GGSEVT": "VIEW GGSEVT",

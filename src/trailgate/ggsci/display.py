@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from trailgate.checkpoint import Checkpoint, TableStats
+from trailgate.checkpoint import Checkpoint, TableStats, checkpoint_lag, parse_time
 from trailgate.home import GroupInfo
 
 __all__ = [
@@ -31,17 +31,6 @@ __all__ = [
 ]
 
 
-def parse_time(text: str | None) -> datetime | None:
-    """An ISO timestamp from a checkpoint or registry as an aware datetime (naive = local)."""
-    if not text:
-        return None
-    try:
-        value = datetime.fromisoformat(str(text))
-    except ValueError:
-        return None
-    return value if value.tzinfo is not None else value.astimezone()
-
-
 def format_hms(seconds: float | None) -> str:
     """``HH:MM:SS`` as GGSCI shows lags (hours may exceed 99)."""
     if seconds is None:
@@ -56,17 +45,6 @@ def _local(value: datetime | None, *, seconds: bool = True) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
-def checkpoint_lag(cp: Checkpoint | None) -> float | None:
-    """Seconds between the source commit time of the last record read and the checkpoint
-    that recorded it (GGSCI's "Lag at Chkpt"); None when unknown."""
-    if cp is None:
-        return None
-    read, updated = parse_time(cp.read_time), parse_time(cp.updated)
-    if read is None or updated is None:
-        return 0.0
-    return max(0.0, (updated - read).total_seconds())
-
-
 def _since(cp: Checkpoint | None, group: GroupInfo, now: datetime) -> float:
     stamp = parse_time(cp.updated) if cp is not None else parse_time(group.created)
     return 0.0 if stamp is None else max(0.0, (now - stamp).total_seconds())
@@ -77,11 +55,14 @@ def _now(now: datetime | None) -> datetime:
 
 
 def info_all(rows: Iterable[tuple[GroupInfo, str, Checkpoint | None]],
-             now: datetime | None = None) -> list[str]:
-    """The ``INFO ALL`` table: one line per (group, status, checkpoint)."""
+             now: datetime | None = None, manager: str | None = None) -> list[str]:
+    """The ``INFO ALL`` table: the Manager's status (when given), then one line per
+    (group, status, checkpoint)."""
     now = _now(now)
     out = [f"{'Program':<12}{'Status':<12}{'Group':<12}{'Lag at Chkpt':<14}Time Since Chkpt",
            ""]
+    if manager is not None:
+        out.append(f"{'MANAGER':<12}{manager}")
     for group, status, cp in rows:
         out.append(f"{group.kind:<12}{status:<12}{group.name:<12}"
                    f"{format_hms(checkpoint_lag(cp)):<14}"

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from trailgate.checkpoint import Checkpoint
 from trailgate.errors import ConfigError, TrailgateError
 from trailgate.ggsci import commands as c
-from trailgate.ggsci import display
+from trailgate.ggsci import display, operations
 from trailgate.ggsci.history import CommandHistory
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.process import lifecycle
@@ -116,6 +116,8 @@ class Executor:
             c.DeleteCredentialStore: self._delete_credentialstore,
             c.AlterCredentialStore: self._alter_credentialstore,
             c.InfoCredentialStore: self._info_credentialstore,
+            c.ManagerCommand: self._manager,
+            c.HeartbeatTable: self._heartbeat,
             c.Obey: self._obey,
             c.Help: self._help,
             c.History: self._history,
@@ -312,6 +314,9 @@ class Executor:
                 with contextlib.suppress(Exception):
                     delete_extract(self.conn, cmd.name)
             raise
+        if source == "EXTTRAILSOURCE":
+            operations.register_reader_of(self.home, source_path, cmd.name, "EXTRACT",
+                                          self.print)
         self.print(*slot_lines,
                    "EXTRACT (Integrated) added." if cmd.integrated else "EXTRACT added.")
 
@@ -327,6 +332,8 @@ class Executor:
         self.home.add_group(GroupInfo(cmd.name, "REPLICAT", "EXTTRAIL", cmd.exttrail,
                                       checkpoint_table=table, begin=begin,
                                       description=cmd.description))
+        operations.register_reader_of(self.home, cmd.exttrail, cmd.name, "REPLICAT",
+                                      self.print)
         self.print("REPLICAT added.")
 
     def _alter(self, cmd: c.AlterGroup) -> None:
@@ -416,6 +423,7 @@ class Executor:
                     f"would otherwise skip batches); DELETE REPLICAT {group.name} ! leaves "
                     f"them.")
         self.home.delete_group(group.name)
+        operations.unregister_reader_of(self.home, group)
         lifecycle.pid_file(self.home, group.name).unlink(missing_ok=True)
         (self.home.dirchk / f"{group.name}.trailstate").unlink(missing_ok=True)
         shutil.rmtree(self.home.spark_checkpoint_dir(group.name), ignore_errors=True)
@@ -528,7 +536,7 @@ class Executor:
                 broken.append(str(exc))
             state = lifecycle.process_state(self.home, group.name)
             rows.append((group, state.status.value, cp))
-        self.print(*display.info_all(rows))
+        self.print(*display.info_all(rows, manager=operations.manager_status(self.home)))
         for message in broken:
             self.print(f"WARNING: {message}")
 
@@ -541,6 +549,7 @@ class Executor:
             cp = self._checkpoint(group)
             started = state.since or self._last_started(group)
             self.print(*display.info_group(group, state.status.value, state.pid, started, cp))
+            self.print(*operations.heartbeat_lag_lines(self.home, group, short=True))
             if cmd.showch:
                 self.print(*display.showch(group, cp, cmd.showch_count))
             if cmd.detail:
@@ -615,6 +624,7 @@ class Executor:
             state = lifecycle.process_state(self.home, group.name)
             self.print(*display.lag_lines(group, self._checkpoint(group),
                                           state.status is Status.RUNNING))
+            self.print(*operations.heartbeat_lag_lines(self.home, group))
 
     # -- files ----------------------------------------------------------------------------
     def _param_path(self, name: str) -> Path:
@@ -732,6 +742,16 @@ class Executor:
                 self.print(f"Domain: {current}", "")
             self.print(f"  Alias: {cred.alias}", f"  Userid: {mask_secrets(cred.userid)}", "")
 
+    # -- operations -----------------------------------------------------------------------
+    def _manager(self, cmd: c.ManagerCommand) -> None:
+        confirm = None
+        if self.interactive:
+            confirm = lambda text: input(text).strip().lower().startswith("y")  # noqa: E731
+        operations.manager_command(self.home, cmd, self.print, confirm)
+
+    def _heartbeat(self, cmd: c.HeartbeatTable) -> None:
+        operations.heartbeat_command(self.home, self._require_login(), cmd, self.print)
+
     # -- session --------------------------------------------------------------------------
     def _obey(self, cmd: c.Obey) -> None:
         if self.on_obey is None:
@@ -792,7 +812,8 @@ def _check_position_kind(group: GroupInfo, position: dict[str, Any]) -> None:
 _MUTATING = (c.DbLogin, c.TranData, c.SchemaTranData, c.AddCheckpointTable,
              c.DeleteCheckpointTable, c.AddExtract, c.AddReplicat, c.AlterGroup, c.AddTrail,
              c.DeleteTrail, c.DeleteGroup, c.StartGroup, c.StopGroup, c.KillGroup,
-             c.AddCredentialStore, c.DeleteCredentialStore, c.AlterCredentialStore)
+             c.AddCredentialStore, c.DeleteCredentialStore, c.AlterCredentialStore,
+             c.ManagerCommand)
 
 
 def _changes_something(cmd: c.Command) -> bool:
@@ -800,4 +821,6 @@ def _changes_something(cmd: c.Command) -> bool:
         return cmd.action != "INFO"
     if isinstance(cmd, c.StatsGroup):
         return cmd.reset
+    if isinstance(cmd, c.ManagerCommand | c.HeartbeatTable):
+        return cmd.action != "INFO"
     return isinstance(cmd, _MUTATING)

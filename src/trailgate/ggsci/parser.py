@@ -30,6 +30,7 @@ from trailgate.ggsci.commands import (
     DeleteTrail,
     EditParams,
     Exit,
+    HeartbeatTable,
     Help,
     History,
     InfoAll,
@@ -39,6 +40,7 @@ from trailgate.ggsci.commands import (
     InfoTrail,
     KillGroup,
     LagGroup,
+    ManagerCommand,
     Obey,
     Repeat,
     SchemaTranData,
@@ -427,6 +429,8 @@ def _add(cur: _Line) -> Command:
         return _schematrandata(cur, "ADD")
     if obj == "CHECKPOINTTABLE":
         return _checkpoint_table(cur, AddCheckpointTable)
+    if obj == "HEARTBEATTABLE":
+        return _heartbeat(cur, "ADD")
     if obj == "CREDENTIALSTORE":
         cur.done()
         return AddCredentialStore()
@@ -452,6 +456,8 @@ def _delete(cur: _Line) -> Command:
         return _schematrandata(cur, "DELETE")
     if obj == "CHECKPOINTTABLE":
         return _checkpoint_table(cur, DeleteCheckpointTable)
+    if obj == "HEARTBEATTABLE":
+        return _heartbeat(cur, "DELETE")
     if obj == "CREDENTIALSTORE":
         cur.done()
         return DeleteCredentialStore()
@@ -487,6 +493,12 @@ def _info(cur: _Line) -> Command:
     if word == "CHECKPOINTTABLE":
         cur.i += 1
         return _checkpoint_table(cur, InfoCheckpointTable)
+    if word == "HEARTBEATTABLE":
+        cur.i += 1
+        return _heartbeat(cur, "INFO")
+    manager = _manager(cur, "INFO")
+    if manager is not None:
+        return manager
     if word == "CREDENTIALSTORE":
         cur.i += 1
         domain = cur.value("a domain") if cur.accept("DOMAIN") else None
@@ -512,7 +524,47 @@ def _info(cur: _Line) -> Command:
     return InfoGroup(kind, name, **args)
 
 
+def _manager(cur: _Line, verb: str) -> Command | None:
+    """``START|STOP|INFO MANAGER`` (or ``MGR``), None when the command is about a group."""
+    tok = cur.peek()
+    if tok is None or not tok.is_kw("MANAGER", "MGR"):
+        return None
+    nxt = cur.tokens[cur.i + 1] if cur.i + 1 < len(cur.tokens) else None
+    if nxt is not None and not (verb == "STOP" and nxt.value == "!"):
+        return None  # a group named MANAGER or MGR, with options
+    cur.i += 1
+    force = _bang(cur) if verb == "STOP" else False
+    cur.done()
+    return ManagerCommand(verb, force)
+
+
+def _heartbeat(cur: _Line, action: str) -> Command:
+    args: dict[str, Any] = {}
+
+    def handle(opt: str) -> bool:
+        key = {"FREQUENCY": "frequency", "RETENTION_TIME": "retention_time",
+               "PURGE_FREQUENCY": "purge_frequency"}.get(opt)
+        if key is not None and action in ("ADD", "ALTER") and key not in args:
+            args[key] = cur.integer(f"a number after {opt}")
+            if args[key] < 1:
+                cur.i -= 1
+                cur.fail(f"a positive number after {opt}")
+            return True
+        if opt == "TARGETONLY" and action == "ADD":
+            args["target_only"] = True
+            return True
+        return False
+
+    _options(cur, handle, "FREQUENCY, RETENTION_TIME, PURGE_FREQUENCY or TARGETONLY"
+             if action in ("ADD", "ALTER") else "the end of the command")
+    return HeartbeatTable(action, **args)
+
+
 def _group_verb(cur: _Line, verb: str) -> Command:
+    if verb in ("START", "STOP"):
+        manager = _manager(cur, verb)
+        if manager is not None:
+            return manager
     if cur.at_end():
         cur.fail(f"[EXTRACT|REPLICAT] group name after {verb}")
     kind = _kind(cur)
@@ -548,9 +600,11 @@ def _group_verb(cur: _Line, verb: str) -> Command:
 
 
 def _alter(cur: _Line) -> Command:
-    obj = cur.word("EXTRACT, REPLICAT or CREDENTIALSTORE")
+    obj = cur.word("EXTRACT, REPLICAT, CREDENTIALSTORE or HEARTBEATTABLE")
     if obj == "CREDENTIALSTORE":
         return _alter_credentialstore(cur)
+    if obj == "HEARTBEATTABLE":
+        return _heartbeat(cur, "ALTER")
     kind = _KINDS.get(obj)
     if kind not in ("EXTRACT", "REPLICAT"):
         cur.i -= 1
@@ -652,11 +706,11 @@ def _exit(cur: _Line) -> Command:
 
 _OBJECTS = {
     "ADD": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, "
-           "CHECKPOINTTABLE or CREDENTIALSTORE",
+           "CHECKPOINTTABLE, HEARTBEATTABLE or CREDENTIALSTORE",
     "DELETE": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, "
-              "CHECKPOINTTABLE or CREDENTIALSTORE",
-    "INFO": "ALL, a group name, EXTRACT, REPLICAT, TRANDATA, SCHEMATRANDATA, EXTTRAIL, "
-            "RMTTRAIL, CHECKPOINTTABLE or CREDENTIALSTORE",
+              "CHECKPOINTTABLE, HEARTBEATTABLE or CREDENTIALSTORE",
+    "INFO": "ALL, a group name, MANAGER, EXTRACT, REPLICAT, TRANDATA, SCHEMATRANDATA, "
+            "EXTTRAIL, RMTTRAIL, CHECKPOINTTABLE, HEARTBEATTABLE or CREDENTIALSTORE",
 }
 
 _VERBS: dict[str, Callable[[_Line], Command]] = {

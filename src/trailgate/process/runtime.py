@@ -26,6 +26,7 @@ from typing import IO, Any
 from trailgate import __version__
 from trailgate.errors import ConfigError
 from trailgate.home import Home, validate_group_name
+from trailgate.process.abends import clear_abend, write_abend
 from trailgate.process.lifecycle import Status, pid_file, process_state, read_pid
 
 __all__ = [
@@ -168,6 +169,7 @@ class GroupProcess:
         self._lock()
         try:
             self._write_pid()
+            clear_abend(self.home, self.group)
             self.report = Report(self.home.report_file(self.group))
             self._banner()
             self.event("INFO", EVENT_STARTING, f"{self.kind} {self.group} starting.")
@@ -182,7 +184,9 @@ class GroupProcess:
         self._restore_signals()
         try:
             if exc is not None and not self._clean:
-                self.abend(str(exc) or type(exc).__name__)
+                message = str(exc) or type(exc).__name__
+                write_abend(self.home, self.group, exc, message)
+                self.abend(message)
             elif self._clean:
                 pid_file(self.home, self.group).unlink(missing_ok=True)
         finally:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trailgate.changes.heartbeat import SEED_TABLE, seed_name
 from trailgate.errors import ConfigError
 from trailgate.home import GroupInfo, Home
-from trailgate.params import ExtractParams, parse_group_params
+from trailgate.params import ExtractParams, parse_globals, parse_group_params
 
 __all__ = ["PumpConfig", "load_pump_config"]
 
@@ -74,10 +75,12 @@ def load_pump_config(home: Home, name: str) -> PumpConfig:
         raise ConfigError(f"EXTRACT {info.name} would read and write the same trail "
                           f"{label}: give RMTTRAIL another path", path=params.path)
     begin = info.begin if isinstance(info.begin, dict) else {}
+    schema = parse_globals(home.globals_file).ggschema  # heartbeats pass whatever TABLE says
+    heartbeat = seed_name(schema) if schema else f"*.{SEED_TABLE}"
     return PumpConfig(
         group=info.name, home=str(home.path), source=str(source),
         source_label=info.source_path, trail=trail, trail_label=label, megabytes=megabytes,
-        rules=[(t.name, t.target) for t in params.tables],
+        rules=[*((t.name, t.target) for t in params.tables), (heartbeat, None)],
         excludes=list(params.table_excludes),
         begin={"seqno": int(begin.get("seqno", 0)), "rba": int(begin.get("rba", 0))},
         params=params, info=info)

@@ -103,12 +103,13 @@ class _Pump:
                   .option("startingPosition", f"{pos.seqno}:{pos.rba}")
                   .option("stopFile", str(self.stop_file))
                   .option("sameHeader", json.dumps(header))
-                  .option("tables", router_option(self.cfg.rules, self.cfg.excludes)))
+                  .option("tables", router_option(self.cfg.rules, self.cfg.excludes,
+                                                  self.cfg.group)))
         if not self.args.once:  # the source keeps the batch window (spark.batch_window)
             seconds = self.args.trigger or self.cfg.params.spark.trigger_seconds or 1.0
             reader = reader.option(WINDOW_OPTION, window_ms(seconds))
         sink = SinkOptions.parse(self.sink_options(run_id, header), run_id)
-        router = Router.of(list(self.cfg.rules), list(self.cfg.excludes))
+        router = Router.of(list(self.cfg.rules), list(self.cfg.excludes), self.cfg.group)
         writer = (reader.load().writeStream
                   .foreachBatch(PumpBatch(self.cfg.source, router, sink, self.spark_dir))
                   .option("checkpointLocation", str(self.spark_dir))

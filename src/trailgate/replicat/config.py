@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from trailgate.changes.heartbeat import seed_name
 from trailgate.db.connect import CredentialStore, login_conninfo
-from trailgate.errors import ConfigError
+from trailgate.errors import ConfigError, TrailgateError
 from trailgate.home import GroupInfo, Home
-from trailgate.params import ReplicatParams, parse_group_params
+from trailgate.params import MapSpec, ReplicatParams, parse_globals, parse_group_params
 from trailgate.params.names import parse_name
 
-__all__ = ["PARTITIONS_CONF", "SPLIT_MIN_CONF", "ReplicatConfig", "load_replicat_config"]
+__all__ = ["PARTITIONS_CONF", "SPLIT_MIN_CONF", "ReplicatConfig", "load_replicat_config",
+           "target_conninfo"]
 
 #: ``SPARK CONF trailgate.replicat.partitions=n``: how many key partitions a batch is split
 #: into (default: Spark's default parallelism).
@@ -66,7 +68,7 @@ class ReplicatConfig:
         return [(m.source, None) for m in self.params.maps]
 
 
-def _target_conninfo(home: Home, params: ReplicatParams) -> str:
+def target_conninfo(home: Home, params: ReplicatParams) -> str:
     if params.useridalias:
         cred = CredentialStore(home.path).get(params.useridalias,
                                               params.domain or "OracleGoldenGate")
@@ -99,6 +101,26 @@ def _begin(info: GroupInfo) -> dict[str, int]:
                           f"EXTRBA n") from None
 
 
+def _heartbeat_map(home: Home, conninfo: str) -> MapSpec | None:
+    """The implicit ``MAP GGSCHEMA.gg_heartbeat_seed, TARGET GGSCHEMA.gg_heartbeat_history``
+    when the target has the heartbeat tables (ADD HEARTBEATTABLE): heartbeats then land in
+    its history, whatever the MAPs say (:mod:`trailgate.db.heartbeat`)."""
+    schema = parse_globals(home.globals_file).ggschema
+    if not schema:
+        return None
+    from trailgate.db.connect import connect
+    from trailgate.db.heartbeat import HISTORY, heartbeat_objects
+
+    try:
+        with connect(conninfo, application_name="trailgate replicat start") as conn:
+            if not heartbeat_objects(conn, schema)[HISTORY]:
+                return None
+    except TrailgateError:
+        return None  # the start-up checks report an unreachable target in their words
+    return MapSpec(seed_name(schema), f"{schema}.{HISTORY}",
+                   path="(heartbeat: ADD HEARTBEATTABLE)")
+
+
 def load_replicat_config(home: Home, group: str) -> ReplicatConfig:
     """Read and check the registry entry and the parameter file."""
     info = home.require_group(group, "REPLICAT")
@@ -112,7 +134,10 @@ def load_replicat_config(home: Home, group: str) -> ReplicatConfig:
     target = params.target
     assert target is not None  # the parser requires one
     if target.kind == "POSTGRES":
-        location = _target_conninfo(home, params)
+        location = target_conninfo(home, params)
+        implicit = _heartbeat_map(home, location)
+        if implicit is not None:
+            params.maps = [*params.maps, implicit]
     else:
         location = str(home.resolve(target.location))
     for spec in params.maps:

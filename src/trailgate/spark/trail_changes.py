@@ -52,9 +52,12 @@ class KeyPartition(InputPartition):
     n: int
 
 
-def router_option(rules: list[tuple[str, str | None]], excludes: list[str]) -> str:
-    """The ``tables`` option for these rules."""
-    return json.dumps({"rules": [list(r) for r in rules], "excludes": list(excludes)})
+def router_option(rules: list[tuple[str, str | None]], excludes: list[str],
+                  hop: str | None = None) -> str:
+    """The ``tables`` option for these rules (``hop``: the pump that reads, see
+    :class:`~trailgate.changes.routing.Router`)."""
+    return json.dumps({"rules": [list(r) for r in rules], "excludes": list(excludes),
+                       "hop": hop})
 
 
 def header_key(trail: str, seqno: int) -> list[Any] | None:
@@ -86,7 +89,7 @@ class TrailChangesDataSource(TrailDataSource):
         opts = parse_options(trail_opts, streaming=True)
         tables = json.loads(o.get("tables") or "{}")
         router = Router.of([(s, t) for s, t in tables.get("rules", [])],
-                           tables.get("excludes", []))
+                           tables.get("excludes", []), tables.get("hop"))
         same = o.get("sameHeader")
         reader = TrailChangesStreamReader(
             opts, router, hashes=o.get("hashes", "false").lower() == "true",

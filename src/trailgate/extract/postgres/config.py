@@ -16,12 +16,13 @@ from pathlib import Path
 
 from trailgate.capture.postgres.slots import slot_name
 from trailgate.capture.postgres.trandata import DEFAULT_PUBLICATION
+from trailgate.changes.heartbeat import seed_name
 from trailgate.db.connect import CredentialStore, login_conninfo
 from trailgate.errors import ConfigError
 from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
-from trailgate.params import ExtractParams, parse_group_params
+from trailgate.params import ExtractParams, parse_globals, parse_group_params
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "load_extract_config"]
 
@@ -46,6 +47,7 @@ class ExtractConfig:
     memory_limit_bytes: int
     params: ExtractParams
     info: GroupInfo
+    heartbeat_schema: str | None = None  # GLOBALS GGSCHEMA: where the heartbeat table is
 
     @property
     def table_patterns(self) -> list[str]:
@@ -114,10 +116,13 @@ def load_extract_config(home: Home, group: str, *,
     env = GroupEnv(group=info.name, description=info.description or "",
                    hostname=socket.gethostname(), os_user=getpass.getuser(),
                    process_id=process_id or os.getpid())
+    schema = parse_globals(home.globals_file).ggschema
     return ExtractConfig(
         group=info.name, home=str(home.path), conninfo=_conninfo(home, params),
         slot=slot_name(info.name), publication=DEFAULT_PUBLICATION, trail=trail,
         trail_label=label, megabytes=megabytes,
-        rules=TableRules(params.tables, params.table_excludes, env),
+        rules=TableRules(params.tables, params.table_excludes, env,
+                         heartbeat=seed_name(schema) if schema else None),
         spill_dir=str(Path(home.dirtmp) / info.name.lower()),
-        memory_limit_bytes=memory_limit_bytes, params=params, info=info)
+        memory_limit_bytes=memory_limit_bytes, params=params, info=info,
+        heartbeat_schema=schema)

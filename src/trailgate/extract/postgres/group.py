@@ -124,6 +124,24 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     return writer.start(), batch
 
 
+def _heartbeat(proc: GroupProcess, cfg: ExtractConfig) -> Any:
+    """The heartbeat writer, started when the source has the heartbeat table (ADD
+    HEARTBEATTABLE in the GLOBALS GGSCHEMA), else None."""
+    if not cfg.heartbeat_schema:
+        return None
+    from trailgate.db.heartbeat import SEED, HeartbeatWriter, heartbeat_objects
+
+    with connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} start") as conn:
+        if not heartbeat_objects(conn, cfg.heartbeat_schema)[SEED]:
+            return None
+    writer = HeartbeatWriter(cfg.conninfo, cfg.heartbeat_schema, cfg.group,
+                             on_error=proc.warn)
+    writer.start()
+    assert proc.report is not None
+    proc.report.line(f"Heartbeat:        {cfg.heartbeat_schema}.{SEED}")
+    return writer
+
+
 def _finish(cfg: ExtractConfig, run_id: str) -> None:
     """Complete the trail file and tell the slot what the trail now holds."""
     from trailgate.extract.postgres.source import advance_slot
@@ -163,13 +181,15 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
         if own:
             spark = proc.start_spark(cfg.params.spark.master,
                                      {**SPARK_DEFAULTS, **cfg.params.spark.conf})
-        batch = None
+        batch = heartbeat = None
         try:
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"
             else:
                 query, batch = _start_query(spark, cfg, opts, run_id, stop_file)
                 proc.started()
+                if not opts.once:
+                    heartbeat = _heartbeat(proc, cfg)
                 reason = watch(proc, query, stop_file=stop_file,
                                max_batches=opts.max_batches, stop_timeout=opts.stop_timeout,
                                report_every=report_interval(cfg.params.report_count),
@@ -182,6 +202,8 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
         except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
             raise SourceError(query_error(exc)) from None
         finally:
+            if heartbeat is not None:
+                heartbeat.stop()
             stop_file.unlink(missing_ok=True)
             if own:
                 stop_spark()

@@ -174,8 +174,8 @@ class _Emitter:
         rule = self.rules.rule(table.qualified_name)
         if rule is None:
             return False
-        if rule.spec.tokens:
-            return None
+        if rule.spec.tokens or self.rules.is_heartbeat(table.qualified_name):
+            return None  # the Python path: tokens, or the heartbeat's hop stamp
         keep = rule.keep_columns(table)
         return b"" if keep is None else fastpath.keep_mask(len(table.columns), keep)
 

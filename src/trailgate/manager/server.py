@@ -1,0 +1,75 @@
+"""The HTTP service's socket and its uvicorn server, in a thread of the Manager.
+
+The socket is bound before anything else happens, so a port in use stops the Manager at
+once with a message that names the port and the parameter file, and nothing it would
+have started is started.  uvicorn then serves the bound socket in a daemon thread (its
+signal handling stays with the Manager's main thread) until :meth:`HttpService.stop`.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import threading
+from typing import Any
+
+import uvicorn
+
+from trailgate.errors import ConfigError
+
+__all__ = ["HttpService", "bind"]
+
+
+def bind(address: str, port: int, where: str) -> socket.socket:
+    """A listening socket on ``address:port``, or a ConfigError saying what to change."""
+    try:
+        infos = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(f"BINDADDRESS {address}: not an address of this host ({exc})",
+                          path=where) from None
+    family, kind, proto, _, sockaddr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(sockaddr)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"PORT {port}: the port is in use on {address} by another "
+                              f"process; set another PORT in {where}, or stop what uses it "
+                              f"(ss -ltnp shows it)", path=where) from None
+        raise ConfigError(f"PORT {port} on {address}: cannot listen ({exc.strerror or exc})",
+                          path=where) from None
+    return sock
+
+
+class HttpService:
+    """uvicorn serving ``app`` on ``sock`` in a background thread."""
+
+    def __init__(self, app: Any, sock: socket.socket):
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=2)
+        self.server = uvicorn.Server(config)
+        self.sock = sock
+        self.thread = threading.Thread(target=self._serve, name="manager http", daemon=True)
+        self.error: BaseException | None = None
+
+    def _serve(self) -> None:
+        try:
+            self.server.run(sockets=[self.sock])
+        except BaseException as exc:  # reported by the Manager's loop
+            self.error = exc
+
+    def start(self) -> None:
+        self.thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
