@@ -8,8 +8,10 @@ The query (docs/pump.md)::
                                              first batch in a task): appends, (CSN, XID)
                                              dedupe on replay, checkpoint .cpe
 
-Output files mirror the input's header: the same CompatibilityLevel, and a URI history that
-is the input's history plus the input's URI (one entry per hop, seed 001).  A query writes
+Output files mirror the input's header: the same CompatibilityLevel (and byte order), unless
+the output trail names a ``FORMAT RELEASE`` (the pump then converts: it reads one format and
+writes another), and a URI history that is the input's history plus the input's URI (one
+entry per hop, seed 001).  A query writes
 files of one header only; when the input reaches a file whose header differs (its writer was
 upgraded or moved), the pump finishes the batch before it, stops the query and starts a new
 one, which begins a new output file with the new header (seed 002: "each file is of only one
@@ -92,12 +94,20 @@ class _Pump:
         return {t: TableStats(**s.to_json()) for t, s in (ck.stats if ck else {}).items()}
 
     def sink_options(self, run_id: str, header: list[Any]) -> dict[str, str]:
+        """The output's options: the input's format (CompatibilityLevel, and byte order as
+        GoldenGate's pump keeps it), unless the output names a FORMAT RELEASE."""
+        from trailgate.trail.release12 import input_byte_order
+
         compatibility, uri, history = header
-        return {"path": self.cfg.trail, "trailLabel": self.cfg.trail_label,
-                "megabytes": str(self.cfg.megabytes), "home": self.cfg.home,
-                "group": self.cfg.group, "runId": run_id, "producer": self.cfg.group,
-                "uriHistory": json.dumps([*history, uri]),
-                "compatibility": str(compatibility)}
+        options = {"path": self.cfg.trail, "trailLabel": self.cfg.trail_label,
+                   "megabytes": str(self.cfg.megabytes), "home": self.cfg.home,
+                   "group": self.cfg.group, "runId": run_id, "producer": self.cfg.group,
+                   "uriHistory": json.dumps([*history, uri]),
+                   "compatibility": str(compatibility)}
+        order = input_byte_order(self.cfg.source, self.position().seqno)
+        if order is not None and compatibility > 3:
+            options["trailByteOrder"] = order
+        return {**options, **self.cfg.format_options}
 
     def start(self, spark: Any, run_id: str, header: list[Any]) -> Any:
         from trailgate.changes.routing import Router

@@ -22,7 +22,9 @@ Options: ``path`` (the trail, ``dirdat/aa``, required), ``megabytes`` (file size
 in the checkpoint, default ``path``), ``stateFile`` (default
 ``dirchk/GROUP.trailstate``, else beside the trail), ``producer`` (file header);
 ``uriHistory`` (JSON list) and ``compatibility`` for the headers of new files (a Data Pump
-mirrors its input's).
+mirrors its input's); ``formatRelease`` and ``trailByteOrder`` (big | little): the format
+written (``EXTTRAIL …, FORMAT RELEASE``; default the 11.2 format, or the level of
+``compatibility``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from trailgate.spark.trail_sink_state import (
 from trailgate.spark.trail_source import TrailDataSource as _TrailSource
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import split_run
+from trailgate.trail.release import format_for_level, parse_release
 from trailgate.trail.writer import TrailWriter
 
 if TYPE_CHECKING:
@@ -81,6 +84,8 @@ class SinkOptions:
     producer: str
     uri_history: tuple[str, ...] = ()
     compatibility: int | None = None
+    release: str | None = None
+    byte_order: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], default_run_id: str) -> SinkOptions:
@@ -109,15 +114,27 @@ class SinkOptions:
                    producer=options.get("producer", "TRAILGATE"),
                    uri_history=tuple(json.loads(options.get("uriHistory") or "[]")),
                    compatibility=int(options["compatibility"]) if options.get(
-                       "compatibility") else None)
+                       "compatibility") else None,
+                   release=options.get("formatRelease") or None,
+                   byte_order=_byte_order(options.get("trailByteOrder")))
 
     def writer(self) -> TrailWriter:
         """A writer for this trail with the header fields the options ask for."""
         extra: dict[str, Any] = {}
-        if self.compatibility is not None:
-            extra["compatibility"] = self.compatibility
+        if self.release is not None:
+            extra["format"] = parse_release(self.release, self.byte_order)
+        elif self.compatibility is not None:
+            extra["format"] = format_for_level(self.compatibility, self.byte_order)
         return TrailWriter(self.trail, megabytes=self.megabytes, producer=self.producer,
                            home=self.home, uri_history=list(self.uri_history), **extra)
+
+
+def _byte_order(text: str | None) -> str | None:
+    if not text:
+        return None
+    if text not in ("big", "little"):
+        raise ValueError(f"option trailByteOrder={text!r}: expected big or little")
+    return text
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import getpass
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from trailgate.capture.postgres.slots import slot_name
@@ -22,6 +22,7 @@ from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_group_params
+from trailgate.trail.release import sink_format_options
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "load_extract_config"]
 
@@ -46,6 +47,7 @@ class ExtractConfig:
     memory_limit_bytes: int
     params: ExtractParams
     info: GroupInfo
+    format_options: dict[str, str] = field(default_factory=dict)  # FORMAT RELEASE, for the sink
 
     @property
     def table_patterns(self) -> list[str]:
@@ -121,4 +123,5 @@ def load_extract_config(home: Home, group: str, *,
         trail_label=label, megabytes=megabytes,
         rules=TableRules(params.tables, params.table_excludes, env),
         spill_dir=str(Path(home.dirtmp) / info.name.lower()),
-        memory_limit_bytes=memory_limit_bytes, params=params, info=info)
+        memory_limit_bytes=memory_limit_bytes, params=params, info=info,
+        format_options=sink_format_options(params.trail_options.get(label)))
