@@ -67,10 +67,13 @@ class ColumnSlot:
         return self.offset + 4 + self.length
 
 
-def split_columns(data: bytes, start: int = 0, end: int | None = None
+def split_columns(data: bytes, start: int = 0, end: int | None = None, order: str = "big"
                   ) -> tuple[list[ColumnSlot], str | None]:
-    """The columns of a D area; a message when the list is cut short or inconsistent
-    (normal for the first part of a fragmented record)."""
+    """The columns of a D area (lengths in ``order``: a 12c+ file's may be little-endian);
+    a message when the list is cut short or inconsistent (normal for the first part of a
+    fragmented record)."""
+    if order != "big":
+        return _split_little(data, start, len(data) if end is None else end)
     end = len(data) if end is None else end
     slots: list[ColumnSlot] = []
     pos = start
@@ -79,6 +82,22 @@ def split_columns(data: bytes, start: int = 0, end: int | None = None
             return slots, f"column header cut short at data offset {pos}"
         index = (data[pos] << 8) | data[pos + 1]
         length = (data[pos + 2] << 8) | data[pos + 3]
+        if pos + 4 + length > end:
+            return slots, (f"column {index} at data offset {pos} claims {length} bytes, more "
+                           f"than the {end - pos - 4} left")
+        slots.append(ColumnSlot(index, pos, length))
+        pos += 4 + length
+    return slots, None
+
+
+def _split_little(data: bytes, start: int, end: int) -> tuple[list[ColumnSlot], str | None]:
+    slots: list[ColumnSlot] = []
+    pos = start
+    while pos < end:
+        if pos + 4 > end:
+            return slots, f"column header cut short at data offset {pos}"
+        index = data[pos] | (data[pos + 1] << 8)
+        length = data[pos + 2] | (data[pos + 3] << 8)
         if pos + 4 + length > end:
             return slots, (f"column {index} at data offset {pos} claims {length} bytes, more "
                            f"than the {end - pos - 4} left")

@@ -246,6 +246,7 @@ class TrailReader:
                             raise TrailFormatError(
                                 f"{exc}; Logdump shows the record as it is", path=name,
                                 rba=base + pos) from None
+                        rec.rba = base + pos
                         pos += length
                         self._rba = base + pos
                         yield seq, rec

@@ -9,6 +9,7 @@ the same TableDef; a TDR without that line is read from the column table alone.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from trailgate.model import Column, ColumnKind, TableDef
@@ -28,6 +29,7 @@ __all__ = [
 GG_ASCII_FIXED, GG_ASCII_VAR, GG_BIN32, GG_BIN64, GG_DATETIME = 0, 64, 132, 134, 192
 _BINARY_SIZES = {GG_BIN32: 4, GG_BIN64: 8}
 TRAILGATE_LINE = "*trailgate "
+_COLUMN_LINE = re.compile(r"\s*(.*?)\s+((?:-?\d+\s+){22}-?\d+)\s*\Z")
 _FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
 #: Native type codes of the Oracle types trailgate's kinds model (seed 004's A5 codes).
 _KIND_BY_ORACLE = {code: kind for kind, code in ORACLE_TYPE_CODES.items()}
@@ -235,15 +237,11 @@ def decode_tdr(data: bytes, name: str | None, db_type: str = "") -> TableSpec:
         elif line.startswith("End of definition"):
             in_columns = False
         elif in_columns and line.strip():
-            parts = line.split()
-            if len(parts) < 25:
-                raise ValueError(f"TDR column line {line.strip()!r} has {len(parts) - 1} "
-                                 "fields, not 24")
-            try:
-                nums = [int(p) for p in parts[-24:]]
-            except ValueError:
-                raise ValueError(f"TDR column line {line.strip()!r} is not numeric") from None
-            col_name = line.rstrip()[: len(line.rstrip()) - len(" ".join(parts[-24:]))].strip()
+            m = _COLUMN_LINE.match(line)
+            if m is None:
+                raise ValueError(f"TDR column line {line.strip()!r} is not a name and 23 "
+                                 "numbers")
+            col_name, nums = m.group(1), [int(p) for p in m.group(2).split()]
             col, spec = _column(col_name, len(columns), nums, db_type)
             columns.append(col)
             specs[col.index] = spec

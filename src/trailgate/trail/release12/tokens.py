@@ -2,7 +2,7 @@
 record's byte order, and the CSN text forms GoldenGate writes per database.
 
 A LOGCSN is text: an Oracle SCN in digits, a PostgreSQL LSN as ``XXXXXXXX/XXXXXXXX``, a MySQL
-binlog position as ``<20-digit file index>:<15-digit offset>`` (public Logdump dumps).
+binlog position as ``<21-digit file index>:<15-digit offset>`` (public Logdump dumps).
 trailgate's changes carry an integer CSN; each form maps to one that keeps commit order.
 """
 
@@ -18,14 +18,13 @@ __all__ = ["TOKEN_NAMES", "csn_from_text", "csn_text", "decode_t", "encode_t", "
 TOKEN_NAMES = {ord("R"): "ORAROWID", ord("L"): "LOGCSN", ord("6"): "TRANID",
                ord("t"): "ORATAG", ord("D"): "DDL"}
 _LSN = re.compile(rb"([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})\Z")
-_BINLOG = re.compile(rb"(\d{1,20}):(\d{15})\Z")
+_BINLOG = re.compile(rb"(\d{1,21}):(\d{15})\Z")
 _VENDOR_POSTGRESQL = 21
 
 
 def csn_from_text(text: bytes) -> int | None:
     """The integer CSN of a LOGCSN's text: digits as they are, an LSN as its 64-bit value,
-    ``file:offset`` as the digits without the colon (order kept); ``None`` for another
-    form."""
+    ``index:offset`` as index × 10^15 + offset (order kept); ``None`` for another form."""
     if text.isdigit():
         return int(text)
     m = _LSN.match(text)
@@ -33,7 +32,7 @@ def csn_from_text(text: bytes) -> int | None:
         return (int(m.group(1), 16) << 32) | int(m.group(2), 16)
     m = _BINLOG.match(text)
     if m:
-        return int(m.group(1) + m.group(2))
+        return int(m.group(1)) * 10**15 + int(m.group(2))
     return None
 
 
