@@ -259,7 +259,7 @@ def test_postgresql_21_3_trail_with_a_tdr_reference(tmp_path: Path):
     # PostgreSQL's LOGCSN is the commit LSN: the integer trailgate's own capture uses
     assert insert.csn == 0x05002818 and insert.xid == "717" and insert.trans_ind == 0
     lines = logdump(path, "timeoffset GMT+09:00", "ghdr on", f"pos {S3_REF.rba}", "n")
-    for printed in S3_REF.printed + [S3_REF.op_line, S3_REF.name_line]:
+    for printed in [*S3_REF.printed, S3_REF.op_line, S3_REF.name_line]:
         assert printed in lines
     lines = logdump(path, "pos 1840", "n")
     assert "TokenID x74 't' ORATAG           Info x01  Length    0" in lines
