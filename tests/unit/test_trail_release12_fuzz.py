@@ -20,6 +20,7 @@ from trailgate.logdump.session import Session
 from trailgate.model import Change, OpType, Transaction
 from trailgate.sample import COURSE, STUDENT, seed_transactions
 from trailgate.trail import TrailReader, TrailWriter
+from trailgate.trail.header import decode_file_header
 from trailgate.trail.release import parse_release
 from trailgate.trail.release12 import FileDecoder, parse_record
 from trailgate.trail.release12.layout import frame_length
@@ -113,15 +114,10 @@ def test_wrong_lengths_and_indexes_are_clean_errors(base, which, field, value):
         offset = 8 + h_len + 2 if field == "d" else 8 + h_len + 6
     if pos + offset + 2 <= len(data):
         data[pos + offset : pos + offset + 2] = value.to_bytes(2, order)  # type: ignore[arg-type]
-    decoder = FileDecoder.__new__(FileDecoder)
-    from trailgate.trail.header import decode_file_header
-
-    FileDecoder.__init__(decoder, decode_file_header(bytes(data)))
+    decoder = FileDecoder(decode_file_header(bytes(data)))
     for start in starts:
-        try:
+        with contextlib.suppress(ValueError, UnicodeDecodeError):
             decoder.decode(bytes(data), start, len(data))
-        except (ValueError, UnicodeDecodeError):
-            pass
     _read_everything(bytes(data))
 
 
