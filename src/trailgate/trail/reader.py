@@ -238,10 +238,10 @@ class TrailReader:
                 while pos + 4 <= end:
                     if codec is not None:
                         try:
-                            length = codec.length_at(buf, pos, end)
-                            if length is None:
+                            found = codec.read(buf, pos, end)
+                            if found is None:
                                 break
-                            rec = codec.decode(buf, pos, end)
+                            rec, length = found
                         except (ValueError, UnicodeDecodeError) as exc:
                             raise TrailFormatError(
                                 f"{exc}; Logdump shows the record as it is", path=name,

@@ -13,9 +13,10 @@ import re
 from dataclasses import replace
 
 from trailgate.model import TableDef
+from trailgate.trail._accel import load_optional
 from trailgate.trail.header import FileHeader
 from trailgate.trail.metadata import decode_tabledef, encode_tabledef
-from trailgate.trail.records import RawRecord
+from trailgate.trail.records import RawRecord, decode_record
 from trailgate.trail.release12.columns import to_seed
 from trailgate.trail.release12.definitions import (
     VENDOR_NAMES,
@@ -36,10 +37,25 @@ from trailgate.trail.release12.layout import (
 )
 from trailgate.trail.release12.tokens import decode_t
 
-__all__ = ["FileDecoder"]
+__all__ = ["FileDecoder", "fixed_map"]
+
+#: The C path (``_codec12.c``): None when not compiled or TRAILGATE_PURE_PYTHON is set.
+_c = load_optional("trailgate.trail.release12._codec12")
 
 _METADATA, _DDL, _COMMENT, _FRAGMENT = 170, 160, 205, 161
 _DDL_NAME = re.compile(r",B3='((?:[^']|'')*)'.*?,B4='((?:[^']|'')*)'", re.S)
+
+
+def fixed_map(spec: TableSpec | None) -> bytes | None:
+    """What the C path needs of a table: per column index 1 for fixed-width framing, 0 for
+    a length-prefixed value, 2 for an index the definition lacks (judged by shape)."""
+    if spec is None or spec.definition is None or not spec.plain:
+        return None
+    size = max(spec.columns, default=-1) + 1
+    out = bytearray(b"\x02" * size)
+    for index, column in spec.columns.items():
+        out[index] = 1 if column.mode == "fixed" else 0
+    return bytes(out)
 
 
 def _user_tokens(u: bytes, order: str) -> dict[str, str]:
@@ -76,6 +92,9 @@ class FileDecoder:
         self.by_name: dict[str, TableSpec] = {}
         self._meta_parts: list[bytes] | None = None  # a TDR split into fragments
         self._meta_rec: Record12 | None = None
+        self.use_c = _c is not None  # tests compare the C path with the reference
+        self._c_tables: list[tuple[bytes, bytes] | None] = []  # by TDR index
+        self._c_names: dict[bytes, bytes | None] = {}  # the 12.1 layout, by name
 
     # -- what a reader needs before and between records ---------------------------------
 
@@ -105,12 +124,53 @@ class FileDecoder:
 
     # -- records ------------------------------------------------------------------------
 
+    def read(self, buf: bytes, pos: int, end: int) -> tuple[RawRecord, int] | None:
+        """The record at ``pos`` and its length, ``None`` while it is not all there (a
+        reader's loop: the C path first, which finds the length itself)."""
+        if self.use_c:
+            seeded = _c.to_seed(buf, pos, end, self.order == "little",  # type: ignore[union-attr]
+                                self._c_tables, self._c_names)
+            if seeded is not None:
+                seed, length, little = seeded
+                try:
+                    raw = decode_record(seed, 0, len(seed))
+                except (ValueError, UnicodeDecodeError):
+                    raw = None  # text the 11.2 decoder refuses: the reference decides
+                if raw is not None:
+                    raw.rba, raw.length = pos, length
+                    if little != (self.order == "little"):
+                        self.order = self.data_order = "little" if little else "big"
+                    return raw, length
+        length = self.length_at(buf, pos, end)
+        if length is None:
+            return None
+        rec = parse_record(buf, pos, end, self.order)
+        self.order, self.data_order = rec.order, rec.data_order
+        return self.normalise(rec), length
+
     def decode(self, buf: bytes, pos: int, end: int) -> RawRecord:
         """The record at ``pos`` as an 11.2-form RawRecord; ``ValueError`` says what does not
         fit, for the caller to report with the file and RBA."""
+        found = self.read(buf, pos, end)
+        if found is None:
+            raise ValueError(f"record cut short: {end - pos} bytes left")
+        return found[0]
+
+    def _decode_python(self, buf: bytes, pos: int, end: int) -> RawRecord:
+        """:meth:`decode` by the reference code alone (what the C path must match)."""
         rec = parse_record(buf, pos, end, self.order)
         self.order, self.data_order = rec.order, rec.data_order
         return self.normalise(rec)
+
+    def _c_learn(self, index: int | None, spec: TableSpec) -> None:
+        """Tell the C path about a table it may decode by itself."""
+        fixed = fixed_map(spec)
+        if index is None:
+            self._c_names[spec.name.encode("utf-8")] = fixed
+            return
+        while len(self._c_tables) <= index:
+            self._c_tables.append(None)
+        self._c_tables[index] = None if fixed is None else (spec.name.encode("utf-8"), fixed)
 
     def normalise(self, rec: Record12) -> RawRecord:
         """:meth:`decode` for a record already parsed (Logdump parses it itself)."""
@@ -149,6 +209,8 @@ class FileDecoder:
         twin.level, twin.order, twin.data_order = self.level, self.order, self.data_order
         twin.db_type, twin.ddr = self.db_type, self.ddr
         twin.tdrs, twin.by_name = dict(self.tdrs), dict(self.by_name)
+        twin.use_c, twin._c_tables, twin._c_names = self.use_c, list(self._c_tables), dict(
+            self._c_names)
         twin._meta_parts = list(self._meta_parts) if self._meta_parts is not None else None
         twin._meta_rec = self._meta_rec
         return twin
@@ -209,10 +271,14 @@ class FileDecoder:
             return rec.name or "", b""
         if orig == ORIG_TDR:
             spec = self._tdr(rec, d)
-            self.tdrs[rec.tdr_index or (max(self.tdrs, default=0) + 1)] = spec
+            index = rec.tdr_index or (max(self.tdrs, default=0) + 1)
+            self.tdrs[index] = spec
+            self._c_learn(index, spec)
         elif orig == ORIG_TDR_REF:
             spec = self._tdr_ref(rec)
-            self.tdrs[max(self.tdrs, default=0) + 1] = spec
+            index = max(self.tdrs, default=0) + 1
+            self.tdrs[index] = spec
+            self._c_learn(index, spec)
         else:  # the 12.1 layout: trailgate's 11.2 metadata text, named in the header
             try:
                 table = decode_tabledef(d)
@@ -220,6 +286,7 @@ class FileDecoder:
                 return rec.name or "", b""
             spec = spec_of(table)
             self.by_name[table.qualified_name] = spec
+            self._c_learn(None, spec)
             return table.qualified_name, d
         if spec.definition is None:
             return spec.name, b""

@@ -15,16 +15,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from trailgate.model import Change, OpType, TableDef
+from trailgate.trail._accel import load_optional
 from trailgate.trail.header import decode_file_header
 from trailgate.trail.metadata import encode_tabledef
-from trailgate.trail.records import _data_area, table_fixed_indexes
+from trailgate.trail.records import _data_area, encode_change_records, table_fixed_indexes
 from trailgate.trail.release import TrailFormat
 from trailgate.trail.release12.columns import from_seed
+from trailgate.trail.release12.decoder import fixed_map
 from trailgate.trail.release12.definitions import (
     VENDOR_NAMES,
     DatabaseDef,
     encode_ddr,
     encode_tdr,
+    spec_of,
 )
 from trailgate.trail.release12.layout import (
     H_FIXED,
@@ -43,6 +46,11 @@ from trailgate.trail.release12.layout import (
 from trailgate.trail.release12.tokens import encode_t
 
 __all__ = ["FileEncoder", "encode_change12"]
+
+#: The C path (``_codec12.c``): None when not compiled or TRAILGATE_PURE_PYTHON is set.
+_c = load_optional("trailgate.trail.release12._codec12")
+_VENDOR_POSTGRESQL = 21
+_FIXED: dict[int, tuple[TableDef, bytes | None]] = {}
 
 MAX_RECORD = 0xFFFF
 _LOB_PIECE = 32_000
@@ -80,10 +88,38 @@ def _tail(fmt: TrailFormat, op: int, table: str) -> bytes:
     return b"\x00" if op in _NO_TABLE else u16(0, fmt.byte_order)
 
 
+def _fixed_of(table: TableDef | None) -> bytes | None:
+    """The C path's fixed-width map of ``table``, cached per TableDef object."""
+    if table is None:
+        return None
+    cached = _FIXED.get(id(table))
+    if cached is not None and cached[0] is table:
+        return cached[1]
+    if len(_FIXED) > 1024:
+        _FIXED.clear()
+    fixed = fixed_map(spec_of(table))
+    _FIXED[id(table)] = (table, fixed)
+    return fixed
+
+
 def encode_change12(change: Change, table: TableDef | None, fmt: TrailFormat, vendor: int,
-                    trans_ind: int, csn: int | None = None, xid: str | None = None
-                    ) -> list[bytes]:
-    """A change as 12c+ records (row record, fragments, LOB pieces), TDR index left 0."""
+                    trans_ind: int, csn: int | None = None, xid: str | None = None,
+                    *, use_c: bool = True) -> list[bytes]:
+    """A change as 12c+ records (row record, fragments, LOB pieces), TDR index left 0.
+    The C path lays out the 11.2 records anew; anything it does not take on (fragments,
+    metadata) is encoded here, the reference."""
+    if use_c and _c is not None:
+        tail = _tail(fmt, int(change.op), change.table)
+        little, fixed = fmt.byte_order == "little", _fixed_of(table)
+        lsn = vendor == _VENDOR_POSTGRESQL
+        out = []
+        for record in encode_change_records(change, table, trans_ind, csn, xid):
+            laid = _c.from_seed(record, little, tail, fixed, lsn)
+            if laid is None:
+                break
+            out.append(laid)
+        else:
+            return out
     order = fmt.byte_order
     op = int(change.op)
     data, lobs = _data_area(change, table)
