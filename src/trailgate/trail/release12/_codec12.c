@@ -460,7 +460,9 @@ c_to_seed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
     PyObject *result = NULL;
-    obuf rec = {0}, part = {0};
+    /* Buffers kept between calls (the GIL is held throughout: nothing here lets it go). */
+    static obuf rec, part;
+    rec.len = part.len = 0;
     const unsigned char *b = view.buf;
     frame f;
     int rc;
@@ -578,8 +580,16 @@ none:
 fail:
     result = NULL;
 done:
-    PyMem_Free(rec.p);
-    PyMem_Free(part.p);
+    if (rec.cap > (1 << 20)) { /* keep a small buffer, not the largest ever seen */
+        PyMem_Free(rec.p);
+        rec.p = NULL;
+        rec.cap = 0;
+    }
+    if (part.cap > (1 << 20)) {
+        PyMem_Free(part.p);
+        part.p = NULL;
+        part.cap = 0;
+    }
     PyBuffer_Release(&view);
     return result;
 }
@@ -702,7 +712,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_codec12",
     "Optional C path of trailgate's 12c+ record codec (the Python code is the reference).",
-    -1, methods,
+    -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC

@@ -16,6 +16,7 @@ from trailgate.model import TableDef
 from trailgate.trail._accel import load_optional
 from trailgate.trail.header import FileHeader
 from trailgate.trail.metadata import decode_tabledef, encode_tabledef
+from trailgate.trail._accel import speedups as _speedups
 from trailgate.trail.records import RawRecord, decode_record
 from trailgate.trail.release12.columns import to_seed
 from trailgate.trail.release12.definitions import (
@@ -41,6 +42,9 @@ __all__ = ["FileDecoder", "fixed_map"]
 
 #: The C path (``_codec12.c``): None when not compiled or TRAILGATE_PURE_PYTHON is set.
 _c = load_optional("trailgate.trail.release12._codec12")
+#: The 11.2 C decoder the C path hands its records to (records.decode_record without the
+#: Python frame around it; its None sends the record to the reference).
+_seed_decode = _speedups.decode_record if _speedups is not None else None
 
 _METADATA, _DDL, _COMMENT, _FRAGMENT = 170, 160, 205, 161
 _DDL_NAME = re.compile(r",B3='((?:[^']|'')*)'.*?,B4='((?:[^']|'')*)'", re.S)
@@ -133,7 +137,8 @@ class FileDecoder:
             if seeded is not None:
                 seed, length, little = seeded
                 try:
-                    raw = decode_record(seed, 0, len(seed))
+                    raw = (_seed_decode(seed, 0, len(seed), RawRecord) if _seed_decode
+                           is not None else decode_record(seed, 0, len(seed)))
                 except (ValueError, UnicodeDecodeError):
                     raw = None  # text the 11.2 decoder refuses: the reference decides
                 if raw is not None:
