@@ -14,9 +14,9 @@ from dataclasses import replace
 
 from trailgate.model import TableDef
 from trailgate.trail._accel import load_optional
+from trailgate.trail._accel import speedups as _speedups
 from trailgate.trail.header import FileHeader
 from trailgate.trail.metadata import decode_tabledef, encode_tabledef
-from trailgate.trail._accel import speedups as _speedups
 from trailgate.trail.records import RawRecord, decode_record
 from trailgate.trail.release12.columns import to_seed
 from trailgate.trail.release12.definitions import (
