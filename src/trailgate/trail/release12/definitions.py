@@ -202,7 +202,9 @@ def _column(name: str, index: int, nums: list[int], db_type: str) -> tuple[Colum
         kind, spec = ColumnKind.CHAR, ColumnSpec("char", char_len or ext)
     else:
         oracle_kind = _KIND_BY_ORACLE.get(native) if db_type in ("ORACLE", "") else None
-        kind = oracle_kind if oracle_kind not in (None, *_FIXED_KINDS) else ColumnKind.VARCHAR2
+        kind = ColumnKind.VARCHAR2
+        if oracle_kind is not None and oracle_kind not in _FIXED_KINDS:
+            kind = oracle_kind
         if db_type not in ("ORACLE", "") and native in (2, 3, 4, -5, 5, 246, 8):
             kind = ColumnKind.NUMBER
         spec = ColumnSpec("var")

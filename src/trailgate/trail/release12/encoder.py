@@ -110,11 +110,11 @@ def encode_change12(change: Change, table: TableDef | None, fmt: TrailFormat, ve
     metadata) is encoded here, the reference."""
     if use_c and _c is not None:
         tail = _tail(fmt, int(change.op), change.table)
-        little, fixed = fmt.byte_order == "little", _fixed_of(table)
+        little, fixed_map_ = fmt.byte_order == "little", _fixed_of(table)
         lsn = vendor == _VENDOR_POSTGRESQL
         out = []
         for record in encode_change_records(change, table, trans_ind, csn, xid):
-            laid = _c.from_seed(record, little, tail, fixed, lsn)
+            laid = _c.from_seed(record, little, tail, fixed_map_, lsn)
             if laid is None:
                 break
             out.append(laid)

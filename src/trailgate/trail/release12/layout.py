@@ -183,9 +183,9 @@ def parse_record(buf: bytes, pos: int, end: int, prefer: str = "big") -> Record1
             raise ValueError(f"RecLength {fields[4]} disagrees with the D area's {d_len} bytes "
                              "in either byte order")
         fields, data_order = swapped, other(order)
-    rec = Record12(pos, length, buf[pos + 1], order, data_order, *fields,
-                   h=bytes(buf[hstart:hend]), tail=bytes(buf[hstart + H_FIXED : hend]),
-                   subs=subs[1:])
+    rec = Record12(*(pos, length, buf[pos + 1], order, data_order, *fields,
+                     bytes(buf[hstart:hend]), bytes(buf[hstart + H_FIXED : hend])))
+    rec.subs = subs[1:]
     for stype, attr in ((0x44, "d"), (0x54, "t"), (0x55, "u")):
         if stype in areas:
             s, e = areas[stype]
