@@ -117,9 +117,13 @@ def _dump(data: bytes, reclen: int) -> list[str]:
 
 
 def _columns(data: bytes, start: int, end: int, table: TableDef | None,
-             settings: Settings, continued: bool = False) -> list[str]:
+             settings: Settings, continued: bool = False, order: str = "big",
+             values: dict[int, bytes] | None = None) -> list[str]:
+    """Each column's header line and bytes (``order``: the lengths' byte order), and with
+    DETAIL DATA its value: decoded from its bytes, or (a 12c+ record) from ``values``, the
+    record's columns in the 11.2 form."""
     by_index = {c.index: c for c in table.columns} if table is not None else {}
-    slots, problem = split_columns(data, start, end)
+    slots, problem = split_columns(data, start, end, order)
     lines: list[str] = []
     for slot in slots:
         col = by_index.get(slot.index)
@@ -128,7 +132,9 @@ def _columns(data: bytes, start: int, end: int, table: TableDef | None,
                      f"(x{slot.length:04x}){name}")
         framed = data[slot.value_start : slot.value_end]
         lines += _dump(framed, settings.reclen)
-        if settings.detail == "DATA":
+        if values is not None:
+            framed = values.get(slot.index, b"")
+        if settings.detail == "DATA" and (values is None or slot.index in values):
             value = column_value_text(framed, col.kind if col is not None else None)
             label = col.name if col is not None else f"Column {slot.index}"
             lines.append(f"  {label} = {value}")

@@ -9,10 +9,11 @@ its bytes from the file, so a record trailgate cannot read is still shown as it 
 from __future__ import annotations
 
 from trailgate.logdump.formats import hex_lines, io_type_name
-from trailgate.logdump.layout import column_value_text, split_columns
+from trailgate.logdump.layout import split_columns
 from trailgate.logdump.render import (
     Settings,
     _body,
+    _columns,
     _dump,
     header_block,
     op_line,
@@ -76,25 +77,6 @@ def _metadata(rec: Record, settings: Settings) -> list[str]:
     return _body(rec, None, settings)  # the 12.1 layout: trailgate's 11.2 metadata text
 
 
-def _columns(d: bytes, start: int, end: int, order: str, table: TableDef | None,
-             values: dict[int, bytes], settings: Settings) -> list[str]:
-    by_index = {c.index: c for c in table.columns} if table is not None else {}
-    slots, problem = split_columns(d, start, end, order)
-    lines: list[str] = []
-    for slot in slots:
-        col = by_index.get(slot.index)
-        name = f"  {col.name}" if col is not None else ""
-        lines.append(f"Column {slot.index:>5} (x{slot.index:04x}), Len {slot.length:>5} "
-                     f"(x{slot.length:04x}){name}")
-        lines += _dump(d[slot.value_start : slot.value_end], settings.reclen)
-        if settings.detail == "DATA" and slot.index in values:
-            value = column_value_text(values[slot.index], col.kind if col else None)
-            lines.append(f"  {col.name if col else f'Column {slot.index}'} = {value}")
-    if problem:
-        lines.append(f"  (column list stops: {problem})")
-    return lines
-
-
 def _seed_values(data: bytes, start: int, end: int) -> dict[int, bytes]:
     """Each column's framed value in the record's 11.2 form (what DETAIL DATA decodes)."""
     slots, _ = split_columns(data, start, end)
@@ -113,14 +95,15 @@ def _row(rec: Record, table: TableDef | None, settings: Settings) -> list[str]:
         skey = int.from_bytes(seed[:2], "big") if len(seed) >= 2 else 0
         lines = [f"Before Image          Len {klen + 2:>5} (x{klen + 2:08x})",
                  f"KeyLen {klen:>5} (x{klen:08x})"]
-        lines += _columns(d, 2, min(2 + klen, len(d)), order, table,
-                          _seed_values(seed, 2, 2 + skey), settings)
+        lines += _columns(d, 2, min(2 + klen, len(d)), table, settings, False, order,
+                          _seed_values(seed, 2, 2 + skey))
         after = len(d) - 2 - klen
         lines += ["", f"After Image           Len {after:>5} (x{after:08x})"]
-        lines += _columns(d, 2 + klen, len(d), order, table,
-                          _seed_values(seed, 2 + skey, len(seed)), settings)
+        lines += _columns(d, 2 + klen, len(d), table, settings, False, order,
+                          _seed_values(seed, 2 + skey, len(seed)))
         return lines
-    return _columns(d, 0, len(d), order, table, _seed_values(seed, 0, len(seed)), settings)
+    return _columns(d, 0, len(d), table, settings, False, order,
+                    _seed_values(seed, 0, len(seed)))
 
 
 def _ggs_tokens(rec: Record) -> list[str]:

@@ -17,7 +17,7 @@ from trailgate.trail._accel import load_optional
 from trailgate.trail._accel import speedups as _speedups
 from trailgate.trail.header import FileHeader
 from trailgate.trail.metadata import decode_tabledef, encode_tabledef
-from trailgate.trail.records import RawRecord, decode_record
+from trailgate.trail.records import RawRecord, _decode_tokens, decode_record
 from trailgate.trail.release12.columns import to_seed
 from trailgate.trail.release12.definitions import (
     VENDOR_NAMES,
@@ -60,26 +60,6 @@ def fixed_map(spec: TableSpec | None) -> bytes | None:
     for index, column in spec.columns.items():
         out[index] = 1 if column.mode == "fixed" else 0
     return bytes(out)
-
-
-def _user_tokens(u: bytes, order: str) -> dict[str, str]:
-    tokens: dict[str, str] = {}
-    p, end = 0, len(u)
-    while p < end:
-        if end - p < 2:
-            raise ValueError("token name length cut short")
-        n = int.from_bytes(u[p : p + 2], order)  # type: ignore[arg-type]
-        name = u[p + 2 : p + 2 + n]
-        p += 2 + n
-        if end - p < 2:
-            raise ValueError("token value length cut short")
-        v = int.from_bytes(u[p : p + 2], order)  # type: ignore[arg-type]
-        value = u[p + 2 : p + 2 + v]
-        p += 2 + v
-        if p > end:
-            raise ValueError("token runs past the token area")
-        tokens[name.decode("utf-8")] = value.decode("utf-8")
-    return tokens
 
 
 class FileDecoder:
@@ -197,7 +177,7 @@ class FileDecoder:
             rowid, csn, xid = self._tokens(rec.t, rec)
         tokens = None
         if rec.u is not None:
-            tokens = _user_tokens(rec.u, rec.order)
+            tokens = _decode_tokens(rec.u, 0, len(rec.u), rec.order == "little")
         return RawRecord(rec.rba, rec.length, rec.flag, rec.hdr_ind, rec.partition,
                          rec.undo_flag, rec.before_after, rec.rec_length, io_type,
                          rec.orig_node, rec.io_time, rec.audit_pos, rec.trans_ind,
