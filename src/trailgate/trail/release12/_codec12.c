@@ -405,6 +405,41 @@ put_sub(obuf *rec, unsigned char type, unsigned char flag, const obuf *content, 
     return OK;
 }
 
+/* The record's D, T and U areas after its H area (which starts at rec->p + 8): the column
+ * framing and token lengths from `from` order to `to` order, RecLength set; `digits` turns a
+ * LOGCSN into digits (to_seed), `lsn` digits into an LSN's text (from_seed, PostgreSQL). */
+static int
+put_areas(obuf *rec, obuf *part, const unsigned char *b, const frame *f, unsigned io,
+          int from, int to, const unsigned char *fixed, Py_ssize_t nfixed, int digits, int lsn)
+{
+    int rc;
+    if (f->d.start >= 0) {
+        part->len = 0;
+        rc = data_area(part, io, b + f->d.start, f->d.end - f->d.start, from, to, fixed,
+                       nfixed);
+        if (rc != OK)
+            return rc;
+        wr16(rec->p + 8 + 4, (unsigned)part->len, to); /* RecLength */
+        if ((rc = put_sub(rec, 'D', 0, part, to)) != OK)
+            return rc;
+    } else {
+        wr16(rec->p + 8 + 4, 0, to);
+    }
+    if (f->t.start >= 0) {
+        part->len = 0;
+        rc = token_area(part, b + f->t.start, f->t.end - f->t.start, from, to, digits, lsn);
+        if (rc != OK || (rc = put_sub(rec, 'T', 0, part, to)) != OK)
+            return rc;
+    }
+    if (f->u.start >= 0) {
+        part->len = 0;
+        rc = user_tokens(part, b + f->u.start, f->u.end - f->u.start, from, to);
+        if (rc != OK || (rc = put_sub(rec, 'U', 0, part, to)) != OK)
+            return rc;
+    }
+    return OK;
+}
+
 static PyObject *
 finish(obuf *rec, unsigned flag, int little)
 {
@@ -534,29 +569,8 @@ c_to_seed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     memcpy(w + H_FIXED, name, (size_t)name_len);
     w[H_FIXED + name_len] = 0;
     rec.len = hpos + H_FIXED + name_len + 1;
-    if (f.d.start >= 0) {
-        part.len = 0;
-        rc = data_area(&part, io, b + f.d.start, dlen, lt, 0, fixed, nfixed);
-        if (rc != OK)
-            goto rc_out;
-        wr16(rec.p + hpos + 4, (unsigned)part.len, 0); /* RecLength */
-        if ((rc = put_sub(&rec, 'D', 0, &part, 0)) != OK)
-            goto rc_out;
-    } else {
-        wr16(rec.p + hpos + 4, 0, 0);
-    }
-    if (f.t.start >= 0) {
-        part.len = 0;
-        rc = token_area(&part, b + f.t.start, f.t.end - f.t.start, lt, 0, 1, 0);
-        if (rc != OK || (rc = put_sub(&rec, 'T', 0, &part, 0)) != OK)
-            goto rc_out;
-    }
-    if (f.u.start >= 0) {
-        part.len = 0;
-        rc = user_tokens(&part, b + f.u.start, f.u.end - f.u.start, lt, 0);
-        if (rc != OK || (rc = put_sub(&rec, 'U', 0, &part, 0)) != OK)
-            goto rc_out;
-    }
+    if ((rc = put_areas(&rec, &part, b, &f, io, lt, 0, fixed, nfixed, 1, 0)) != OK)
+        goto rc_out;
     for (int i = 0; i < f.n_other; i++) { /* areas a newer writer may add: kept as they are */
         part.len = 0;
         if (ob_put(&part, b + f.other[i].start, f.other[i].end - f.other[i].start) < 0)
@@ -634,7 +648,6 @@ c_from_seed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *result = NULL;
     obuf rec = {0}, part = {0};
     int rc;
-    Py_ssize_t dlen = f.d.start >= 0 ? f.d.end - f.d.start : 0;
     if (ob_reserve(&rec, 8 + H_FIXED + tail_len) < 0)
         goto fail;
     unsigned char *w = rec.p + 4;
@@ -658,29 +671,8 @@ c_from_seed(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     w[33] = 1;
     memcpy(w + H_FIXED, tail, (size_t)tail_len);
     rec.len = 8 + H_FIXED + tail_len;
-    Py_ssize_t hpos = 8;
-    if (f.d.start >= 0) {
-        rc = data_area(&part, io, b + f.d.start, dlen, 0, lt, fixed, nfixed);
-        if (rc != OK)
-            goto rc_out;
-        wr16(rec.p + hpos + 4, (unsigned)part.len, lt);
-        if ((rc = put_sub(&rec, 'D', 0, &part, lt)) != OK)
-            goto rc_out;
-    } else {
-        wr16(rec.p + hpos + 4, 0, lt);
-    }
-    if (f.t.start >= 0) {
-        part.len = 0;
-        rc = token_area(&part, b + f.t.start, f.t.end - f.t.start, 0, lt, 0, lsn);
-        if (rc != OK || (rc = put_sub(&rec, 'T', 0, &part, lt)) != OK)
-            goto rc_out;
-    }
-    if (f.u.start >= 0) {
-        part.len = 0;
-        rc = user_tokens(&part, b + f.u.start, f.u.end - f.u.start, 0, lt);
-        if (rc != OK || (rc = put_sub(&rec, 'U', 0, &part, lt)) != OK)
-            goto rc_out;
-    }
+    if ((rc = put_areas(&rec, &part, b, &f, io, 0, lt, fixed, nfixed, 0, lsn)) != OK)
+        goto rc_out;
     if (f.n_other)
         goto none;
     result = finish(&rec, f.flag, lt);
