@@ -145,7 +145,7 @@ def _filter(s: Session, args: list[str]) -> None:
         s.say(f"Include conditions must match {'ALL' if f.match_all else 'ANY'}")
     else:
         try:
-            cond = parse_condition(args)
+            cond = parse_condition(args, s.settings.tz)
         except FilterError as exc:
             raise UsageError(str(exc)) from None
         f.conditions.append(cond)
