@@ -231,3 +231,24 @@ def test_definitions_survive_in_the_tdr_exactly():
         assert spec.definition == table
     with pytest.raises(ValueError, match="lists no columns"):  # a table trailgate knew nothing of
         decode_tdr(encode_tdr(TableDef("A", "B", []), exact=False), "A.B")
+
+
+@pytest.mark.parametrize("fmt", [FORMATS[1], FORMATS[4], FORMATS[0]], ids=[IDS[1], IDS[4],
+                                                                          IDS[0]])
+def test_a_definition_longer_than_a_record_travels_in_fragments(tmp_path: Path,
+                                                                fmt: TrailFormat):
+    from trailgate.model import Column, ColumnKind
+
+    cols = [Column(f"COLUMN_NUMBER_{i}", i, ColumnKind.VARCHAR2, "VARCHAR2(4000)", 4000)
+            for i in range(700)]
+    wide = TableDef("APP", "VERY_WIDE", cols, key=["COLUMN_NUMBER_0"])
+    row = Change(OpType.INSERT, "APP.VERY_WIDE", after={0: b"1", 699: b"z"})
+    with TrailWriter(tmp_path / "aa", format=fmt, fsync=False) as w:
+        w.write_transaction(Transaction("1.1.1", 5, [row]), {"APP.VERY_WIDE": wide})
+        w.write_transaction(Transaction("1.1.2", 6, [row]), {"APP.VERY_WIDE": wide})
+    records = list(TrailReader(tmp_path / "aa").records())
+    assert max(r.fragments for r in records) > 1  # the definition took several records
+    assert [r.table_def for r in records if r.change is not None] == [wide, wide]
+    second = list(TrailReader(tmp_path / "aa").transactions())[1]
+    later = list(TrailReader(tmp_path / "aa", start=second.start).transactions())
+    assert later[0].records[0].table_def == wide  # learnt from the fragments before

@@ -234,8 +234,8 @@ class FileDecoder:
         definition as 11.2 metadata text, nothing for what defines no table."""
         if self._meta_parts is not None:
             self._meta_parts.append(d)
-            if rec.continued:
-                return "", b""
+            if rec.continued:  # named as the first part, which readers join it to
+                return (self._meta_rec.name if self._meta_rec else None) or "", b""
             d = b"".join(self._meta_parts)
             first = self._meta_rec
             assert first is not None
