@@ -112,9 +112,9 @@ def parse_release(text: str, byte_order: str | None = None) -> TrailFormat:
 def format_for_level(level: int, byte_order: str | None = None) -> TrailFormat:
     """The format a file of CompatibilityLevel ``level`` has (a Data Pump writing what it
     reads): the release trailgate writes at that level, in ``byte_order`` if given."""
-    release = _DEFAULT_RELEASE.get(min(max(level, 3), MAX_READ_LEVEL), "11.2")
-    fmt = parse_release(release, byte_order)
-    return TrailFormat(fmt.release, level if level > 3 else 3, fmt.byte_order)
+    level = min(max(level, 0), MAX_READ_LEVEL)
+    fmt = parse_release(_DEFAULT_RELEASE.get(max(level, 3), "11.2"), byte_order)
+    return TrailFormat(fmt.release, level, fmt.byte_order)
 
 
 def resolve_format(release: str | None, byte_order: str | None) -> TrailFormat:
