@@ -67,11 +67,25 @@ def test_c_decoding_equals_the_reference(fmt, vendor, workload):
     assert _walk(data, True) == _walk(data, False)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=SLOW)
-@given(FORMATS, workloads(), st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 255)),
-                                      min_size=1, max_size=4))
+DAMAGE = st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 255)), min_size=1,
+                  max_size=4)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(FORMATS, workloads(), DAMAGE)
 def test_c_decoding_of_damaged_records_never_disagrees(fmt, workload, edits):
     """A damaged record: the C path gives the reference's record, or declines."""
+    _check_damaged(fmt, workload, edits)
+
+
+@pytest.mark.heavy
+@settings(max_examples=1500, deadline=None, suppress_health_check=SLOW)
+@given(FORMATS, workloads(), DAMAGE)
+def test_c_decoding_of_damaged_records_never_disagrees_heavy(fmt, workload, edits):
+    _check_damaged(fmt, workload, edits)
+
+
+def _check_damaged(fmt, workload, edits) -> None:
     defs, txns = workload
     data = bytearray(_file(fmt, defs, txns, 7))
     start = decode_file_header(bytes(data)).length

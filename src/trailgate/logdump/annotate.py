@@ -395,12 +395,12 @@ def annotate(buf: bytes, path: str, start: int = 0, count: int | None = None) ->
         ann.oracle = header.database.vendor == VENDOR_ORACLE
         if start == 0:
             ann.file_header(header)
-        if header.compatibility > 3:
-            _annotate12(ann, buf, max(start, header.length), count)
-            return ann
         elif start < header.length:
             raise TrailFormatError(f"--from {start} is inside the file header (RBA 0 to "
                                    f"{header.length - 1}); use 0 or a record RBA", path=path)
+        if header.compatibility > 3:
+            _annotate12(ann, buf, max(start, header.length), count)
+            return ann
         if start > header.length:
             ann.comment("Table definitions before this RBA are read for column names")
             for _rba, rec, _problem in _records(buf, header.length):

@@ -3,8 +3,8 @@ and byte order, and back from a file header.
 
 GoldenGate maps a release "programmatically back to an appropriate internal compatibility
 level" (EXTTRAIL reference); the levels below are those public Logdump output shows (3, 6,
-7) and the ones trailgate chose where nothing public shows them (docs/trail-format.md,
-"Formats").  One small table keeps every writer and reader on the same mapping.
+7) and the ones trailgate chose where nothing public shows them (docs/trail-format.md, "Which
+formats trailgate writes and reads").  One small table keeps every writer and reader on the same mapping.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def parse_release(text: str, byte_order: str | None = None) -> TrailFormat:
         key = "21.1"
     if key not in RELEASES:
         raise ValueError(f"FORMAT RELEASE {text}: trailgate writes releases "
-                         f"{', '.join(RELEASES)} (docs/trail-format.md, 'Formats')")
+                         f"{', '.join(RELEASES)} (docs/trail-format.md)")
     level, default_order = RELEASES[key]
     order = default_order if byte_order is None or level <= 3 else byte_order
     return TrailFormat(key, level, order)

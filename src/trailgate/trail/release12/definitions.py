@@ -2,7 +2,7 @@
 (DDR) and the table definitions (TDR), and what a TDR says about each column's framing.
 
 GoldenGate's binary layout of these areas is not public: Logdump prints them as text (the
-DEFGEN column table, docs/trail-format.md "DDR and TDR").  trailgate writes exactly that text,
+DEFGEN column table, docs/trail-format.md "Metadata records").  trailgate writes exactly that text,
 plus one ``*trailgate`` line with the seed-004 definition text so its own trails read back to
 the same TableDef; a TDR without that line is read from the column table alone.
 """

@@ -1,7 +1,8 @@
 """The 12c+ record as it lies in a file: G/Z frame, the 34-byte H header, its tail, and the
 sub-records, in either byte order.
 
-Public Logdump output fixes the header's fields (docs/trail-format.md, "The 12c+ record"), not
+Public Logdump output fixes the header's fields (docs/trail-format.md, "The 12c+ record
+header"), not
 the byte order a file uses on disk, so every length here is read in the order the record
 proves: the G length whose Z trailer matches, the RecLength that equals the D area.  Nothing
 here knows tables or values; :mod:`.codec` builds on it.
