@@ -3,8 +3,9 @@ and byte order, and back from a file header.
 
 GoldenGate maps a release "programmatically back to an appropriate internal compatibility
 level" (EXTTRAIL reference); the levels below are those public Logdump output shows (3, 6,
-7) and the ones trailgate chose where nothing public shows them (docs/trail-format.md, "Which
-formats trailgate writes and reads").  One small table keeps every writer and reader on the same mapping.
+7) and the ones trailgate chose where nothing public shows them (docs/trail-format.md,
+"Which formats trailgate writes and reads").  One small table keeps every writer and reader
+on the same mapping.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 sub-records, in either byte order.
 
 Public Logdump output fixes the header's fields (docs/trail-format.md, "The 12c+ record
-header"), not
-the byte order a file uses on disk, so every length here is read in the order the record
-proves: the G length whose Z trailer matches, the RecLength that equals the D area.  Nothing
-here knows tables or values; :mod:`.codec` builds on it.
+header"), not the byte order a file uses on disk, so every length here is read in the order
+the record proves: the G length whose Z trailer matches, the RecLength that equals the D
+area.  Nothing here knows tables or values; :mod:`.decoder` builds on it.
 """
 
 from __future__ import annotations
