@@ -1,6 +1,7 @@
 """Build hook for the optional C accelerators; everything else is in pyproject.toml.
 
-``trailgate.trail._speedups`` speeds up the trail codec, ``trailgate.capture.postgres._pgfast``
+``trailgate.trail._speedups`` speeds up the trail codec (``…release12._codec12`` its 12c+
+formats), ``trailgate.capture.postgres._pgfast``
 the PostgreSQL Extract's row path, ``trailgate.apply._spanplan`` the Replicat's set-based
 apply of a batch.  All are optional: when one cannot be compiled (no
 compiler, no Python headers) the install still succeeds and trailgate uses its pure-Python
@@ -15,6 +16,11 @@ setup(
             "trailgate.trail._speedups",
             sources=["src/trailgate/trail/_speedups.c"],
             depends=["src/trailgate/trail/_frame.h"],
+            optional=True,
+        ),
+        Extension(
+            "trailgate.trail.release12._codec12",
+            sources=["src/trailgate/trail/release12/_codec12.c"],
             optional=True,
         ),
         Extension(

@@ -29,6 +29,7 @@ from trailgate.model import (
 from trailgate.trail.header import FileHeader
 from trailgate.trail.reader import ReadTransaction, TrailReader, TrailRecord, read_header
 from trailgate.trail.records import RawRecord, decode_record
+from trailgate.trail.release import parse_release
 from trailgate.trail.writer import TrailWriter
 
 if TYPE_CHECKING:
@@ -79,12 +80,16 @@ def read_transactions(trail: str | Path, start: TrailPosition | None = None
 
 def write_transactions(trail: str | Path, transactions: Iterable[Transaction],
                        tables: Mapping[str, TableDef], *, megabytes: int = 500,
-                       fsync: bool = True) -> TrailPosition:
+                       fsync: bool = True, release: str | None = None,
+                       byte_order: str | None = None) -> TrailPosition:
     """Append ``transactions`` to trail ``trail`` (a new file after its last, or its first),
     with ``tables`` the definitions of the tables they change; returns the position after
     the last one.  The file is completed (its header's last CSN and size filled in) and, by
-    default, made durable before this returns."""
-    with TrailWriter(trail, megabytes=megabytes, fsync=fsync) as writer:
+    default, made durable before this returns.  ``release`` (``"21.1"``) writes that
+    GoldenGate release's format, ``byte_order`` (``"big"``/``"little"``) overriding its
+    default, as ``EXTTRAIL …, FORMAT RELEASE`` does; the default is the 11.2 format."""
+    fmt = parse_release(release, byte_order) if release is not None else None
+    with TrailWriter(trail, megabytes=megabytes, fsync=fsync, format=fmt) as writer:
         for txn in transactions:
             writer.write_transaction(txn, tables)
         return writer.position

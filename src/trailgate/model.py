@@ -30,9 +30,11 @@ __all__ = [
     "unix_micros_from_julian",
 ]
 
-#: The Unix epoch expressed as GoldenGate Julian microseconds (seed 001: the H timestamp and
-#: the file-header timestamps are microseconds since the start of the Julian day number 0).
-JULIAN_UNIX_EPOCH_MICROS = 210_866_803_200_000_000
+#: The Unix epoch expressed as GoldenGate Julian microseconds: 1970-01-01 00:00:00 UTC is
+#: Julian date 2,440,587.5, so GoldenGate's Julian microseconds count from noon of Julian day 0
+#: (Logdump's own examples fix it: INTERPRETTIMESTAMP 211976584185800569 is 2005/03/03
+#: 04:29:45.800.569 GMT; docs/trail-format.md, "Times").
+JULIAN_UNIX_EPOCH_MICROS = 210_866_760_000_000_000
 
 
 def julian_from_unix_micros(unix_micros: int) -> int:

@@ -262,7 +262,7 @@ def _drop_slots(dbs: Databases, name: str) -> None:
 
 def _replicate(dbs: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
                name: str, tag: str, transactions: int, threads: int, seed: int,
-               rate: float) -> None:
+               rate: float, **options: Any) -> Pipeline:
     source, target = _fresh(dbs, name)
     home = Home(tmp_path / "gg").create()
     monkeypatch.setenv(SPARK_DIR_ENV, str(home.dirtmp / "spark"))
@@ -270,7 +270,8 @@ def _replicate(dbs: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     assert replicat, "trailgate run replicat is missing"
     spec = PipelineSpec(tables=TABLES, maps=[("rnd.*", "rnd.*")], source_db=name,
                         target_db=name, pump=pump, extract=f"EXT{tag}", pump_name=f"PMP{tag}",
-                        replicat_pg_name=f"RPG{tag}", replicat_delta_name=f"RDL{tag}")
+                        replicat_pg_name=f"RPG{tag}", replicat_delta_name=f"RDL{tag}",
+                        **options)
     pipeline = Pipeline(home, spec)
     setup, start = pipeline.write_files(Databases.login(source), Databases.login(target))
     transcript = io.StringIO()
@@ -299,7 +300,8 @@ def _replicate(dbs: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
         assert csn is not None
         assert first.progress.transactions + rest.progress.transactions == transactions
         results = compare_tables(source, TABLES, target=target,
-                                 delta_root=pipeline.delta_root)
+                                 delta_root=pipeline.delta_root if spec.replicat_delta
+                                 else None)
         report = "\n".join(render_comparison(results))
         print(report)
         assert all(r.equal for r in results), report
@@ -313,12 +315,36 @@ def _replicate(dbs: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
         lines = pipeline.stop_all()
         print("\n".join(lines))
         _drop_slots(dbs, name)
+    return pipeline
 
 
 def test_random_workload_replicates_exactly(databases: Databases, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     _replicate(databases, tmp_path, monkeypatch, name="rnd_small", tag="S", transactions=400,
                threads=3, seed=20261121, rate=40)
+
+
+def test_format_release_trails_replicate_exactly(databases: Databases, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """EXTTRAIL …, FORMAT RELEASE 19.1 (a self-describing big-endian trail); the Data Pump
+    converts it (RMTTRAIL …, FORMAT RELEASE 21.1, TRAILBYTEORDER LITTLEENDIAN); the
+    PostgreSQL Replicat reads the 21.1 trail.  The target equals the source."""
+    from trailgate.trail.reader import read_header
+    from trailgate.trail.release12 import input_byte_order
+
+    pipeline = _replicate(
+        databases, tmp_path, monkeypatch, name="rnd_fmt", tag="F", transactions=80,
+        threads=2, seed=1912, rate=30, local_trail_options=", FORMAT RELEASE 19.1",
+        remote_trail_options=", FORMAT RELEASE 21.1, TRAILBYTEORDER LITTLEENDIAN",
+        replicat_delta=False)
+    home = pipeline.home
+    local = sorted(home.resolve("./dirdat").glob("lt*"))
+    remote = sorted(home.resolve("./dirdat").glob("rt*"))
+    assert local and remote
+    assert {read_header(p).compatibility for p in local + remote} == {7}
+    assert b"Definition for table rnd.alltypes" in remote[0].read_bytes()
+    assert input_byte_order(home.resolve("./dirdat/lt"), 0) == "big"
+    assert input_byte_order(home.resolve("./dirdat/rt"), 0) == "little"
 
 
 @pytest.mark.heavy

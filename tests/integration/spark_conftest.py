@@ -25,6 +25,7 @@ from trailgate.model import (
 )
 from trailgate.trail import TrailWriter
 from trailgate.trail.records import encode_ddl_text
+from trailgate.trail.release import TrailFormat
 
 ORDERS = TableDef("PUBLIC", "ORDERS", [
     Column("id", 0, ColumnKind.NUMBER, "integer", nullable=False),
@@ -142,9 +143,11 @@ def special_transactions(maker: ChangeMaker, csn: int) -> list[Transaction]:
 
 
 def write_workload(trail: Path, transactions: list[Transaction], workload: Workload,
-                   *, megabytes: int = 1) -> TrailWriter:
-    """Write ``transactions`` to ``trail`` with a new writer (a new file), recording ends."""
-    writer = TrailWriter(trail, megabytes=megabytes, fsync=False, producer="TESTS")
+                   *, megabytes: int = 1, format: TrailFormat | None = None) -> TrailWriter:
+    """Write ``transactions`` to ``trail`` with a new writer (a new file), recording ends
+    (``format``: a 12c+ release's instead of the 11.2 format)."""
+    writer = TrailWriter(trail, megabytes=megabytes, fsync=False, producer="TESTS",
+                         format=format)
     for txn in transactions:
         workload.ends.append(writer.write_transaction(txn, TABLES))
         workload.transactions.append(txn)

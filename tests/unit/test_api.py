@@ -35,6 +35,15 @@ def test_write_then_read_transactions(tmp_path: Path) -> None:
     assert api.read_header(f"{trail}000000000").seqno == 0
 
 
+def test_write_a_release_format_and_read_it(tmp_path: Path) -> None:
+    trail = tmp_path / "dirdat" / "aa"
+    api.write_transactions(trail, [_txn(2)], {"public.items": _table()}, release="21.1",
+                           byte_order="little")
+    assert api.read_header(f"{trail}000000000").compatibility == 7
+    (read,) = api.read_transactions(trail)
+    assert read.transaction.changes[1].after == {0: b"1", 1: b"x"}
+
+
 def test_decode_one_record(tmp_path: Path) -> None:
     trail = tmp_path / "aa"
     api.write_transactions(trail, [_txn(1)], {"public.items": _table()})

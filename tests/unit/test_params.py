@@ -477,3 +477,30 @@ def test_parse_group_params_from_home(tmp_path: Path) -> None:
     home.param_file("ext2").write_text("EXTRACT EXT1\nEXTTRAIL ./dirdat/aa\nTABLE a.b;\n")
     with pytest.raises(ConfigError, match="for EXTRACT EXT1, not EXT2"):
         parse_group_params(home, "ext2")
+
+
+def test_trail_format_release_and_byte_order() -> None:
+    """``EXTTRAIL|RMTTRAIL path, FORMAT RELEASE n.n [, TRAILBYTEORDER order]`` (GoldenGate's
+    options): kept per trail, checked against the releases trailgate writes at start."""
+    from trailgate.trail.release import sink_format_options
+
+    def trail(line: str) -> ExtractParams:
+        p = parse_params_text(f"EXTRACT ext1\n{line}\nTABLE hr.*;\n", "ext1.prm")
+        assert isinstance(p, ExtractParams)
+        return p
+
+    spec = trail("EXTTRAIL ./dirdat/aa, FORMAT RELEASE 21.1, TRAILBYTEORDER LITTLEENDIAN"
+                 ).trail_options["./dirdat/aa"]
+    assert (spec.release, spec.byte_order, spec.line) == ("21.1", "LITTLEENDIAN", 2)
+    assert sink_format_options(spec) == {"formatRelease": "21.1", "trailByteOrder": "little"}
+    assert sink_format_options(None) == {}
+    spec = trail("RMTTRAIL ./dirdat/rt, FORMAT RELEASE 12.2").trail_options["./dirdat/rt"]
+    assert sink_format_options(spec)["trailByteOrder"] == "big"
+    assert error("EXTRACT e\nEXTTRAIL ./dirdat/aa, FORMAT RELEASE twelve\n").line == 2
+    assert "TRAILBYTEORDER" in str(error("EXTRACT e\nEXTTRAIL ./dirdat/aa, TRAILBYTEORDER "
+                                         "SIDEWAYS\n"))
+    assert "accepts FORMAT RELEASE, TRAILBYTEORDER" in str(error(
+        "EXTRACT e\nEXTTRAIL ./dirdat/aa, MEGABYTES 5\n"))
+    bad = trail("EXTTRAIL ./dirdat/aa, FORMAT RELEASE 23.4").trail_options["./dirdat/aa"]
+    with pytest.raises(ConfigError, match=r"ext1\.prm, line 2: FORMAT RELEASE 23\.4"):
+        sink_format_options(bad)

@@ -73,6 +73,9 @@ class PipelineSpec:
     replicat_delta_name: str = "REPDL"
     local_trail: str = "./dirdat/lt"
     remote_trail: str = "./dirdat/rt"
+    #: options after EXTTRAIL/RMTTRAIL, e.g. ", FORMAT RELEASE 21.1" (docs/trail-format.md)
+    local_trail_options: str = ""
+    remote_trail_options: str = ""
     delta_dir: str = "./delta"
     checkpoint_table: str = "ggadmin.ggs_checkpoint"
     trigger: str = "1 SECONDS"
@@ -133,13 +136,13 @@ class Pipeline:
         home.param_file(s.extract).write_text(
             f"EXTRACT {s.extract.lower()}\n"
             f"SOURCEDB {s.source_db}, USERIDALIAS ggsrc\n"
-            f"EXTTRAIL {s.local_trail}\n"
+            f"EXTTRAIL {s.local_trail}{s.local_trail_options}\n"
             "REPORTCOUNT EVERY 30 SECONDS, RATE\n"
             + "\n".join(_spark_lines(s.extract_master, s.trigger)) + "\n" + tables)
         if s.pump:
             home.param_file(s.pump_name).write_text(
                 f"EXTRACT {s.pump_name.lower()}\n"
-                f"RMTTRAIL {s.remote_trail}\n"
+                f"RMTTRAIL {s.remote_trail}{s.remote_trail_options}\n"
                 "PASSTHRU\n"
                 + "\n".join(_spark_lines(s.extract_master, s.trigger)) + "\n" + tables)
         maps = "".join(f"MAP {src}, TARGET {tgt};\n" for src, tgt in s.maps)

@@ -16,6 +16,7 @@ from pathlib import Path
 from trailgate.errors import TrailFormatError
 from trailgate.logdump.formats import (
     io_type_name,
+    julian_text,
     oracle_rba,
     printable,
     spaced_hex,
@@ -33,6 +34,8 @@ from trailgate.trail.header import VENDOR_ORACLE, FileHeader, decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.reader import find_next_record
 from trailgate.trail.records import RawRecord, decode_record
+from trailgate.trail.release12 import parse_record
+from trailgate.trail.release12.layout import frame_length
 
 __all__ = ["Annotator", "add_arguments", "annotate", "plain_dump", "run"]
 
@@ -395,6 +398,9 @@ def annotate(buf: bytes, path: str, start: int = 0, count: int | None = None) ->
         elif start < header.length:
             raise TrailFormatError(f"--from {start} is inside the file header (RBA 0 to "
                                    f"{header.length - 1}); use 0 or a record RBA", path=path)
+        if header.compatibility > 3:
+            _annotate12(ann, buf, max(start, header.length), count)
+            return ann
         if start > header.length:
             ann.comment("Table definitions before this RBA are read for column names")
             for _rba, rec, _problem in _records(buf, header.length):
@@ -432,6 +438,62 @@ def annotate(buf: bytes, path: str, start: int = 0, count: int | None = None) ->
     return ann
 
 
+def _annotate12(ann: Annotator, buf: bytes, pos: int, count: int | None) -> None:
+    """A 12c+ file: each record's header fields as a comment and its bytes (the field by
+    field annotation is seed 001's 11.2 layout; Logdump's GHDR ON and HEADERTOKEN DETAIL
+    read 12c+ records field by field)."""
+    ann.comment("A 12c+ record layout (CompatibilityLevel above 3): records are shown whole; "
+                "Logdump (GHDR ON, HEADERTOKEN DETAIL, DETAIL DATA) reads their fields")
+    order, shown = "big", 0
+    while pos < len(buf) and (count is None or shown < count):
+        try:
+            view = parse_record(buf, pos, len(buf), order)
+        except ValueError as exc:
+            if frame_length_or_none(buf, pos, order) is None:
+                ann.comment(f"{len(buf) - pos} bytes of an incomplete record at RBA {pos}")
+                ann.data(buf[pos:])
+                return
+            found = find_next_record12(buf, pos + 1, order)
+            ann.unparsed(pos, found, str(exc))
+            pos = found
+            continue
+        order = view.order
+        where = (f"TDR index {view.tdr_index}" if view.name is None and view.io_type != 170
+                 else view.name or "")
+        ann.line("")
+        ann.comment(f"Record at RBA {pos}: {io_type_name(view.io_type)} {where} "
+                    f"({view.order}-endian, {view.length} bytes; RecLength {view.rec_length}, "
+                    f"TransInd {view.trans_ind}, OrigNode {view.orig_node}, Partition "
+                    f"x{view.partition:02x}, AuditRBA {view.audit_rba}, AuditPos "
+                    f"{view.audit_pos}, IO Time {julian_text(view.io_time)})")
+        ann.text_data(buf[pos : pos + view.length])
+        pos += view.length
+        shown += 1
+
+
+def frame_length_or_none(buf: bytes, pos: int, order: str) -> int | None:
+    """The record length at ``pos`` if its frame fits in either order, else None (cut
+    short or damaged)."""
+    try:
+        found = frame_length(buf, pos, len(buf), order)
+    except ValueError:
+        return -1
+    return None if found is None else found[0]
+
+
+def find_next_record12(buf: bytes, pos: int, order: str) -> int:
+    """The RBA of the next well-formed 12c+ record after damage (the end if none)."""
+    while True:
+        pos = buf.find(b"G\x01", pos)
+        if pos < 0:
+            return len(buf)
+        try:
+            parse_record(buf, pos, len(buf), order)
+            return pos
+        except ValueError:
+            pos += 1
+
+
 def plain_dump(buf: bytes, start: int = 0, count: int | None = None) -> list[str]:
     """Hex and ASCII, 16 bytes a line, with decimal offsets (RBAs)."""
     end = len(buf)
@@ -443,8 +505,16 @@ def plain_dump(buf: bytes, start: int = 0, count: int | None = None) -> list[str
                 pos = header.length
         except ValueError:
             pass
+        order = "big"
         while n < count and pos + 4 <= len(buf) and buf[pos] == 0x47:
-            pos += max((buf[pos + 2] << 8) | buf[pos + 3], 4)
+            try:
+                found = frame_length(buf, pos, len(buf), order)
+            except ValueError:
+                found = None
+            if found is None:
+                pos = len(buf)
+                break
+            pos, order = pos + found[0], found[1]
             n += 1
         end = min(pos, len(buf))
     lines = []

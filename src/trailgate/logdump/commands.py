@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,16 +17,16 @@ from trailgate.errors import TrailFormatError
 from trailgate.logdump.count import Tally, render_count
 from trailgate.logdump.filters import FilterError, parse_condition
 from trailgate.logdump.formats import RECTYPES, io_type_name, parse_io_type
+from trailgate.logdump.metadata_cmds import scan_for_metadata, show_metadata
 from trailgate.logdump.save import write_saved_file
 from trailgate.logdump.session import Session
 from trailgate.logdump.source import Eof, HeaderEntry
+from trailgate.logdump.time_cmds import compute_timestamp, interpret_timestamp, time_offset
+from trailgate.logdump.usage import UsageError
+from trailgate.logdump.usage import number as _number
 from trailgate.model import OpType, TransInd
 
 __all__ = ["COMMANDS", "Command", "execute", "lookup"]
-
-
-class UsageError(ValueError):
-    """Arguments a command cannot use; the message is shown with the command's syntax."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,16 +42,6 @@ def _switch(args: list[str], allowed: tuple[str, ...], what: str) -> str:
     if len(args) != 1 or args[0].upper() not in allowed:
         raise UsageError(f"{what} takes {' | '.join(allowed)}")
     return args[0].upper()
-
-
-def _number(text: str, what: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise UsageError(f"{what} must be a number, not {text!r}") from None
-    if value < 0:
-        raise UsageError(f"{what} must not be negative")
-    return value
 
 
 # -- the commands --------------------------------------------------------------------------
@@ -103,6 +94,10 @@ def _ggstoken(s: Session, args: list[str]) -> None:
     s.settings.ggstoken = _switch(args, ("ON", "OFF", "DETAIL"), "GGSTOKEN")
 
 
+def _headertoken(s: Session, args: list[str]) -> None:
+    s.settings.headertoken = _switch(args, ("ON", "OFF", "DETAIL"), "HEADERTOKEN")
+
+
 def _reclen(s: Session, args: list[str]) -> None:
     if len(args) != 1:
         raise UsageError("RECLEN needs the number of bytes to display")
@@ -150,7 +145,7 @@ def _filter(s: Session, args: list[str]) -> None:
         s.say(f"Include conditions must match {'ALL' if f.match_all else 'ANY'}")
     else:
         try:
-            cond = parse_condition(args)
+            cond = parse_condition(args, s.settings.tz)
         except FilterError as exc:
             raise UsageError(str(exc)) from None
         f.conditions.append(cond)
@@ -172,8 +167,10 @@ def _show(s: Session, args: list[str]) -> None:
             s.say("No table definitions seen yet (they come from Metadata records)")
         for name, t in sorted(s.tables.items()):
             s.say(f"{name}: {', '.join(c.name for c in t.columns)}")
+    elif what in ("DDR", "TDR"):
+        show_metadata(s, what, args[1:])
     else:
-        raise UsageError("SHOW takes FILTER, RECTYPE, ENV or TABLES")
+        raise UsageError("SHOW takes FILTER, RECTYPE, ENV, TABLES, DDR or TDR [n]")
 
 
 def _env(s: Session, args: list[str]) -> None:
@@ -189,12 +186,20 @@ def _env(s: Session, args: list[str]) -> None:
         lines.append(f"{'File Size':<20}: {file.size}")
         if file.header is not None:
             lines.append(f"{'Compatibility':<20}: {file.header.compatibility}")
+            lines.append(f"{'Trail Format':<20}: "
+                         + ("12c+ (self-describing)" if file.header.compatibility >= 5 else
+                            "12.1" if file.release12 else "11.2"))
+            order = file.decoder.order if file.decoder is not None else "big"
+            lines.append(f"{'Logtrail Data':<20}: {order.capitalize()} Endian/ASCII")
+    lines.append(f"{'Local System':<20}: {sys.byteorder.capitalize()} Endian")
     lines += [
         f"{'GHDR':<20}: {'ON' if st.ghdr else 'OFF'}",
         f"{'DETAIL':<20}: {st.detail}",
         f"{'FILEHEADER':<20}: {st.fileheader}",
         f"{'USERTOKEN':<20}: {st.usertoken}",
         f"{'GGSTOKEN':<20}: {st.ggstoken}",
+        f"{'HEADERTOKEN':<20}: {st.headertoken}",
+        f"{'Timeoffset':<20}: {st.time_offset}",
         f"{'RECLEN':<20}: {st.reclen}",
         f"{'Filtering':<20}: {'ON' if s.filters.active else 'OFF'} "
         f"({len(s.filters.conditions)} conditions)",
@@ -278,7 +283,9 @@ def _save(s: Session, args: list[str]) -> None:
     except TrailFormatError as exc:
         s.say(f"Error: {exc}", "Saving the records before it.")
     definitions = []
-    for name in tables:
+    if file.release12:  # every metadata record before: the TDR indexes keep their tables
+        definitions = _metadata_before(s, s.rba)
+    for name in tables if not file.release12 else []:
         if name not in defined:
             if name not in s.tables:
                 s._learn_tables(s.rba)
@@ -289,12 +296,33 @@ def _save(s: Session, args: list[str]) -> None:
             target, file.header, file.path, s.rba, raws, definitions,
             first_csn=csns[0] if csns else None, last_csn=csns[-1] if csns else None,
             first_io_time=times[0] if times else None, last_io_time=times[-1] if times else None,
+            byte_order=file.decoder.order if file.decoder is not None else "big",
         )
     except OSError as exc:
         s.say(f"Error: cannot write {target}: {exc.strerror}")
         return
     extra = f" and {len(definitions)} table definitions" if definitions else ""
     s.say(f"Saved {len(raws)} records{extra} to {target} ({size} bytes)")
+
+
+def _metadata_before(s: Session, upto: int) -> list[bytes]:
+    """The bytes of every metadata record (and its fragments) before RBA ``upto``."""
+    file = s.file
+    assert file is not None
+    out: list[bytes] = []
+    in_meta = False
+    for entry in s.records_from(file.first_record_rba):
+        if isinstance(entry, Eof) or entry.rba >= upto:
+            break
+        if isinstance(entry, HeaderEntry):
+            continue
+        if entry.io_type == OpType.METADATA or (in_meta and entry.io_type ==
+                                               OpType.RECORD_FRAGMENT):
+            out.append(file.record_bytes(entry))
+            in_meta = bool(entry.continued)
+        else:
+            in_meta = False
+    return out
 
 
 def _nexttrail(s: Session, args: list[str]) -> None:
@@ -338,14 +366,17 @@ COMMANDS: list[Command] = [
             "show user tokens (TKN-...)", _usertoken),
     Command("GGSTOKEN", ("GGS",), "GGSTOKEN {ON | OFF | DETAIL}",
             "show the transaction area: ROWID, CSN, XID", _ggstoken),
+    Command("HEADERTOKEN", ("HT",), "HEADERTOKEN {ON | OFF | DETAIL}",
+            "show the record's G/H/D/T/Z areas (DETAIL: with the H area in hex)", _headertoken),
     Command("RECLEN", (), "RECLEN n", "bytes of data shown per image or column", _reclen),
     Command("COUNT", (), "COUNT [DETAIL]",
             "count records per type and table (DETAIL: table by type)", _count),
     Command("FILTER", ("FIL",), "FILTER {INCLUDE | EXCLUDE} condition | CLEAR | ON | OFF | "
             "MATCH {ANY | ALL}", "select the records to show: FILENAME, IOTYPE, RBA, STRING, "
             "HEX, RECLEN, TRANSIND, STARTTIME, ENDTIME", _filter),
-    Command("SHOW", ("SH",), "SHOW {FILTER | RECTYPE | ENV | TABLES}",
-            "show settings, filters, record types or known tables", _show),
+    Command("SHOW", ("SH",), "SHOW {FILTER | RECTYPE | ENV | TABLES | DDR | TDR [n]}",
+            "show settings, filters, record types, known tables, or a 12c+ file's DDR and "
+            "TDRs", _show),
     Command("ENV", (), "ENV", "show the current settings", _env),
     Command("SCANFORHEADER", ("SFH",), "SCANFORHEADER",
             "find the next good record after a damaged one", _scan_for_header),
@@ -353,6 +384,14 @@ COMMANDS: list[Command] = [
             "show the next record of a type (SFT INSERT, SFT 15)", _scan_for_type),
     Command("SCANFORENDTRANS", ("SFET",), "SCANFORENDTRANS",
             "show the next record that ends a transaction", _scan_for_end_trans),
+    Command("SCANFORMETADATA", ("SFMD",), "SCANFORMETADATA [DDR | TDR] [index | NEXT]",
+            "show the next metadata record, or the TDR defining an index", scan_for_metadata),
+    Command("TIMEOFFSET", (), "TIMEOFFSET [LOCAL | GMT | GMT+hh[:mm] | GMT-hh[:mm]]",
+            "the time zone times are shown in (default GMT)", time_offset),
+    Command("INTERPRETTIMESTAMP", (), "INTERPRETTIMESTAMP n",
+            "a Julian timestamp as a time, GMT and local", interpret_timestamp),
+    Command("COMPUTETIMESTAMP", (), "COMPUTETIMESTAMP YYYY-MM-DD [HH:MI:SS[.FFFFFF]]",
+            "the Julian timestamp of a time", compute_timestamp),
     Command("SAVE", (), "SAVE file [!] n [RECORDS]",
             "write the next n records to a new trail file (! overwrites)", _save),
     Command("NEXTTRAIL", ("NT",), "NEXTTRAIL", "open the next file of this trail", _nexttrail),

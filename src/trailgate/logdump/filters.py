@@ -10,7 +10,7 @@ import fnmatch
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from trailgate.logdump.formats import io_type_name, parse_io_type
 from trailgate.model import julian_from_unix_micros
@@ -87,15 +87,16 @@ def _int(text: str, what: str) -> int:
         raise FilterError(f"{what} must be a number, not {text!r}") from None
 
 
-def _time(words: list[str]) -> int:
+def _time(words: list[str], tz: tzinfo = UTC) -> int:
     text = " ".join(words).replace("/", "-")
     for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
         try:
-            when = datetime.strptime(text, fmt).replace(tzinfo=UTC)
+            when = datetime.strptime(text, fmt).replace(tzinfo=tz)
         except ValueError:
             continue
         return julian_from_unix_micros(int(when.timestamp() * 1_000_000))
-    raise FilterError(f"not a time {text!r}: use YYYY/MM/DD [HH:MI[:SS[.FFFFFF]]] (UTC)")
+    raise FilterError(f"not a time {text!r}: use YYYY/MM/DD [HH:MI[:SS[.FFFFFF]]] (in the "
+                      "TIMEOFFSET zone, GMT unless set)")
 
 
 def _numeric(words: list[str], what: str) -> tuple[Callable[[int], bool], str]:
@@ -119,8 +120,14 @@ def _numeric(words: list[str], what: str) -> tuple[Callable[[int], bool], str]:
     raise FilterError(f"{what} takes a number, 'op number' or a range 'low high'")
 
 
-def parse_condition(words: list[str]) -> Condition:
-    """One FILTER condition from the words after ``FILTER``."""
+def _data(r: RawRecord) -> bytes:
+    """A record's data area as its file holds it (a 12c+ record's, not its 11.2 form)."""
+    view = getattr(r, "view", None)
+    return view.d if view is not None and view.d is not None else r.data
+
+
+def parse_condition(words: list[str], tz: tzinfo = UTC) -> Condition:
+    """One FILTER condition from the words after ``FILTER`` (times in ``tz``)."""
     include = True
     if words and words[0].upper() in ("INCLUDE", "INC", "EXCLUDE", "EXC"):
         include = words[0].upper().startswith("INC")
@@ -157,7 +164,7 @@ def parse_condition(words: list[str]) -> Condition:
         if len(args) != 1:
             raise FilterError('STRING takes one text; quote it if it has spaces: STRING "a b"')
         needle = args[0].encode("utf-8")
-        return Condition(include, f'STRING "{args[0]}"', lambda r: needle in r.data)
+        return Condition(include, f'STRING "{args[0]}"', lambda r: needle in _data(r))
     if what == "HEX":
         if len(args) != 1:
             raise FilterError('HEX takes one hex string, e.g. HEX "31303131"')
@@ -165,11 +172,11 @@ def parse_condition(words: list[str]) -> Condition:
             hexed = bytes.fromhex(args[0].replace("x", "").replace("X", ""))
         except ValueError:
             raise FilterError(f"not hex digits: {args[0]!r}") from None
-        return Condition(include, f"HEX {hexed.hex()}", lambda r: hexed in r.data)
+        return Condition(include, f"HEX {hexed.hex()}", lambda r: hexed in _data(r))
     if what in ("STARTTIME", "ENDTIME"):
         if not args:
             raise FilterError(f"{what} needs a time, e.g. {what} 2013/03/31 23:59:58")
-        limit = _time(args)
+        limit = _time(args, tz)
         if what == "STARTTIME":
             return Condition(include, f"STARTTIME {' '.join(args)}",
                              lambda r: r.io_time >= limit)

@@ -5,7 +5,7 @@ Kept in one place so both tools print times, hex and operation names identically
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 
 from trailgate.model import datetime_from_julian
 
@@ -64,11 +64,13 @@ RECTYPES: list[tuple[int, str, str]] = [
     (205, "GGSComment", "A comment record written by Logdump's SAVE"),
 ]
 
-#: The names Logdump prints on the operation line (trailgate's OpType labels win).
+#: The names GoldenGate's Logdump prints on the operation line (public 21.3 and 19.1 dumps:
+#: GGSPurgedata, GGSPKUpdate, DDLOP, GGSUnifiedPKUpdate, Metadata).
 _OP_LINE_NAMES = {
-    3: "Delete", 5: "Insert", 10: "Update", 15: "FieldComp", 100: "Truncate",
-    115: "PKUpdate", 116: "LargeObject", 132: "SequenceOp", 160: "DDL",
-    161: "RecordFragment", 170: "Metadata", 205: "GGSComment",
+    3: "Delete", 5: "Insert", 10: "Update", 15: "FieldComp", 100: "GGSPurgedata",
+    115: "GGSPKUpdate", 116: "LargeObject", 132: "SequenceOp", 134: "GGSUnifiedUpdate",
+    135: "GGSUnifiedPKUpdate", 160: "DDLOP", 161: "RecordFragment", 170: "Metadata",
+    205: "GGSComment",
 }
 _NAME_TO_CODE: dict[str, int] = {}
 for _code, _name, _ in RECTYPES:
@@ -78,7 +80,7 @@ for _code, _name in _OP_LINE_NAMES.items():
     _NAME_TO_CODE[_name.upper()] = _code
 _NAME_TO_CODE.update({"LOB": 116, "PURGEDATA": 100, "KEYFIELDCOMP": 115, "DDL_OP": 160,
                       "COMMENT": 205, "SEQUENCE": 132, "FRAGMENT": 161, "TRUNCATE": 100,
-                      "PK_UPDATE": 115, "FIELD_COMP": 15})
+                      "PK_UPDATE": 115, "FIELD_COMP": 15, "PKUPDATE": 115, "DDL": 160})
 
 
 def io_type_name(io_type: int) -> str:
@@ -115,10 +117,16 @@ def _datetime(julian_micros: int) -> datetime | None:
         return None
 
 
-def julian_text(julian_micros: int) -> str:
-    """Logdump's time form ``2013/03/31 23:59:58.000.000`` (UTC); the raw number when the
-    value is no plausible time (an unset field)."""
+def julian_text(julian_micros: int, tz: tzinfo = UTC) -> str:
+    """Logdump's time form ``2013/03/31 23:59:58.000.000`` (in ``tz``, UTC unless
+    TIMEOFFSET says otherwise); the raw number when the value is no plausible time (an
+    unset field)."""
     when = _datetime(julian_micros) if julian_micros else None
+    if when is not None and tz is not UTC:
+        try:
+            when = when.astimezone(tz)
+        except (OverflowError, ValueError):
+            when = None
     if when is None:
         return f"{julian_micros} (not a time)"
     ms, us = divmod(when.microsecond, 1000)
@@ -149,8 +157,9 @@ def spaced_hex(data: bytes) -> str:
     return data.hex(" ").upper()
 
 
-def hex_lines(data: bytes, width: int = 16) -> list[str]:
-    """Logdump's data-area dump: two-byte hex words, then ``| ascii``, ``width`` a line."""
+def hex_lines(data: bytes, width: int = 20) -> list[str]:
+    """Logdump's data-area dump: two-byte hex words, then ``| ascii``, ``width`` bytes a line
+    (GoldenGate's Logdump shows 20, seed 002 and every public dump)."""
     lines = []
     words_width = (width // 2) * 5
     for start in range(0, len(data), width):

@@ -5,6 +5,8 @@ Both tools explain the same tokens; one table keeps their explanations identical
 
 from __future__ import annotations
 
+from datetime import UTC, tzinfo
+
 from trailgate.logdump.formats import julian_text, printable
 from trailgate.trail.header import GROUP_NAMES, TOKEN_NAMES, UNSET
 
@@ -41,7 +43,8 @@ def is_string_token(group: int, token: int) -> bool:
     return token in _STRINGS.get(group, set())
 
 
-def token_value_text(group: int, token: int, flag: int, value: bytes) -> str:
+def token_value_text(group: int, token: int, flag: int, value: bytes,
+                     tz: tzinfo = UTC) -> str:
     """The value of a header token as text (``*not set*`` for a field the writer has not
     filled in yet, flag 0xFF)."""
     if flag == UNSET:
@@ -55,7 +58,7 @@ def token_value_text(group: int, token: int, flag: int, value: bytes) -> str:
             int.from_bytes(value[:2], "big") == len(value) - 2:
         return value[2:].decode("utf-8", "replace")
     if key in _TIMES and len(value) == 8:
-        return julian_text(int.from_bytes(value, "big"))
+        return julian_text(int.from_bytes(value, "big"), tz)
     if key in _CSNS and value:
         n = value[0]
         return value[1 : 1 + n].decode("ascii", "replace") if n else "(none)"

@@ -67,18 +67,20 @@ class ColumnSlot:
         return self.offset + 4 + self.length
 
 
-def split_columns(data: bytes, start: int = 0, end: int | None = None
+def split_columns(data: bytes, start: int = 0, end: int | None = None, order: str = "big"
                   ) -> tuple[list[ColumnSlot], str | None]:
-    """The columns of a D area; a message when the list is cut short or inconsistent
-    (normal for the first part of a fragmented record)."""
+    """The columns of a D area (lengths in ``order``: a 12c+ file's may be little-endian);
+    a message when the list is cut short or inconsistent (normal for the first part of a
+    fragmented record)."""
     end = len(data) if end is None else end
+    hi, lo = (1, 0) if order == "little" else (0, 1)
     slots: list[ColumnSlot] = []
     pos = start
     while pos < end:
         if pos + 4 > end:
             return slots, f"column header cut short at data offset {pos}"
-        index = (data[pos] << 8) | data[pos + 1]
-        length = (data[pos + 2] << 8) | data[pos + 3]
+        index = (data[pos + hi] << 8) | data[pos + lo]
+        length = (data[pos + 2 + hi] << 8) | data[pos + 2 + lo]
         if pos + 4 + length > end:
             return slots, (f"column {index} at data offset {pos} claims {length} bytes, more "
                            f"than the {end - pos - 4} left")

@@ -6,7 +6,8 @@ every function returns lines, leaving where they go to the session.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, tzinfo
 
 from trailgate.logdump.formats import hex_lines, io_type_name, julian_text, printable
 from trailgate.logdump.headerinfo import group_name, token_name, token_value_text
@@ -16,7 +17,7 @@ from trailgate.model import OpType, TableDef
 from trailgate.trail.metadata import decode_kv, decode_tabledef
 from trailgate.trail.records import RawRecord, decode_lob_piece
 
-__all__ = ["SEPARATOR", "Settings", "render_file_header", "render_record"]
+__all__ = ["SEPARATOR", "Settings", "header_tokens", "render_file_header", "render_record"]
 
 SEPARATOR = "_" * 67
 _TRANS_LETTER = {0: "b", 1: "m", 2: "e", 3: "s"}
@@ -33,7 +34,10 @@ class Settings:
     fileheader: str = "OFF"  # OFF | ON | DETAIL
     usertoken: str = "OFF"  # OFF | ON | DETAIL
     ggstoken: str = "ON"  # OFF | ON | DETAIL
+    headertoken: str = "OFF"  # OFF | ON | DETAIL
     reclen: int = 140  # bytes of a data area (or column) shown in hex
+    tz: tzinfo = field(default=UTC)  # TIMEOFFSET: the zone times are shown in
+    time_offset: str = "GMT"  # TIMEOFFSET as given (GMT, LOCAL, GMT+09:00)
 
 
 def _char_cell(label: str, value: int) -> str:
@@ -49,25 +53,59 @@ def _pair(left: str, right: str) -> str:
     return f"{left:<30}{right}"
 
 
-def header_block(rec: RawRecord) -> list[str]:
-    """The GHDR ON block: the record header fields in Logdump's two columns."""
+def header_block(rec: RawRecord, tz: tzinfo = UTC,
+                 audit_line: str | None = None) -> list[str]:
+    """The GHDR ON block: the record header fields in Logdump's two columns (``audit_line``
+    replaces the AuditRBA line: a 12c+ metadata record shows its DDR/TDR index there)."""
     return [
         _pair(_char_cell("Hdr-Ind", rec.hdr_ind), _char_cell("Partition", rec.partition)),
         _pair(_char_cell("UndoFlag", rec.undo_flag), _char_cell("BeforeAfter", rec.before_after)),
         _pair(_num_cell("RecLength", rec.rec_length, 4), f"{'IO Time':<11}: "
-              + julian_text(rec.io_time)),
+              + julian_text(rec.io_time, tz)),
         _pair(_num_cell("IOType", rec.io_type), _num_cell("OrigNode", rec.orig_node)),
         _pair(_char_cell("TransInd", rec.trans_ind), _char_cell("FormatType", rec.format_type)),
         _pair(_num_cell("SyskeyLen", rec.syskey_len), _char_cell("Incomplete", rec.incomplete)),
-        _pair(f"{'AuditRBA':<11}: {rec.audit_rba:>10}", f"{'AuditPos':<11}: {rec.audit_pos}"),
+        audit_line or _pair(f"{'AuditRBA':<11}: {rec.audit_rba:>10}",
+                            f"{'AuditPos':<11}: {rec.audit_pos}"),
         _pair(f"{'Continued':<11}: {'Y' if rec.continued else 'N':>5}  (x{rec.continued:02x})",
               _num_cell("RecCount", rec.rec_count)),
     ]
 
 
-def op_line(when: int, name: str, length: int, rba: int) -> str:
-    """``2013/03/31 23:59:58.000.000 Insert               Len   110 RBA 1207``."""
-    return f"{julian_text(when)} {name:<20} Len {length:>5} RBA {rba}"
+def op_line(when: int, name: str, length: int, rba: int, tz: tzinfo = UTC,
+            pad: bool = True) -> str:
+    """``2013/03/31 23:59:58.000.000 Insert               Len   110 RBA 1207`` (a 12c+
+    metadata record's length unpadded: ``Metadata             Len 81 RBA 6237``)."""
+    size = f"{length:>5}" if pad else str(length)
+    return f"{julian_text(when, tz)} {name:<20} Len {size} RBA {rba}"
+
+
+_TOKEN_AREAS = {ord("G"): "Record Header", ord("H"): "GHDR", ord("D"): "Data",
+                ord("T"): "GGS Tokens", ord("U"): "User Tokens", ord("Z"): "Record Trailer"}
+
+
+def _token_line(type_: int, flag: int, length: int) -> str:
+    ch = chr(type_) if 32 <= type_ < 127 else "."
+    name = _TOKEN_AREAS.get(type_, "Token")
+    return f"TokenID x{type_:02x} '{ch}' {name:<16} Info x{flag:02x}  Length {length:>4}"
+
+
+def header_tokens(buf: bytes, order: str, detail: bool) -> list[str]:
+    """HEADERTOKEN: the record's G header, its areas (``DETAIL``: with the H area in hex)
+    and its Z trailer, lengths read in ``order``."""
+    if len(buf) < 8:
+        return []
+    total = int.from_bytes(buf[2:4], order)  # type: ignore[arg-type]
+    lines = [_token_line(buf[0], buf[1], total)]
+    pos, end = 4, len(buf) - 4
+    while pos + 4 <= end:
+        n = int.from_bytes(buf[pos + 2 : pos + 4], order)  # type: ignore[arg-type]
+        lines.append(_token_line(buf[pos], buf[pos + 1], n))
+        if detail and buf[pos] == ord("H"):
+            lines += hex_lines(buf[pos + 4 : pos + 4 + n])
+        pos += 4 + n
+    lines.append(_token_line(buf[-4], buf[-3], int.from_bytes(buf[-2:], order)))  # type: ignore[arg-type]
+    return lines
 
 
 def _dump(data: bytes, reclen: int) -> list[str]:
@@ -79,9 +117,13 @@ def _dump(data: bytes, reclen: int) -> list[str]:
 
 
 def _columns(data: bytes, start: int, end: int, table: TableDef | None,
-             settings: Settings, continued: bool = False) -> list[str]:
+             settings: Settings, continued: bool = False, order: str = "big",
+             values: dict[int, bytes] | None = None) -> list[str]:
+    """Each column's header line and bytes (``order``: the lengths' byte order), and with
+    DETAIL DATA its value: decoded from its bytes, or (a 12c+ record) from ``values``, the
+    record's columns in the 11.2 form."""
     by_index = {c.index: c for c in table.columns} if table is not None else {}
-    slots, problem = split_columns(data, start, end)
+    slots, problem = split_columns(data, start, end, order)
     lines: list[str] = []
     for slot in slots:
         col = by_index.get(slot.index)
@@ -90,7 +132,9 @@ def _columns(data: bytes, start: int, end: int, table: TableDef | None,
                      f"(x{slot.length:04x}){name}")
         framed = data[slot.value_start : slot.value_end]
         lines += _dump(framed, settings.reclen)
-        if settings.detail == "DATA":
+        if values is not None:
+            framed = values.get(slot.index, b"")
+        if settings.detail == "DATA" and (values is None or slot.index in values):
             value = column_value_text(framed, col.kind if col is not None else None)
             label = col.name if col is not None else f"Column {slot.index}"
             lines.append(f"  {label} = {value}")
@@ -197,9 +241,10 @@ def render_record(rec: RawRecord, buf: bytes, table: TableDef | None,
     """The whole display of one data record; ``buf`` is the record's bytes (G to Z)."""
     lines: list[str] = []
     if settings.ghdr:
-        lines += header_block(rec)
+        lines += header_block(rec, settings.tz)
         lines.append("")
-    lines.append(op_line(rec.io_time, io_type_name(rec.io_type), rec.rec_length, rec.rba))
+    lines.append(op_line(rec.io_time, io_type_name(rec.io_type), rec.rec_length, rec.rba,
+                         settings.tz))
     lines.append(f"Name: {rec.table}")
     label = "Before Image:" if rec.before_after == 0x42 else "After  Image:"
     lines.append(f"{label:<58}Partition {rec.partition:x}   G  "
@@ -215,18 +260,21 @@ def render_record(rec: RawRecord, buf: bytes, table: TableDef | None,
     return lines
 
 
-def file_header_groups(buf: bytes, length: int, with_hex: bool) -> list[str]:
-    """FILEHEADER ON/DETAIL: each token group with its fields (and hex with DETAIL)."""
+def file_header_groups(buf: bytes, length: int, with_hex: bool,
+                       tz: tzinfo = UTC) -> list[str]:
+    """FILEHEADER ON/DETAIL: each token group with its fields (and hex with DETAIL), the
+    group line as Logdump 19.1 prints it (``GroupID x30 '0' TrailInfo …``)."""
     lines: list[str] = []
     groups, problem = subrecords(buf, 4, length - 4)
     for g in groups:
-        lines.append(f"GroupID x{g.type:02x} {group_name(g.type)}  Info x{g.flag:02x}  "
-                     f"Length {g.length:>5}")
+        ch = chr(g.type) if 32 <= g.type < 127 else "."
+        lines.append(f"GroupID x{g.type:02x} '{ch}' {group_name(g.type):<16} Info "
+                     f"x{g.flag:02x}  Length {g.length:>4}")
         if with_hex:
             lines += hex_lines(buf[g.offset : g.end])
         tokens, tproblem = subrecords(buf, g.start, g.end)
         for t in tokens:
-            value = token_value_text(g.type, t.type, t.flag, buf[t.start : t.end])
+            value = token_value_text(g.type, t.type, t.flag, buf[t.start : t.end], tz)
             if g.type == 0x30 and t.type == 0x35:
                 hops, _ = subrecords(buf, t.start, t.end)
                 value = " -> ".join(printable(buf[h.start + 2 : h.end]) for h in hops) or "-"
@@ -241,9 +289,10 @@ def file_header_groups(buf: bytes, length: int, with_hex: bool) -> list[str]:
 def render_file_header(entry: HeaderEntry, buf: bytes, settings: Settings) -> list[str]:
     """The file header as Logdump lists it at RBA 0."""
     h = entry.header
-    lines = [op_line(h.creation_time, "FileHeader", h.length, 0), "Name: *FileHeader*"]
+    lines = [op_line(h.creation_time, "FileHeader", h.length, 0, settings.tz),
+             "Name: *FileHeader*"]
     if settings.fileheader == "OFF":
         lines += _dump(buf[4 : h.length - 4], settings.reclen)
         return lines
-    lines += file_header_groups(buf, h.length, settings.fileheader == "DETAIL")
+    lines += file_header_groups(buf, h.length, settings.fileheader == "DETAIL", settings.tz)
     return lines

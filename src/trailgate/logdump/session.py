@@ -15,8 +15,15 @@ from typing import TextIO
 
 from trailgate.errors import TrailFormatError
 from trailgate.logdump.filters import FilterSet
-from trailgate.logdump.render import SEPARATOR, Settings, render_file_header, render_record
-from trailgate.logdump.source import Eof, HeaderEntry, TrailFile
+from trailgate.logdump.render import (
+    SEPARATOR,
+    Settings,
+    header_tokens,
+    render_file_header,
+    render_record,
+)
+from trailgate.logdump.render12 import render_record12
+from trailgate.logdump.source import Eof, HeaderEntry, Record, TrailFile
 from trailgate.model import OpType, TableDef
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.records import RawRecord
@@ -79,9 +86,10 @@ class Session:
         if trail_file.header_error:
             self.say(f"Warning: {trail_file.path}: damaged file header: "
                      f"{trail_file.header_error}; SCANFORHEADER finds the first record")
-        elif trail_file.header is not None and trail_file.header.compatibility > 3:
+        elif trail_file.header is not None and trail_file.header.compatibility > 8:
             self.say(f"Warning: CompatibilityLevel {trail_file.header.compatibility} is newer "
-                     "than trailgate writes (3); records may not display correctly")
+                     "than trailgate reads (8: GoldenGate 21c); records are shown as 12c+ "
+                     "records and may not display correctly")
         return True
 
     def close(self) -> None:
@@ -156,9 +164,16 @@ class Session:
     def display(self, entry: Entry) -> None:
         assert self.file is not None
         buf = self.file.record_bytes(entry)
+        view = entry.view if isinstance(entry, Record) else None
+        if self.settings.headertoken != "OFF" and not isinstance(entry, HeaderEntry):
+            self.say(*header_tokens(buf, view.order if view is not None else "big",
+                                    self.settings.headertoken == "DETAIL"))
         self.say(SEPARATOR)
         if isinstance(entry, HeaderEntry):
             self.say(*render_file_header(entry, buf, self.settings))
+            return
+        if isinstance(entry, Record) and view is not None:
+            self.say(*render_record12(entry, self.table_for(entry), self.settings))
             return
         self.say(*render_record(entry, buf, self.table_for(entry), self.settings))
 

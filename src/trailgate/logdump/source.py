@@ -3,6 +3,8 @@
 Logdump must position anywhere, step past damage and look at files a writer is still
 appending to, which the streaming :class:`~trailgate.trail.reader.TrailReader` is not made
 for; this reads the file through ``mmap`` and decodes one record at a time with the codec.
+A 12c+ file's records come with their file layout (:class:`Record12`) and, when trailgate
+cannot make sense of one, what it could not read: Logdump still shows it as it is.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from trailgate.errors import TrailFormatError
 from trailgate.trail.header import FileHeader, decode_file_header
 from trailgate.trail.naming import TrailName, parse_trail_file
 from trailgate.trail.records import RawRecord, decode_record
+from trailgate.trail.release12 import FileDecoder, Record12, parse_record
+from trailgate.trail.release12.layout import frame_length
 
-__all__ = ["Eof", "HeaderEntry", "TrailFile"]
+__all__ = ["Eof", "HeaderEntry", "Record", "TrailFile"]
 
 _MIN_RECORD = 8 + 4 + 34 + 1  # G/Z, H header, H fixed part, the name's NUL
 
@@ -32,6 +36,31 @@ class HeaderEntry:
     @property
     def length(self) -> int:
         return self.header.length
+
+
+@dataclass(slots=True)
+class Record(RawRecord):
+    """A record of a 12c+ file: what the reader makes of it, its layout in the file
+    (``view``), and what trailgate could not read in it (``problem``)."""
+
+    view: Record12 | None = None
+    problem: str | None = None
+    own_index: int | None = None  # the TDR index a TDR or TDR reference record defines
+
+
+def _as_record(raw: RawRecord, view: Record12, problem: str | None = None,
+               own_index: int | None = None) -> Record:
+    fields = {name: getattr(raw, name) for name in RawRecord.__dataclass_fields__}
+    return Record(**fields, view=view, problem=problem, own_index=own_index)
+
+
+def _raw_of(view: Record12) -> RawRecord:
+    """The record's header fields and file bytes, for a record the decoder could not read."""
+    return RawRecord(view.rba, view.length, view.flag, view.hdr_ind, view.partition,
+                     view.undo_flag, view.before_after, view.rec_length, view.io_type,
+                     view.orig_node, view.io_time, view.audit_pos, view.trans_ind,
+                     view.audit_rba, view.format_type, view.syskey_len, view.incomplete,
+                     view.continued, view.rec_count, view.name or "", view.d or b"")
 
 
 @dataclass(slots=True)
@@ -59,6 +88,16 @@ class TrailFile:
             self.header = decode_file_header(bytes(self.buf[:0xFFFF]), max_compatibility=255)
         except ValueError as exc:
             self.header_error = str(exc)
+        self.decoder: FileDecoder | None = None  # a 12c+ file's metadata state
+        self._decoded_to = 0  # the decoder has seen every metadata record before this RBA
+        if self.header is not None and self.header.compatibility > 3:
+            self.decoder = FileDecoder(self.header)
+            self._decoded_to = self.header.length
+
+    @property
+    def release12(self) -> bool:
+        """True for a 12c+ file (CompatibilityLevel above 3)."""
+        return self.decoder is not None
 
     def _map(self) -> None:
         size = os.fstat(self._file.fileno()).st_size
@@ -107,6 +146,8 @@ class TrailFile:
             self.refresh()
             if rba >= self.size:
                 return Eof(rba)
+        if self.decoder is not None:
+            return self._read12(rba)
         buf = self.buf
         left = self.size - rba
         if buf[rba] != 0x47:
@@ -131,6 +172,53 @@ class TrailFile:
         record.rba = rba
         return record
 
+    def _frame12(self, rba: int) -> Record12 | Eof:
+        assert self.decoder is not None
+        try:
+            found = frame_length(self.buf, rba, self.size, self.decoder.order)
+            if found is None:
+                self.refresh()
+                found = frame_length(self.buf, rba, self.size, self.decoder.order)
+            if found is None:
+                return Eof(rba, self.size - rba)
+            return parse_record(self.buf, rba, self.size, found[1])
+        except ValueError as exc:
+            raise self.error(f"{exc}; use SCANFORHEADER (SFH) to find the next good record",
+                             rba) from None
+
+    def _read12(self, rba: int) -> Record | Eof:
+        """The 12c+ record at ``rba``, the file's metadata before it applied first."""
+        decoder = self.decoder
+        assert decoder is not None and self.header is not None
+        view = self._frame12(rba)
+        if isinstance(view, Eof):
+            return view
+        if rba < self._decoded_to:  # back: learn the metadata from the start again
+            decoder = self.decoder = FileDecoder(self.header)
+            self._decoded_to = self.header.length
+        pos = self._decoded_to
+        buf = self.buf
+        while pos < rba:  # the metadata records between the last record read and this one
+            try:
+                found = frame_length(buf, pos, self.size, decoder.order)
+                if found is None:
+                    break
+                if buf[pos + 14] in (170, 161):
+                    decoder.normalise(parse_record(buf, pos, self.size, found[1]))
+            except ValueError:
+                break  # damage before this record: the record itself may still be readable
+            pos += found[0]
+        decoder.order = view.order
+        self._decoded_to = rba + view.length
+        try:
+            raw = decoder.normalise(view)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return _as_record(_raw_of(view), view, str(exc))
+        own = None
+        if view.io_type == 170 and view.orig_node in (2, 3) and not view.continued:
+            own = view.tdr_index if view.orig_node == 2 else max(decoder.tdrs, default=0)
+        return _as_record(raw, view, None, own)
+
     def next_rba(self, entry: RawRecord | HeaderEntry) -> int:
         return entry.rba + entry.length
 
@@ -144,7 +232,10 @@ class TrailFile:
             if pos < 0 or pos + 4 > self.size:
                 return None
             try:
-                decode_record(buf, pos, self.size)
+                if self.decoder is not None:
+                    parse_record(buf, pos, self.size, self.decoder.order)
+                else:
+                    decode_record(buf, pos, self.size)
                 return pos
             except (ValueError, UnicodeDecodeError):
                 pos += 1

@@ -30,6 +30,7 @@ __all__ = [
     "TableSpec",
     "TargetSpec",
     "TokenSpec",
+    "TrailOptions",
     "TranlogOptions",
     "WhereClause",
 ]
@@ -242,6 +243,18 @@ class GroupParams:
     kind = "GROUP"
 
 
+@dataclass(slots=True)
+class TrailOptions:
+    """``EXTTRAIL|RMTTRAIL path, FORMAT RELEASE n.n [, TRAILBYTEORDER order]``: the format
+    the trail is written in (checked against the releases trailgate writes when the group
+    starts)."""
+
+    release: str | None = None
+    byte_order: str | None = None  # BIGENDIAN | LITTLEENDIAN | NATIVEENDIAN
+    path: str | None = None
+    line: int | None = None
+
+
 @dataclass(slots=True, kw_only=True)
 class ExtractParams(GroupParams):
     """A primary Extract's or a data pump's parameters."""
@@ -249,6 +262,7 @@ class ExtractParams(GroupParams):
     sourcedb: str | None = None
     exttrails: list[str] = field(default_factory=list)
     rmttrails: list[str] = field(default_factory=list)
+    trail_options: dict[str, TrailOptions] = field(default_factory=dict)  # by trail path
     rmthost: dict[str, str] | None = None
     passthru: bool = False
     tables: list[TableSpec] = field(default_factory=list)

@@ -31,6 +31,7 @@ from trailgate.params.model import (
     TableSpec,
     TargetSpec,
     TokenSpec,
+    TrailOptions,
     TranlogOptions,
 )
 
@@ -156,7 +157,24 @@ def _trail(cur: Cursor, st: _State) -> None:
                   f"two-character prefix, such as ./dirdat/aa")
     (st.params.exttrails if cur.stmt.keyword == "EXTTRAIL" else st.params.rmttrails).append(
         path)
-    cur.end()
+    spec = TrailOptions(path=cur.stmt.path, line=cur.stmt.line)
+    seen: set[str] = set()
+    while (opt := _next_option(cur, seen)) is not None:
+        if opt == "FORMAT":
+            cur.expect_kw("RELEASE")
+            spec.release = cur.value("a release such as 21.1")
+            if not re.fullmatch(r"\d+\.\d+(?:\.\d+)*", spec.release):
+                cur.error(f"{cur.stmt.keyword} {path}: FORMAT RELEASE {spec.release}: expected "
+                          "major.minor, e.g. 21.1")
+        elif opt == "TRAILBYTEORDER":
+            spec.byte_order = cur.value("BIGENDIAN, LITTLEENDIAN or NATIVEENDIAN").upper()
+            if spec.byte_order not in ("BIGENDIAN", "LITTLEENDIAN", "NATIVEENDIAN"):
+                cur.error(f"{cur.stmt.keyword} {path}: TRAILBYTEORDER {spec.byte_order}: "
+                          "expected BIGENDIAN, LITTLEENDIAN or NATIVEENDIAN")
+        else:
+            _unknown_option(cur, opt, ["FORMAT RELEASE", "TRAILBYTEORDER"])
+    if spec.release is not None or spec.byte_order is not None:
+        st.params.trail_options[path] = spec
 
 
 @_handler("RMTHOST", applies=_EXT)

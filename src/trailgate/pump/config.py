@@ -8,12 +8,13 @@ pump`` (or ``ADD EXTTRAIL``); the parameter file names the output with ``RMTTRAI
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from trailgate.changes.heartbeat import SEED_TABLE, seed_name
 from trailgate.errors import ConfigError
 from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_globals, parse_group_params
+from trailgate.trail.release import sink_format_options
 
 __all__ = ["PumpConfig", "load_pump_config"]
 
@@ -34,6 +35,8 @@ class PumpConfig:
     begin: dict[str, int]
     params: ExtractParams
     info: GroupInfo
+    #: FORMAT RELEASE of the output trail as sink options; empty: write the input's format
+    format_options: dict[str, str] = field(default_factory=dict)
 
 
 def _output(home: Home, info: GroupInfo, params: ExtractParams) -> tuple[str, str, int]:
@@ -83,4 +86,5 @@ def load_pump_config(home: Home, name: str) -> PumpConfig:
         rules=[*((t.name, t.target) for t in params.tables), (heartbeat, None)],
         excludes=list(params.table_excludes),
         begin={"seqno": int(begin.get("seqno", 0)), "rba": int(begin.get("rba", 0))},
-        params=params, info=info)
+        params=params, info=info,
+        format_options=sink_format_options(params.trail_options.get(label)))

@@ -2,7 +2,8 @@
 
 A ``trailchanges`` query whose micro-batches the trail sink's writer appends
 (:mod:`trailgate.pump.batch`).  Output files mirror the input's header (its
-CompatibilityLevel; its URI history plus its URI), and a query writes files of one header:
+CompatibilityLevel and byte order; its URI history plus its URI) unless the output trail
+names a ``FORMAT RELEASE`` (the pump then converts), and a query writes files of one header:
 when the input reaches a file whose header differs, the run ends the query before it and
 starts another, which begins a new output file (seed 002).  docs/pump.md.
 """
@@ -83,12 +84,20 @@ class _Pump:
         return {t: TableStats(**s.to_json()) for t, s in (ck.stats if ck else {}).items()}
 
     def sink_options(self, run_id: str, header: list[Any]) -> dict[str, str]:
+        """The output's options: the input's format (CompatibilityLevel, and byte order as
+        GoldenGate's pump keeps it), unless the output names a FORMAT RELEASE."""
+        from trailgate.trail.release12 import input_byte_order
+
         compatibility, uri, history = header
-        return {"path": self.cfg.trail, "trailLabel": self.cfg.trail_label,
-                "megabytes": str(self.cfg.megabytes), "home": self.cfg.home,
-                "group": self.cfg.group, "runId": run_id, "producer": self.cfg.group,
-                "uriHistory": json.dumps([*history, uri]),
-                "compatibility": str(compatibility)}
+        options = {"path": self.cfg.trail, "trailLabel": self.cfg.trail_label,
+                   "megabytes": str(self.cfg.megabytes), "home": self.cfg.home,
+                   "group": self.cfg.group, "runId": run_id, "producer": self.cfg.group,
+                   "uriHistory": json.dumps([*history, uri]),
+                   "compatibility": str(compatibility)}
+        order = input_byte_order(self.cfg.source, self.position().seqno)
+        if order is not None and compatibility > 3:
+            options["trailByteOrder"] = order
+        return {**options, **self.cfg.format_options}
 
     def start(self, spark: Any, run_id: str, header: list[Any]) -> Any:
         from trailgate.changes.routing import Router

@@ -64,8 +64,11 @@ def _read(trail: str, lower: TrailPosition, upper: TrailPosition
         for seq in range(lower.seqno, upper.seqno + 1):
             with open(name.file(seq), "rb") as f:
                 start = lower.rba if seq == lower.seqno else 0
-                if start == 0:
-                    start = decode_file_header(f.read(0xFFFF)).length
+                if start == 0 or seq == lower.seqno:
+                    header = decode_file_header(f.read(0xFFFF))
+                    if header.compatibility > 3:
+                        return None  # a 12c+ file: the Python path reads its format
+                    start = start or header.length
                 stop = upper.rba if seq == upper.seqno else os.fstat(f.fileno()).st_size
                 if stop < start:
                     return None

@@ -164,11 +164,14 @@ def _scan_fast(trail: str, resume: TrailPosition, limit: TrailPosition | None,
     try:
         with open(TrailName(trail).file(seq), "rb") as f:
             pos = resume.rba
+            try:
+                header = decode_file_header(f.read(0xFFFF))
+            except ValueError:
+                return None  # still being written, or damaged: the reader says which
+            if header.compatibility > 3:
+                return None  # a 12c+ file: the reader decodes its format
             if pos == 0:
-                try:
-                    pos = decode_file_header(f.read(0xFFFF)).length
-                except ValueError:
-                    return None  # still being written, or damaged: the reader says which
+                pos = header.length
                 resume = TrailPosition(seq, pos)
             f.seek(pos)
             carry = b""

@@ -4,7 +4,8 @@ A trail is written in order, so each batch has one writer task, under a lock on 
 it resumes the file the run's previous batch left or starts a new one (seed 002's append
 mode), appends the transactions not already in the trail (a replay's are skipped by CSN and
 XID), fsyncs and records its state.  The driver's commit then writes the group checkpoint,
-before Spark lets the source forget the data.  Options: docs/spark.md, "Writing a trail".
+before Spark lets the source forget the data.  Options (``formatRelease``/``trailByteOrder``
+for 12c+ formats among them): docs/spark.md, "Writing a trail".
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from trailgate.spark.trail_sink_state import (
 from trailgate.spark.trail_source import TrailDataSource as _TrailSource
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import split_run
+from trailgate.trail.release import format_for_level, parse_release
 from trailgate.trail.writer import TrailWriter
 
 if TYPE_CHECKING:
@@ -63,6 +65,8 @@ class SinkOptions:
     producer: str
     uri_history: tuple[str, ...] = ()
     compatibility: int | None = None
+    release: str | None = None
+    byte_order: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], default_run_id: str) -> SinkOptions:
@@ -91,15 +95,27 @@ class SinkOptions:
                    producer=options.get("producer", "TRAILGATE"),
                    uri_history=tuple(json.loads(options.get("uriHistory") or "[]")),
                    compatibility=int(options["compatibility"]) if options.get(
-                       "compatibility") else None)
+                       "compatibility") else None,
+                   release=options.get("formatRelease") or None,
+                   byte_order=_byte_order(options.get("trailByteOrder")))
 
     def writer(self) -> TrailWriter:
         """A writer for this trail with the header fields the options ask for."""
         extra: dict[str, Any] = {}
-        if self.compatibility is not None:
-            extra["compatibility"] = self.compatibility
+        if self.release is not None:
+            extra["format"] = parse_release(self.release, self.byte_order)
+        elif self.compatibility is not None:
+            extra["format"] = format_for_level(self.compatibility, self.byte_order)
         return TrailWriter(self.trail, megabytes=self.megabytes, producer=self.producer,
                            home=self.home, uri_history=list(self.uri_history), **extra)
+
+
+def _byte_order(text: str | None) -> str | None:
+    if not text:
+        return None
+    if text not in ("big", "little"):
+        raise ValueError(f"option trailByteOrder={text!r}: expected big or little")
+    return text
 
 
 @dataclass(slots=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from trailgate.model import julian_from_unix_micros
+from trailgate.trail.release import MAX_READ_LEVEL
 
 __all__ = [
     "COMPATIBILITY_LEVEL",
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 SIGNATURE = b"GG\r\nTL\n\r"
-#: The newest CompatibilityLevel this trailgate reads and the level it writes (GG 11.2).
+#: The CompatibilityLevel of the 11.2 format (seed 001), the one trailgate writes by default.
 COMPATIBILITY_LEVEL = 3
 UNSET = 0xFF  # token flag: the field is not filled in yet (the file is open)
 CSN_FIELD = 129
@@ -264,7 +265,7 @@ def now_julian() -> int:
     return julian_from_unix_micros(time.time_ns() // 1000)
 
 
-def decode_file_header(buf: bytes, *, max_compatibility: int = COMPATIBILITY_LEVEL) -> FileHeader:
+def decode_file_header(buf: bytes, *, max_compatibility: int = MAX_READ_LEVEL) -> FileHeader:
     """Parse the F record at the start of ``buf``. Raises ``ValueError`` on damage and on a
     CompatibilityLevel newer than ``max_compatibility``."""
     if len(buf) < 8:
@@ -294,8 +295,8 @@ def decode_file_header(buf: bytes, *, max_compatibility: int = COMPATIBILITY_LEV
     if header.compatibility > max_compatibility:
         raise ValueError(
             f"trail CompatibilityLevel {header.compatibility} is newer than this trailgate "
-            f"reads (up to {max_compatibility}); read it with a newer trailgate, or have the "
-            f"writer produce FORMAT level {max_compatibility}"
+            f"reads (up to {max_compatibility}: GoldenGate 11.2 to 21c); have the writer "
+            f"produce an older format (EXTTRAIL …, FORMAT RELEASE 21.1)"
         )
     return header
 

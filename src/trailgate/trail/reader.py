@@ -2,10 +2,11 @@
 
 Three layers, each on the one below: :meth:`TrailReader.raw_records` (records as written),
 :meth:`TrailReader.records` (fragments joined, LOB pieces folded, metadata applied) and
-:meth:`TrailReader.transactions` (complete ones only).  A damaged record raises
-:class:`~trailgate.errors.TrailFormatError` naming file and RBA; a record cut short at the
-end of a file by a crashed writer is not an error: the reader waits for it (``follow``) or
-goes on in the next file.
+:meth:`TrailReader.transactions` (complete ones only).  A file's header says its format:
+11.2 records are decoded here, 12c+ ones by :class:`~trailgate.trail.release12.FileDecoder`
+into the same RawRecords.  A damaged record raises :class:`~trailgate.errors.TrailFormatError`
+naming file and RBA; a record cut short at the end of a file by a crashed writer is not an
+error: the reader waits for it (``follow``) or goes on in the next file.
 """
 
 from __future__ import annotations
@@ -26,10 +27,13 @@ from trailgate.model import (
     Transaction,
     TransInd,
 )
-from trailgate.trail.header import COMPATIBILITY_LEVEL, FileHeader, decode_file_header
+from trailgate.trail.header import FileHeader, decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import RawRecord, decode_change, decode_lob_piece, decode_record
+from trailgate.trail.release import MAX_READ_LEVEL
+from trailgate.trail.release12 import FileDecoder
+from trailgate.trail.release12.priming import primed_decoder
 
 __all__ = ["ReadTransaction", "TrailReader", "TrailRecord", "find_next_record", "read_header",
            "record_bytes"]
@@ -68,7 +72,7 @@ class ReadTransaction:
     records: list[TrailRecord] = field(default_factory=list)
 
 
-def read_header(path: str | Path, max_compatibility: int = COMPATIBILITY_LEVEL) -> FileHeader:
+def read_header(path: str | Path, max_compatibility: int = MAX_READ_LEVEL) -> FileHeader:
     """Read and check one trail file's header."""
     try:
         with open(path, "rb") as f:
@@ -108,7 +112,7 @@ class TrailReader:
         poll_interval: float = 0.2,
         should_stop: Callable[[], bool] | None = None,
         tables: dict[str, TableDef] | None = None,
-        max_compatibility: int = COMPATIBILITY_LEVEL,
+        max_compatibility: int = MAX_READ_LEVEL,
         single_file: bool = False,
     ):
         path = Path(trail)
@@ -132,6 +136,7 @@ class TrailReader:
         self.header: FileHeader | None = None
         self.dropped_transactions = 0
         self._fixed: dict[str, frozenset[int]] = {}
+        self._codec: FileDecoder | None = None  # the current file's, when it is 12c+
 
     @property
     def position(self) -> TrailPosition:
@@ -204,6 +209,16 @@ class TrailReader:
             except ValueError as exc:
                 raise TrailFormatError(str(exc), path=name, rba=0) from None
             base = max(self._rba, self.header.length)
+            codec = self._codec = None
+            if self.header.compatibility > 3:
+                try:
+                    codec = self._codec = primed_decoder(path, self.header, base)
+                except ValueError as exc:
+                    raise TrailFormatError(f"reading the table definitions before this "
+                                           f"position: {exc}", path=name, rba=base) from None
+                for tname, tdef in codec.definitions().items():
+                    self.tables[tname] = tdef
+                    self._fixed.pop(tname, None)
             f.seek(base)
             buf = b""
             pos = 0
@@ -215,6 +230,21 @@ class TrailReader:
                     pos = 0
                 end = len(buf)
                 while pos + 4 <= end:
+                    if codec is not None:
+                        try:
+                            found = codec.read(buf, pos, end)
+                            if found is None:
+                                break
+                            rec, length = found
+                        except (ValueError, UnicodeDecodeError) as exc:
+                            raise TrailFormatError(
+                                f"{exc}; Logdump shows the record as it is", path=name,
+                                rba=base + pos) from None
+                        rec.rba = base + pos
+                        pos += length
+                        self._rba = base + pos
+                        yield seq, rec
+                        continue
                     if buf[pos] != 0x47:
                         raise TrailFormatError(
                             f"record type 0x{buf[pos]:02X} where a G record (0x47) should start"
@@ -315,6 +345,8 @@ class TrailReader:
         raw = record.raw
         io_type = raw.io_type
         if io_type == OpType.METADATA:
+            if not data or raw.orig_node in (1, 4):
+                return  # a database (DDR) or partition (PNR) record, or a TDR not readable
             try:
                 defined = decode_tabledef(data)
             except ValueError as exc:
@@ -325,6 +357,11 @@ class TrailReader:
             return
         if io_type in _NOT_CHANGES or io_type not in _KNOWN_OPS:
             return
+        if record.fragments > 1 and self._codec is not None:
+            try:
+                data = self._codec.convert_joined(io_type, data, raw.table)
+            except ValueError as exc:
+                raise self._error(f"{raw.table}: {exc}", record.position) from None
         name = raw.table
         table = self.tables.get(name)
         fixed = self._fixed.get(name)

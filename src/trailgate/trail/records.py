@@ -525,17 +525,20 @@ def _decode_t(buf: bytes | mmap.mmap, p: int, end: int
     return rowid, csn, xid
 
 
-def _decode_tokens(buf: bytes | mmap.mmap, p: int, end: int) -> dict[str, str]:
+def _decode_tokens(buf: bytes | mmap.mmap, p: int, end: int, little: bool = False
+                   ) -> dict[str, str]:
+    """A U area's user tokens (``little``: a 12c+ little-endian record's lengths)."""
+    hi, lo = (1, 0) if little else (0, 1)
     tokens: dict[str, str] = {}
     while p < end:
         if p + 2 > end:
             raise ValueError("token name length cut short")
-        n = (buf[p] << 8) | buf[p + 1]
+        n = (buf[p + hi] << 8) | buf[p + lo]
         name = buf[p + 2 : p + 2 + n]
         p += 2 + n
         if p + 2 > end:
             raise ValueError("token value length cut short")
-        v = (buf[p] << 8) | buf[p + 1]
+        v = (buf[p + hi] << 8) | buf[p + lo]
         value = buf[p + 2 : p + 2 + v]
         p += 2 + v
         if p > end:

@@ -3,7 +3,8 @@
 A writer always starts a new file (seed 002's append mode: a restarted Extract never writes
 into a file a previous run left), writes each table's definition before that table's first
 change in every file, and reports its position after each transaction so a checkpoint can
-store it once :meth:`TrailWriter.flush` has made the data durable.
+store it once :meth:`TrailWriter.flush` has made the data durable.  It writes the 11.2
+format of the seeds, or with ``format`` a 12c+ release's (:mod:`trailgate.trail.release12`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from trailgate.trail.header import (
 )
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import (
-    TRANS_IND_OFFSET,
     decode_change,
     decode_record,
     encode_change_records,
@@ -33,8 +33,12 @@ from trailgate.trail.records import (
     table_fixed_indexes,
     with_t_area,
 )
+from trailgate.trail.release import DEFAULT_FORMAT, TrailFormat, format_for_level
+from trailgate.trail.release12 import FileEncoder, encode_change12
 
 __all__ = ["TrailWriter"]
+
+_NO_TABLE = frozenset({int(OpType.DDL), int(OpType.COMMENT), int(OpType.METADATA)})
 
 _SPILL_BYTES = 4 << 20  # write (without fsync) once this much is buffered
 
@@ -53,6 +57,7 @@ class TrailWriter:
         uri_history: list[str] | None = None,
         compatibility: int = COMPATIBILITY_LEVEL,
         fsync: bool = True,
+        format: TrailFormat | None = None,
     ):
         self.trail = TrailName(trail)
         self.trail.directory.mkdir(parents=True, exist_ok=True)
@@ -61,7 +66,16 @@ class TrailWriter:
         self.database = database or DatabaseInfo()
         self.uri = home_uri(home if home is not None else self.trail.directory.parent)
         self.uri_history = list(uri_history or [])
-        self.compatibility = compatibility
+        if format is None:
+            format = (DEFAULT_FORMAT if compatibility == COMPATIBILITY_LEVEL
+                      else format_for_level(compatibility))
+        self.format = format
+        self.compatibility = format.level
+        self._trans_ind_offset = format.trans_ind_offset
+        self._enc = None if format.seed_layout else FileEncoder(
+            format, self.database.vendor, self.database.name)
+        if format.level >= 6:  # 12.3 and 19.1 headers end the URI with the group's name
+            self.uri += ":" + self.producer.name
         self.machine = MachineInfo.current()
         self._fsync = fsync
         self._fd: int | None = None
@@ -129,9 +143,14 @@ class TrailWriter:
             raise RuntimeError("add_change without begin_transaction")
         first = self._txn_records == 0 and self._pending is None
         xid, csn = self._txn
-        records = encode_change_records(
-            change, table, TransInd.MIDDLE, csn if first else None, xid if first else None
-        )
+        if self._enc is not None:
+            records = encode_change12(change, table, self.format, self.database.vendor,
+                                      TransInd.MIDDLE, csn if first else None,
+                                      xid if first else None)
+        else:
+            records = encode_change_records(
+                change, table, TransInd.MIDDLE, csn if first else None, xid if first else None
+            )
         if self._pending is not None:
             self._emit(*self._pending, last=False)
         self._pending = (records, table, change.table, change.io_time)
@@ -146,6 +165,12 @@ class TrailWriter:
         if self._txn is None:
             raise RuntimeError("add_run without begin_transaction")
         if not records:
+            return
+        if self._enc is not None:  # 11.2 records: laid out again the 12c+ way, one by one
+            fixed = table_fixed_indexes(table)
+            for record in records:
+                self.add_change(decode_change(decode_record(record, 0, len(record)), fixed),
+                                table)
             return
         if self._pending is not None:
             self._emit(*self._pending, last=False)
@@ -210,7 +235,14 @@ class TrailWriter:
             self._finish_file()
         if self._fd is None:
             self._open_file(csn, io_time)
-        if table is not None and self._tables_in_file.get(name) != table:
+        if self._enc is not None:
+            if any(r[14] not in _NO_TABLE for r in records) and self._enc.needs_metadata(
+                    name, table, self._tables_in_file.get(name)):
+                meta = self._enc.metadata(name, table, io_time)
+                if table is not None:
+                    self._tables_in_file[name] = table
+            records = self._enc.patch(records, name)
+        elif table is not None and self._tables_in_file.get(name) != table:
             meta = encode_metadata_record(table, io_time)
             self._tables_in_file[name] = table
         for rec in meta:
@@ -227,7 +259,8 @@ class TrailWriter:
             else:
                 ind = TransInd.MIDDLE
             if ind != TransInd.MIDDLE:
-                rec = rec[:TRANS_IND_OFFSET] + bytes((ind,)) + rec[TRANS_IND_OFFSET + 1 :]
+                off = self._trans_ind_offset
+                rec = rec[:off] + bytes((ind,)) + rec[off + 1 :]
             self._append(rec)
             self._txn_records += 1
         self._has_data = True
@@ -284,6 +317,8 @@ class TrailWriter:
         self._file_len = length
         self._has_data = length > header.length
         self._tables_in_file = dict(tables)
+        if self._enc is not None:
+            self._enc.resume(path, length)
         self._last_csn = last_csn
         self._last_io_time = last_io_time
         self._next_header = None
@@ -340,6 +375,7 @@ class TrailWriter:
                          "creation_time", "multipart", "first_csn", "first_io_time", "machine",
                          "database", "producer", "recovery_mode"):
                 setattr(header, name, getattr(template, name))
+            header.compatibility = self.format.level  # the records follow this writer's format
         data = header.encode()
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._header = header
@@ -347,6 +383,8 @@ class TrailWriter:
         self._file_len = len(data)
         self._has_data = False
         self._tables_in_file = {}
+        if self._enc is not None:
+            self._enc.start_file()
         self._write_buffer()
         if self._fsync:
             os.fsync(self._fd)
@@ -389,6 +427,8 @@ class TrailWriter:
             raise RuntimeError("suspend inside a transaction")
         position = self.flush()
         if self._fd is not None:
+            if self._enc is not None:
+                self._enc.remember(self.trail.file(self._seq), position.rba)
             os.close(self._fd)
             self._fd = None
         return position

@@ -29,6 +29,7 @@ from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
 from trailgate.model import datetime_from_julian
 from trailgate.params import ExtractParams, parse_group_params
+from trailgate.trail.release import sink_format_options
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -67,6 +68,7 @@ class OracleDumpConfig:
     begin_scn: int | None
     params: ExtractParams
     info: GroupInfo
+    format_options: dict[str, str] = field(default_factory=dict)  # FORMAT RELEASE, for the sink
 
 
 def is_oracle_group(home: Home, info: GroupInfo | None) -> bool:
@@ -134,7 +136,8 @@ def load_oracle_config(home: Home, group: str, *, process_id: int | None = None
         rules=TableRules(params.tables, params.table_excludes, env),
         cache_dir=str(work / "oracle"), spill_dir=str(work),
         begin_scn=int(begin["scn"]) if begin and "scn" in begin else None,
-        params=params, info=info)
+        params=params, info=info,
+        format_options=sink_format_options(params.trail_options.get(label)))
 
 
 # -- the dump directory ---------------------------------------------------------------------

@@ -42,7 +42,8 @@ def _sink_options(cfg: OracleDumpConfig, run_id: str) -> Any:
 
     return SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
                               "megabytes": str(cfg.megabytes), "home": cfg.home,
-                              "group": cfg.group, "producer": cfg.group}, run_id)
+                              "group": cfg.group, "producer": cfg.group,
+                              **cfg.format_options}, run_id)
 
 
 def _report_startup(proc: GroupProcess, cfg: OracleDumpConfig, files: list[str]) -> None:

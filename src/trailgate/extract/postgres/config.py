@@ -11,7 +11,7 @@ from __future__ import annotations
 import getpass
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from trailgate.capture.postgres.slots import slot_name
@@ -23,6 +23,7 @@ from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_globals, parse_group_params
+from trailgate.trail.release import sink_format_options
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "load_extract_config"]
 
@@ -48,6 +49,7 @@ class ExtractConfig:
     params: ExtractParams
     info: GroupInfo
     heartbeat_schema: str | None = None  # GLOBALS GGSCHEMA: where the heartbeat table is
+    format_options: dict[str, str] = field(default_factory=dict)  # FORMAT RELEASE, for the sink
 
     @property
     def table_patterns(self) -> list[str]:
@@ -125,4 +127,5 @@ def load_extract_config(home: Home, group: str, *,
                          heartbeat=seed_name(schema) if schema else None),
         spill_dir=str(Path(home.dirtmp) / info.name.lower()),
         memory_limit_bytes=memory_limit_bytes, params=params, info=info,
-        heartbeat_schema=schema)
+        heartbeat_schema=schema,
+        format_options=sink_format_options(params.trail_options.get(label)))

@@ -99,7 +99,8 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
         source[WINDOW_OPTION] = window_ms(seconds)
     sink = SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
                               "megabytes": str(cfg.megabytes), "home": cfg.home,
-                              "group": cfg.group, "runId": run_id}, run_id)
+                              "group": cfg.group, "runId": run_id, **cfg.format_options},
+                             run_id)
     spark_dir = Home(cfg.home).spark_checkpoint_dir(cfg.group) / "spark"
     try:
         driver_max = int(cfg.params.spark.conf.get(DRIVER_MAX_BYTES_CONF, DRIVER_MAX_BYTES))
@@ -149,7 +150,7 @@ def _finish(cfg: ExtractConfig, run_id: str) -> None:
 
     opts = SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
                               "megabytes": str(cfg.megabytes), "home": cfg.home,
-                              "group": cfg.group}, run_id)
+                              "group": cfg.group, **cfg.format_options}, run_id)
     finish_run(opts)
     ck = Home(cfg.home).checkpoints.load(cfg.group, "EXTRACT")
     lsn = int(ck.read_position.get("lsn", 0)) if ck else 0

@@ -1,0 +1,273 @@
+"""The D areas of the metadata records of a self-describing trail: the database definition
+(DDR) and the table definitions (TDR), and what a TDR says about each column's framing.
+
+GoldenGate's binary layout of these areas is not public: Logdump prints them as text (the
+DEFGEN column table, docs/trail-format.md "Metadata records").  trailgate writes exactly that text,
+plus one ``*trailgate`` line with the seed-004 definition text so its own trails read back to
+the same TableDef; a TDR without that line is read from the column table alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from trailgate.model import Column, ColumnKind, TableDef
+from trailgate.trail.metadata import ORACLE_TYPE_CODES, decode_tabledef, encode_tabledef
+
+__all__ = [
+    "ColumnSpec",
+    "DatabaseDef",
+    "TableSpec",
+    "decode_ddr",
+    "decode_tdr",
+    "encode_ddr",
+    "encode_tdr",
+    "spec_of",
+]
+
+GG_ASCII_FIXED, GG_ASCII_VAR, GG_BIN32, GG_BIN64, GG_DATETIME = 0, 64, 132, 134, 192
+_BINARY_SIZES = {GG_BIN32: 4, GG_BIN64: 8}
+TRAILGATE_LINE = "*trailgate "
+_COLUMN_LINE = re.compile(r"\s*(.*?)\s+((?:-?\d+\s+){22}-?\d+)\s*\Z")
+_FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
+#: Native type codes of the Oracle types trailgate's kinds model (seed 004's A5 codes).
+_KIND_BY_ORACLE = {code: kind for kind, code in ORACLE_TYPE_CODES.items()}
+#: The DDR's "Database type" for the file header's VendorType (seed 001's table).
+VENDOR_NAMES = {7: "ORACLE", 21: "POSTGRESQL", 6: "MYSQL", 5: "MSSQL", 1: "DB2 UDB"}
+
+
+@dataclass(slots=True)
+class DatabaseDef:
+    """A DDR's fields, as Logdump prints them."""
+
+    name: str = ""
+    version: int = 1
+    db_type: str = "ORACLE"
+    charset: str = "UTF-8"
+    ncharset: str = "UTF-16"
+    locale: str = "neutral"
+    case_sensitivity: str = "14 14 14 14 14 14 14 14 14 14 14 14 11 14 14 14"
+    timezone: str = "GMT"
+    other: dict[str, str] = field(default_factory=dict)
+
+
+_DDR_LABELS = [("name", "Database Name"), ("version", "DDR Version"),
+               ("db_type", "Database type"), ("charset", "Character set ID"),
+               ("ncharset", "National character set ID"), ("locale", "Locale"),
+               ("case_sensitivity", "Case sensitivity"), ("timezone", "TimeZone")]
+
+
+def encode_ddr(ddr: DatabaseDef) -> bytes:
+    """The DDR's D area: its fields one a line, as Logdump shows them."""
+    return "".join(f"{label}: {getattr(ddr, attr)}\n" for attr, label in _DDR_LABELS
+                   ).encode("utf-8")
+
+
+def decode_ddr(data: bytes) -> DatabaseDef:
+    """Undo :func:`encode_ddr`; ``ValueError`` for an area that is not that text (the
+    binary DDR a GoldenGate Extract writes)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("the DDR is not text (GoldenGate's binary DDR layout is not "
+                         "public)") from None
+    ddr = DatabaseDef()
+    by_label = {label: attr for attr, label in _DDR_LABELS}
+    seen = False
+    for line in text.splitlines():
+        label, sep, value = line.partition(":")
+        if not sep:
+            continue
+        attr = by_label.get(label.strip())
+        value = value.strip()
+        if attr == "version":
+            ddr.version = int(value) if value.isdigit() else 0
+        elif attr is not None:
+            setattr(ddr, attr, value)
+        else:
+            ddr.other[label.strip()] = value
+        seen = seen or attr is not None
+    if not seen:
+        raise ValueError("the DDR holds none of the fields Logdump prints")
+    return ddr
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    """How one column is framed in a 12c+ D area: ``var`` (null flag, 2-byte length, bytes),
+    ``fixed`` (null flag, bytes), ``char`` (as var, read as a fixed-width CHAR of ``size``),
+    ``int`` (null flag, a ``size``-byte big-endian integer with ``scale`` decimals)."""
+
+    mode: str
+    size: int = 0
+    scale: int = 0
+
+
+@dataclass(slots=True)
+class TableSpec:
+    """A TDR as the decoder uses it: the table's name, its definition (``None`` when the TDR
+    could not be read) and each column's framing by index."""
+
+    name: str
+    definition: TableDef | None
+    columns: dict[int, ColumnSpec] = field(default_factory=dict)
+    problem: str | None = None
+
+    @property
+    def plain(self) -> bool:
+        """True when every value is framed as in the 11.2 layout (no value conversion)."""
+        return self.definition is not None and all(
+            c.mode in ("var", "fixed") for c in self.columns.values())
+
+    @property
+    def fixed(self) -> frozenset[int]:
+        return frozenset(i for i, c in self.columns.items() if c.mode == "fixed")
+
+
+def _external_length(col: Column) -> int:
+    kind = col.kind
+    if kind is ColumnKind.DATE:
+        return 19
+    if kind is ColumnKind.TIMESTAMP:
+        return 29
+    if kind is ColumnKind.ROWID:
+        return 18
+    if kind is ColumnKind.NUMBER:
+        return (col.precision or 38) + 2
+    return col.length or (1 if kind is ColumnKind.CHAR else 4000)
+
+
+def encode_tdr(table: TableDef, exact: bool = True) -> bytes:
+    """The TDR's D area: Logdump's text (the DEFGEN column table) and, with ``exact``, the
+    ``*trailgate`` line with the exact definition (a table whose definition trailgate does
+    not have gets a TDR that names it and nothing more)."""
+    rows = []
+    offset = 0
+    keys = set(table.key)
+    width = max((len(c.name) for c in table.columns), default=4) + 1
+    for col in table.columns:
+        kind = col.kind
+        dt = (GG_ASCII_FIXED if kind is ColumnKind.CHAR else
+              GG_DATETIME if kind in (ColumnKind.DATE, ColumnKind.TIMESTAMP) else GG_ASCII_VAR)
+        ext = _external_length(col)
+        scale = 9 if kind is ColumnKind.TIMESTAMP else (col.scale or 0)
+        lsdt = 5 if kind is ColumnKind.DATE else 6 if kind is ColumnKind.TIMESTAMP else 0
+        table_len = ext if dt == GG_DATETIME else 0
+        char_len = (col.length or 0) if kind in (ColumnKind.CHAR, ColumnKind.VARCHAR2) else 0
+        fields = [dt, ext, offset, scale, 0, 1 if col.nullable else 0, 0, ext, ext, table_len,
+                  0, lsdt, 0, 0, 1, 0, 1 if col.name in keys else 0, 0,
+                  ORACLE_TYPE_CODES[kind], -1, char_len, 0, 0]
+        rows.append(f"{col.name:<{width}}" + " ".join(f"{v:>4}" for v in fields))
+        offset += ext + 3 + (2 if dt == GG_ASCII_VAR else 0)
+    text = (f"TDR version: 11\nDefinition for table {table.qualified_name}\n"
+            f"Record Length: {offset}\nSyskey: 0\nColumns: {len(table.columns)}\n"
+            + "".join(r + "\n" for r in rows) + "End of definition\n")
+    if not exact:
+        return text.encode("utf-8")
+    return (text + TRAILGATE_LINE).encode("utf-8") + encode_tabledef(table)
+
+
+_ODBC = {4: "integer", -5: "bigint", 5: "smallint", 2: "numeric", 3: "decimal", 6: "float",
+         7: "real", 8: "double precision", 12: "varchar", 1: "char", -1: "text",
+         9: "date", 91: "date", 10: "time", 92: "time", 11: "timestamp", 93: "timestamp",
+         -7: "boolean", -2: "bytea", -3: "bytea"}
+_MYSQL = {1: "tinyint", 2: "smallint", 3: "int", 8: "bigint", 246: "decimal", 4: "float",
+          5: "double", 10: "date", 12: "datetime", 7: "timestamp", 15: "varchar",
+          253: "varchar", 254: "char", 252: "text"}
+
+
+def _source_type(db_type: str, native: int, kind: ColumnKind) -> str:
+    if db_type == "POSTGRESQL":
+        return _ODBC.get(native, kind.value.lower())
+    if db_type == "MYSQL":
+        return _MYSQL.get(native, kind.value.lower())
+    if native in _KIND_BY_ORACLE:
+        return _KIND_BY_ORACLE[native].value
+    return kind.value
+
+
+def _column(name: str, index: int, nums: list[int], db_type: str) -> tuple[Column, ColumnSpec]:
+    dt, ext, _off, scale, _lvl, null = nums[:6]
+    sub, native, char_len = nums[17], nums[18], nums[20]
+    kind: ColumnKind
+    if dt in _BINARY_SIZES:
+        kind, spec = ColumnKind.NUMBER, ColumnSpec("int", _BINARY_SIZES[dt], scale)
+    elif dt == GG_DATETIME:
+        kind = ColumnKind.TIMESTAMP if ext > 19 else ColumnKind.DATE
+        spec = ColumnSpec("fixed")
+    elif dt == GG_ASCII_FIXED:
+        kind, spec = ColumnKind.CHAR, ColumnSpec("fixed")
+    elif sub == 5 or (db_type == "ORACLE" and native == ORACLE_TYPE_CODES[ColumnKind.CHAR]):
+        kind, spec = ColumnKind.CHAR, ColumnSpec("char", char_len or ext)
+    else:
+        oracle_kind = _KIND_BY_ORACLE.get(native) if db_type in ("ORACLE", "") else None
+        kind = ColumnKind.VARCHAR2
+        if oracle_kind is not None and oracle_kind not in _FIXED_KINDS:
+            kind = oracle_kind
+        if db_type not in ("ORACLE", "") and native in (2, 3, 4, -5, 5, 246, 8):
+            kind = ColumnKind.NUMBER
+        spec = ColumnSpec("var")
+    length = (char_len or ext) if kind in (ColumnKind.CHAR, ColumnKind.VARCHAR2) else None
+    col = Column(name=name, index=index, kind=kind,
+                 source_type=_source_type(db_type, native, kind), length=length,
+                 scale=scale if spec.mode == "int" and scale else None, nullable=null != 0)
+    return col, spec
+
+
+def decode_tdr(data: bytes, name: str | None, db_type: str = "") -> TableSpec:
+    """A TDR's D area as a :class:`TableSpec`; ``name`` is the name in the record's header
+    (``None``: take it from the text).  ``ValueError`` when the area is not the text
+    :func:`encode_tdr` writes (the binary TDR a GoldenGate Extract writes)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("the TDR is not text (GoldenGate's binary TDR layout is not "
+                         "public)") from None
+    head, mark, exact = text.partition(TRAILGATE_LINE)
+    definition: TableDef | None = decode_tabledef(exact.encode("utf-8")) if mark else None
+    columns: list[Column] = []
+    specs: dict[int, ColumnSpec] = {}
+    keys: list[str] = []
+    table_name = name
+    in_columns = False
+    for line in head.splitlines():
+        if line.startswith("Definition for table "):
+            table_name = table_name or line[len("Definition for table "):].strip()
+        elif line.startswith("Columns:"):
+            in_columns = True
+        elif line.startswith("End of definition"):
+            in_columns = False
+        elif in_columns and line.strip():
+            m = _COLUMN_LINE.match(line)
+            if m is None:
+                raise ValueError(f"TDR column line {line.strip()!r} is not a name and 23 "
+                                 "numbers")
+            col_name, nums = m.group(1), [int(p) for p in m.group(2).split()]
+            col, spec = _column(col_name, len(columns), nums, db_type)
+            columns.append(col)
+            specs[col.index] = spec
+            if nums[16]:
+                keys.append(col.name)
+    if definition is None:
+        if not table_name:
+            raise ValueError("the TDR names no table")
+        if not columns:
+            raise ValueError("the TDR lists no columns")
+        schema, _, tname = table_name.rpartition(".")
+        definition = TableDef(schema, tname, columns, key=keys or [c.name for c in columns],
+                              key_kind="PRIMARY" if keys else "ALL")
+    else:
+        specs = spec_of(definition).columns
+        if name is not None and name != definition.qualified_name:
+            schema, _, tname = name.rpartition(".")
+            definition = TableDef(schema, tname, definition.columns, definition.key,
+                                  definition.key_kind, definition.object_id)
+    return TableSpec(definition.qualified_name, definition, specs)
+
+
+def spec_of(table: TableDef) -> TableSpec:
+    """The framing of ``table``'s columns as trailgate writes them (11.2 framing)."""
+    return TableSpec(table.qualified_name, table, {
+        c.index: ColumnSpec("fixed" if c.kind in _FIXED_KINDS else "var")
+        for c in table.columns})
