@@ -122,13 +122,14 @@ class AddExtract(Command):
     """
 
     name: str
-    source: str  # TRANLOG | EXTTRAILSOURCE
+    source: str  # TRANLOG | EXTTRAILSOURCE | SOURCEISTABLE
     source_path: str | None = None  # the trail of a pump
     dumpdir: str | None = None  # trailgate: Oracle redo dumps for a TRANLOG Extract
     begin: str | datetime | None = None
     position: dict[str, Any] | None = None
     integrated: bool = False
     description: str | None = None
+    initialload: str | None = None  # trailgate: the slot comes from this initial load
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,7 +366,8 @@ HELP_TOPICS: dict[str, str] = {
     "DELETE CHECKPOINTTABLE": "DELETE CHECKPOINTTABLE [schema.table]",
     "ADD EXTRACT": "ADD EXTRACT name, {TRANLOG [, DUMPDIR dir] | EXTTRAILSOURCE trail}, "
                    "{BEGIN {NOW | yyyy-mm-dd[ hh:mi[:ss]]} | SCN n | LSN x | "
-                   "EXTSEQNO n, EXTRBA n} [, DESC 'text']",
+                   "EXTSEQNO n, EXTRBA n | INITIALLOAD load} [, DESC 'text']  or  "
+                   "ADD EXTRACT name, SOURCEISTABLE [, DESC 'text'] (an initial load)",
     "ADD REPLICAT": "ADD REPLICAT name, EXTTRAIL trail [, EXTSEQNO n, EXTRBA n] "
                     "[, CHECKPOINTTABLE schema.table | NODBCHECKPOINT] [, DESC 'text']",
     "ALTER EXTRACT": "ALTER EXTRACT name, {BEGIN {NOW | timestamp} | SCN n | LSN x | "

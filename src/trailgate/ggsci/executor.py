@@ -275,8 +275,20 @@ class Executor:
         source, source_path = cmd.source, cmd.source_path
         slot_lines: list[str] = []
         created_slot = False
-        if cmd.source == "TRANLOG" and cmd.dumpdir:
+        if cmd.source == "SOURCEISTABLE":
+            begin = None
+        elif cmd.source == "TRANLOG" and cmd.dumpdir:
             source, source_path = "DUMPDIR", cmd.dumpdir
+        elif cmd.source == "TRANLOG" and cmd.initialload:
+            load = self.home.group(cmd.initialload)
+            if load is not None and load.source != "SOURCEISTABLE":
+                raise GgsciError(f"INITIALLOAD {cmd.initialload}: {load.kind} "
+                                 f"{cmd.initialload} is not an initial load (ADD EXTRACT "
+                                 f"{cmd.initialload}, SOURCEISTABLE).")
+            begin = {"initialload": cmd.initialload}
+            slot_lines.append(f"Its replication slot is created by the initial load "
+                              f"{cmd.initialload} (START EXTRACT {cmd.initialload}), with the "
+                              f"snapshot the load reads.")
         elif cmd.source == "TRANLOG":
             if cmd.begin != "NOW":
                 raise GgsciError(
@@ -408,6 +420,11 @@ class Executor:
                     f"checkpoint table {group.checkpoint_table} (a new group of the same name "
                     f"would otherwise skip batches); DELETE REPLICAT {group.name} ! leaves "
                     f"them.")
+        if group.source == "SOURCEISTABLE":
+            from trailgate.load.manifest import manifest_path
+
+            manifest_path(self.home.dirchk, group.name).unlink(missing_ok=True)
+            shutil.rmtree(self.home.dirtmp / f"load-{group.name.lower()}", ignore_errors=True)
         self.home.delete_group(group.name)
         lifecycle.pid_file(self.home, group.name).unlink(missing_ok=True)
         (self.home.dirchk / f"{group.name}.trailstate").unlink(missing_ok=True)

@@ -336,32 +336,44 @@ def _schematrandata(cur: _Line, action: str) -> Command:
 def _add_extract(cur: _Line) -> Command:
     name = cur.group()
     if not cur.comma():
-        cur.fail("',' and TRANLOG or EXTTRAILSOURCE after the group name")
+        cur.fail("',' and TRANLOG, EXTTRAILSOURCE or SOURCEISTABLE after the group name")
     args: dict[str, Any] = {}
     integrated = bool(cur.accept("INTEGRATED"))
-    source = cur.word("TRANLOG or EXTTRAILSOURCE")
+    source = cur.word("TRANLOG, EXTTRAILSOURCE or SOURCEISTABLE")
     if source == "TRANLOG":
         pass
     elif source == "EXTTRAILSOURCE" and not integrated:
         args["source_path"] = _trail(cur)
+    elif source == "SOURCEISTABLE" and not integrated:
+        pass
     else:
         cur.i -= 1
-        cur.fail("TRANLOG or EXTTRAILSOURCE")
+        cur.fail("TRANLOG, EXTTRAILSOURCE or SOURCEISTABLE")
 
     def handle(opt: str) -> bool:
         if opt == "DUMPDIR" and source == "TRANLOG":
             args["dumpdir"] = cur.value("a directory of redo dumps")
+        elif opt == "INITIALLOAD" and source == "TRANLOG" and "position" not in args:
+            args["initialload"] = cur.group()
         elif opt == "DESC":
             args["description"] = cur.value("a quoted description")
-        elif opt in ("EXTSEQNO", "EXTRBA") and source == "TRANLOG":
+        elif source == "SOURCEISTABLE" or (opt in ("EXTSEQNO", "EXTRBA")
+                                           and source == "TRANLOG"):
             return False
         else:
             return _position_option(cur, opt, args)
         return True
 
-    _options(cur, handle, "BEGIN, SCN, LSN, DUMPDIR, EXTSEQNO, EXTRBA or DESC")
+    _options(cur, handle, "DESC" if source == "SOURCEISTABLE" else
+             "BEGIN, SCN, LSN, DUMPDIR, INITIALLOAD, EXTSEQNO, EXTRBA or DESC")
+    if source == "TRANLOG" and "initialload" in args:
+        if "position" in args or args.get("begin") not in (None, "NOW") or "dumpdir" in args:
+            cur.fail("INITIALLOAD alone: the Extract begins where the initial load's "
+                     "snapshot ends")
+        args["begin"] = "NOW"
     if source == "TRANLOG" and "begin" not in args and "position" not in args:
-        cur.fail("BEGIN NOW, BEGIN timestamp, SCN n or LSN x for a TRANLOG Extract")
+        cur.fail("BEGIN NOW, BEGIN timestamp, SCN n, LSN x or INITIALLOAD load for a TRANLOG "
+                 "Extract")
     return AddExtract(name, source, integrated=integrated, **args)
 
 

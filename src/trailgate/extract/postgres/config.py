@@ -23,7 +23,7 @@ from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_group_params
 
-__all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "load_extract_config"]
+__all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "load_extract_config", "source_conninfo"]
 
 #: Bytes of one transaction's changes kept in memory before it is spilled to ``dirtmp/``.
 DEFAULT_MEMORY_LIMIT = 64 << 20
@@ -52,7 +52,7 @@ class ExtractConfig:
         return [t.name for t in self.params.tables]
 
 
-def _conninfo(home: Home, params: ExtractParams) -> str:
+def source_conninfo(home: Home, params: ExtractParams) -> str:
     where = {"path": params.path}
     if params.useridalias:
         cred = CredentialStore(home.path).get(params.useridalias,
@@ -116,7 +116,7 @@ def load_extract_config(home: Home, group: str, *,
                    hostname=socket.gethostname(), os_user=getpass.getuser(),
                    process_id=process_id or os.getpid())
     return ExtractConfig(
-        group=info.name, home=str(home.path), conninfo=_conninfo(home, params),
+        group=info.name, home=str(home.path), conninfo=source_conninfo(home, params),
         slot=slot_name(info.name), publication=DEFAULT_PUBLICATION, trail=trail,
         trail_label=label, megabytes=megabytes,
         rules=TableRules(params.tables, params.table_excludes, env),
