@@ -83,6 +83,7 @@ class Instantiation:
 
     replicat: str
     tables: dict[str, TableCuts] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)  # loads started and not finished
 
     @property
     def high(self) -> int:
@@ -92,7 +93,7 @@ class Instantiation:
         return [t for t in self.tables.values() if not t.complete]
 
     def save(self, dirchk: Path) -> None:
-        data = {"replicat": self.replicat,
+        data = {"replicat": self.replicat, "pending": sorted(set(self.pending)),
                 "tables": [t.to_json() for _, t in sorted(self.tables.items())]}
         atomic_write_text(registry_path(dirchk, self.replicat), json.dumps(data, indent=1) + "\n")
 
@@ -102,9 +103,10 @@ class Instantiation:
         try:
             data = json.loads(path.read_text("utf-8"))
             tables = [TableCuts.from_json(t) for t in data["tables"]]
+            pending = [str(p) for p in data.get("pending", [])]
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"the instantiation registry is unreadable ({exc}): restore it "
                               f"or run the initial load again", path=str(path)) from None
-        return cls(replicat.upper(), {t.table: t for t in tables})
+        return cls(replicat.upper(), {t.table: t for t in tables}, pending)

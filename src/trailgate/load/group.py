@@ -44,6 +44,8 @@ from trailgate.process.runtime import GroupProcess
 __all__ = ["LoadOptions", "run_load"]
 
 TITLE = "trailgate Initial Load (SOURCEISTABLE)"
+#: ``SPARK CONF trailgate.load.rowsPerRange=n``: rows a range aims at (plan.ROWS_PER_RANGE).
+ROWS_PER_RANGE_CONF = "trailgate.load.rowsPerRange"
 SLOT_RETRY_SECONDS = 30.0
 
 
@@ -54,6 +56,16 @@ class LoadOptions:
     out: TextIO | None = None
     rows_per_range: int | None = None
     spark: Any = None
+
+
+def _int_conf(cfg: LoadConfig, key: str) -> int | None:
+    text = cfg.params.spark.conf.get(key)
+    if text is None:
+        return None
+    if not text.isdigit() or int(text) <= 0:
+        raise ConfigError(f"SPARK CONF {key}={text}: expected a positive whole number",
+                          path=cfg.params.path)
+    return int(text)
 
 
 def _resolve(conn: Any, cfg: LoadConfig) -> list[tuple[SourceTable, Any]]:
@@ -117,8 +129,13 @@ def _cut(cfg: LoadConfig, home: Home, manifest: Manifest, proc: GroupProcess
         if group.kind == "EXTRACT" and begin.get("initialload") == cfg.group:
             slot = slot_name(group.name)
             with connect(cfg.conninfo) as conn:
-                exists = conn.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name "
-                                      "= %s", (slot,)).fetchone()
+                exists = conn.execute("SELECT database, current_database() FROM "
+                                      "pg_replication_slots WHERE slot_name = %s",
+                                      (slot,)).fetchone()
+            if exists is not None and exists[0] != exists[1]:
+                raise ConfigError(f"EXTRACT {group.name}'s replication slot {slot} belongs "
+                                  f"to database {exists[0]} (slots are per server): DELETE "
+                                  f"EXTRACT {group.name} and add it under another name")
             if exists is None:
                 from trailgate.capture.postgres.trandata import ensure_catalog
 
@@ -144,6 +161,23 @@ def _cut(cfg: LoadConfig, home: Home, manifest: Manifest, proc: GroupProcess
             time.sleep(0.5)
 
 
+def _pending(cfg: LoadConfig, home: Home, pending: bool) -> None:
+    """Mark (or unmark) this load as under way in each continuing Replicat's registry, the
+    first thing a run does: a Replicat does not start on half-loaded targets."""
+    from trailgate.apply.instantiation import registry_path
+
+    for name in cfg.instantiate:
+        reg = Instantiation.load(home.dirchk, name) or Instantiation(name)
+        had = cfg.group in reg.pending
+        reg.pending = [p for p in reg.pending if p != cfg.group] + ([cfg.group] if pending
+                                                                     else [])
+        if reg.pending or reg.tables:
+            if had != pending or not registry_path(home.dirchk, name).exists():
+                reg.save(home.dirchk)
+        else:
+            registry_path(home.dirchk, name).unlink(missing_ok=True)
+
+
 def _registries(cfg: LoadConfig, home: Home, manifest: Manifest) -> None:
     """Record the load's cuts for each Replicat that continues after it; a table read
     entirely at the continuing Extract's start needs none (its trail starts there)."""
@@ -158,7 +192,7 @@ def _registries(cfg: LoadConfig, home: Home, manifest: Manifest) -> None:
             reg.tables[t.source] = TableCuts(
                 t.source, cfg.group, cuts or [Cut(0)],
                 t.key_column if t.split == "key" else None, t.complete)
-        if reg.tables:
+        if reg.tables or reg.pending:
             reg.save(home.dirchk)
         else:
             from trailgate.apply.instantiation import registry_path
@@ -229,14 +263,19 @@ def run_load(home: Home, name: str, opts: LoadOptions | None = None) -> int:
         report = proc.report
         assert report is not None
         cfg = load_load_config(home, name)
+        _pending(cfg, home, True)
         report.parameters(cfg.params.files or [cfg.params.path])
         report.line()
         path = manifest_path(home.dirchk, cfg.group)
         sink = SinkDriver(cfg)
+        per_range = opts.rows_per_range or _int_conf(cfg, ROWS_PER_RANGE_CONF)
         with connect(cfg.conninfo, application_name=f"trailgate load {cfg.group}") as conn:
             tables = _resolve(conn, cfg)
-            manifest = _manifest(conn, cfg, tables, path, opts.rows_per_range)
+            manifest = _manifest(conn, cfg, tables, path, per_range)
+        if not manifest.complete:  # from now on the Replicats wait for the load to finish
+            _registries(cfg, home, manifest)
         sink.prepare([t for t, _ in tables], [d for _, d in tables], manifest, report)
+        manifest.runs += 1
         manifest.save(path)
         report.section("Initial load")
         report.line(f"Source:           {len(manifest.tables)} table(s); output "
@@ -246,11 +285,12 @@ def run_load(home: Home, name: str, opts: LoadOptions | None = None) -> int:
         reason = "the initial load is complete"
         if todo and not proc.stop_requested:
             reason = _load(proc, home, cfg, manifest, sink, todo, path, opts, out)
-        manifest.runs += 1
         if manifest.complete and manifest.finished is None:
             manifest.finished = time.strftime("%Y-%m-%dT%H:%M:%S")
         manifest.save(path)
         _registries(cfg, home, manifest)
+        if manifest.complete:
+            _pending(cfg, home, False)
         _checkpoint(home, cfg, manifest)
         lines = summary_lines(manifest)
         report.section("Summary")
@@ -279,7 +319,9 @@ def _load(proc: GroupProcess, home: Home, cfg: LoadConfig, manifest: Manifest,
     progress_dir.mkdir(parents=True, exist_ok=True)
     spark = opts.spark
     if spark is None:
-        spark = proc.start_spark(cfg.params.spark.master, dict(cfg.params.spark.conf))
+        spark = proc.start_spark(cfg.params.spark.master,
+                                 {k: v for k, v in cfg.params.spark.conf.items()
+                                  if not k.startswith("trailgate.")})
     exported = _cut(cfg, home, manifest, proc)
     try:
         report.line(f"Cut:              LSN {format_lsn(exported.consistent_point)} "

@@ -124,6 +124,12 @@ def _instantiation(proc: GroupProcess, home: Home, cfg: ReplicatConfig) -> Any:
     registry = Instantiation.load(home.dirchk, cfg.group)
     if registry is None:
         return None
+    if registry.pending and not registry.incomplete():
+        load = registry.pending[0]
+        raise ConfigError(
+            f"REPLICAT {cfg.group} cannot start yet: the initial load {load} into its "
+            f"targets has not finished; START EXTRACT {load} to finish it, or remove "
+            f"{registry_path(home.dirchk, cfg.group)} to apply without the load's cuts")
     waiting = registry.incomplete()
     if waiting:
         t = waiting[0]
