@@ -551,10 +551,32 @@ class Executor:
             cp = self._checkpoint(group)
             started = state.since or self._last_started(group)
             self.print(*display.info_group(group, state.status.value, state.pid, started, cp))
+            if group.source == "SOURCEISTABLE":
+                self.print(*self._load_lines(group))
             if cmd.showch:
                 self.print(*display.showch(group, cp, cmd.showch_count))
             if cmd.detail:
                 self.print(*self._detail(group, cp))
+
+    def _load_lines(self, group: GroupInfo) -> list[str]:
+        """An initial load's tables: ranges done, rows, and whether it is complete."""
+        from trailgate.load.manifest import Manifest, manifest_path
+        from trailgate.load.progress import summary_lines
+
+        manifest = Manifest.load(manifest_path(self.home.dirchk, group.name))
+        if manifest is None:
+            return ["Initial load         not started yet (START EXTRACT "
+                    f"{group.name} runs it)"]
+        cuts = sorted({r.cut for t in manifest.tables for r in t.ranges
+                       if r.done and r.cut is not None})
+        state = "complete" if manifest.complete else "INCOMPLETE"
+        lines = [f"Initial load         {state}, output {manifest.output}, "
+                 f"{manifest.runs} run(s)"]
+        if cuts:
+            from trailgate.capture.postgres.pgoutput import format_lsn
+            lines.append("Cut(s) (LSN)         " + ", ".join(format_lsn(c) for c in cuts[:6])
+                         + (" …" if len(cuts) > 6 else ""))
+        return [*lines, "", *summary_lines(manifest)]
 
     def _last_started(self, group: GroupInfo) -> Any:
         """When the group last logged "starting" (OGG-00975) in ggserr.log, if it did."""

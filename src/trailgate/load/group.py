@@ -272,6 +272,7 @@ def run_load(home: Home, name: str, opts: LoadOptions | None = None) -> int:
         with connect(cfg.conninfo, application_name=f"trailgate load {cfg.group}") as conn:
             tables = _resolve(conn, cfg)
             manifest = _manifest(conn, cfg, tables, path, per_range)
+        manifest.save(path)
         if not manifest.complete:  # from now on the Replicats wait for the load to finish
             _registries(cfg, home, manifest)
         sink.prepare([t for t, _ in tables], [d for _, d in tables], manifest, report)
