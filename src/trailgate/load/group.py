@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from trailgate.apply.instantiation import Cut, Instantiation, TableCuts
+from trailgate.apply.table_map import destination
 from trailgate.capture.postgres.catalog import SourceTable, find_tables
 from trailgate.capture.postgres.exported_slot import ExportedSlot
 from trailgate.capture.postgres.pgoutput import format_lsn
+from trailgate.capture.postgres.ranges import plan_ranges
 from trailgate.capture.postgres.slots import slot_name
 from trailgate.checkpoint import Checkpoint, TableStats
 from trailgate.db.connect import connect
@@ -33,10 +35,8 @@ from trailgate.home import Home
 from trailgate.load.config import LoadConfig, load_load_config
 from trailgate.load.job import LoadJob, SinkSpec, Task
 from trailgate.load.manifest import Manifest, RangeState, TableState, manifest_path
-from trailgate.load.plan import plan_ranges
 from trailgate.load.progress import Progress, summary_lines
 from trailgate.load.sink_driver import SinkDriver
-from trailgate.load.targets import destination
 from trailgate.model import julian_from_unix_micros
 from trailgate.process.query import query_error
 from trailgate.process.runtime import GroupProcess

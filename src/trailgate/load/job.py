@@ -9,22 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trailgate.load.plan import KeyRange
+from trailgate.capture.postgres.copy_read import ReadColumn
+from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.model import TableDef
 
-__all__ = ["LoadColumn", "LoadJob", "LoadTable", "SinkSpec", "Task"]
-
-
-@dataclass(frozen=True, slots=True)
-class LoadColumn:
-    """A column read from the source and where it goes: ``source_type`` and
-    ``target_type`` are ``format_type`` spellings (the target's: PostgreSQL's, or the
-    spelling of the Delta/Parquet column type)."""
-
-    source: str
-    source_type: str
-    target: str
-    target_type: str
+__all__ = ["LoadJob", "LoadTable", "SinkSpec", "Task"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +25,7 @@ class LoadTable:
     source_name: str
     target_schema: str
     target_name: str
-    columns: tuple[LoadColumn, ...]
+    columns: tuple[ReadColumn, ...]
     key_column: str | None
     table_def: TableDef
     generation: int = 0

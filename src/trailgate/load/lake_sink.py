@@ -24,10 +24,10 @@ import pyarrow as pa
 from trailgate.apply.arrow_types import arrow_type
 from trailgate.apply.changelog import change_log_schema
 from trailgate.apply.values import pg_type_for_source
+from trailgate.capture.postgres.copy_read import arrow_batches, open_snapshot
+from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.errors import TargetError
 from trailgate.load.job import LoadJob, LoadTable
-from trailgate.load.plan import KeyRange
-from trailgate.load.source_read import arrow_batches, open_snapshot
 from trailgate.model import unix_micros_from_julian
 
 __all__ = ["LOAD_BATCH", "app_id", "delta_done", "delta_path", "load_delta_range",
@@ -109,7 +109,8 @@ def load_delta_range(job: LoadJob, table: LoadTable, rng: KeyRange,
     rows = [0]
 
     def batches() -> Iterator[pa.RecordBatch]:
-        for b in arrow_batches(src, table, rng, loaded, count):
+        for b in arrow_batches(src, table.source_sql, table.key_column, rng,
+                               table.columns, loaded, count):
             rows[0] += b.num_rows
             progress(count[0])
             yield b
@@ -203,7 +204,8 @@ def load_parquet_range(job: LoadJob, table: LoadTable, rng: KeyRange,
     count, rows = [0], 0
     try:
         with pq.ParquetWriter(tmp, schema) as writer:
-            for b in arrow_batches(src, table, rng, rows_schema, count):
+            for b in arrow_batches(src, table.source_sql, table.key_column, rng,
+                                   table.columns, rows_schema, count):
                 writer.write_batch(_change_rows(b, table, schema, job, rows))
                 rows += b.num_rows
                 progress(count[0])

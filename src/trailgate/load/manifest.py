@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.checkpoint import atomic_write_text
 from trailgate.errors import ConfigError
-from trailgate.load.plan import KeyRange
 
 __all__ = ["Manifest", "RangeState", "TableState", "manifest_path"]
 

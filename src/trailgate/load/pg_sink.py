@@ -17,11 +17,11 @@ from typing import Any
 
 import psycopg
 
+from trailgate.capture.postgres.copy_read import open_snapshot, range_select
+from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.db.connect import connect, describe
 from trailgate.errors import TargetError
 from trailgate.load.job import LoadJob, LoadTable
-from trailgate.load.plan import KeyRange
-from trailgate.load.source_read import open_snapshot, range_select
 
 __all__ = ["PROGRESS_TABLE", "clear_table", "done_ranges", "ensure_progress_table",
            "load_range"]
@@ -110,8 +110,9 @@ def load_range(job: LoadJob, table: LoadTable, rng: KeyRange,
             if cur.fetchone() is None:
                 tgt.rollback()
                 return None
-            source_sql = (f"COPY ({range_select(table, rng, _select_exprs(table))}) "
-                          f"TO STDOUT (FORMAT binary)")
+            select = range_select(table.source_sql, table.key_column, rng,
+                                  _select_exprs(table))
+            source_sql = f"COPY ({select}) TO STDOUT (FORMAT binary)"
             cols = ", ".join(_ident(c.target) for c in table.columns)
             target_sql = f"COPY {table.target_sql} ({cols}) FROM STDIN (FORMAT binary)"
             done = 0

@@ -12,19 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from trailgate.apply.table_map import Destination, check_columns
 from trailgate.capture.postgres.catalog import SourceTable
+from trailgate.capture.postgres.copy_read import ReadColumn
 from trailgate.db.connect import connect, describe
 from trailgate.errors import ConfigError
 from trailgate.load.config import LoadConfig
-from trailgate.load.job import LoadColumn, LoadTable
+from trailgate.load.job import LoadTable
 from trailgate.load.manifest import Manifest, TableState
-from trailgate.load.targets import (
-    Destination,
-    check_columns,
-    create_delta_table,
-    create_pg_table,
-    pg_target_rows,
-)
+from trailgate.load.targets import create_delta_table, create_pg_table, pg_target_rows
 from trailgate.trail.naming import TrailName
 
 __all__ = ["SinkDriver"]
@@ -37,7 +33,7 @@ class SinkDriver:
         self.cfg = cfg
         self.kind = cfg.sink_kind
         self.location = cfg.sink_location
-        self._tables: dict[int, tuple[SourceTable, Destination, list[LoadColumn]]] = {}
+        self._tables: dict[int, tuple[SourceTable, Destination, list[ReadColumn]]] = {}
         self._manifest: Manifest | None = None
 
     # -- preparing ------------------------------------------------------------------------
@@ -51,7 +47,7 @@ class SinkDriver:
             self._prepare_delta(tables, dests, manifest, report)
         else:
             for state, table, dest in zip(manifest.tables, tables, dests, strict=True):
-                cols = [LoadColumn(c.name, c.type_name, c.name, c.type_name)
+                cols = [ReadColumn(c.name, c.type_name, c.name, c.type_name)
                         for c in table.read_columns]
                 self._tables[state.number] = (table, dest, cols)
             if self.kind == "TRAIL":

@@ -15,11 +15,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from trailgate.capture.postgres.copy_read import open_snapshot, range_select
+from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.capture.postgres.types import classify, trail_from_pg_text
 from trailgate.errors import TargetError
 from trailgate.load.job import LoadJob, LoadTable
-from trailgate.load.plan import KeyRange
-from trailgate.load.source_read import open_snapshot, range_select
 from trailgate.model import Change, OpType
 from trailgate.trail.header import decode_file_header
 from trailgate.trail.naming import TrailName
@@ -70,8 +70,8 @@ def load_trail_range(job: LoadJob, table: LoadTable, rng: KeyRange,
     rows = 0
     try:
         writer.ensure_file(job.cut, job.commit_time)  # an empty range has its file too
-        with src.cursor() as cur, cur.copy(
-                f"COPY ({range_select(table, rng, exprs)}) TO STDOUT") as copy:
+        select = range_select(table.source_sql, table.key_column, rng, exprs)
+        with src.cursor() as cur, cur.copy(f"COPY ({select}) TO STDOUT") as copy:
             for row in copy.rows():
                 if rows % TRANSACTION_ROWS == 0:
                     if rows:

@@ -10,23 +10,35 @@ Arrow's C++ reader in bounded blocks — memory does not grow with the table.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
-from trailgate.load.job import LoadColumn, LoadTable
-from trailgate.load.plan import KeyRange
 
-__all__ = ["CSV_BLOCK", "arrow_batches", "open_snapshot", "range_select"]
+__all__ = ["CSV_BLOCK", "ReadColumn", "arrow_batches", "open_snapshot", "range_select"]
 
 #: Bytes of CSV Arrow parses at a time (one record batch each).
 CSV_BLOCK = 4 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ReadColumn:
+    """A column read from the source and the name it goes under: ``source_type`` and
+    ``target_type`` are ``format_type`` spellings (the target's: PostgreSQL's, or the
+    spelling of a Delta or Parquet column's type)."""
+
+    source: str
+    source_type: str
+    target: str
+    target_type: str
 
 
 def _ident(name: str) -> str:
@@ -54,10 +66,11 @@ def open_snapshot(conninfo: str, snapshot: str | None, what: str) -> psycopg.Con
     return conn
 
 
-def range_select(table: LoadTable, rng: KeyRange, exprs: list[str]) -> str:
+def range_select(table_sql: str, key_column: str | None, rng: KeyRange,
+                 exprs: list[str]) -> str:
     """``SELECT exprs FROM table WHERE range`` for a COPY."""
-    where = rng.predicate(table.key_column)
-    return (f"SELECT {', '.join(exprs)} FROM {table.source_sql}"
+    where = rng.predicate(key_column)
+    return (f"SELECT {', '.join(exprs)} FROM {table_sql}"
             + (f" WHERE {where}" if where else ""))
 
 
@@ -86,7 +99,7 @@ class _CopyReader(io.RawIOBase):
         return n
 
 
-def _csv_expr(col: LoadColumn, arrow_type: pa.DataType) -> str:
+def _csv_expr(col: ReadColumn, arrow_type: pa.DataType) -> str:
     name = _ident(col.source)
     if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
         return f"encode({name}, 'hex')"
@@ -95,15 +108,15 @@ def _csv_expr(col: LoadColumn, arrow_type: pa.DataType) -> str:
     return name
 
 
-def arrow_batches(conn: psycopg.Connection[Any], table: LoadTable, rng: KeyRange,
-                  schema: pa.Schema, progress: list[int] | None = None
-                  ) -> Iterator[pa.RecordBatch]:
+def arrow_batches(conn: psycopg.Connection[Any], table_sql: str, key_column: str | None,
+                  rng: KeyRange, columns: Sequence[ReadColumn], schema: pa.Schema,
+                  progress: list[int] | None = None) -> Iterator[pa.RecordBatch]:
     """The range's rows as record batches of ``schema`` (target column names and types,
-    in ``table.columns`` order), parsed from a CSV COPY.  ``progress[0]`` counts bytes."""
-    types = [schema.field(c.target).type for c in table.columns]
-    exprs = [_csv_expr(c, t) for c, t in zip(table.columns, types, strict=True)]
-    sql = f"COPY ({range_select(table, rng, exprs)}) TO STDOUT (FORMAT csv)"
-    names = [c.target for c in table.columns]
+    in ``columns`` order), parsed from a CSV COPY.  ``progress[0]`` counts bytes."""
+    types = [schema.field(c.target).type for c in columns]
+    exprs = [_csv_expr(c, t) for c, t in zip(columns, types, strict=True)]
+    sql = f"COPY ({range_select(table_sql, key_column, rng, exprs)}) TO STDOUT (FORMAT csv)"
+    names = [c.target for c in columns]
     parse_types = {n: (pa.string() if pa.types.is_binary(t) or pa.types.is_large_binary(t)
                        else t) for n, t in zip(names, types, strict=True)}
     binary = [i for i, t in enumerate(types) if pa.types.is_binary(t)
