@@ -33,6 +33,9 @@ _COMMANDS: dict[tuple[str, ...], tuple[str, str, str]] = {
                          "run an Extract group in the foreground (Ctrl-C stops it cleanly)"),
     ("run", "replicat"): ("trailgate.run", "run_replicat",
                           "run a Replicat group in the foreground (Ctrl-C stops it cleanly)"),
+    ("compare",): ("trailgate.compare.run", "run",
+                   "compare an Extract's source tables with a Replicat's targets (hash per "
+                   "range, rows where ranges differ, in-flight rows confirmed)"),
     ("capture", "oracle-dump"): ("trailgate.capture.oracle.cli", "run",
                                  "one-shot: Oracle redo logfile dumps to a trail"),
     ("sample",): ("trailgate.sample", "run", "write a sample trail (seed 003's workload)"),

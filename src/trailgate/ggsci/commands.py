@@ -22,6 +22,7 @@ __all__ = [
     "AlterCredentialStore",
     "AlterGroup",
     "Command",
+    "CompareGroups",
     "DbLogin",
     "DeleteCheckpointTable",
     "DeleteCredentialStore",
@@ -256,6 +257,21 @@ class InfoAll(Command):
     """``INFO ALL``: a one-line status of every group."""
 
 
+@dataclass(frozen=True, slots=True)
+class CompareGroups(Command):
+    """``COMPARE [EXTRACT] ext, [REPLICAT] rep [, TABLE pattern] … [, REPORT file]
+    [, REPAIR file [, APPLYREPAIR]] [, NOCONFIRM] [, CONFIRMWAIT seconds]``."""
+
+    extract: str
+    replicat: str
+    tables: tuple[str, ...] = ()
+    report: str | None = None
+    repair: str | None = None
+    apply_repair: bool = False
+    confirm: bool = True
+    confirm_wait: float = 120.0
+
+
 # -- files -------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ViewReport(Command):
@@ -389,6 +405,9 @@ HELP_TOPICS: dict[str, str] = {
     "STATS": "STATS [EXTRACT|REPLICAT|ER] name|wildcard [, TOTAL] [, LATEST] "
              "[, TABLE schema.table] [, RESET] [, REPORTRATE SEC|MIN|HR]",
     "LAG": "LAG [EXTRACT|REPLICAT|ER] name|wildcard",
+    "COMPARE": "COMPARE [EXTRACT] ext, [REPLICAT] rep [, TABLE schema.table] "
+               "[, REPORT file] [, REPAIR file [, APPLYREPAIR]] [, NOCONFIRM] "
+               "[, CONFIRMWAIT seconds]",
     "VIEW REPORT": "VIEW REPORT name",
     "VIEW PARAMS": "VIEW PARAMS name",
     "VIEW GGSEVT": "VIEW GGSEVT",

@@ -101,6 +101,7 @@ class Executor:
             c.StatsGroup: self._stats,
             c.LagGroup: self._lag,
             c.InfoAll: self._info_all,
+            c.CompareGroups: self._compare,
             c.ViewReport: self._view_report,
             c.ViewParams: self._view_params,
             c.EditParams: self._edit_params,
@@ -647,6 +648,19 @@ class Executor:
             state = lifecycle.process_state(self.home, group.name)
             self.print(*display.lag_lines(group, self._checkpoint(group),
                                           state.status is Status.RUNNING))
+
+    def _compare(self, cmd: c.CompareGroups) -> None:
+        from trailgate.compare.run import CompareOptions, compare
+
+        outcome = compare(self.home, cmd.extract, cmd.replicat, CompareOptions(
+            tables=list(cmd.tables),
+            report=self.home.resolve(cmd.report) if cmd.report else None,
+            repair=self.home.resolve(cmd.repair) if cmd.repair else None,
+            apply_repair=cmd.apply_repair, confirm=cmd.confirm,
+            confirm_timeout=cmd.confirm_wait, out=self.out))
+        if not outcome.in_sync:
+            raise GgsciError(f"the target of REPLICAT {cmd.replicat} is not in sync with "
+                             f"the source (see the table above).", reported=False)
 
     # -- files ----------------------------------------------------------------------------
     def _param_path(self, name: str) -> Path:

@@ -23,6 +23,7 @@ from trailgate.ggsci.commands import (
     AlterCredentialStore,
     AlterGroup,
     Command,
+    CompareGroups,
     DbLogin,
     DeleteCheckpointTable,
     DeleteCredentialStore,
@@ -582,6 +583,37 @@ def _alter(cur: _Line) -> Command:
     return AlterGroup(kind, name, **args)
 
 
+def _compare(cur: _Line) -> Command:
+    cur.accept("EXTRACT", "EXT")
+    extract = cur.group()
+    if not cur.comma():
+        cur.fail("', REPLICAT name' after the Extract")
+    cur.accept("REPLICAT", "REP")
+    replicat = cur.group()
+    args: dict[str, Any] = {}
+    tables: list[str] = []
+
+    def handle(opt: str) -> bool:
+        if opt == "TABLE":
+            tables.append(cur.table())
+        elif opt in ("REPORT", "REPAIR") and opt.lower() not in args:
+            args[opt.lower()] = cur.value("a file name")
+        elif opt == "APPLYREPAIR":
+            args["apply_repair"] = True
+        elif opt == "NOCONFIRM":
+            args["confirm"] = False
+        elif opt == "CONFIRMWAIT":
+            args["confirm_wait"] = float(cur.integer("a number of seconds"))
+        else:
+            return False
+        return True
+
+    _options(cur, handle, "TABLE, REPORT, REPAIR, APPLYREPAIR, NOCONFIRM or CONFIRMWAIT")
+    if args.get("apply_repair") and "repair" not in args:
+        cur.fail("REPAIR file with APPLYREPAIR (the SQL that is run)")
+    return CompareGroups(extract, replicat, tuple(tables), **args)
+
+
 def _alter_credentialstore(cur: _Line) -> Command:
     action = cur.word("ADD, REPLACE or DELETE USER")
     if action not in ("ADD", "REPLACE", "DELETE"):
@@ -683,6 +715,7 @@ _VERBS: dict[str, Callable[[_Line], Command]] = {
     "STATS": lambda c: _group_verb(c, "STATS"),
     "STATUS": _info,
     "LAG": lambda c: _group_verb(c, "LAG"),
+    "COMPARE": _compare,
     "VIEW": _view,
     "EDIT": _edit,
     "OBEY": _obey,
