@@ -43,6 +43,7 @@ __all__ = [
     "Obey",
     "Repeat",
     "SchemaTranData",
+    "SendSnapshot",
     "StartGroup",
     "StatsGroup",
     "StopGroup",
@@ -258,6 +259,16 @@ class InfoAll(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class SendSnapshot(Command):
+    """``SEND [EXTRACT] name, SNAPSHOT TABLE pattern [, RESYNC]``: an incremental snapshot
+    of a table while the Extract runs (trailgate's one SEND request)."""
+
+    name: str
+    table: str
+    resync: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class CompareGroups(Command):
     """``COMPARE [EXTRACT] ext, [REPLICAT] rep [, TABLE pattern] … [, REPORT file]
     [, REPAIR file [, APPLYREPAIR]] [, NOCONFIRM] [, CONFIRMWAIT seconds]``."""
@@ -405,6 +416,7 @@ HELP_TOPICS: dict[str, str] = {
     "STATS": "STATS [EXTRACT|REPLICAT|ER] name|wildcard [, TOTAL] [, LATEST] "
              "[, TABLE schema.table] [, RESET] [, REPORTRATE SEC|MIN|HR]",
     "LAG": "LAG [EXTRACT|REPLICAT|ER] name|wildcard",
+    "SEND": "SEND [EXTRACT] name, SNAPSHOT TABLE schema.table [, RESYNC]",
     "COMPARE": "COMPARE [EXTRACT] ext, [REPLICAT] rep [, TABLE schema.table] "
                "[, REPORT file] [, REPAIR file [, APPLYREPAIR]] [, NOCONFIRM] "
                "[, CONFIRMWAIT seconds]",

@@ -102,6 +102,7 @@ class Executor:
             c.LagGroup: self._lag,
             c.InfoAll: self._info_all,
             c.CompareGroups: self._compare,
+            c.SendSnapshot: self._send_snapshot,
             c.ViewReport: self._view_report,
             c.ViewParams: self._view_params,
             c.EditParams: self._edit_params,
@@ -649,6 +650,21 @@ class Executor:
             self.print(*display.lag_lines(group, self._checkpoint(group),
                                           state.status is Status.RUNNING))
 
+    def _send_snapshot(self, cmd: c.SendSnapshot) -> None:
+        from trailgate.extract.postgres.snapshot_runner import add_request
+
+        group = self._groups("EXTRACT", cmd.name)[0]
+        if group.source != "TRANLOG" or group.source_path:
+            raise GgsciError(f"EXTRACT {group.name} does not capture from PostgreSQL: a "
+                             f"snapshot is taken by a PostgreSQL Extract.")
+        add_request(self.home.dirchk, group.name, cmd.table, cmd.resync)
+        state = lifecycle.process_state(self.home, group.name)
+        running = state.status in (Status.RUNNING, Status.STARTING)
+        self.print(f"Sending SNAPSHOT request to EXTRACT {group.name} ...",
+                   f"Request queued: {cmd.table}" + (", RESYNC" if cmd.resync else "")
+                   + ("" if running else f" (EXTRACT {group.name} is not running: it starts "
+                      "the snapshot when it runs)") + ".")
+
     def _compare(self, cmd: c.CompareGroups) -> None:
         from trailgate.compare.run import CompareOptions, compare
 
@@ -835,7 +851,7 @@ def _check_position_kind(group: GroupInfo, position: dict[str, Any]) -> None:
                          f"{display.source_label(group)}: reposition it with {label}.")
 
 
-_MUTATING = (c.DbLogin, c.TranData, c.SchemaTranData, c.AddCheckpointTable,
+_MUTATING = (c.SendSnapshot, c.DbLogin, c.TranData, c.SchemaTranData, c.AddCheckpointTable,
              c.DeleteCheckpointTable, c.AddExtract, c.AddReplicat, c.AlterGroup, c.AddTrail,
              c.DeleteTrail, c.DeleteGroup, c.StartGroup, c.StopGroup, c.KillGroup,
              c.AddCredentialStore, c.DeleteCredentialStore, c.AlterCredentialStore)

@@ -43,6 +43,7 @@ from trailgate.ggsci.commands import (
     Obey,
     Repeat,
     SchemaTranData,
+    SendSnapshot,
     StartGroup,
     StatsGroup,
     StopGroup,
@@ -583,6 +584,33 @@ def _alter(cur: _Line) -> Command:
     return AlterGroup(kind, name, **args)
 
 
+def _send(cur: _Line) -> Command:
+    cur.accept("EXTRACT", "EXT")
+    name = cur.group()
+    tok = cur.tokens[cur.i] if cur.comma() and cur.i < len(cur.tokens) else None
+    if tok is None or tok.upper != "SNAPSHOT":
+        raise GgsciSyntaxError(
+            f"ERROR: {cur.text.strip()!r}: this SEND request is not supported: trailgate's "
+            f"SEND takes SNAPSHOT TABLE schema.table [, RESYNC]; STOP, START, INFO and STATS "
+            f"do the rest.", path=cur.path, line=cur.line)
+    cur.word("SNAPSHOT")
+    if cur.word("TABLE") != "TABLE":
+        cur.i -= 1
+        cur.fail("TABLE after SNAPSHOT")
+    table = cur.table()
+    resync = False
+
+    def handle(opt: str) -> bool:
+        nonlocal resync
+        if opt == "RESYNC":
+            resync = True
+            return True
+        return False
+
+    _options(cur, handle, "RESYNC")
+    return SendSnapshot(name, table, resync)
+
+
 def _compare(cur: _Line) -> Command:
     cur.accept("EXTRACT", "EXT")
     extract = cur.group()
@@ -716,6 +744,7 @@ _VERBS: dict[str, Callable[[_Line], Command]] = {
     "STATUS": _info,
     "LAG": lambda c: _group_verb(c, "LAG"),
     "COMPARE": _compare,
+    "SEND": _send,
     "VIEW": _view,
     "EDIT": _edit,
     "OBEY": _obey,
@@ -727,7 +756,6 @@ _VERBS: dict[str, Callable[[_Line], Command]] = {
 
 _NOT_SUPPORTED = {
     "SHELL": "SHELL is not supported: run operating-system commands outside GGSCI",
-    "SEND": "SEND is not supported yet: use STOP and START",
     "CLEANUP": "CLEANUP is not supported: use DELETE and ADD",
 }
 
