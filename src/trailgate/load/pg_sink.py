@@ -12,12 +12,18 @@ leaves nothing.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
 
-from trailgate.capture.postgres.copy_read import open_snapshot, range_select
+from trailgate.capture.postgres.copy_read import (
+    copy_in,
+    copy_out,
+    copy_through,
+    open_snapshot,
+    range_select,
+)
 from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.db.connect import connect, describe
 from trailgate.errors import TargetError
@@ -112,17 +118,20 @@ def load_range(job: LoadJob, table: LoadTable, rng: KeyRange,
                 return None
             select = range_select(table.source_sql, table.key_column, rng,
                                   _select_exprs(table))
-            source_sql = f"COPY ({select}) TO STDOUT (FORMAT binary)"
             cols = ", ".join(_ident(c.target) for c in table.columns)
-            target_sql = f"COPY {table.target_sql} ({cols}) FROM STDIN (FORMAT binary)"
-            done = 0
-            with src.cursor() as scur, scur.copy(source_sql) as cin, \
-                    cur.copy(target_sql) as cout:
-                for block in cin:
-                    cout.write(block)
-                    done += len(block)
-                    progress(done)
-            rows = cur.rowcount
+            out_sql = f"COPY ({select}) TO STDOUT (FORMAT binary)"
+            in_sql = f"COPY {table.target_sql} ({cols}) FROM STDIN (FORMAT binary)"
+            rows = copy_through(src, out_sql, tgt, in_sql, progress)
+            if rows is None:  # no C pump: the same through Python, a megabyte at a time
+                done = [0]
+
+                def blocks() -> Iterator[bytes]:
+                    for data in copy_out(src, out_sql):
+                        done[0] += len(data)
+                        progress(done[0])
+                        yield data
+
+                rows = copy_in(tgt, in_sql, blocks())
             cur.execute("UPDATE trailgate.load_ranges SET rows = %s WHERE load_group = %s "
                         "AND table_no = %s AND range_no = %s",
                         (rows, job.group, table.number, rng.index))
