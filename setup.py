@@ -3,7 +3,7 @@
 ``trailgate.trail._speedups`` speeds up the trail codec (``…release12._codec12`` its 12c+
 formats), ``trailgate.capture.postgres._pgfast``
 the PostgreSQL Extract's row path, ``trailgate.apply._spanplan`` the Replicat's set-based
-apply of a batch.  All are optional: when one cannot be compiled (no
+apply of a batch, ``trailgate.capture.postgres._copypump`` the initial load's COPY data.  All are optional: when one cannot be compiled (no
 compiler, no Python headers) the install still succeeds and trailgate uses its pure-Python
 code, which is the reference the C code must match byte for byte.
 """
@@ -26,6 +26,11 @@ setup(
         Extension(
             "trailgate.capture.postgres._pgfast",
             sources=["src/trailgate/capture/postgres/_pgfast.c"],
+            optional=True,
+        ),
+        Extension(
+            "trailgate.capture.postgres._copypump",
+            sources=["src/trailgate/capture/postgres/_copypump.c"],
             optional=True,
         ),
         Extension(

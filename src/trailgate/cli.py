@@ -36,6 +36,9 @@ _COMMANDS: dict[tuple[str, ...], tuple[str, str, str]] = {
     ("manager",): ("trailgate.manager.service", "run",
                    "the Manager in the foreground: AUTOSTART/AUTORESTART, PURGEOLDEXTRACTS, lag "
                    "reports, /metrics, the REST API and the web console (dirprm/mgr.prm)"),
+    ("compare",): ("trailgate.compare.run", "run",
+                   "compare an Extract's source tables with a Replicat's targets (hash per "
+                   "range, rows where ranges differ, in-flight rows confirmed)"),
     ("capture", "oracle-dump"): ("trailgate.capture.oracle.cli", "run",
                                  "one-shot: Oracle redo logfile dumps to a trail"),
     ("sample",): ("trailgate.sample", "run", "write a sample trail (seed 003's workload)"),

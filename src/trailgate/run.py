@@ -58,6 +58,10 @@ def run_extract(args: argparse.Namespace) -> int:
         from trailgate.pump.group import run_pump
 
         return run_pump(home, name, args)
+    if info is not None and info.kind == "EXTRACT" and info.source == "SOURCEISTABLE":
+        from trailgate.load.group import run_load
+
+        return run_load(home, name)
     opts = RunOptions(once=args.once, max_batches=args.max_batches,
                       memory_limit_bytes=args.memory_limit, trigger_seconds=args.trigger,
                       max_wal_bytes=args.max_wal_bytes)
@@ -112,6 +116,10 @@ def run_named_group(home: Home, name: str, *, once: bool = False,
         return run_replicat_group(home, name, ReplicatOptions(once=once,
                                                               max_batches=max_batches),
                                   spark=spark)
+    if info.source == "SOURCEISTABLE":
+        from trailgate.load.group import LoadOptions, run_load
+
+        return run_load(home, name, LoadOptions(spark=spark))
     if info.source == "EXTTRAILSOURCE":
         from trailgate.pump.group import run_pump
 

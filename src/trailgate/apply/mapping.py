@@ -10,7 +10,7 @@ the source key, else every mapped column (seed 000).  docs/replicat.md, "Mapping
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from trailgate.apply.expressions import (
@@ -31,6 +31,7 @@ from trailgate.params.model import ColumnRef, FunctionCall, Literal, MapSpec, Re
 from trailgate.params.names import find_map, parse_name, target_name
 
 __all__ = [
+    "SNAPSHOT_TOKEN",
     "ColumnAssignment",
     "MappedChange",
     "Mapper",
@@ -41,6 +42,11 @@ __all__ = [
     "TargetColumn",
     "TargetTable",
 ]
+
+#: The user token an Extract puts on a table's records while an incremental snapshot of it
+#: runs: they are applied with collision handling (a chunk row is an upsert, an update or
+#: delete of a row not loaded yet does nothing); ``resync`` marks the truncate it starts with.
+SNAPSHOT_TOKEN = "TG_SNAPSHOT"
 
 #: Operations a mapped change can carry (FIELD_COMP and full UPDATE both become UPDATE).
 APPLIED_OPS = frozenset({OpType.INSERT, OpType.UPDATE, OpType.DELETE, OpType.PK_UPDATE,
@@ -248,6 +254,7 @@ class Mapper:
         self.group = (group or params.name).upper()
         self._mappings: dict[str, TableMapping | None] = {}
         self._targets: dict[tuple[str, str], TargetTable | None] = {}
+        self._snapshot: dict[tuple[int, str], tuple[TableMapping, TableMapping]] = {}
 
     # -- start-up --------------------------------------------------------------------------
     def validate(self) -> None:
@@ -379,6 +386,22 @@ class Mapper:
         return [a for a in assignments if a.source is not None], "ALL"
 
     # -- per change --------------------------------------------------------------------------
+    def for_record(self, mapping: TableMapping, change: Any) -> TableMapping:
+        """The mapping for one record: ``mapping``, or its collision-handling variant for a
+        record an incremental snapshot marked (``SNAPSHOT_TOKEN``)."""
+        tokens = change.tokens
+        if not tokens or SNAPSHOT_TOKEN not in tokens:
+            return mapping
+        kind = tokens[SNAPSHOT_TOKEN]
+        key = (id(mapping), kind)
+        found = self._snapshot.get(key)
+        if found is None or found[0] is not mapping:
+            spec = replace(mapping.spec, handle_collisions=True,
+                           get_truncates=mapping.spec.get_truncates or kind == "resync")
+            found = (mapping, replace(mapping, spec=spec))
+            self._snapshot[key] = found
+        return found[1]
+
     def map(self, tc: TrailChange, table_def: TableDef | None = None) -> MappedChange | None:
         """The change in target terms; None when no MAP takes the table, WHERE filters it,
         or it is a truncate and GETTRUNCATES is not in force for the MAP."""
@@ -388,7 +411,7 @@ class Mapper:
         mapping = self.mapping(change.table, table_def)
         if mapping is None:
             return None
-        return map_change(mapping, tc)
+        return map_change(self.for_record(mapping, change), tc)
 
     def map_all(self, changes: list[TrailChange],
                 table_defs: Mapping[str, TableDef]) -> list[MappedChange]:
@@ -405,7 +428,8 @@ class Mapper:
             else:
                 mapping = mappings[table] = self.mapping(table, table_defs.get(table))
             if mapping is not None:
-                m = map_change(mapping, tc)
+                m = map_change(self.for_record(mapping, change) if change.tokens else mapping,
+                               tc)
                 if m is not None:
                     out.append(m)
         return out

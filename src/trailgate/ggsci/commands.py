@@ -22,6 +22,7 @@ __all__ = [
     "AlterCredentialStore",
     "AlterGroup",
     "Command",
+    "CompareGroups",
     "DbLogin",
     "DeleteCheckpointTable",
     "DeleteCredentialStore",
@@ -44,6 +45,7 @@ __all__ = [
     "Obey",
     "Repeat",
     "SchemaTranData",
+    "SendSnapshot",
     "StartGroup",
     "StatsGroup",
     "StopGroup",
@@ -124,13 +126,14 @@ class AddExtract(Command):
     """
 
     name: str
-    source: str  # TRANLOG | EXTTRAILSOURCE
+    source: str  # TRANLOG | EXTTRAILSOURCE | SOURCEISTABLE
     source_path: str | None = None  # the trail of a pump
     dumpdir: str | None = None  # trailgate: Oracle redo dumps for a TRANLOG Extract
     begin: str | datetime | None = None
     position: dict[str, Any] | None = None
     integrated: bool = False
     description: str | None = None
+    initialload: str | None = None  # trailgate: the slot comes from this initial load
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +280,31 @@ class HeartbeatTable(Command):
     target_only: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class SendSnapshot(Command):
+    """``SEND [EXTRACT] name, SNAPSHOT TABLE pattern [, RESYNC]``: an incremental snapshot
+    of a table while the Extract runs (trailgate's one SEND request)."""
+
+    name: str
+    table: str
+    resync: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CompareGroups(Command):
+    """``COMPARE [EXTRACT] ext, [REPLICAT] rep [, TABLE pattern] … [, REPORT file]
+    [, REPAIR file [, APPLYREPAIR]] [, NOCONFIRM] [, CONFIRMWAIT seconds]``."""
+
+    extract: str
+    replicat: str
+    tables: tuple[str, ...] = ()
+    report: str | None = None
+    repair: str | None = None
+    apply_repair: bool = False
+    confirm: bool = True
+    confirm_wait: float = 120.0
+
+
 # -- files -------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ViewReport(Command):
@@ -387,7 +415,8 @@ HELP_TOPICS: dict[str, str] = {
     "DELETE CHECKPOINTTABLE": "DELETE CHECKPOINTTABLE [schema.table]",
     "ADD EXTRACT": "ADD EXTRACT name, {TRANLOG [, DUMPDIR dir] | EXTTRAILSOURCE trail}, "
                    "{BEGIN {NOW | yyyy-mm-dd[ hh:mi[:ss]]} | SCN n | LSN x | "
-                   "EXTSEQNO n, EXTRBA n} [, DESC 'text']",
+                   "EXTSEQNO n, EXTRBA n | INITIALLOAD load} [, DESC 'text']  or  "
+                   "ADD EXTRACT name, SOURCEISTABLE [, DESC 'text'] (an initial load)",
     "ADD REPLICAT": "ADD REPLICAT name, EXTTRAIL trail [, EXTSEQNO n, EXTRBA n] "
                     "[, CHECKPOINTTABLE schema.table | NODBCHECKPOINT] [, DESC 'text']",
     "ALTER EXTRACT": "ALTER EXTRACT name, {BEGIN {NOW | timestamp} | SCN n | LSN x | "
@@ -418,6 +447,10 @@ HELP_TOPICS: dict[str, str] = {
                             "days] [, PURGE_FREQUENCY days]",
     "INFO HEARTBEATTABLE": "INFO HEARTBEATTABLE",
     "DELETE HEARTBEATTABLE": "DELETE HEARTBEATTABLE",
+    "SEND": "SEND [EXTRACT] name, SNAPSHOT TABLE schema.table [, RESYNC]",
+    "COMPARE": "COMPARE [EXTRACT] ext, [REPLICAT] rep [, TABLE schema.table] "
+               "[, REPORT file] [, REPAIR file [, APPLYREPAIR]] [, NOCONFIRM] "
+               "[, CONFIRMWAIT seconds]",
     "VIEW REPORT": "VIEW REPORT name",
     "VIEW PARAMS": "VIEW PARAMS name",
     "VIEW GGSEVT": "VIEW GGSEVT",

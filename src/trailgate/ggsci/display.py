@@ -76,6 +76,8 @@ def source_label(group: GroupInfo) -> str:
         return "PostgreSQL WAL"
     if group.source == "DUMPDIR":
         return f"Oracle Redo Log dumps in {group.source_path}"
+    if group.source == "SOURCEISTABLE":
+        return "Source tables (initial load)"
     return f"File {group.source_path}"
 
 

@@ -108,6 +108,8 @@ class Executor:
             c.StatsGroup: self._stats,
             c.LagGroup: self._lag,
             c.InfoAll: self._info_all,
+            c.CompareGroups: self._compare,
+            c.SendSnapshot: self._send_snapshot,
             c.ViewReport: self._view_report,
             c.ViewParams: self._view_params,
             c.EditParams: self._edit_params,
@@ -284,8 +286,20 @@ class Executor:
         source, source_path = cmd.source, cmd.source_path
         slot_lines: list[str] = []
         created_slot = False
-        if cmd.source == "TRANLOG" and cmd.dumpdir:
+        if cmd.source == "SOURCEISTABLE":
+            begin = None
+        elif cmd.source == "TRANLOG" and cmd.dumpdir:
             source, source_path = "DUMPDIR", cmd.dumpdir
+        elif cmd.source == "TRANLOG" and cmd.initialload:
+            load = self.home.group(cmd.initialload)
+            if load is not None and load.source != "SOURCEISTABLE":
+                raise GgsciError(f"INITIALLOAD {cmd.initialload}: {load.kind} "
+                                 f"{cmd.initialload} is not an initial load (ADD EXTRACT "
+                                 f"{cmd.initialload}, SOURCEISTABLE).")
+            begin = {"initialload": cmd.initialload}
+            slot_lines.append(f"Its replication slot is created by the initial load "
+                              f"{cmd.initialload} (START EXTRACT {cmd.initialload}), with the "
+                              f"snapshot the load reads.")
         elif cmd.source == "TRANLOG":
             if cmd.begin != "NOW":
                 raise GgsciError(
@@ -422,6 +436,11 @@ class Executor:
                     f"checkpoint table {group.checkpoint_table} (a new group of the same name "
                     f"would otherwise skip batches); DELETE REPLICAT {group.name} ! leaves "
                     f"them.")
+        if group.source == "SOURCEISTABLE":
+            from trailgate.load.manifest import manifest_path
+
+            manifest_path(self.home.dirchk, group.name).unlink(missing_ok=True)
+            shutil.rmtree(self.home.dirtmp / f"load-{group.name.lower()}", ignore_errors=True)
         self.home.delete_group(group.name)
         operations.unregister_reader_of(self.home, group)
         lifecycle.pid_file(self.home, group.name).unlink(missing_ok=True)
@@ -550,10 +569,32 @@ class Executor:
             started = state.since or self._last_started(group)
             self.print(*display.info_group(group, state.status.value, state.pid, started, cp))
             self.print(*operations.heartbeat_lag_lines(self.home, group, short=True))
+            if group.source == "SOURCEISTABLE":
+                self.print(*self._load_lines(group))
             if cmd.showch:
                 self.print(*display.showch(group, cp, cmd.showch_count))
             if cmd.detail:
                 self.print(*self._detail(group, cp))
+
+    def _load_lines(self, group: GroupInfo) -> list[str]:
+        """An initial load's tables: ranges done, rows, and whether it is complete."""
+        from trailgate.load.manifest import Manifest, manifest_path
+        from trailgate.load.progress import summary_lines
+
+        manifest = Manifest.load(manifest_path(self.home.dirchk, group.name))
+        if manifest is None:
+            return ["Initial load         not started yet (START EXTRACT "
+                    f"{group.name} runs it)"]
+        cuts = sorted({r.cut for t in manifest.tables for r in t.ranges
+                       if r.done and r.cut is not None})
+        state = "complete" if manifest.complete else "INCOMPLETE"
+        lines = [f"Initial load         {state}, output {manifest.output}, "
+                 f"{manifest.runs} run(s)"]
+        if cuts:
+            from trailgate.capture.postgres.pgoutput import format_lsn
+            lines.append("Cut(s) (LSN)         " + ", ".join(format_lsn(c) for c in cuts[:6])
+                         + (" …" if len(cuts) > 6 else ""))
+        return [*lines, "", *summary_lines(manifest)]
 
     def _last_started(self, group: GroupInfo) -> Any:
         """When the group last logged "starting" (OGG-00975) in ggserr.log, if it did."""
@@ -625,6 +666,34 @@ class Executor:
             self.print(*display.lag_lines(group, self._checkpoint(group),
                                           state.status is Status.RUNNING))
             self.print(*operations.heartbeat_lag_lines(self.home, group))
+
+    def _send_snapshot(self, cmd: c.SendSnapshot) -> None:
+        from trailgate.extract.postgres.snapshot_runner import add_request
+
+        group = self._groups("EXTRACT", cmd.name)[0]
+        if group.source != "TRANLOG" or group.source_path:
+            raise GgsciError(f"EXTRACT {group.name} does not capture from PostgreSQL: a "
+                             f"snapshot is taken by a PostgreSQL Extract.")
+        add_request(self.home.dirchk, group.name, cmd.table, cmd.resync)
+        state = lifecycle.process_state(self.home, group.name)
+        running = state.status in (Status.RUNNING, Status.STARTING)
+        self.print(f"Sending SNAPSHOT request to EXTRACT {group.name} ...",
+                   f"Request queued: {cmd.table}" + (", RESYNC" if cmd.resync else "")
+                   + ("" if running else f" (EXTRACT {group.name} is not running: it starts "
+                      "the snapshot when it runs)") + ".")
+
+    def _compare(self, cmd: c.CompareGroups) -> None:
+        from trailgate.compare.run import CompareOptions, compare
+
+        outcome = compare(self.home, cmd.extract, cmd.replicat, CompareOptions(
+            tables=list(cmd.tables),
+            report=self.home.resolve(cmd.report) if cmd.report else None,
+            repair=self.home.resolve(cmd.repair) if cmd.repair else None,
+            apply_repair=cmd.apply_repair, confirm=cmd.confirm,
+            confirm_timeout=cmd.confirm_wait, out=self.out))
+        if not outcome.in_sync:
+            raise GgsciError(f"the target of REPLICAT {cmd.replicat} is not in sync with "
+                             f"the source (see the table above).", reported=False)
 
     # -- files ----------------------------------------------------------------------------
     def _param_path(self, name: str) -> Path:
@@ -809,7 +878,7 @@ def _check_position_kind(group: GroupInfo, position: dict[str, Any]) -> None:
                          f"{display.source_label(group)}: reposition it with {label}.")
 
 
-_MUTATING = (c.DbLogin, c.TranData, c.SchemaTranData, c.AddCheckpointTable,
+_MUTATING = (c.SendSnapshot, c.DbLogin, c.TranData, c.SchemaTranData, c.AddCheckpointTable,
              c.DeleteCheckpointTable, c.AddExtract, c.AddReplicat, c.AlterGroup, c.AddTrail,
              c.DeleteTrail, c.DeleteGroup, c.StartGroup, c.StopGroup, c.KillGroup,
              c.AddCredentialStore, c.DeleteCredentialStore, c.AlterCredentialStore,

@@ -23,6 +23,7 @@ from trailgate.ggsci.commands import (
     AlterCredentialStore,
     AlterGroup,
     Command,
+    CompareGroups,
     DbLogin,
     DeleteCheckpointTable,
     DeleteCredentialStore,
@@ -44,6 +45,7 @@ from trailgate.ggsci.commands import (
     Obey,
     Repeat,
     SchemaTranData,
+    SendSnapshot,
     StartGroup,
     StatsGroup,
     StopGroup,
@@ -338,32 +340,44 @@ def _schematrandata(cur: _Line, action: str) -> Command:
 def _add_extract(cur: _Line) -> Command:
     name = cur.group()
     if not cur.comma():
-        cur.fail("',' and TRANLOG or EXTTRAILSOURCE after the group name")
+        cur.fail("',' and TRANLOG, EXTTRAILSOURCE or SOURCEISTABLE after the group name")
     args: dict[str, Any] = {}
     integrated = bool(cur.accept("INTEGRATED"))
-    source = cur.word("TRANLOG or EXTTRAILSOURCE")
+    source = cur.word("TRANLOG, EXTTRAILSOURCE or SOURCEISTABLE")
     if source == "TRANLOG":
         pass
     elif source == "EXTTRAILSOURCE" and not integrated:
         args["source_path"] = _trail(cur)
+    elif source == "SOURCEISTABLE" and not integrated:
+        pass
     else:
         cur.i -= 1
-        cur.fail("TRANLOG or EXTTRAILSOURCE")
+        cur.fail("TRANLOG, EXTTRAILSOURCE or SOURCEISTABLE")
 
     def handle(opt: str) -> bool:
         if opt == "DUMPDIR" and source == "TRANLOG":
             args["dumpdir"] = cur.value("a directory of redo dumps")
+        elif opt == "INITIALLOAD" and source == "TRANLOG" and "position" not in args:
+            args["initialload"] = cur.group()
         elif opt == "DESC":
             args["description"] = cur.value("a quoted description")
-        elif opt in ("EXTSEQNO", "EXTRBA") and source == "TRANLOG":
+        elif source == "SOURCEISTABLE" or (opt in ("EXTSEQNO", "EXTRBA")
+                                           and source == "TRANLOG"):
             return False
         else:
             return _position_option(cur, opt, args)
         return True
 
-    _options(cur, handle, "BEGIN, SCN, LSN, DUMPDIR, EXTSEQNO, EXTRBA or DESC")
+    _options(cur, handle, "DESC" if source == "SOURCEISTABLE" else
+             "BEGIN, SCN, LSN, DUMPDIR, INITIALLOAD, EXTSEQNO, EXTRBA or DESC")
+    if source == "TRANLOG" and "initialload" in args:
+        if "position" in args or args.get("begin") not in (None, "NOW") or "dumpdir" in args:
+            cur.fail("INITIALLOAD alone: the Extract begins where the initial load's "
+                     "snapshot ends")
+        args["begin"] = "NOW"
     if source == "TRANLOG" and "begin" not in args and "position" not in args:
-        cur.fail("BEGIN NOW, BEGIN timestamp, SCN n or LSN x for a TRANLOG Extract")
+        cur.fail("BEGIN NOW, BEGIN timestamp, SCN n, LSN x or INITIALLOAD load for a TRANLOG "
+                 "Extract")
     return AddExtract(name, source, integrated=integrated, **args)
 
 
@@ -624,6 +638,64 @@ def _alter(cur: _Line) -> Command:
     return AlterGroup(kind, name, **args)
 
 
+def _send(cur: _Line) -> Command:
+    cur.accept("EXTRACT", "EXT")
+    name = cur.group()
+    tok = cur.tokens[cur.i] if cur.comma() and cur.i < len(cur.tokens) else None
+    if tok is None or tok.upper != "SNAPSHOT":
+        raise GgsciSyntaxError(
+            f"ERROR: {cur.text.strip()!r}: this SEND request is not supported: trailgate's "
+            f"SEND takes SNAPSHOT TABLE schema.table [, RESYNC]; STOP, START, INFO and STATS "
+            f"do the rest.", path=cur.path, line=cur.line)
+    cur.word("SNAPSHOT")
+    if cur.word("TABLE") != "TABLE":
+        cur.i -= 1
+        cur.fail("TABLE after SNAPSHOT")
+    table = cur.table()
+    resync = False
+
+    def handle(opt: str) -> bool:
+        nonlocal resync
+        if opt == "RESYNC":
+            resync = True
+            return True
+        return False
+
+    _options(cur, handle, "RESYNC")
+    return SendSnapshot(name, table, resync)
+
+
+def _compare(cur: _Line) -> Command:
+    cur.accept("EXTRACT", "EXT")
+    extract = cur.group()
+    if not cur.comma():
+        cur.fail("', REPLICAT name' after the Extract")
+    cur.accept("REPLICAT", "REP")
+    replicat = cur.group()
+    args: dict[str, Any] = {}
+    tables: list[str] = []
+
+    def handle(opt: str) -> bool:
+        if opt == "TABLE":
+            tables.append(cur.table())
+        elif opt in ("REPORT", "REPAIR") and opt.lower() not in args:
+            args[opt.lower()] = cur.value("a file name")
+        elif opt == "APPLYREPAIR":
+            args["apply_repair"] = True
+        elif opt == "NOCONFIRM":
+            args["confirm"] = False
+        elif opt == "CONFIRMWAIT":
+            args["confirm_wait"] = float(cur.integer("a number of seconds"))
+        else:
+            return False
+        return True
+
+    _options(cur, handle, "TABLE, REPORT, REPAIR, APPLYREPAIR, NOCONFIRM or CONFIRMWAIT")
+    if args.get("apply_repair") and "repair" not in args:
+        cur.fail("REPAIR file with APPLYREPAIR (the SQL that is run)")
+    return CompareGroups(extract, replicat, tuple(tables), **args)
+
+
 def _alter_credentialstore(cur: _Line) -> Command:
     action = cur.word("ADD, REPLACE or DELETE USER")
     if action not in ("ADD", "REPLACE", "DELETE"):
@@ -725,6 +797,8 @@ _VERBS: dict[str, Callable[[_Line], Command]] = {
     "STATS": lambda c: _group_verb(c, "STATS"),
     "STATUS": _info,
     "LAG": lambda c: _group_verb(c, "LAG"),
+    "COMPARE": _compare,
+    "SEND": _send,
     "VIEW": _view,
     "EDIT": _edit,
     "OBEY": _obey,
@@ -736,7 +810,6 @@ _VERBS: dict[str, Callable[[_Line], Command]] = {
 
 _NOT_SUPPORTED = {
     "SHELL": "SHELL is not supported: run operating-system commands outside GGSCI",
-    "SEND": "SEND is not supported yet: use STOP and START",
     "CLEANUP": "CLEANUP is not supported: use DELETE and ADD",
 }
 

@@ -268,6 +268,12 @@ class ExtractParams(GroupParams):
     tables: list[TableSpec] = field(default_factory=list)
     table_excludes: list[str] = field(default_factory=list)
     tranlog: TranlogOptions | None = None
+    # an initial-load Extract (SOURCEISTABLE): where its rows go
+    sourceistable: bool = False
+    extfiles: list[tuple[str, str]] = field(default_factory=list)  # (EXTFILE|RMTFILE, path)
+    rmttask: str | None = None  # RMTTASK REPLICAT, GROUP name: that Replicat's targets
+    instantiate: list[str] = field(default_factory=list)  # INSTANTIATE REPLICAT name
+    create_targets: bool = False  # CREATETARGETS
 
     kind = "EXTRACT"
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from trailgate.errors import ConfigError
 from trailgate.home import Home, validate_group_name
@@ -175,6 +176,61 @@ def _trail(cur: Cursor, st: _State) -> None:
             _unknown_option(cur, opt, ["FORMAT RELEASE", "TRAILBYTEORDER"])
     if spec.release is not None or spec.byte_order is not None:
         st.params.trail_options[path] = spec
+
+
+@_handler("SOURCEISTABLE", applies=_EXT)
+def _sourceistable(cur: Cursor, st: _State) -> None:
+    assert isinstance(st.params, ExtractParams)
+    st.params.sourceistable = True
+    cur.end()
+
+
+@_handler("EXTFILE", "RMTFILE", applies=_EXT)
+def _extfile(cur: Cursor, st: _State) -> None:
+    assert isinstance(st.params, ExtractParams)
+    path = cur.value("a file name such as ./dirdat/il")
+    if not _TRAIL.match(os.path.basename(path)):
+        cur.error(f"{cur.stmt.keyword}: {path!r}: trailgate writes the load as a trail: a "
+                  f"directory and a two-character prefix, such as ./dirdat/il")
+    while cur.skip_comma() or not cur.at_end():
+        opt = cur.expect_kw("MEGABYTES", "PURGE")
+        if opt == "MEGABYTES":
+            cur.integer("a size in megabytes", minimum=1)  # one file per range: accepted
+    st.params.extfiles.append((cur.stmt.keyword, path))
+
+
+@_handler("RMTTASK", applies=_EXT)
+def _rmttask(cur: Cursor, st: _State) -> None:
+    assert isinstance(st.params, ExtractParams)
+    cur.expect_kw("REPLICAT")
+    cur.skip_comma()
+    cur.expect_kw("GROUP")
+    try:
+        st.params.rmttask = validate_group_name(cur.value("a Replicat group name"))
+    except ConfigError as exc:
+        cur.error(f"RMTTASK: {exc}")
+    cur.end()
+
+
+@_handler("INSTANTIATE", applies=_EXT)
+def _instantiate(cur: Cursor, st: _State) -> None:
+    assert isinstance(st.params, ExtractParams)
+    cur.expect_kw("REPLICAT")
+    while True:
+        try:
+            st.params.instantiate.append(validate_group_name(cur.value("a Replicat group")))
+        except ConfigError as exc:
+            cur.error(f"INSTANTIATE: {exc}")
+        if not cur.skip_comma():
+            break
+    cur.end()
+
+
+@_handler("CREATETARGETS", applies=_EXT)
+def _createtargets(cur: Cursor, st: _State) -> None:
+    assert isinstance(st.params, ExtractParams)
+    st.params.create_targets = True
+    cur.end()
 
 
 @_handler("RMTHOST", applies=_EXT)
@@ -655,7 +711,16 @@ def _validate(params: GroupParams, state: _State, first: Statement) -> None:
             raise ConfigError(f"REPLICAT {params.name} has no MAP statement, so it would "
                               f"apply nothing: add MAP schema.table, TARGET schema.table;",
                               path=first.path, line=first.line)
+    elif isinstance(params, ExtractParams) and params.sourceistable:
+        _validate_load(params, first)
     elif isinstance(params, ExtractParams):
+        for word, used in (("EXTFILE/RMTFILE", params.extfiles), ("RMTTASK", params.rmttask),
+                           ("INSTANTIATE", params.instantiate),
+                           ("CREATETARGETS", params.create_targets)):
+            if used:
+                raise ConfigError(f"{word} is for an initial-load Extract: add SOURCEISTABLE "
+                                  f"(and ADD EXTRACT {params.name}, SOURCEISTABLE)",
+                                  path=first.path, line=first.line)
         if not params.tables:
             raise ConfigError(f"EXTRACT {params.name} has no TABLE statement, so it would "
                               f"capture nothing: add TABLE schema.table; (or schema.*)",
@@ -664,6 +729,24 @@ def _validate(params: GroupParams, state: _State, first: Statement) -> None:
             raise ConfigError(f"EXTRACT {params.name} writes no trail: add EXTTRAIL or "
                               f"RMTTRAIL before the TABLE statements",
                               path=first.path, line=first.line)
+
+
+def _validate_load(params: ExtractParams, first: Statement) -> None:
+    """An initial-load Extract: TABLEs, and exactly one of EXTFILE/RMTFILE or RMTTASK."""
+    where: dict[str, Any] = {"path": first.path, "line": first.line}
+    if not params.tables:
+        raise ConfigError(f"EXTRACT {params.name} (SOURCEISTABLE) has no TABLE statement: add "
+                          f"TABLE schema.table; (or schema.*) for the tables to load", **where)
+    if params.exttrails or params.rmttrails:
+        raise ConfigError(f"EXTRACT {params.name} is an initial load (SOURCEISTABLE): it writes "
+                          f"EXTFILE/RMTFILE or loads through RMTTASK, not EXTTRAIL/RMTTRAIL",
+                          **where)
+    outputs = len(params.extfiles) + (1 if params.rmttask else 0)
+    if outputs != 1:
+        raise ConfigError(f"EXTRACT {params.name} (SOURCEISTABLE) needs exactly one output: "
+                          f"EXTFILE ./dirdat/il (a file a Replicat applies) or RMTTASK "
+                          f"REPLICAT, GROUP name (straight into that Replicat's targets)",
+                          **where)
 
 
 def parse_params(path: str | os.PathLike[str], *, base_dir: str | os.PathLike[str] | None

@@ -18,7 +18,7 @@ from trailgate.changes.change_rows import OP_POSITION
 from trailgate.changes.routing import Router
 from trailgate.model import TrailPosition
 from trailgate.replicat.config import ReplicatConfig
-from trailgate.replicat.csn_filter import CsnFilter, filtered
+from trailgate.replicat.csn_filter import BatchFilter, filtered
 from trailgate.replicat.range_apply import apply_range
 from trailgate.replicat.task_apply import (
     RESULT_FIELDS,
@@ -38,7 +38,7 @@ class PgBatchApply:
     driver applied itself (tests, reports)."""
 
     def __init__(self, cfg: ReplicatConfig, partitions: int, router: Router,
-                 csn_filter: CsnFilter | None):
+                 csn_filter: BatchFilter | None):
         self.cfg = cfg
         self.partitions = max(1, partitions)
         self.router = router

@@ -7,15 +7,24 @@ metadata and position rows pass) or straight from the trail (a filter on the cha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from trailgate.model import OpType
 from trailgate.replicat.task_rows import TaskRows
 
-__all__ = ["SPECIAL_OPS", "CsnFilter", "filtered"]
+__all__ = ["SPECIAL_OPS", "BatchFilter", "CsnFilter", "filtered"]
 
 #: Rows of a batch that are not changes: table definitions and the position row.
 SPECIAL_OPS = (int(OpType.METADATA), -1)
+
+
+class BatchFilter(Protocol):
+    """What leaves changes out of a batch: ``CsnFilter``, or ``inst_filter.ChangeFilter``
+    (ATCSN and an initial load's cuts together)."""
+
+    def frame(self, df: Any) -> Any: ...
+
+    def task(self, task: TaskRows) -> TaskRows: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +59,6 @@ class CsnFilter:
         return task
 
 
-def filtered(df: Any, csn_filter: CsnFilter | None) -> Any:
+def filtered(df: Any, csn_filter: BatchFilter | None) -> Any:
     """``df`` through ``csn_filter``, or unchanged without one."""
     return df if csn_filter is None else csn_filter.frame(df)

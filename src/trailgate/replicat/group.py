@@ -25,6 +25,7 @@ from trailgate.process.query import query_error, report_interval, watch
 from trailgate.process.runtime import GroupProcess
 from trailgate.replicat.config import ReplicatConfig, load_replicat_config, spark_conf
 from trailgate.replicat.csn_filter import CsnFilter
+from trailgate.replicat.inst_filter import ChangeFilter
 
 __all__ = ["RunOptions", "run_replicat_group"]
 
@@ -114,6 +115,46 @@ class _Stats:
         return out
 
 
+def _instantiation(proc: GroupProcess, home: Home, cfg: ReplicatConfig) -> Any:
+    """The instantiation registry an initial load left for this Replicat, checked: None
+    when there is none, or when the Replicat has passed every cut (then it goes)."""
+    from trailgate.apply.instantiation import Instantiation, registry_path
+    from trailgate.errors import ConfigError
+
+    registry = Instantiation.load(home.dirchk, cfg.group)
+    if registry is None:
+        return None
+    if registry.pending and not registry.incomplete():
+        load = registry.pending[0]
+        raise ConfigError(
+            f"REPLICAT {cfg.group} cannot start yet: the initial load {load} into its "
+            f"targets has not finished; START EXTRACT {load} to finish it, or remove "
+            f"{registry_path(home.dirchk, cfg.group)} to apply without the load's cuts")
+    waiting = registry.incomplete()
+    if waiting:
+        t = waiting[0]
+        raise ConfigError(
+            f"REPLICAT {cfg.group} cannot start yet: the initial load {t.load} into its "
+            f"targets has not finished ({len(waiting)} table(s), e.g. {t.table}); START "
+            f"EXTRACT {t.load} to finish it (it redoes only what is not done), or remove "
+            f"{registry_path(home.dirchk, cfg.group)} to apply without the load's cuts")
+    ck = home.checkpoints.load(cfg.group, "REPLICAT")
+    report = proc.report
+    assert report is not None
+    if ck is not None and ck.last_csn is not None and int(ck.last_csn) >= registry.high:
+        registry_path(home.dirchk, cfg.group).unlink(missing_ok=True)
+        report.line(f"Instantiation:    every cut of the initial load passed (CSN "
+                    f"{registry.high}); its registry removed")
+        return None
+    report.line(f"Instantiation:    {len(registry.tables)} table(s) loaded by an initial "
+                f"load: their changes before each table's cut are left out")
+    for t in sorted(registry.tables.values(), key=lambda t: t.table):
+        cuts = ", ".join(str(c.csn) for c in t.cuts) if len(t.cuts) < 4 else \
+            f"{t.low} … {t.high} ({len(t.cuts)} ranges)"
+        report.line(f"  {t.table}: CSN {cuts}")
+    return registry
+
+
 def _start_position(home: Home, cfg: ReplicatConfig) -> str:
     """Where a fresh Spark query starts: the group checkpoint, else ADD REPLICAT's."""
     ck = home.checkpoints.load(cfg.group, "REPLICAT")
@@ -194,12 +235,13 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
         stop_file.unlink(missing_ok=True)
         spark_dir = home.spark_checkpoint_dir(cfg.group) / "spark"
         stats = _Stats()
-        csn_filter = CsnFilter.of(opts.atcsn, opts.aftercsn)
+        registry = _instantiation(proc, home, cfg)
+        csn_filter = ChangeFilter.of(CsnFilter.of(opts.atcsn, opts.aftercsn), registry)
         own = spark is None
         if own:
             spark = proc.start_spark(cfg.params.spark.master, spark_conf(cfg.params))
         try:
-            n = _partitions(cfg, spark)
+            n = 1 if registry is not None else _partitions(cfg, spark)
             base = batch_base(cfg, spark_dir)
             report.line(f"Partitions:       {n} (changes to one key stay in one, in trail "
                         f"order)")

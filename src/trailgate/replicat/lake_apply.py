@@ -17,7 +17,7 @@ from trailgate.changes.change_rows import OP_POSITION
 from trailgate.changes.routing import Router
 from trailgate.model import TrailPosition
 from trailgate.replicat.config import ReplicatConfig
-from trailgate.replicat.csn_filter import SPECIAL_OPS, CsnFilter, filtered
+from trailgate.replicat.csn_filter import SPECIAL_OPS, BatchFilter, filtered
 from trailgate.replicat.task_rows import BatchSummary, read_task_rows, trail_changes
 
 __all__ = ["LakeBatchApply"]
@@ -26,7 +26,7 @@ __all__ = ["LakeBatchApply"]
 class LakeBatchApply:
     """Applies the micro-batches of a Delta or Parquet Replicat (module docstring)."""
 
-    def __init__(self, cfg: ReplicatConfig, router: Router, csn_filter: CsnFilter | None):
+    def __init__(self, cfg: ReplicatConfig, router: Router, csn_filter: BatchFilter | None):
         self.cfg = cfg
         self.router = router
         self.csn_filter = csn_filter

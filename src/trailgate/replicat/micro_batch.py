@@ -23,7 +23,7 @@ from trailgate.home import Home
 from trailgate.model import TrailPosition
 from trailgate.replicat.batch_apply import PgBatchApply
 from trailgate.replicat.config import ReplicatConfig
-from trailgate.replicat.csn_filter import CsnFilter
+from trailgate.replicat.csn_filter import BatchFilter
 from trailgate.replicat.lake_apply import LakeBatchApply
 from trailgate.replicat.stream_apply import ApplyStreamer
 from trailgate.replicat.task_apply import open_applier
@@ -70,7 +70,7 @@ class BatchApplier:
     """
 
     def __init__(self, cfg: ReplicatConfig, partitions: int, *, base: int = 0,
-                 csn_filter: CsnFilter | None = None,
+                 csn_filter: BatchFilter | None = None,
                  on_batch: Callable[[int, dict[str, TableCounts]], None] | None = None,
                  spark_dir: Path | None = None, start: TrailPosition | None = None,
                  continuous: bool = False, stop_file: Path | None = None):

@@ -24,7 +24,7 @@ from trailgate.changes.ranges import definitions_before, julian_to_iso, remember
 from trailgate.changes.routing import Router
 from trailgate.errors import TrailgateError
 from trailgate.model import TableDef, TrailPosition
-from trailgate.replicat.csn_filter import CsnFilter
+from trailgate.replicat.csn_filter import BatchFilter
 from trailgate.replicat.task_rows import read_task_rows
 from trailgate.trail._accel import speedups
 from trailgate.trail.header import decode_file_header
@@ -185,7 +185,7 @@ def apply_span(applier: PgApplier, batch_id: int, trail: str, lower: TrailPositi
 
 def apply_range(applier: PgApplier, batch_id: int, trail: str, lower: TrailPosition,
                 upper: TrailPosition, router: Router, *, advance: tuple[str, str] | None = None,
-                csn_filter: CsnFilter | None = None) -> tuple[ApplyResult | None, str]:
+                csn_filter: BatchFilter | None = None) -> tuple[ApplyResult | None, str]:
     """Apply ``[lower, upper)`` (whole transactions) as key partition 0 of ``batch_id``, or as
     the stream apply's next step (``advance``): (the result, None when nothing in the range
     is mapped; the range's position row JSON).  Set-based from the bytes when it can be,

@@ -58,8 +58,14 @@ class TrailWriter:
         compatibility: int = COMPATIBILITY_LEVEL,
         fsync: bool = True,
         format: TrailFormat | None = None,
+        start_seqno: int | None = None,
+        named_as: str | Path | None = None,
     ):
+        """``start_seqno``: write from this sequence number on instead of after the
+        trail's last file (a file prepared elsewhere and renamed into place);
+        ``named_as``: the trail whose file names the headers carry (default: ``trail``)."""
         self.trail = TrailName(trail)
+        self._named_as = TrailName(named_as) if named_as is not None else self.trail
         self.trail.directory.mkdir(parents=True, exist_ok=True)
         self.max_bytes = max(1, megabytes) * 1024 * 1024
         self.producer = ProducerInfo(name=producer) if isinstance(producer, str) else producer
@@ -79,7 +85,7 @@ class TrailWriter:
         self.machine = MachineInfo.current()
         self._fsync = fsync
         self._fd: int | None = None
-        self._seq = self._first_sequence()
+        self._seq = self._first_sequence() if start_seqno is None else start_seqno
         self._header: FileHeader | None = None
         self._buf = bytearray()
         self._file_len = 0
@@ -285,6 +291,11 @@ class TrailWriter:
             self._finish_file()
         self._next_header = header
 
+    def ensure_file(self, first_csn: int, first_io_time: int) -> None:
+        """Open the file now if none is open: a file exists even if nothing is written."""
+        if self._fd is None:
+            self._open_file(first_csn, first_io_time)
+
     def resume(self, seqno: int, length: int, tables: Mapping[str, TableDef], *,
                last_csn: int | None = None, last_io_time: int | None = None) -> None:
         """Go on appending to file ``seqno`` of this trail at ``length``.
@@ -358,7 +369,7 @@ class TrailWriter:
         path = self.trail.file(self._seq)
         header = FileHeader(
             seqno=self._seq,
-            filename=str(path.absolute()),
+            filename=str(self._named_as.file(self._seq).absolute()),
             uri=self.uri,
             uri_history=self.uri_history,
             compatibility=self.compatibility,

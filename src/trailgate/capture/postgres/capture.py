@@ -341,6 +341,10 @@ class PgCapture:
             self._pending_ack = 0
             self._advance()
 
+    def reset_plans(self) -> None:
+        """Ask the encode plan again for every table (what it answers has changed)."""
+        self._plans.clear()
+
     def republish_tables(self) -> None:
         """Hand out each table's definition again with its next transaction, as a new
         read of the slot would (a consumer that starts over, e.g. a new trail file, needs

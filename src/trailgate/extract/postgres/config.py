@@ -25,7 +25,7 @@ from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_globals, parse_group_params
 from trailgate.trail.release import sink_format_options
 
-__all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "load_extract_config"]
+__all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "load_extract_config", "source_conninfo"]
 
 #: Bytes of one transaction's changes kept in memory before it is spilled to ``dirtmp/``.
 DEFAULT_MEMORY_LIMIT = 64 << 20
@@ -56,7 +56,7 @@ class ExtractConfig:
         return [t.name for t in self.params.tables]
 
 
-def _conninfo(home: Home, params: ExtractParams) -> str:
+def source_conninfo(home: Home, params: ExtractParams) -> str:
     if params.useridalias:
         cred = CredentialStore(home.path).get(params.useridalias,
                                               params.domain or "OracleGoldenGate")
@@ -120,7 +120,7 @@ def load_extract_config(home: Home, group: str, *,
                    process_id=process_id or os.getpid())
     schema = parse_globals(home.globals_file).ggschema
     return ExtractConfig(
-        group=info.name, home=str(home.path), conninfo=_conninfo(home, params),
+        group=info.name, home=str(home.path), conninfo=source_conninfo(home, params),
         slot=slot_name(info.name), publication=DEFAULT_PUBLICATION, trail=trail,
         trail_label=label, megabytes=megabytes,
         rules=TableRules(params.tables, params.table_excludes, env,

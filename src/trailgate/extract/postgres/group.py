@@ -141,6 +141,50 @@ def _heartbeat(proc: GroupProcess, cfg: ExtractConfig) -> Any:
     assert proc.report is not None
     proc.report.line(f"Heartbeat:        {cfg.heartbeat_schema}.{SEED}")
     return writer
+#: ``SPARK CONF trailgate.extract.snapshotChunkRows=n``: rows per incremental-snapshot chunk.
+SNAPSHOT_CHUNK_CONF = "trailgate.extract.snapshotChunkRows"
+
+
+def _tracker(cfg: ExtractConfig, ck: Any, run_id: str) -> Any:
+    """This run's snapshot tracker, with the snapshots the checkpoint has under way; the
+    driver's stream uses it."""
+    from trailgate.extract.postgres.snapshot_tracker import SnapshotTracker, register
+
+    state = (ck.read_position.get("snapshots") if ck is not None else None) or []
+    tracker = SnapshotTracker(run_id, state)
+    register(cfg.home, cfg.group, tracker)
+    return tracker
+
+
+def _runner(proc: GroupProcess, cfg: ExtractConfig, tracker: Any, batch: Any) -> Any:
+    """The incremental-snapshot thread, for a run that writes the trail as it streams."""
+    from trailgate.extract.postgres.snapshot_runner import (
+        CHUNK_ROWS,
+        SnapshotRunner,
+        request_dir,
+    )
+
+    if not batch.continuous:
+        if tracker.tables or any(request_dir(Path(cfg.home) / "dirchk", cfg.group).glob(
+                "*.json")):
+            proc.warn("incremental snapshots wait for a run that streams the log (not "
+                      "--once, not SPARK CONF trailgate.extract.continuous=false)")
+        return None
+    try:
+        rows = int(cfg.params.spark.conf.get(SNAPSHOT_CHUNK_CONF, CHUNK_ROWS))
+    except ValueError:
+        raise ConfigError(f"SPARK CONF {SNAPSHOT_CHUNK_CONF}: expected a number of rows"
+                          ) from None
+
+    def report(line: str) -> None:
+        if "refused" in line or "stopped" in line or line.startswith("WARNING"):
+            proc.warn(line)  # the report and ggserr.log
+        elif proc.report is not None:
+            proc.report.line(line)
+
+    runner = SnapshotRunner(cfg, tracker, chunk_rows=rows, report=report)
+    runner.start()
+    return runner
 
 
 def _finish(cfg: ExtractConfig, run_id: str) -> None:
@@ -183,11 +227,14 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
             spark = proc.start_spark(cfg.params.spark.master,
                                      {**SPARK_DEFAULTS, **cfg.params.spark.conf})
         batch = heartbeat = None
+        runner = None
+        tracker = _tracker(cfg, ck, run_id)
         try:
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"
             else:
                 query, batch = _start_query(spark, cfg, opts, run_id, stop_file)
+                runner = _runner(proc, cfg, tracker, batch)
                 proc.started()
                 if not opts.once:
                     heartbeat = _heartbeat(proc, cfg)
@@ -205,11 +252,16 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
         finally:
             if heartbeat is not None:
                 heartbeat.stop()
+            if runner is not None:
+                runner.stop()
             stop_file.unlink(missing_ok=True)
             if own:
                 stop_spark()
             if batch is not None:
                 batch.close()  # after the query: no batch is reading the stream
+            from trailgate.extract.postgres.snapshot_tracker import register
+
+            register(cfg.home, cfg.group, None)
         _finish(cfg, run_id)
         assert proc.report is not None
         proc.report.section("Run Time Statistics")

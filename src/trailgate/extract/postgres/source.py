@@ -38,8 +38,10 @@ from trailgate.extract.postgres.config import (
     ExtractConfig,
     load_extract_config,
 )
+from trailgate.extract.postgres.snapshot_tracker import PREFIX as SNAPSHOT_PREFIX
+from trailgate.extract.postgres.snapshot_tracker import SnapshotTracker, active
 from trailgate.home import Home
-from trailgate.model import Change, TableDef, datetime_from_julian
+from trailgate.model import Change, OpType, TableDef, datetime_from_julian
 from trailgate.spark.batch_window import BatchWindow, stop_requested
 
 if TYPE_CHECKING:
@@ -164,18 +166,21 @@ class _Emitter:
     path, which gives the same bytes (``tests/integration/test_pg_fastpath.py``).
     """
 
-    def __init__(self, config: ExtractConfig, fast: bool = True):
+    def __init__(self, config: ExtractConfig, fast: bool = True,
+                 tracker: SnapshotTracker | None = None):
         self.rules = config.rules
         self.defs: dict[str, Any] = {}
         self.fast = fast and fastpath.available
+        self.tracker = tracker
 
     def encode_plan(self, table: TableDef) -> bytes | bool | None:
         """PgCapture's ``EncodePlan``: drop, keep raw, or encode with this column mask."""
         rule = self.rules.rule(table.qualified_name)
         if rule is None:
             return False
-        if rule.spec.tokens or self.rules.is_heartbeat(table.qualified_name):
-            return None  # the Python path: tokens, or the heartbeat's hop stamp
+        if (rule.spec.tokens or self.rules.is_heartbeat(table.qualified_name)
+                or (self.tracker is not None and self.tracker.tracks(table.qualified_name))):
+            return None  # the Python path: tokens, the heartbeat's hop stamp, a snapshot's table
         keep = rule.keep_columns(table)
         return b"" if keep is None else fastpath.keep_mask(len(table.columns), keep)
 
@@ -191,23 +196,11 @@ class _Emitter:
         io_time = getattr(changes, "io_time", 0)
         csn, xid = t.csn, txn.xid
         held: Change | EncodedRun | None = None  # the last output, until we know if it ends t
-        index = 0  # of the change, for @GETENV's position in the transaction
-        for item in items:
-            out: Change | EncodedRun | None
-            if isinstance(item, EncodedRun):
-                out = item
-                index += len(item.records)
-            else:
-                change = item if isinstance(item, Change) else decode_row(item, io_time)
-                out = self.rules.apply(change, self.defs.get(change.table), csn, xid,
-                                       txn.commit_time, index, count)
-                index += 1
-                if out is None:
-                    continue
+        for out in self._outputs(t, items, io_time, count, new_defs):
             if new_defs:
                 for d in new_defs:
                     rows.add_table(d, csn, xid)
-                new_defs = []
+                new_defs.clear()  # the chunks' tables are added to the same list
             if held is not None:
                 _add(rows, held, csn, xid, io_time, False)
                 if rows.full(batch_rows, BATCH_BYTES):
@@ -217,6 +210,50 @@ class _Emitter:
             _add(rows, held, csn, xid, io_time, True)
             if rows.full(batch_rows, BATCH_BYTES):
                 yield rows.take()
+
+    def _outputs(self, t: CapturedTransaction, items: Iterator[Any], io_time: int, count: int,
+                 new_defs: list[TableDef]) -> Iterator[Change | EncodedRun]:
+        """The transaction's records: its changes through the TABLE rules (a snapshot's
+        table's marked and remembered), then what its snapshot messages become."""
+        txn = t.transaction
+        csn, xid = t.csn, txn.xid
+        tracker = self.tracker
+        index = 0  # of the change, for @GETENV's position in the transaction
+        for item in items:
+            if type(item) is EncodedRun:
+                index += len(item.records)
+                yield item
+                continue
+            if type(item) is tuple:
+                item = decode_row(item, io_time)
+            out = self.rules.apply(item, self.defs.get(item.table), csn, xid,
+                                   txn.commit_time, index, count)
+            index += 1
+            if out is None:
+                continue
+            if tracker is not None and tracker.tracks(out.table):
+                out = tracker.observe(out, xid, self.defs.get(out.table))
+            yield out
+        if tracker is None:
+            return
+        for msg in t.messages:
+            if msg.prefix != SNAPSHOT_PREFIX:
+                continue
+            records = tracker.message(msg.content, xid, csn)
+            for change in records:
+                snap = tracker.snapshot(change.table)
+                table = self.defs.get(change.table) or (snap.definition if snap else None)
+                change.io_time = io_time
+                if change.op is not OpType.TRUNCATE:
+                    out = self.rules.apply(change, table, csn, xid, txn.commit_time, index,
+                                           count)
+                    if out is None:
+                        continue
+                    change = out
+                if table is not None and table not in new_defs:
+                    new_defs.append(table)  # the chunk's table: defined before its rows
+                index += 1
+                yield change
 
 
 def _add(rows: ChangeRowBuilder, out: Change | EncodedRun, csn: int, xid: str, io_time: int,
@@ -233,7 +270,7 @@ def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = Tr
     """The rows of transactions committed in ``[start, end)``, then the position row
     (``fast``: let the C row path encode what it can)."""
     cfg = opts.config
-    emitter = _Emitter(cfg, fast)
+    emitter = _Emitter(cfg, fast, _tracker(cfg))
     key = (cfg.conninfo, cfg.slot)
     cap = PgCapture(cfg.conninfo, cfg.slot, cfg.publication, spill_dir=cfg.spill_dir,
                     memory_limit_bytes=cfg.memory_limit_bytes,
@@ -271,18 +308,33 @@ def _batches(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int,
     rows, the last one ending with the position row."""
     rows = ChangeRowBuilder()
     last_commit = yield from _rows(opts, cap, emitter, start, end, rows)
-    rows.add_position(_position(opts, cap, end, last_commit))
+    rows.add_position(_position(opts, cap, end, last_commit, emitter.tracker))
     yield rows.take()
 
 
-def _position(opts: SourceOptions, cap: PgCapture, end: int, last_commit: int | None
-              ) -> dict[str, Any]:
+def _tracker(cfg: ExtractConfig) -> SnapshotTracker | None:
+    """This run's snapshot tracker (the driver of a running group), else one that only
+    marks the records of the tables the checkpoint says are being snapshotted."""
+    found = active(cfg.home, cfg.group)
+    if found is not None:
+        return found
+    ck = CheckpointStore(Path(cfg.home) / "dirchk").load(cfg.group, "EXTRACT")
+    state = (ck.read_position.get("snapshots") if ck is not None else None) or []
+    return SnapshotTracker("", state, live=False) if state else None
+
+
+def _position(opts: SourceOptions, cap: PgCapture, end: int, last_commit: int | None,
+              tracker: SnapshotTracker | None = None) -> dict[str, Any]:
     """The position row's value: where the read ended, the slot's restart point (the
-    recovery position), the last commit's time."""
+    recovery position), the last commit's time, the snapshots under way."""
     restart, _, _ = slot_state(cap.control_connection(), opts.config.slot)
     position: dict[str, Any] = {"lsn": end, "recovery": {"lsn": restart}}
     if last_commit is not None:
         position["read_time"] = _iso(last_commit)
+    if tracker is not None:
+        state = tracker.state()
+        if state:
+            position["snapshots"] = state
     return position
 
 
@@ -308,7 +360,8 @@ class StreamedSlot:
     def _open(self, start: int) -> tuple[PgCapture, _Emitter]:
         self.close()
         cfg = self.opts.config
-        emitter = _Emitter(cfg)
+        tracker = _tracker(cfg)
+        emitter = _Emitter(cfg, tracker=tracker)
         control = connect(cfg.conninfo,
                           application_name=f"trailgate {cfg.slot} stream control")
         try:  # the stream waits for another process to let go of the slot
@@ -321,6 +374,9 @@ class StreamedSlot:
                         encode_plan=emitter.encode_plan if emitter.fast else None,
                         connections=(None, control), stream=stream)
         self._stream, self._capture, self._emitter = stream, cap, emitter
+        if tracker is not None and tracker.live:
+            tracker.on_change = cap.reset_plans
+            tracker.attached = True
         self.opened += 1
         return cap, emitter
 
@@ -365,7 +421,8 @@ class StreamedSlot:
     def position_row(self, end: int) -> dict[str, Any]:
         """The position row's value for a stream read through ``end``."""
         assert self._capture is not None
-        return _position(self.opts, self._capture, end, self._last_commit)
+        tracker = self._emitter.tracker if self._emitter is not None else None
+        return _position(self.opts, self._capture, end, self._last_commit, tracker)
 
     def available(self) -> int:
         """How far a read from the stream's position can go without waiting."""

@@ -41,6 +41,14 @@ def check_source(cfg: ExtractConfig, resume_lsn: int | None) -> StartupReport:
     report = StartupReport()
     with connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} start") as conn:
         report.server_version = str(query_value(conn, "SHOW server_version"))
+        begin = cfg.info.begin if isinstance(cfg.info.begin, dict) else {}
+        load = begin.get("initialload")
+        if load and conn.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s",
+                                 (cfg.slot,)).fetchone() is None:
+            raise SourceError(
+                f"EXTRACT {cfg.group} begins where the initial load {load} reads its "
+                f"snapshot, and that load creates its slot {cfg.slot}: START EXTRACT {load} "
+                f"first (this Extract can start as soon as the load has begun)")
         slot_state(conn, cfg.slot)  # a clear error when ADD EXTRACT was not run
         try:
             wait_for_slot(conn, cfg.slot, timeout=30)
