@@ -54,8 +54,11 @@ def _write(table: Any, path: Path) -> None:
 
 
 def write_change_logs(cfg: Any, batch_id: int, changes: Sequence[TrailChange],
-                      table_defs: Mapping[str, TableDef]) -> dict[str, TableCounts]:
-    """Write the batch's change rows, one file per mapped table; counts per target."""
+                      table_defs: Mapping[str, TableDef], *, part: int = 0
+                      ) -> dict[str, TableCounts]:
+    """Write the batch's change rows, one file per mapped table; counts per target.
+    ``part``: the batch's part after its ``part``-th DDL record (its own file: a new schema
+    version, which ``spark.read.option("mergeSchema", "true")`` reads with the others)."""
     params = cfg.params
     by_target: dict[str, list[TrailChange]] = {}
     sources: dict[str, str] = {}
@@ -74,7 +77,7 @@ def write_change_logs(cfg: Any, batch_id: int, changes: Sequence[TrailChange],
         rows = change_log_rows(group, table_defs)
         directory = table_directory(cfg.target, name)
         suffix = "" if "#" not in target else "-" + target.split("#")[1].lower()
-        _write(rows, directory / f"batch_id={batch_id}" / f"part-00000{suffix}.parquet")
+        _write(rows, directory / f"batch_id={batch_id}" / f"part-{part:05d}{suffix}.parquet")
         c = counts.setdefault(name, TableCounts())
         for tc in group:
             op = tc.change.op

@@ -70,10 +70,11 @@ class TableCounts:
     discards: int = 0
     ignores: int = 0
     collisions: int = 0
+    ddl: int = 0
 
     @property
     def operations(self) -> int:
-        return self.inserts + self.updates + self.deletes + self.truncates
+        return self.inserts + self.updates + self.deletes + self.truncates + self.ddl
 
     def add(self, other: TableCounts) -> None:
         for name in self.__slots__:  # type: ignore[attr-defined]

@@ -11,6 +11,10 @@ are for writing trails again, so they keep everything a trail record needs, exac
   change of each table in a micro-batch, so every batch is self-contained;
 * a source position row (``op`` = -1, JSON in ``text``) at the end of a partition: the
   read checkpoint the sink stores once the batch is durable;
+* before a DDL change, a *define* row (``op`` = -3, the table's new definition in
+  ``text``): the sink writes its metadata record right after the DDL record; a *note* row (``op`` =
+  -4, text) is a line for the group's report once the transaction is durable
+  (``DDLOPTIONS REPORT``);
 * or a *packed* row (``op`` = -2): changes a capture source encoded itself (the PostgreSQL
   Extract's fast path), consecutive ones of one table and transaction, as their trail
   records end to end in ``record`` (``records.encode_row_record``: TransInd MIDDLE, CSN/XID
@@ -36,7 +40,9 @@ from trailgate.model import Change, Column, ColumnKind, OpType, TableDef
 __all__ = [
     "CHANGE_ARROW_SCHEMA",
     "CHANGE_SCHEMA_DDL",
+    "OP_DEFINE",
     "OP_METADATA",
+    "OP_NOTE",
     "OP_PACKED",
     "OP_POSITION",
     "ChangeColumns",
@@ -50,6 +56,8 @@ __all__ = [
 OP_METADATA = int(OpType.METADATA)
 OP_POSITION = -1
 OP_PACKED = -2
+OP_DEFINE = -3
+OP_NOTE = -4
 
 CHANGE_SCHEMA_DDL = (
     "op int, table_name string, csn long, xid string, txn_last boolean, "
@@ -142,6 +150,17 @@ class ChangeRowBuilder:
         self.rows.append((OP_METADATA, table.qualified_name, csn, xid, False, None, None, None,
                           None, None, None, None, tabledef_to_json(table), None))
 
+    def add_define(self, table: TableDef, csn: int, xid: str) -> None:
+        """A table's new definition, for the DDL change added next: written right after
+        that change's record."""
+        self.rows.append((OP_DEFINE, table.qualified_name, csn, xid, False, None, None, None,
+                          None, None, None, None, tabledef_to_json(table), None))
+
+    def add_note(self, text: str, csn: int, xid: str) -> None:
+        """A report line about the transaction being added (kept only if it is written)."""
+        self.rows.append((OP_NOTE, None, csn, xid, False, None, None, None, None, None, None,
+                          None, text, None))
+
     def add_position(self, position: dict[str, Any]) -> None:
         """The source position every row before this one was read up to."""
         self.rows.append((OP_POSITION, None, None, None, False, None, None, None, None, None,
@@ -175,6 +194,7 @@ class ChangeRow:
     table_def: TableDef | None = None
     position: dict[str, Any] | None = None
     record: bytes | None = None
+    note: str | None = None
 
 
 def _maps(array: pa.Array) -> list[dict[Any, Any] | None]:
@@ -256,9 +276,11 @@ def iter_change_rows(batch: pa.RecordBatch | pa.Table) -> Iterator[ChangeRow]:
     for i, op in enumerate(cols.ops):
         if op == OP_POSITION:
             yield ChangeRow(op, None, None, None, False, position=cols.position(i))
-        elif op == OP_METADATA:
+        elif op in (OP_METADATA, OP_DEFINE):
             yield ChangeRow(op, cols.tables[i], cols.csns[i], cols.xids[i], False,
                             table_def=cols.table_def(i))
+        elif op == OP_NOTE:
+            yield ChangeRow(op, None, cols.csns[i], cols.xids[i], False, note=cols.texts[i])
         else:
             yield ChangeRow(op, cols.tables[i], cols.csns[i], cols.xids[i],
                             bool(cols.lasts[i]), change=cols.change(i),

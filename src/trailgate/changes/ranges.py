@@ -9,7 +9,7 @@ file's table definitions; those are found by scanning the file's start, cached p
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -104,13 +104,18 @@ class TrailRange:
     """The complete transactions starting in ``[lower, upper)`` (the module docstring's
     rule), with the router's tables only, renamed as it says: what both row forms read.
 
+    DDL records are kept whatever their object (the router is about DML; a Replicat's DDL
+    rules decide on them), unless ``ddl`` says no (a Data Pump's rules), under their own
+    name; the definition written right after a DDL record is its item's definition.
+
     After :meth:`transactions` is exhausted, :meth:`position` gives the range's end and
     last commit (the position row)."""
 
     def __init__(self, trail: str, lower: TrailPosition, upper: TrailPosition | None,
-                 router: Router | None = None):
+                 router: Router | None = None, ddl: Callable[[Change], bool] | None = None):
         self.trail, self.lower, self.upper = trail, lower, upper
         self.router = router or Router()
+        self.ddl = ddl
         self.end: TrailPosition | None = None
         self.last_commit: tuple[int, int, str] | None = None  # (julian, csn, xid)
         self._renamed: dict[int, TableDef] = {}
@@ -130,13 +135,18 @@ class TrailRange:
         reader = TrailReader(self.trail, start=self.lower,
                              tables=definitions_before(self.trail, self.lower))
         txn: Pending | None = None
+        after_ddl: int | None = None  # the item of the DDL record just read
         for record in reader.records():
             raw = record.raw
             beyond = upper is not None and record.position >= upper
             if raw.io_type == OpType.METADATA:
                 if beyond and txn is None:
                     break
+                if txn is not None and after_ddl is not None and record.table_def:
+                    change, pos, _ = txn.items[after_ddl]
+                    txn.items[after_ddl] = (change, pos, record.table_def)
                 continue
+            after_ddl = None
             if record.starts_transaction:
                 if beyond:
                     break
@@ -146,7 +156,12 @@ class TrailRange:
                     break
                 continue  # the rest of a transaction that started before this range
             change = record.change
-            if change is not None and raw.io_type != OpType.COMMENT:
+            if change is not None and raw.io_type == OpType.DDL:
+                txn.commit_time = change.io_time or txn.commit_time
+                if self.ddl is None or self.ddl(change):
+                    after_ddl = len(txn.items)
+                    txn.items.append((change, record.position, None))
+            elif change is not None and raw.io_type != OpType.COMMENT:
                 txn.commit_time = change.io_time or txn.commit_time
                 name = route(change.table)
                 if name is not None:

@@ -24,6 +24,7 @@ from trailgate.ggsci.commands import (
     AlterGroup,
     Command,
     DbLogin,
+    DdlSupport,
     DeleteCheckpointTable,
     DeleteCredentialStore,
     DeleteGroup,
@@ -425,6 +426,9 @@ def _add(cur: _Line) -> Command:
         return _trandata(cur, "ADD")
     if obj == "SCHEMATRANDATA":
         return _schematrandata(cur, "ADD")
+    if obj == "DDLSUPPORT":
+        cur.done()
+        return DdlSupport("ADD")
     if obj == "CHECKPOINTTABLE":
         return _checkpoint_table(cur, AddCheckpointTable)
     if obj == "CREDENTIALSTORE":
@@ -450,6 +454,9 @@ def _delete(cur: _Line) -> Command:
         return _trandata(cur, "DELETE")
     if obj == "SCHEMATRANDATA":
         return _schematrandata(cur, "DELETE")
+    if obj == "DDLSUPPORT":
+        cur.done()
+        return DdlSupport("DELETE")
     if obj == "CHECKPOINTTABLE":
         return _checkpoint_table(cur, DeleteCheckpointTable)
     if obj == "CREDENTIALSTORE":
@@ -487,6 +494,10 @@ def _info(cur: _Line) -> Command:
     if word == "CHECKPOINTTABLE":
         cur.i += 1
         return _checkpoint_table(cur, InfoCheckpointTable)
+    if word == "DDLSUPPORT":
+        cur.i += 1
+        cur.done()
+        return DdlSupport("INFO")
     if word == "CREDENTIALSTORE":
         cur.i += 1
         domain = cur.value("a domain") if cur.accept("DOMAIN") else None
@@ -651,12 +662,12 @@ def _exit(cur: _Line) -> Command:
 
 
 _OBJECTS = {
-    "ADD": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, "
+    "ADD": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, DDLSUPPORT, "
            "CHECKPOINTTABLE or CREDENTIALSTORE",
-    "DELETE": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, "
+    "DELETE": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, DDLSUPPORT, "
               "CHECKPOINTTABLE or CREDENTIALSTORE",
-    "INFO": "ALL, a group name, EXTRACT, REPLICAT, TRANDATA, SCHEMATRANDATA, EXTTRAIL, "
-            "RMTTRAIL, CHECKPOINTTABLE or CREDENTIALSTORE",
+    "INFO": "ALL, a group name, EXTRACT, REPLICAT, TRANDATA, SCHEMATRANDATA, DDLSUPPORT, "
+            "EXTTRAIL, RMTTRAIL, CHECKPOINTTABLE or CREDENTIALSTORE",
 }
 
 _VERBS: dict[str, Callable[[_Line], Command]] = {

@@ -11,6 +11,7 @@ target table does not exist, or a missing checkpoint table, with the file, line 
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -111,7 +112,21 @@ class _Stats:
                     f"       #                  discards:  {c.discards:>10}",
                     f"       #                   ignores:  {c.ignores:>10}",
                     f"       #  collisions (handled/ign.):  {c.collisions:>10}"]
+            if c.ddl:
+                out.append(f"       #                       ddl:  {c.ddl:>10}")
         return out
+
+
+class _ReportHandler(logging.Handler):
+    """The ``trailgate.ddl`` logger's lines (DDL applied, skipped, failed) into the
+    report, as they come."""
+
+    def __init__(self, report: Any):
+        super().__init__(logging.INFO)
+        self.report = report
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.report.line(record.getMessage())
 
 
 def _start_position(home: Home, cfg: ReplicatConfig) -> str:
@@ -194,6 +209,11 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
         stop_file.unlink(missing_ok=True)
         spark_dir = home.spark_checkpoint_dir(cfg.group) / "spark"
         stats = _Stats()
+        ddl_lines = _ReportHandler(report)
+        ddl_log = logging.getLogger("trailgate.ddl")
+        ddl_log.addHandler(ddl_lines)
+        ddl_log.setLevel(logging.INFO)
+        ddl_log.propagate = False  # into the report only, once
         csn_filter = CsnFilter.of(opts.atcsn, opts.aftercsn)
         own = spark is None
         if own:
@@ -237,6 +257,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
             raise TargetError(query_error(exc)) from None
         finally:
             stop_file.unlink(missing_ok=True)
+            logging.getLogger("trailgate.ddl").removeHandler(ddl_lines)
             if own:
                 stop_spark()
         report.section("Run Time Statistics")

@@ -40,14 +40,16 @@ SPLIT_MIN_RECORDS = 500_000
 #: ``split_min`` of these cannot hold ``split_min`` records.
 MIN_RECORD_BYTES = 46
 _SINGLE_OPS = frozenset({int(OpType.PK_UPDATE), int(OpType.TRUNCATE), int(OpType.DDL)})
+_DDL = int(OpType.DDL)
 
 
 def single_marker(router: Router) -> Callable[[int, str], bool]:
-    """The ``scan_boundary`` mark for records that keep a batch whole: a PK update,
-    truncate or DDL of a table the router keeps."""
+    """The ``scan_boundary`` mark for records that keep a batch whole: any DDL, a PK
+    update or truncate of a table the router keeps."""
 
     def single(io_type: int, table: str) -> bool:
-        return io_type in _SINGLE_OPS and router.route(table) is not None
+        # a DDL record keeps its batch whole whatever it names (the DDL rules decide on it)
+        return io_type == _DDL or (io_type in _SINGLE_OPS and router.route(table) is not None)
     single.io_types = _SINGLE_OPS  # type: ignore[attr-defined]  # the C scan asks only these
     return single
 

@@ -14,16 +14,19 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from trailgate.capture.postgres.ddl_history import tabledef_from_history
+from trailgate.capture.postgres.ddl_setup import ddl_schema
 from trailgate.capture.postgres.slots import slot_name
 from trailgate.capture.postgres.trandata import DEFAULT_PUBLICATION
 from trailgate.db.connect import CredentialStore, login_conninfo
 from trailgate.errors import ConfigError
+from trailgate.extract.ddl import ExtractDdl
 from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
-from trailgate.params import ExtractParams, parse_group_params
+from trailgate.params import ExtractParams, parse_globals, parse_group_params
 
-__all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "load_extract_config"]
+__all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "extract_ddl", "load_extract_config"]
 
 #: Bytes of one transaction's changes kept in memory before it is spilled to ``dirtmp/``.
 DEFAULT_MEMORY_LIMIT = 64 << 20
@@ -46,6 +49,7 @@ class ExtractConfig:
     memory_limit_bytes: int
     params: ExtractParams
     info: GroupInfo
+    ggschema: str | None = None  # GLOBALS GGSCHEMA: where the DDL marker tables are
 
     @property
     def table_patterns(self) -> list[str]:
@@ -121,4 +125,25 @@ def load_extract_config(home: Home, group: str, *,
         trail_label=label, megabytes=megabytes,
         rules=TableRules(params.tables, params.table_excludes, env),
         spill_dir=str(Path(home.dirtmp) / info.name.lower()),
-        memory_limit_bytes=memory_limit_bytes, params=params, info=info)
+        memory_limit_bytes=memory_limit_bytes, params=params, info=info,
+        ggschema=_ggschema(home, params))
+
+
+def _ggschema(home: Home, params: ExtractParams) -> str | None:
+    """GLOBALS GGSCHEMA (folded as PostgreSQL folds it); required by a DDL parameter."""
+    schema = parse_globals(home.globals_file).ggschema
+    if schema is None:
+        if params.ddl_given:
+            raise ConfigError("DDL: capturing DDL needs GGSCHEMA in dirprm/GLOBALS (the "
+                              "schema of the DDL marker tables) and DDL support installed "
+                              "there (GGSCI DBLOGIN, then ADD DDLSUPPORT)", path=params.path)
+        return None
+    return ddl_schema(schema)
+
+
+def extract_ddl(cfg: ExtractConfig) -> ExtractDdl | None:
+    """The DDL side of the Extract (None without GGSCHEMA: no marker tables to read)."""
+    if cfg.ggschema is None:
+        return None
+    return ExtractDdl(cfg.ggschema, cfg.params.ddl, cfg.params.ddl_given, cfg.rules,
+                      report=cfg.params.ddl_options.report, history=tabledef_from_history)

@@ -33,6 +33,7 @@ a task first closes the stream (a streamed slot is busy).  With SQL reads, the s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from trailgate.extract.postgres.trail_streamer import TrailStreamer
 from trailgate.spark.offset_log import logged_offset
 from trailgate.spark.trail_sink import (
     SinkOptions,
+    TrailCommitMessage,
     commit_checkpoint,
     write_change_batches,
     write_in_task,
@@ -83,11 +85,13 @@ def lsn_range(spark_dir: Path, batch_id: int) -> tuple[int, int] | None:
 
 class ExtractBatch:
     """Callable for ``foreachBatch``; counts where its batches ran (tests, reports).
-    ``close`` when the query has stopped: it ends the driver's stream of the slot."""
+    ``close`` when the query has stopped: it ends the driver's stream of the slot.
+    ``report`` gets the report lines (DDL) of what each batch made durable."""
 
     def __init__(self, source_options: dict[str, str], sink: SinkOptions, spark_dir: Path,
                  driver_max_bytes: int = DRIVER_MAX_BYTES, *, streaming: bool = True,
-                 continuous: bool = False):
+                 continuous: bool = False,
+                 report: Callable[[list[str]], None] | None = None):
         self.source_options = source_options
         self.sink = sink
         self.spark_dir = spark_dir
@@ -99,6 +103,15 @@ class ExtractBatch:
         self._streamer: TrailStreamer | None = None
         self.driver_batches = 0
         self.task_batches = 0
+        self.report = report
+
+    def _commit(self, messages: list[TrailCommitMessage]) -> None:
+        """The group checkpoint, then the report lines of what is now durable."""
+        commit_checkpoint(self.sink, messages)
+        if self.report is not None:
+            lines = [line for msg in messages for line in msg.notes]
+            if lines:
+                self.report(lines)
 
     def source(self) -> SourceOptions:
         if self._source is None:
@@ -120,7 +133,7 @@ class ExtractBatch:
             if self._streamer is not None:
                 msg = self._streamer.sync(end)
                 self.driver_batches += 1
-                commit_checkpoint(self.sink, [msg])
+                self._commit([msg])
                 self._streamer.confirm(end)
                 return
         if rng is not None and rng[1] - rng[0] <= self.driver_max_bytes:
@@ -131,14 +144,14 @@ class ExtractBatch:
                         else read_partition(self.source(), start, end))
                 messages.append(write_change_batches(self.sink, rows))
             self.driver_batches += 1
-            commit_checkpoint(self.sink, messages)
+            self._commit(messages)
             if self._slot is not None and end > start:
                 self._slot.confirm(end)
             return
         self.close()  # the task reads the slot itself
         messages = write_in_task(df, self.sink)
         self.task_batches += 1
-        commit_checkpoint(self.sink, messages)
+        self._commit(messages)
 
     @property
     def streams_opened(self) -> int:
