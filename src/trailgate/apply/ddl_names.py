@@ -172,13 +172,20 @@ def _table_body(cur: _Cursor, shape: Shape) -> None:
             if ref is not None:
                 shape.names.append(ref)
             continue
-        if word == "INHERITS" or (word == "PARTITION" and cur.word(1) == "OF"):
-            cur.i += 2 if word == "PARTITION" else 1
-            while (t := cur.peek()) is not None and t.kind is Kind.OP and t.text == "(":
-                cur.i += 1
-            while (ref := cur.name("table")) is not None:
+        if word == "PARTITION" and cur.word(1) == "OF":
+            cur.i += 2
+            ref = cur.name("table")
+            if ref is not None:
                 shape.names.append(ref)
-                if (t := cur.peek()) is not None and t.kind is Kind.OP and t.text == ",":
+            continue
+        if word == "INHERITS":
+            cur.i += 1
+            if (t := cur.peek()) is not None and t.kind is Kind.OP and t.text == "(":
+                cur.i += 1
+                while (ref := cur.name("table")) is not None:
+                    shape.names.append(ref)
+                    if (t := cur.peek()) is None or t.kind is not Kind.OP or t.text != ",":
+                        break
                     cur.i += 1
             continue
         if word == "RENAME" and depth == 0:
@@ -228,6 +235,8 @@ def find_names(statement: str) -> Shape:
                 if ref is not None:
                     shape.names.append(ref)
             return shape
+        if obj not in (*_TABLE_LIKE, "INDEX"):
+            return shape  # functions, types, schemas, …: their text is left as it is
         role = "index" if obj == "INDEX" else "object"
         while (ref := cur.name(role)) is not None:
             shape.names.append(ref)
@@ -235,8 +244,7 @@ def find_names(statement: str) -> Shape:
             if shape.verb != "DROP" or tok is None or tok.kind is not Kind.OP or tok.text != ",":
                 break
             cur.i += 1
-        if obj in _TABLE_LIKE or obj == "INDEX":
-            _table_body(cur, shape)
+        _table_body(cur, shape)
     elif shape.verb == "COMMENT" and cur.word(1) == "ON":
         cur.i += 2
         obj = cur.word()

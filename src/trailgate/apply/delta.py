@@ -191,15 +191,22 @@ class DeltaApplier:
                         wanted[c].add(image[c])
         if not any(wanted.values()):
             return {}
-        filt = None
+        filt = pushed = None
         for c, values in wanted.items():
             present = [v for v in values if v is not None]
             expr = pc.field(c).isin(present) if present else None
             if None in values:
                 expr = pc.field(c).is_null() if expr is None else expr | pc.field(c).is_null()
+            elif expr is not None:
+                # only a test without IS NULL is handed to the scan: a file written before
+                # the column was added (schema evolution) has no statistics for it, and the
+                # scan would wrongly skip it for IS NULL
+                pushed = expr if pushed is None else pushed & expr
             if expr is not None:
                 filt = expr if filt is None else filt & expr
-        table = _rows_matching(dt.to_pyarrow_dataset(), filt, key_cols)
+        table = _rows_matching(dt.to_pyarrow_dataset(), pushed, key_cols)
+        if filt is not None and table.num_rows:
+            table = table.filter(filt)
         out: dict[KeyT, dict[str, Any]] = {}
         for row in table.to_pylist():
             out[tuple((c, row[c]) for c in key_cols)] = row

@@ -94,19 +94,19 @@ class LakeDdl:
             raise DdlError(f"DDL record at trail position {tc.position}, CSN {tc.csn}: its "
                            f"marker text cannot be read ({exc}); the Replicat stops") from None
         obj = DdlObject(marker.owner, marker.name, marker.object_type, marker.ddl_type,
-                        marker.statement, marker.master_qualified_name)
+                        marker.statement, marker.master_qualified_name, marker.error)
         decision = self.filter.decide(obj)
         if self.options.report:
             log.info(report_line("INFO", "OGG-10451" if decision.include else "OGG-10452",
                                  f"DDL operation {'included' if decision.include else 'excluded'}"
                                  f" [{decision.rule}], optype [{marker.ddl_type}], objtype "
                                  f"[{marker.object_type}], {marker.describe()}."))
-        if not decision.include or obj.object_type != "TABLE":
+        if not decision.include or (obj.object_type != "TABLE" and not marker.error):
             return False
         if marker.error:
             self._failed(tc, marker, marker.error)
             return False
-        target = self._map(obj.qualified_name)
+        target = self._map(obj.qualified_name) if obj.name else None
         if target is None:
             return False
         changed = self._table_ddl(tc, marker, obj, target, table)

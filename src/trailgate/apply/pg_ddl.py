@@ -41,7 +41,10 @@ _DEFAULT_RULE = DdlErrorRule("DEFAULT", "ABEND")
 
 class DdlError(TargetError):
     """A DDL failed on the target and DDLERROR says ABEND (nothing of the partition is
-    committed)."""
+    committed); ``txn_start`` is where the DDL's transaction begins in the trail, so that
+    a caller may commit what came before it."""
+
+    txn_start = None
 
 
 def report_line(level: str, code: str, text: str) -> str:
@@ -84,7 +87,7 @@ class PgDdl:
             marker = DdlMarker({"C1": tc.change.text or "",
                                 "E1": f"the DDL record's marker text cannot be read: {exc}"})
         obj = DdlObject(marker.owner, marker.name, marker.object_type, marker.ddl_type,
-                        marker.statement, marker.master_qualified_name)
+                        marker.statement, marker.master_qualified_name, marker.error)
         decision = self.filter.decide(obj)
         statement = marker.statement.strip()
         if self.report:
@@ -98,7 +101,8 @@ class PgDdl:
                       f"\"{marker.name}\".")
         if not decision.include:
             return False
-        target = self._map_table(obj.qualified_name) or obj.qualified_name
+        target = ((self._map_table(obj.qualified_name) if obj.name else None)
+                  or obj.qualified_name or "(no object)")
         if marker.error:
             self._failed(tc, marker, obj, decision.scope, "", marker.error, statement, target,
                          result, discards)
@@ -187,8 +191,8 @@ class PgDdl:
                 code: str, message: str, statement: str, target: str, result: ApplyResult,
                 discards: list[DdlDiscard], rule: DdlErrorRule | None = None) -> None:
         rule = rule or self._rule(code, obj, scope)
-        what = (f"{marker.describe()} ({marker.ddl_type} {marker.object_type} "
-                f"{obj.qualified_name})")
+        what = marker.describe() + (f" ({marker.ddl_type} {marker.object_type} "
+                                    f"{obj.qualified_name})" if obj.name else "")
         ran = "" if statement.strip() == marker.statement.strip() else \
             f" run as [{statement.strip()}]"
         error = f"error {code} ({message})" if code else message
@@ -203,9 +207,11 @@ class PgDdl:
         else:
             hint = (f"add a DDLERROR rule for error {code} (IGNORE or DISCARD)" if code
                     else "add DDLERROR DEFAULT IGNORE (or DISCARD) to skip it")
-            raise DdlError(f"{text}. The Replicat stops ({rule.text()}): correct the target "
-                           f"and start again, or {hint}; nothing of this transaction was "
-                           f"committed")
+            error = DdlError(f"{text}. The Replicat stops ({rule.text()}): correct the "
+                             f"target and start again, or {hint}; nothing of this transaction "
+                             f"was committed")
+            error.txn_start = tc.txn_start
+            raise error
 
 
 def _schema_of(name: str) -> str:

@@ -30,6 +30,7 @@ class TrailChange:
     commit_time: int = 0
     trans_ind: int = 3
     record_length: int | None = None
+    txn_start: TrailPosition | None = None  # its transaction's first record, when known
 
     @property
     def table(self) -> str:

@@ -98,6 +98,7 @@ class Pending:
     xid: str
     items: list[tuple[Change, TrailPosition, TableDef | None]] = field(default_factory=list)
     commit_time: int = 0
+    start: TrailPosition | None = None  # where its first record is
 
 
 class TrailRange:
@@ -136,21 +137,29 @@ class TrailRange:
                              tables=definitions_before(self.trail, self.lower))
         txn: Pending | None = None
         after_ddl: int | None = None  # the item of the DDL record just read
+        done: Pending | None = None  # a transaction whose last record was a DDL record:
+        # held until the next record shows whether the DDL's new definition follows
         for record in reader.records():
             raw = record.raw
             beyond = upper is not None and record.position >= upper
             if raw.io_type == OpType.METADATA:
+                owner = txn if txn is not None else done
+                if owner is not None and after_ddl is not None and record.table_def:
+                    change, pos, _ = owner.items[after_ddl]
+                    owner.items[after_ddl] = (change, pos, record.table_def)
+                    after_ddl = None
+                    continue
                 if beyond and txn is None:
                     break
-                if txn is not None and after_ddl is not None and record.table_def:
-                    change, pos, _ = txn.items[after_ddl]
-                    txn.items[after_ddl] = (change, pos, record.table_def)
                 continue
             after_ddl = None
+            if done is not None:
+                yield done
+                done = None
             if record.starts_transaction:
                 if beyond:
                     break
-                txn = Pending(int(raw.csn or 0), raw.xid or "")
+                txn = Pending(int(raw.csn or 0), raw.xid or "", start=record.position)
             elif txn is None:
                 if beyond:
                     break
@@ -172,9 +181,13 @@ class TrailRange:
                     txn.items.append((change, record.position, tdef))
             if record.ends_transaction:
                 self.last_commit = (txn.commit_time, txn.csn, txn.xid)
-                if txn.items:
+                if txn.items and after_ddl is not None:
+                    done = txn
+                elif txn.items:
                     yield txn
                 txn = None
+        if done is not None:
+            yield done
         self.end = upper if upper is not None else reader.position
 
     def position(self, with_csn: bool) -> tuple[dict[str, object], TrailPosition]:

@@ -74,7 +74,7 @@ class ExtractDdl:
     def _out(self, ddl: CapturedDdl, csn: int) -> DdlOut | None:
         marker = ddl.marker()
         obj = DdlObject(marker.owner, marker.name, marker.object_type, marker.ddl_type,
-                        marker.statement, marker.master_qualified_name)
+                        marker.statement, marker.master_qualified_name, marker.error)
         decision = self.filter.decide(obj)
         seq = marker.get("C5") or "?"
         notes: list[str] = []

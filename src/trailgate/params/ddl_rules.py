@@ -37,6 +37,7 @@ class DdlObject:
     ddl_type: str
     statement: str
     master: str | None = None
+    error: str = ""  # what the marker says went wrong (E1)
 
     @property
     def qualified_name(self) -> str:
@@ -90,6 +91,9 @@ class DdlFilter:
 
     def decide(self, obj: DdlObject) -> DdlDecision:
         scope = self.scope(obj)
+        if obj.error and not obj.name:  # nothing to judge it by: DDLERROR decides
+            return DdlDecision(True, "a marker that names no object (DDLERROR decides)",
+                               scope)
         if not self.given:
             include, text = DEFAULTS[self.role]
             return DdlDecision(scope == "MAPPED" if include is None else include, text, scope)

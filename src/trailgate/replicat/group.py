@@ -11,7 +11,6 @@ target table does not exist, or a missing checkpoint table, with the file, line 
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -117,18 +116,6 @@ class _Stats:
         return out
 
 
-class _ReportHandler(logging.Handler):
-    """The ``trailgate.ddl`` logger's lines (DDL applied, skipped, failed) into the
-    report, as they come."""
-
-    def __init__(self, report: Any):
-        super().__init__(logging.INFO)
-        self.report = report
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.report.line(record.getMessage())
-
-
 def _start_position(home: Home, cfg: ReplicatConfig) -> str:
     """Where a fresh Spark query starts: the group checkpoint, else ADD REPLICAT's."""
     ck = home.checkpoints.load(cfg.group, "REPLICAT")
@@ -192,7 +179,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
     from trailgate.replicat.micro_batch import CONTINUOUS_CONF, BatchApplier, batch_base
     from trailgate.spark import stop_spark
 
-    with GroupProcess(home, "REPLICAT", name, title=TITLE) as proc:
+    with GroupProcess(home, "REPLICAT", name, title=TITLE) as proc, proc.report_log():
         cfg = load_replicat_config(home, name)
         _echo_parameters(proc, cfg)
         lines = _validate_target(proc, cfg)
@@ -209,11 +196,6 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
         stop_file.unlink(missing_ok=True)
         spark_dir = home.spark_checkpoint_dir(cfg.group) / "spark"
         stats = _Stats()
-        ddl_lines = _ReportHandler(report)
-        ddl_log = logging.getLogger("trailgate.ddl")
-        ddl_log.addHandler(ddl_lines)
-        ddl_log.setLevel(logging.INFO)
-        ddl_log.propagate = False  # into the report only, once
         csn_filter = CsnFilter.of(opts.atcsn, opts.aftercsn)
         own = spark is None
         if own:
@@ -257,7 +239,6 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
             raise TargetError(query_error(exc)) from None
         finally:
             stop_file.unlink(missing_ok=True)
-            logging.getLogger("trailgate.ddl").removeHandler(ddl_lines)
             if own:
                 stop_spark()
         report.section("Run Time Statistics")

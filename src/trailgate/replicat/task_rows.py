@@ -174,7 +174,8 @@ def read_task_rows(trail: str, lower: TrailPosition, upper: TrailPosition,
     defined: dict[str, TableDef] = {}
     add = changes.append
     for txn in span.transactions():
-        items, csn, xid, commit = txn.items, txn.csn, txn.xid, txn.commit_time
+        items, csn, xid, commit, start = (txn.items, txn.csn, txn.xid, txn.commit_time,
+                                          txn.start)
         last = len(items) - 1
         for i, (change, pos, tdef) in enumerate(items):
             name = change.table
@@ -182,7 +183,7 @@ def read_task_rows(trail: str, lower: TrailPosition, upper: TrailPosition,
                 rows.definitions.add(name, pos, tdef)
                 defined[name] = tdef
             ind = 3 if last == 0 else 0 if i == 0 else 2 if i == last else 1  # trans_ind
-            add(TrailChange(change, csn, xid, pos, commit, ind))
+            add(TrailChange(change, csn, xid, pos, commit, ind, None, start))
     if changes:
         rows.changes[0] = changes
     info, _ = span.position(True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -62,6 +63,8 @@ from trailgate.trail.writer import TrailWriter
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+notes_log = logging.getLogger("trailgate.ddl")
 
 __all__ = ["MESSAGE_SCHEMA", "SinkOptions", "TrailAppender", "TrailCommitMessage",
            "TrailDataSource", "TrailStreamWriter", "commit_checkpoint", "message_json",
@@ -384,6 +387,9 @@ def commit_checkpoint(opts: SinkOptions, messages: list[TrailCommitMessage]) -> 
             for kind, n in kinds.items():
                 ck.count(table, kind, n)
     store.save(ck)
+    for msg in messages:  # what is now durable: its report lines (DDL, DDLOPTIONS REPORT)
+        for note in msg.notes:
+            notes_log.info(note)
 
 
 def message_json(msg: TrailCommitMessage) -> str:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from trailgate.trail.metadata import decode_kv, encode_kv
 
-__all__ = ["FRAGMENT_CHARS", "SUBTYPE_ERROR", "SUBTYPE_INFO", "DdlMarker", "encode_marker",
-           "fragments", "parse_marker"]
+__all__ = ["FRAGMENT_CHARS", "SUBTYPE_ERROR", "SUBTYPE_INFO", "DdlMarker", "ddl_fields",
+           "encode_marker", "fragments", "parse_marker"]
 
 #: The marker and history tables keep text in VARCHAR(4000) columns: longer text is split.
 FRAGMENT_CHARS = 4000
@@ -134,3 +134,18 @@ def fragments(text: str, size: int = FRAGMENT_CHARS) -> list[str]:
     """``text`` in pieces of at most ``size`` characters (marker and history rows);
     their concatenation is the text."""
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def ddl_fields(text: str) -> dict[str, str]:
+    """A DDL record's text as named fields, for people and tools (``trail export``, the
+    ``trail`` Spark source): statement, DDL sequence, operation and object; ``error`` when
+    the marker says what went wrong; ``text`` alone when it cannot be read."""
+    try:
+        m = parse_marker(text)
+    except ValueError:
+        return {"text": text}
+    out = {"statement": m.statement, "seqno": m.get("C5"), "optype": m.ddl_type,
+           "objtype": m.object_type, "objowner": m.owner, "objname": m.name}
+    if m.error:
+        out["error"] = m.error
+    return out

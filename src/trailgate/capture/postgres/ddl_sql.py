@@ -482,12 +482,17 @@ BEGIN
                  WHERE p.pubname = v_pub AND cl.oid = v_objid) THEN
             v_rows := 'YES';  -- its rows were published: they travel as inserts
         END IF;
-        IF p_event = 'ddl_command_end' AND p_tag IN ('CREATE TABLE', 'CREATE TABLE AS',
-                                                     'SELECT INTO')
+        IF p_event = 'ddl_command_end' AND v_classid = 'pg_class'::regclass
+           AND p_tag IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO', 'ALTER TABLE')
            AND to_regclass('trailgate.prepared_schemas') IS NOT NULL THEN
-            -- SCHEMATRANDATA's own trigger fires after this one: give the table its
-            -- logging now, so that the history below has the key the log will carry
-            PERFORM 1 FROM trailgate.prepared_schemas WHERE schema_name = v_owner;
+            -- SCHEMATRANDATA's own trigger fires after this one: give a new table its
+            -- logging now, so that the history below has the key the log will carry; a
+            -- table it logs gets its key chosen again after ALTER TABLE (a primary key
+            -- added: the log carries it, not every column), as DDLOPTIONS ADDTRANDATA does
+            PERFORM 1 FROM trailgate.prepared_schemas WHERE schema_name = v_owner
+               AND (p_tag <> 'ALTER TABLE' OR EXISTS (
+                        SELECT 1 FROM trailgate.log_groups g WHERE g.table_oid = v_objid
+                           AND g.generated = 'SCHEMATRANDATA'));
             IF FOUND THEN
                 PERFORM trailgate.add_trandata(v_objid::regclass, NULL, false,
                                                'SCHEMATRANDATA',

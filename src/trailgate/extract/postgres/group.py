@@ -72,7 +72,7 @@ def _report_startup(proc: GroupProcess, cfg: ExtractConfig, info: StartupReport)
 
 
 def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
-                 stop_file: Path, proc: GroupProcess) -> tuple[Any, Any]:
+                 stop_file: Path) -> tuple[Any, Any]:
     """The started query and its ``ExtractBatch`` (close it once the query stopped)."""
     from trailgate.extract.postgres.micro_batch import (
         CONTINUOUS_CONF,
@@ -111,8 +111,7 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     streaming, continuous = (cfg.params.spark.flag(name)
                              for name in (STREAMING_CONF, CONTINUOUS_CONF))
     batch = ExtractBatch(source, sink, spark_dir, driver_max, streaming=streaming,
-                         continuous=continuous and not opts.once,
-                         report=lambda lines: _report_lines(proc, lines))
+                         continuous=continuous and not opts.once)
     if batch.continuous:  # the trail has each transaction already: no hurry to batch
         source[PATIENT_OPTION] = "true"
     reader = spark.readStream.format("pgcapture").options(**source)
@@ -125,15 +124,6 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     else:
         writer = writer.trigger(processingTime=ZERO_TRIGGER)
     return writer.start(), batch
-
-
-def _report_lines(proc: GroupProcess, lines: list[str]) -> None:
-    """DDL report lines of a durable batch; warnings also go to ggserr.log."""
-    for line in lines:
-        if proc.report is not None:
-            proc.report.line(line)
-        if "  WARNING " in line[:30]:
-            proc.home.log_event("WARNING", "OGG-01738", line.split("OGG-01738", 1)[-1].strip())
 
 
 def _finish(cfg: ExtractConfig, run_id: str) -> None:
@@ -163,7 +153,7 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
     """
     from trailgate.spark import stop_spark
 
-    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
+    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc, proc.report_log():
         cfg = load_extract_config(home, name, memory_limit_bytes=opts.memory_limit_bytes,
                                   process_id=os.getpid())
         echo_parameters(proc, cfg.params)
@@ -183,7 +173,7 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"
             else:
-                query, batch = _start_query(spark, cfg, opts, run_id, stop_file, proc)
+                query, batch = _start_query(spark, cfg, opts, run_id, stop_file)
                 proc.started()
                 reason = watch(proc, query, stop_file=stop_file,
                                max_batches=opts.max_batches, stop_timeout=opts.stop_timeout,

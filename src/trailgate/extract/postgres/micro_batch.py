@@ -33,7 +33,6 @@ a task first closes the stream (a streamed slot is busy).  With SQL reads, the s
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +84,11 @@ def lsn_range(spark_dir: Path, batch_id: int) -> tuple[int, int] | None:
 
 class ExtractBatch:
     """Callable for ``foreachBatch``; counts where its batches ran (tests, reports).
-    ``close`` when the query has stopped: it ends the driver's stream of the slot.
-    ``report`` gets the report lines (DDL) of what each batch made durable."""
+    ``close`` when the query has stopped: it ends the driver's stream of the slot."""
 
     def __init__(self, source_options: dict[str, str], sink: SinkOptions, spark_dir: Path,
                  driver_max_bytes: int = DRIVER_MAX_BYTES, *, streaming: bool = True,
-                 continuous: bool = False,
-                 report: Callable[[list[str]], None] | None = None):
+                 continuous: bool = False):
         self.source_options = source_options
         self.sink = sink
         self.spark_dir = spark_dir
@@ -103,15 +100,9 @@ class ExtractBatch:
         self._streamer: TrailStreamer | None = None
         self.driver_batches = 0
         self.task_batches = 0
-        self.report = report
 
     def _commit(self, messages: list[TrailCommitMessage]) -> None:
-        """The group checkpoint, then the report lines of what is now durable."""
         commit_checkpoint(self.sink, messages)
-        if self.report is not None:
-            lines = [line for msg in messages for line in msg.notes]
-            if lines:
-                self.report(lines)
 
     def source(self) -> SourceOptions:
         if self._source is None:
