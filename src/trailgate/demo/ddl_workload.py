@@ -51,7 +51,8 @@ def _value(rng: random.Random, type_name: str) -> Any:
 
 _DEFAULTS = {"integer": "7", "bigint": "-3", "text": "'dflt'", "varchar(20)": "'v'",
              "numeric(12,2)": "1.25", "boolean": "true", "date": "'2020-02-29'",
-             "timestamp": "'2021-03-04 05:06:07'"}
+             "timestamp": "'2021-03-04 05:06:07'", "numeric(14,2)": "2.5",
+             "varchar(40)": "'w'"}
 
 
 @dataclass(slots=True)
@@ -59,13 +60,26 @@ class _Table:
     name: str  # unqualified
     cols: dict[str, str]  # name -> type, "id" first (the key)
     ids: set[int] = field(default_factory=set)
-    indexes: list[str] = field(default_factory=list)
-    constraints: list[str] = field(default_factory=list)
+    indexes: dict[str, str] = field(default_factory=dict)  # name -> its column
+    constraints: dict[str, str] = field(default_factory=dict)  # name -> its column
     defaults: set[str] = field(default_factory=set)
 
     def copy(self) -> _Table:
-        return _Table(self.name, dict(self.cols), set(self.ids), list(self.indexes),
-                      list(self.constraints), set(self.defaults))
+        return _Table(self.name, dict(self.cols), set(self.ids), dict(self.indexes),
+                      dict(self.constraints), set(self.defaults))
+
+    def column_gone(self, col: str) -> None:
+        """A dropped column takes its indexes and constraints with it."""
+        self.defaults.discard(col)
+        self.indexes = {n: c for n, c in self.indexes.items() if c != col}
+        self.constraints = {n: c for n, c in self.constraints.items() if c != col}
+
+    def column_renamed(self, old: str, new: str) -> None:
+        if old in self.defaults:
+            self.defaults.discard(old)
+            self.defaults.add(new)
+        self.indexes = {n: new if c == old else c for n, c in self.indexes.items()}
+        self.constraints = {n: new if c == old else c for n, c in self.constraints.items()}
 
 
 class DdlWorkload:
@@ -166,14 +180,12 @@ class DdlWorkload:
         if kind == "drop":
             col = rng.choice(extra)
             del t.cols[col]
-            t.defaults.discard(col)
+            t.column_gone(col)
             return [(f"ALTER TABLE {q} DROP COLUMN {col}", None)], False
         if kind == "rename_col" and extra:
             old, new = rng.choice(extra), f"r{self._id()}"
             t.cols = {new if c == old else c: v for c, v in t.cols.items()}
-            if old in t.defaults:
-                t.defaults.discard(old)
-                t.defaults.add(new)
+            t.column_renamed(old, new)
             return [(f"ALTER TABLE {q} RENAME COLUMN {old} TO {new}", None),
                     *self._dml(rng, t, rng.randint(0, 2))], False
         if kind == "retype":
@@ -198,7 +210,7 @@ class DdlWorkload:
                      f"{new.cols['x']})", None), *self._dml(rng, new, rng.randint(1, 4))], False
         if kind == "ctas":
             new = t.copy()
-            new.name, new.indexes, new.constraints, new.defaults = self._new_name(), [], [], set()
+            new.name, new.indexes, new.constraints, new.defaults = self._new_name(), {}, {}, set()
             work[new.name] = new
             return [(f"CREATE TABLE {s}.{new.name} AS SELECT * FROM {q}", None),
                     (f"ALTER TABLE {s}.{new.name} ADD PRIMARY KEY (id)", None)], False
@@ -213,21 +225,23 @@ class DdlWorkload:
                     *self._dml(rng, t, rng.randint(0, 2))], False
         if kind == "index":
             if t.indexes and rng.random() < 0.5:
-                index = t.indexes.pop(rng.randrange(len(t.indexes)))
+                index = rng.choice(sorted(t.indexes))
+                del t.indexes[index]
                 return [(f"DROP INDEX {s}.{index}", None)], False
             if extra:
                 index = f"i{self._id()}"
-                t.indexes.append(index)
                 col = rng.choice(extra)
+                t.indexes[index] = col
                 return [(f"CREATE INDEX {index} ON {q} ({col})", None)], False
         if kind == "constraint":
             if t.constraints and rng.random() < 0.5:
-                name = t.constraints.pop(rng.randrange(len(t.constraints)))
+                name = rng.choice(sorted(t.constraints))
+                del t.constraints[name]
                 return [(f"ALTER TABLE {q} DROP CONSTRAINT {name}", None)], False
             name = f"k{self._id()}"
-            t.constraints.append(name)
-            check = "CHECK (id > 0)" if rng.random() < 0.5 or not extra else \
-                f"UNIQUE (id, {rng.choice(extra)})"
+            col = rng.choice(extra) if extra and rng.random() < 0.5 else "id"
+            t.constraints[name] = col
+            check = "CHECK (id > 0)" if col == "id" else f"UNIQUE (id, {col})"
             return [(f"ALTER TABLE {q} ADD CONSTRAINT {name} {check}", None)], False
         if kind == "truncate":
             t.ids.clear()
@@ -244,7 +258,7 @@ class DdlWorkload:
         col = f"c{self._id()}"  # "script": two DDL in one query string
         index = f"i{self._id()}"
         t.cols[col] = "integer"
-        t.indexes.append(index)
+        t.indexes[index] = col
         return [(f"ALTER TABLE {q} ADD COLUMN {col} integer; "
                  f"CREATE INDEX {index} ON {q} ({col})", None)], False
 
