@@ -7,10 +7,7 @@ the schema no TABLE statement takes reaches nobody."""
 from __future__ import annotations
 
 import io
-import shutil
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,18 +23,6 @@ from trailgate.spark.session import SPARK_DIR_ENV
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 
-
-@pytest.fixture(scope="module")
-def databases() -> Iterator[Databases]:
-    directory = Path(tempfile.mkdtemp(prefix="tg-ddl-"))
-    directory.chmod(0o755)
-    dbs = Databases(directory / "pg", source_db="src", target_db="tgt")
-    try:
-        dbs.start()
-        yield dbs
-    finally:
-        dbs.stop()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _compare(source: str, target: str, work: DdlWorkload, delta: Path | None) -> None:

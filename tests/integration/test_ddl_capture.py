@@ -39,7 +39,9 @@ def test_trigger_writes_markers_and_never_fails_ddl(pg_db):
         assert lines[0] == "MARKER TABLE ggadmin.ggs_marker ... OK"
         assert installed(conn, "ggadmin")
         # several statements in one query string: each marker gets its own statement
-        conn.execute("/* a; */ ALTER TABLE app.t ADD v text DEFAULT 'x;y'; "
+        first = ("/* a; */ ALTER TABLE app.t ADD v text DEFAULT 'x;y', "
+                 r"""ADD "q;""x" text DEFAULT E'\';'""")
+        conn.execute(first + "; "
                      "CREATE INDEX ON app.t (v); CREATE TABLE app.u (k int, d text "
                      "DEFAULT $q$;$q$)")
         with pytest.raises(psycopg.errors.DivisionByZero), conn.transaction():
@@ -52,7 +54,7 @@ def test_trigger_writes_markers_and_never_fails_ddl(pg_db):
         markers = _markers(conn)
         got = [(parse_marker(text).statement, sub) for _, sub, text in markers]
         assert got == [
-            ("/* a; */ ALTER TABLE app.t ADD v text DEFAULT 'x;y'", "DDLINFO"),
+            (first, "DDLINFO"),
             ("CREATE INDEX ON app.t (v)", "DDLINFO"),
             ("CREATE TABLE app.u (k int, d text DEFAULT $q$;$q$)", "DDLINFO"),
             ("DO $$ BEGIN EXECUTE 'ALTER TABLE app.u ADD w int'; END $$", "DDLERROR"),
@@ -108,6 +110,9 @@ def test_extract_writes_ddl_records_in_commit_order(spark, pg_db, tmp_path):
         conn.execute("CREATE TABLE other.skip (x int)")  # UNMAPPED: not captured
         conn.execute("TRUNCATE app.copy")
         conn.execute("DROP TABLE app.copy")
+        # a marker row written by hand, not a marker text: a DDL record saying so
+        conn.execute("INSERT INTO ggadmin.ggs_marker VALUES (nextval('ggadmin.ggs_marker_seq'),"
+                     " 1, '2026-01-01 00:00:00', 'DDL', 'DDLINFO', 'ALTER TABLE app.base oops')")
     assert run_extract_group(home, "EXTD", RunOptions(once=True), spark=spark) == 0
 
     records = list(TrailReader(home.dirdat / "aa").records())
@@ -133,7 +138,10 @@ def test_extract_writes_ddl_records_in_commit_order(spark, pg_db, tmp_path):
         *[("INSERT", "app.copy", None)] * 4,
         ("TRUNCATE", "app.copy", None),
         ("DDL", "app.copy", "DROP TABLE app.copy"),
+        ("DDL", "", "ALTER TABLE app.base oops"),
     ]
+    bad = parse_marker(records[-1].change.text)
+    assert bad.get("C5") == "5" and "marker text cannot be read" in bad.error
     after = next(r for r in records if r.raw.table == "app.base" and r.change is not None
                  and r.change.after and r.change.after.get(0) == b"4")
     assert after.change.after == {0: b"4", 1: b"d", 2: b"8"}
@@ -143,5 +151,6 @@ def test_extract_writes_ddl_records_in_commit_order(spark, pg_db, tmp_path):
     assert 'DDL operation excluded [no INCLUDE clause takes it], optype [CREATE], ' \
            'objtype [TABLE], objowner "other", objname "skip"' in report
     assert "DDL operation written to extract trail file." in report
+    assert "WARNING" in report and "DDL sequence 5" in report
     ck = home.checkpoints.load("EXTD", "EXTRACT")
     assert ck.stats["app.base"].ddl == 1 and ck.stats["app.copy"].ddl == 2

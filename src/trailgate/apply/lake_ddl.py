@@ -23,13 +23,14 @@ import pyarrow as pa
 from trailgate.apply.arrow_types import arrow_type, converter
 from trailgate.apply.ddl_names import find_names
 from trailgate.apply.parquet import table_directory
-from trailgate.apply.pg_ddl import DdlError, report_line
+from trailgate.apply.pg_ddl import DdlError
 from trailgate.apply.records import ApplyResult, TrailChange
 from trailgate.apply.values import pg_type_for_source
+from trailgate.checkpoint import fsync_dir
 from trailgate.params.ddl_rules import DdlFilter, DdlObject
 from trailgate.params.model import ReplicatParams
 from trailgate.params.names import find_map, parse_name, resolve_map
-from trailgate.trail.ddl import DdlMarker, parse_marker
+from trailgate.trail.ddl import DdlMarker, parse_marker, report_line
 
 __all__ = ["LakeDdl"]
 
@@ -43,13 +44,6 @@ def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
     return bool(a.equals(b))
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
 
 def _move(src: Path, dst: Path) -> bool:
     """Rename a table's directory (atomic on one file system); False when there is nothing
@@ -58,8 +52,8 @@ def _move(src: Path, dst: Path) -> bool:
         return False
     dst.parent.mkdir(parents=True, exist_ok=True)
     os.rename(src, dst)
-    _fsync_dir(dst.parent)
-    _fsync_dir(src.parent)
+    fsync_dir(dst.parent)
+    fsync_dir(src.parent)
     return True
 
 
@@ -158,7 +152,7 @@ class LakeDdl:
             return False
         if mode == "PURGE":
             shutil.rmtree(path)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
             log.info(report_line("INFO", "", f"table directory {path} removed (LAKEDROP "
                                              f"PURGE)."))
             return True

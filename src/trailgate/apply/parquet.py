@@ -18,6 +18,7 @@ from typing import Any
 
 from trailgate.apply.changelog import change_log_rows
 from trailgate.apply.records import TableCounts, TrailChange
+from trailgate.checkpoint import fsync_dir
 from trailgate.model import OpType, TableDef
 from trailgate.params.names import parse_name, resolve_map
 
@@ -29,13 +30,6 @@ def table_directory(root: str | os.PathLike[str], target: str) -> Path:
     parts = [p.text if p.quoted else p.text.lower() for p in parse_name(target)]
     return Path(root, *parts[-2:])
 
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write(table: Any, path: Path) -> None:
@@ -50,7 +44,7 @@ def _write(table: Any, path: Path) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def write_change_logs(cfg: Any, batch_id: int, changes: Sequence[TrailChange],

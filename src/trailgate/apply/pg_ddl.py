@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -28,9 +27,9 @@ from trailgate.model import OpType
 from trailgate.params.ddl_rules import DdlFilter, DdlObject, clause_matches
 from trailgate.params.model import DdlErrorRule, ReplicatParams
 from trailgate.params.names import find_map, parse_name, resolve_map
-from trailgate.trail.ddl import DdlMarker, parse_marker
+from trailgate.trail.ddl import DdlMarker, parse_marker, report_line
 
-__all__ = ["DdlError", "PgDdl", "ddl_changes", "report_line"]
+__all__ = ["DdlError", "PgDdl", "ddl_changes"]
 
 log = logging.getLogger("trailgate.ddl")
 
@@ -45,12 +44,6 @@ class DdlError(TargetError):
     a caller may commit what came before it."""
 
     txn_start = None
-
-
-def report_line(level: str, code: str, text: str) -> str:
-    """A report line: ``2026-11-21 10:00:00  INFO    OGG-01487  text`` (no code where we
-    do not know GoldenGate's)."""
-    return f"{datetime.now():%Y-%m-%d %H:%M:%S}  {level:<8}{code + '  ' if code else ''}{text}"
 
 
 def _where(tc: TrailChange) -> str:

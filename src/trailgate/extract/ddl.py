@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from trailgate.capture.ddl_markers import CapturedDdl, DdlRows
 from trailgate.extract.tables import TableRules
 from trailgate.model import Change, OpType, TableDef
 from trailgate.params.ddl_rules import DdlFilter, DdlObject
 from trailgate.params.model import DdlRule
+from trailgate.trail.ddl import report_line
 
 __all__ = ["DdlOut", "ExtractDdl"]
 
@@ -31,10 +31,6 @@ class DdlOut:
     define: TableDef | None = None
     notes: list[str] = field(default_factory=list)
     created: str | None = None  # a CREATE TABLE AS whose rows follow: the table it made
-
-
-def _line(level: str, code: str, text: str) -> str:
-    return f"{datetime.now():%Y-%m-%d %H:%M:%S}  {level:<8}{code + '  ' if code else ''}{text}"
 
 
 class ExtractDdl:
@@ -80,27 +76,27 @@ class ExtractDdl:
         notes: list[str] = []
         if self.report:
             statement = marker.statement.strip()
-            notes.append(_line("INFO", "OGG-01487", f"DDL found, operation [{statement} (size "
-                                                    f"{len(statement)})], commit CSN [{csn}], "
-                                                    f"instance [{marker.get('C11')} "
-                                                    f"({marker.get('C10') or 1})], DDL seqno "
-                                                    f"[{seq}], marker seqno [{seq}]."))
+            notes.append(report_line(
+                "INFO", "OGG-01487",
+                f"DDL found, operation [{statement} (size {len(statement)})], commit CSN "
+                f"[{csn}], instance [{marker.get('C11')} ({marker.get('C10') or 1})], DDL "
+                f"seqno [{seq}], marker seqno [{seq}]."))
             verdict = "included" if decision.include else "excluded"
-            notes.append(_line("INFO", "OGG-10451" if decision.include else "OGG-10452",
-                               f"DDL operation {verdict} [{decision.rule}], optype "
-                               f"[{marker.ddl_type}], objtype [{marker.object_type}], "
-                               f"objowner \"{marker.owner}\", objname \"{marker.name}\"."))
+            notes.append(report_line(
+                "INFO", "OGG-10451" if decision.include else "OGG-10452",
+                f"DDL operation {verdict} [{decision.rule}], optype [{marker.ddl_type}], "
+                f"objtype [{marker.object_type}], objowner \"{marker.owner}\", objname "
+                f"\"{marker.name}\"."))
         if not decision.include:
             return DdlOut(None, None, notes) if notes else None
         if ddl.failed:
-            notes.append(_line("WARNING", "OGG-01738",
-                               f"{marker.describe()} ({marker.ddl_type} {marker.object_type} "
-                               f"{obj.qualified_name}): {marker.error or 'marked DDLERROR'}; "
-                               f"written to the trail as it is, the Replicat's DDLERROR "
-                               f"decides"))
+            notes.append(report_line(
+                "WARNING", "",
+                f"{marker.describe()} ({marker.ddl_type} {marker.object_type} "
+                f"{obj.qualified_name}): {marker.error or 'marked DDLERROR'}; written to the "
+                f"trail as it is, the Replicat's DDLERROR decides"))
         if self.report:
-            notes.append(_line("INFO", "", "DDL operation written to extract trail "
-                                                    "file."))
+            notes.append(report_line("INFO", "", "DDL operation written to extract trail file."))
         first = ddl.first
         change = Change(OpType.DDL, obj.qualified_name, text=ddl.record_text(),
                         io_time=first.io_time if first else 0,

@@ -11,11 +11,12 @@ through :func:`parse_marker`; the keys are the ``DDLREPLICATION`` constants of s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from trailgate.trail.metadata import decode_kv, encode_kv
 
 __all__ = ["FRAGMENT_CHARS", "SUBTYPE_ERROR", "SUBTYPE_INFO", "DdlMarker", "ddl_fields",
-           "encode_marker", "fragments", "parse_marker"]
+           "encode_marker", "fragments", "parse_marker", "report_line"]
 
 #: The marker and history tables keep text in VARCHAR(4000) columns: longer text is split.
 FRAGMENT_CHARS = 4000
@@ -149,3 +150,9 @@ def ddl_fields(text: str) -> dict[str, str]:
     if m.error:
         out["error"] = m.error
     return out
+
+
+def report_line(level: str, code: str, text: str) -> str:
+    """A report line about a DDL: ``2026-11-21 10:00:00  INFO    OGG-01487  text`` (no code
+    where we do not know GoldenGate's)."""
+    return f"{datetime.now():%Y-%m-%d %H:%M:%S}  {level:<8}{code + '  ' if code else ''}{text}"

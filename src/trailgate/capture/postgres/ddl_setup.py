@@ -9,7 +9,6 @@ publication, so markers reach the Extract in commit order with the DML around th
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -22,6 +21,7 @@ from trailgate.capture.postgres.ddl_sql import (
 )
 from trailgate.capture.postgres.trandata import DEFAULT_PUBLICATION, ensure_catalog
 from trailgate.errors import ConfigError, SourceError
+from trailgate.trail.ddl import report_line
 
 __all__ = ["HISTORY_TABLE", "MARKER_TABLE", "add_ddlsupport", "ddl_schema",
            "delete_ddlsupport", "info_ddlsupport", "installed"]
@@ -61,7 +61,7 @@ def _fail(exc: psycopg.Error, what: str) -> SourceError:
 
 
 def _stamp(text: str) -> str:
-    return f"{datetime.now():%Y-%m-%d %H:%M:%S}  INFO    {text}"
+    return report_line("INFO", "", text)
 
 
 def add_ddlsupport(conn: Conn, ggschema: str | None, *,

@@ -82,11 +82,13 @@ DECLARE
     tag bytea;
     k integer;
     esc boolean;
+    q integer;
 BEGIN
     WHILE i < n LOOP
         c := get_byte(b, i);
-        IF c = 39 THEN  -- ' string; E'..' takes backslash escapes
-            esc := (prev = 69 OR prev = 101)
+        IF c = 39 OR c = 34 THEN  -- 'string' (E'..' takes backslash escapes), "identifier"
+            q := c;
+            esc := c = 39 AND (prev = 69 OR prev = 101)
                    AND CASE WHEN i >= 2 THEN get_byte(b, i - 2) NOT BETWEEN 48 AND 122
                             ELSE true END;
             i := i + 1;
@@ -96,20 +98,8 @@ BEGIN
                     i := i + 2;
                     CONTINUE;
                 END IF;
-                IF c = 39 THEN
-                    IF get_byte(b, i + 1) = 39 THEN
-                        i := i + 2;
-                        CONTINUE;
-                    END IF;
-                    EXIT;
-                END IF;
-                i := i + 1;
-            END LOOP;
-        ELSIF c = 34 THEN  -- "identifier"
-            i := i + 1;
-            WHILE i < n LOOP
-                IF get_byte(b, i) = 34 THEN
-                    IF get_byte(b, i + 1) = 34 THEN
+                IF c = q THEN
+                    IF get_byte(b, i + 1) = q THEN
                         i := i + 2;
                         CONTINUE;
                     END IF;
