@@ -1,12 +1,12 @@
-"""DML throughput through Extract → Replicat with DDL in the stream, beside the same DML
+"""DML throughput through Extract → Data Pump → Replicat with DDL in the stream, beside the same DML
 without DDL, in one run; and how long a DDL takes from the source's commit to the target.
 
     ./dev bench ddl [--txns 2000] [--txn-rows 10] [--every 1000,100] [--repeat 2]
                     [--keep DIR]
 
 Two embedded servers; DDL support installed in the source (ADD DDLSUPPORT) and the schema
-prepared (ADD SCHEMATRANDATA); the Extract takes ``DDL INCLUDE MAPPED``, the Replicat
-applies to PostgreSQL.  Each round runs ``--txns`` transactions of ``--txn-rows`` inserts
+prepared (ADD SCHEMATRANDATA); the Extract takes ``DDL INCLUDE MAPPED``, the Data Pump
+passes it on, the Replicat applies to PostgreSQL.  Each round runs ``--txns`` transactions of ``--txn-rows`` inserts
 (then updates of a fifth of them) into ``bench.t``; a variant with DDL adds, every N
 transactions, ``ALTER TABLE bench.t ADD COLUMN dK int`` (and drops the previous one): the
 DML itself is the same in every variant.  A round's time is from its first statement until
@@ -140,19 +140,20 @@ def main() -> int:
 
         os.environ[SPARK_DIR_ENV] = str(home.dirtmp / "spark")
         spec = PipelineSpec(tables=["bench.*"], maps=[("bench.*", "bench.*")],
-                            source_db="src", target_db="tgt", pump=False,
-                            replicat_delta=False, extract="BEXT", replicat_pg_name="BREP",
+                            source_db="src", target_db="tgt", pump=True,
+                            replicat_delta=False, extract="BEXT", pump_name="BPMP",
+                            replicat_pg_name="BREP",
                             ddl_schemas=["bench"])
         pipeline = Pipeline(home, spec)
         setup, start = pipeline.write_files(Databases.login(source), Databases.login(target))
         mark = pipeline.event_mark()
         pipeline.ggsci([setup, start], io.StringIO())
-        say("starting the Extract and the Replicat (Spark) ...")
+        say("starting the Extract, the Data Pump and the Replicat (Spark) ...")
+        with connect(source) as conn:  # warms up the groups (the pump starts at a first file)
+            conn.execute("INSERT INTO bench.t VALUES (-1000000, 'warm', 0)")
         while len(pipeline.started_since(mark)) < len(pipeline.groups):
             pipeline.check_running()
             time.sleep(1)
-        with connect(source) as conn:  # warm up both groups' first micro-batches
-            conn.execute("INSERT INTO bench.t VALUES (-1000000, 'warm', 0)")
         wait_marker(target, -1000000, pipeline, 600)
         watch = ColumnWatch(target)
         watch.start()
