@@ -40,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from trailgate.capture.postgres.ddl_setup import add_ddlsupport  # noqa: E402
 from trailgate.capture.postgres.slots import add_extract  # noqa: E402
 from trailgate.capture.postgres.trandata import add_trandata  # noqa: E402
 from trailgate.db.cluster import Cluster, postgres_bin_dir  # noqa: E402
@@ -183,6 +184,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3,
                         help="backlog rounds (the machine is shared: best of N is shown)")
     parser.add_argument("--keep", help="keep the cluster and home in this directory")
+    parser.add_argument("--ddl-support", action="store_true",
+                        help="install DDL support (ADD DDLSUPPORT: the marker tables in the "
+                             "publication, the DDL event triggers) and capture DDL "
+                             "(DDL INCLUDE MAPPED): DML capture should not change")
     args = parser.parse_args()
     base = Path(args.keep or tempfile.mkdtemp(prefix="tg-bench-"))
     base.mkdir(parents=True, exist_ok=True)
@@ -197,14 +202,19 @@ def main() -> int:
             conn.execute("CREATE TABLE bench (id int PRIMARY KEY, customer text, "
                          "amount numeric(12,2), at timestamptz, note text)")
             add_trandata(conn, "public.bench")
+            if args.ddl_support:
+                add_ddlsupport(conn, "ggadmin")
             add_extract(conn, "RECV")
         home = Home(base / "home").create()
+        if args.ddl_support:
+            home.globals_file.write_text("GGSCHEMA ggadmin\n")
         home.add_group(GroupInfo("BENCH", "EXTRACT", "TRANLOG"))
         home.add_trail("BENCH", TrailInfo("./dirdat/bb", megabytes=500))
         with connect(conninfo) as conn:
             add_extract(conn, "BENCH")
         (home.dirprm / "bench.prm").write_text(
-            f"EXTRACT bench\nSOURCEDB {conninfo}\nEXTTRAIL ./dirdat/bb\nTABLE public.bench;\n")
+            f"EXTRACT bench\nSOURCEDB {conninfo}\nEXTTRAIL ./dirdat/bb\n"
+            + ("DDL INCLUDE MAPPED\n" if args.ddl_support else "") + "TABLE public.bench;\n")
 
         t0 = time.monotonic()
         extract = ExtractRun(home)

@@ -29,6 +29,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "checkpoint_lag",
+    "fsync_dir",
     "load_checkpoint",
     "parse_time",
     "save_checkpoint",
@@ -38,7 +39,7 @@ CHECKPOINT_VERSION = 1
 _TEMP_PREFIX = ".tmp-"
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     """Make a rename durable: the directory entry lives in the directory's own blocks."""
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -66,7 +67,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -295,7 +296,7 @@ class CheckpointStore:
             self.path(group, kind).unlink()
         except FileNotFoundError:
             return False
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         return True
 
     def clean_temporaries(self) -> list[Path]:

@@ -31,6 +31,7 @@ from trailgate.model import (
     unix_micros_from_julian,
 )
 from trailgate.trail import FileHeader, TrailReader, TrailRecord, TrailWriter
+from trailgate.trail.ddl import ddl_fields
 from trailgate.trail.header import DatabaseInfo, MachineInfo, ProducerInfo
 
 __all__ = ["add_arguments", "export_records", "import_records", "run_export", "run_import"]
@@ -171,6 +172,8 @@ def export_records(trail: str | Path, start: TrailPosition | None = None,
             obj["columns"] = _columns_json(change.after, table)
         if change.text is not None:
             obj["text"] = change.text
+        if change.op is OpType.DDL:
+            obj["ddl"] = ddl_fields(change.text or "")
         if change.tokens:
             obj["tokens"] = change.tokens
         if record.starts_transaction and raw.csn is None:
@@ -224,6 +227,8 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
     writer: TrailWriter | None = None
     tables: dict[str, TableDef] = {}
     in_txn = False
+    after_ddl = False  # the last change was a DDL record: its definition may come next
+    commit_after_ddl = False  # …and it ended its transaction: commit once that is known
     count = 0
     try:
         for number, line in enumerate(lines, start=1):
@@ -235,6 +240,10 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"not JSON: {exc.msg}", path=source, line=number) from None
             kind = obj.get("record", "change")
+            if kind != "metadata":
+                if commit_after_ddl and writer is not None:
+                    writer.commit_transaction()
+                after_ddl = commit_after_ddl = False
             try:
                 if kind == "file":
                     header = _header_from_json(obj["header"])
@@ -248,6 +257,8 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
                 elif kind == "metadata":
                     table = _tabledef_from_json(obj["definition"])
                     tables[table.qualified_name] = table
+                    if after_ddl and writer is not None:  # a DDL record's new definition
+                        writer.add_definition(table)
                 elif kind == "change":
                     if writer is None:
                         writer = TrailWriter(trail, megabytes=megabytes)
@@ -259,17 +270,21 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
                             writer.commit_transaction()
                         writer.begin_transaction(obj.get("xid") or "", int(obj.get("csn") or 0))
                         in_txn = True
-                    writer.add_change(change, tables.get(change.table))
+                    after_ddl = change.op is OpType.DDL
+                    writer.add_change(change, None if after_ddl else tables.get(change.table))
                     count += 1
                     if obj.get("trans_ind", "only") in ("last", "only"):
-                        writer.commit_transaction()
                         in_txn = False
+                        if after_ddl:
+                            commit_after_ddl = True
+                        else:
+                            writer.commit_transaction()
                 else:
                     raise ValueError(f"{where}: unknown record kind {kind!r}")
             except (KeyError, TypeError, ValueError) as exc:
                 message = str(exc) if str(exc).startswith(source) else f"{where}: {exc}"
                 raise ConfigError(message) from None
-        if writer is not None and in_txn:
+        if writer is not None and (in_txn or commit_after_ddl):
             writer.commit_transaction()
     finally:
         if writer is not None:

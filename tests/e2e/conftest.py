@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from trailgate.db.cluster import Cluster
+from trailgate.demo.databases import Databases
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 
@@ -30,4 +31,18 @@ def e2e_cluster() -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.destroy()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def databases() -> Iterator[Databases]:
+    """A source and a target server (databases src and tgt) for the tests of one module."""
+    directory = Path(tempfile.mkdtemp(prefix="tg-e2e-"))
+    directory.chmod(0o755)  # the server's OS user must traverse it
+    dbs = Databases(directory / "pg", source_db="src", target_db="tgt")
+    try:
+        dbs.start()
+        yield dbs
+    finally:
+        dbs.stop()
         shutil.rmtree(directory, ignore_errors=True)

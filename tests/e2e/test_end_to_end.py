@@ -14,12 +14,9 @@ from __future__ import annotations
 import datetime as dt
 import io
 import random
-import shutil
 import string
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -230,18 +227,6 @@ class TypedWorkload:
 
         return Txn(st, commit)
 
-
-@pytest.fixture(scope="module")
-def databases() -> Iterator[Databases]:
-    directory = Path(tempfile.mkdtemp(prefix="tg-e2e-"))
-    directory.chmod(0o755)  # the server's OS user must traverse it
-    dbs = Databases(directory / "pg", source_db="src", target_db="tgt")
-    try:
-        dbs.start()
-        yield dbs
-    finally:
-        dbs.stop()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _fresh(dbs: Databases, name: str) -> tuple[str, str]:

@@ -123,7 +123,10 @@ def test_metadata_ddl_lob_and_fragment_records(trail):
     assert "Table definition: US03.STUDENT, 8 columns, key PRIMARY (STUDENT_KEY)" in out
     assert "  Column    7  TUITION_FEE" in out
     out = logdump("sft ddl", file=trail)
-    assert "  Statement: ALTER TABLE US03.STUDENT ADD (NOTES VARCHAR2(100))" in out
+    statement = "ALTER TABLE US03.STUDENT ADD (NOTES VARCHAR2(100))"
+    assert f"DDL operation [{statement}], len {len(statement)}" in out
+    assert ("DDL seqno [], optype [ALTER], objtype [TABLE], objowner [US03], objname "
+            "[STUDENT]") in out
     out = logdump("sft lob", "sft 116", "sft lob", file=trail)
     assert "LOB piece 1 of 3 of column 1 (BODY): offset 0, 32000 bytes" in out
     assert "LOB piece 3 of 3 of column 1 (BODY): offset 64000, 6000 bytes" in out

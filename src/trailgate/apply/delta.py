@@ -97,9 +97,11 @@ class DeltaApplier:
         return None if dt is None else dt.transaction_version(self.group)
 
     def apply_batch(self, batch_id: int, changes: Sequence[TrailChange],
-                    table_defs: Mapping[str, TableDef]) -> ApplyResult:
-        """Apply one micro-batch.  Tables whose log shows this batch are skipped (listed in
-        ``skipped_tables``; ``skipped`` is True when every table was)."""
+                    table_defs: Mapping[str, TableDef], *, part: int = 0) -> ApplyResult:
+        """Apply one micro-batch (``part``: the batch's part after its ``part``-th DDL
+        record, committed under its own application id).  Tables whose log shows this
+        batch (part) are skipped (listed in ``skipped_tables``; ``skipped`` is True when
+        every table was)."""
         mapped = self.mapper.map_all(list(changes), table_defs)
         by_table: dict[str, list[MappedChange]] = {}
         for m in mapped:
@@ -107,16 +109,22 @@ class DeltaApplier:
         result = ApplyResult()
         for group in by_table.values():
             group.sort(key=lambda m: m.record.order)
-            self._apply_table(batch_id, group[0].mapping, group, result)
+            self._apply_table(batch_id, group[0].mapping, group, result, self.app_id(part))
         result.skipped = bool(by_table) and len(result.skipped_tables) == len(by_table)
         return result
 
+    def app_id(self, part: int) -> str:
+        """The application id of a batch's part: the group, then ``GROUP.n`` for the part
+        after the n-th DDL record (each commit of a table in a batch has its own id, so a
+        replay skips exactly the parts that were committed)."""
+        return self.group if part == 0 else f"{self.group}.{part}"
+
     def _apply_table(self, batch_id: int, mapping: TableMapping,
-                     changes: list[MappedChange], result: ApplyResult) -> None:
+                     changes: list[MappedChange], result: ApplyResult, app: str) -> None:
         target = mapping.target
         dt = self.catalog.open(target.schema, target.name)
         if dt is not None:
-            done = dt.transaction_version(self.group)
+            done = dt.transaction_version(app)
             if done is not None and done >= batch_id:
                 result.skipped_tables.append(target.qualified_name)
                 return
@@ -129,7 +137,7 @@ class DeltaApplier:
             self._convert(m, converters)
         existing = self._existing(dt, mapping, changes)
         folded = fold(mapping, changes, lambda key: existing.get(key), columns)
-        self._merge(dt, mapping, folded, schema, existing, batch_id)
+        self._merge(dt, mapping, folded, schema, existing, batch_id, app)
         result.table(target.qualified_name).add(folded.counts)
         if self.discard is not None:
             self.discard.write(folded.discards)
@@ -176,22 +184,29 @@ class DeltaApplier:
                         wanted[c].add(image[c])
         if not any(wanted.values()):
             return {}
-        filt = None
+        filt = pushed = None
         for c, values in wanted.items():
             present = [v for v in values if v is not None]
             expr = pc.field(c).isin(present) if present else None
             if None in values:
                 expr = pc.field(c).is_null() if expr is None else expr | pc.field(c).is_null()
+            elif expr is not None:
+                # only a test without IS NULL is handed to the scan: a file written before
+                # the column was added (schema evolution) has no statistics for it, and the
+                # scan would wrongly skip it for IS NULL
+                pushed = expr if pushed is None else pushed & expr
             if expr is not None:
                 filt = expr if filt is None else filt & expr
-        table = _rows_matching(dt.to_pyarrow_dataset(), filt, key_cols)
+        table = _rows_matching(dt.to_pyarrow_dataset(), pushed, key_cols)
+        if filt is not None and table.num_rows:
+            table = table.filter(filt)
         out: dict[KeyT, dict[str, Any]] = {}
         for row in table.to_pylist():
             out[tuple((c, row[c]) for c in key_cols)] = row
         return out
 
     def _merge(self, dt: DeltaTable, mapping: TableMapping, folded: Folded, schema: pa.Schema,
-               existing: Mapping[KeyT, Any], batch_id: int) -> None:
+               existing: Mapping[KeyT, Any], batch_id: int, app: str) -> None:
         rows = []
         for key, row in folded.rows.items():
             if row is not None:
@@ -213,7 +228,7 @@ class DeltaApplier:
         sets = {_quote(f.name): f"s.{_quote(f.name)}" for f in schema}
         merger = dt.merge(source, predicate, source_alias="s", target_alias="t",
                           commit_properties=CommitProperties(
-                              app_transactions=[Transaction(self.group, batch_id)]))
+                              app_transactions=[Transaction(app, batch_id)]))
         merger = (merger.when_matched_delete(predicate=f"s.{ACTION} = 'D'")
                   .when_matched_update(updates=sets, predicate=f"s.{ACTION} = 'U'")
                   .when_not_matched_insert(updates=sets, predicate=f"s.{ACTION} = 'U'"))

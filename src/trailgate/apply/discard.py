@@ -16,10 +16,11 @@ from datetime import datetime
 from pathlib import Path
 
 from trailgate.apply.mapping import MappedChange
+from trailgate.apply.records import TrailChange
 from trailgate.errors import TargetError
 from trailgate.params.model import DiscardFileSpec
 
-__all__ = ["Discard", "DiscardWriter", "format_discard", "prepare_discard_file"]
+__all__ = ["DdlDiscard", "Discard", "DiscardWriter", "format_discard", "prepare_discard_file"]
 
 
 @dataclass(slots=True)
@@ -31,14 +32,27 @@ class Discard:
     codes: tuple[str, ...]
 
 
+@dataclass(slots=True)
+class DdlDiscard:
+    """A DDL that DDLERROR (…, DISCARD) set aside: the record, the statement as the target
+    was to run it, and why."""
+
+    record: TrailChange
+    statement: str
+    error: str
+    codes: tuple[str, ...]
+
+
 def _show(value: object) -> str:
     if value is None:
         return "NULL"
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def format_discard(d: Discard, now: datetime | None = None) -> str:
+def format_discard(d: Discard | DdlDiscard, now: datetime | None = None) -> str:
     """One discard entry as text (ends with a ``*`` line)."""
+    if isinstance(d, DdlDiscard):
+        return _format_ddl(d, now)
     m = d.change
     rec = m.record
     when = (now or datetime.now()).strftime("%Y-%m-%d %H:%M:%S")
@@ -57,6 +71,21 @@ def format_discard(d: Discard, now: datetime | None = None) -> str:
         lines.extend(f"  {c} = {_show(v)}" for c, v in m.values.items())
     lines.append("*")
     return "\n".join(lines) + "\n"
+
+
+def _format_ddl(d: DdlDiscard, now: datetime | None) -> str:
+    rec = d.record
+    when = (now or datetime.now()).strftime("%Y-%m-%d %H:%M:%S")
+    return "\n".join([
+        f"Current time: {when}",
+        f"Discarded DDL from action DISCARD on error {d.codes[0] if d.codes else '?'}",
+        f"Problem replicating DDL on {rec.table}",
+        f"Error: {d.error}",
+        f"Operation: DDL, trail position seqno {rec.position.seqno}, RBA {rec.position.rba}, "
+        f"CSN {rec.csn}, XID {rec.xid}",
+        "Statement:",
+        *(f"  {line}" for line in d.statement.splitlines() or [""]),
+        "*"]) + "\n"
 
 
 def prepare_discard_file(spec: DiscardFileSpec, path: str | os.PathLike[str]) -> Path:
@@ -83,7 +112,7 @@ class DiscardWriter:
             return cls(default)
         return cls(spec.path, spec.megabytes)
 
-    def write(self, discards: Sequence[Discard]) -> None:
+    def write(self, discards: Sequence[Discard | DdlDiscard]) -> None:
         if not discards:
             return
         data = "".join(format_discard(d) for d in discards).encode("utf-8")

@@ -296,6 +296,11 @@ class Mapper:
             if m is not None and (m.target.schema, m.target.name) == (schema, table):
                 del self._mappings[name]
 
+    def forget_all(self) -> None:
+        """Drop every cached target definition and mapping (after DDL on the target)."""
+        self._targets.clear()
+        self._mappings.clear()
+
     # -- per table ---------------------------------------------------------------------------
     def mapping(self, source: str, table_def: TableDef | None) -> TableMapping | None:
         """The mapping of source table ``source`` (None: no MAP takes it)."""

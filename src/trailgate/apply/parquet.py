@@ -16,6 +16,7 @@ from typing import Any
 
 from trailgate.apply.changelog import change_log_rows
 from trailgate.apply.records import TableCounts, TrailChange
+from trailgate.checkpoint import fsync_dir
 from trailgate.model import OpType, TableDef
 from trailgate.params.names import parse_name, resolve_map
 
@@ -27,13 +28,6 @@ def table_directory(root: str | os.PathLike[str], target: str) -> Path:
     parts = [p.text if p.quoted else p.text.lower() for p in parse_name(target)]
     return Path(root, *parts[-2:])
 
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write(table: Any, path: Path) -> None:
@@ -48,12 +42,15 @@ def _write(table: Any, path: Path) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def write_change_logs(cfg: Any, batch_id: int, changes: Sequence[TrailChange],
-                      table_defs: Mapping[str, TableDef]) -> dict[str, TableCounts]:
-    """Write the batch's change rows, one file per mapped table; counts per target."""
+                      table_defs: Mapping[str, TableDef], *, part: int = 0
+                      ) -> dict[str, TableCounts]:
+    """Write the batch's change rows, one file per mapped table; counts per target.
+    ``part``: the batch's part after its ``part``-th DDL record (its own file: a new schema
+    version, which ``spark.read.option("mergeSchema", "true")`` reads with the others)."""
     params = cfg.params
     by_target: dict[str, list[TrailChange]] = {}
     sources: dict[str, str] = {}
@@ -72,7 +69,7 @@ def write_change_logs(cfg: Any, batch_id: int, changes: Sequence[TrailChange],
         rows = change_log_rows(group, table_defs)
         directory = table_directory(cfg.target, name)
         suffix = "" if "#" not in target else "-" + target.split("#")[1].lower()
-        _write(rows, directory / f"batch_id={batch_id}" / f"part-00000{suffix}.parquet")
+        _write(rows, directory / f"batch_id={batch_id}" / f"part-{part:05d}{suffix}.parquet")
         c = counts.setdefault(name, TableCounts())
         for tc in group:
             op = tc.change.op

@@ -58,6 +58,13 @@ class Stages:
         self.join_setting: sql.Composed | None = None  # SET LOCAL for the joins, if any
         self._checked = False
         self._joins_set = False
+        self._generation = 0  # bumped by DDL: stage tables made before keep old types
+
+    def invalidate(self) -> None:
+        """After DDL on the target: the next stage tables are new ones (a column's type
+        may have changed, which a shape does not show)."""
+        self._generation += 1
+        self.names.clear()
 
     def ensure(self, shapes: Iterable[Shape]) -> None:
         """Create missing stage tables (autocommit; before the partition's transaction);
@@ -73,7 +80,8 @@ class Stages:
             if shape in self.names:
                 continue
             schema, table, _, columns = shape
-            digest = zlib.crc32(repr(shape).encode("utf-8", "surrogatepass"))
+            digest = zlib.crc32(repr((shape, self._generation) if self._generation else shape
+                                     ).encode("utf-8", "surrogatepass"))
             name = sql.Identifier(f"trailgate_stage_{digest:08x}")
             try:
                 self.conn.execute(sql.SQL(

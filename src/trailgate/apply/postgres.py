@@ -19,8 +19,9 @@ import psycopg
 from psycopg import sql
 
 from trailgate.apply.checkpoint_table import STREAM_BATCH, table_identifier
-from trailgate.apply.discard import Discard, DiscardWriter
+from trailgate.apply.discard import DdlDiscard, Discard, DiscardWriter
 from trailgate.apply.mapping import MappedChange, Mapper, TableMapping, TargetColumn, TargetTable
+from trailgate.apply.pg_ddl import PgDdl
 from trailgate.apply.pg_sets import Deviation, Stages, run_plan, stage_shapes
 from trailgate.apply.planner import DUPLICATE_CODES, MISSING_CODES, CollisionError
 from trailgate.apply.records import ApplyResult, TableCounts, TrailChange
@@ -32,13 +33,16 @@ from trailgate.model import OpType, TableDef
 from trailgate.params.model import ReplicatParams
 from trailgate.params.names import parse_name
 
-__all__ = ["PgApplier", "PgCatalog"]
+__all__ = ["PgApplier", "PgCatalog", "Segment"]
 
 log = logging.getLogger("trailgate.apply")
 Conn = psycopg.Connection[Any]
 
 #: BATCHSQL: partitions with fewer changes are applied one by one (fewer round trips).
 SET_MIN_CHANGES = 8
+#: Part of a partition applied with one set of definitions: its changes (or one DDL record)
+#: and the definition of each of their tables.
+Segment = tuple[Sequence[TrailChange], Mapping[str, TableDef]]
 
 _COLUMNS_SQL = """
 SELECT a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, a.attidentity
@@ -132,6 +136,7 @@ class PgApplier:
         self.set_fallbacks = 0
         self.pipelined_attempts = 0  # the same for pipelined one-at-a-time attempts
         self.pipelined_fallbacks = 0
+        self.ddl = PgDdl(self.conn, params)
 
     def _connect(self) -> Conn:
         try:
@@ -185,14 +190,19 @@ class PgApplier:
     # -- apply ---------------------------------------------------------------------------------
     def apply_partition(self, batch_id: int, partition: int, changes: Sequence[TrailChange],
                         table_defs: Mapping[str, TableDef], *,
-                        advance: tuple[str, str] | None = None) -> ApplyResult:
+                        advance: tuple[str, str] | None = None,
+                        segments: Sequence[Segment] | None = None) -> ApplyResult:
         """Apply one partition's changes (trail order) and its checkpoint row atomically.
 
         Returns counts per target table, or ``skipped=True`` if it was applied before.
         Raises TargetError (REPERROR ABEND, mapping problems): nothing of the partition is
         then committed.  ``advance`` ``(from, to)``: instead of a batch's row, the streamed
-        apply's row moves from ``from`` to ``to`` (:meth:`advance_stream`).
+        apply's row moves from ``from`` to ``to`` (:meth:`advance_stream`).  ``segments``:
+        the changes cut where a DDL record is or a definition changes, each with the
+        definitions of its own changes (see :meth:`_apply_segments`).
         """
+        if segments is not None:
+            return self._apply_segments(batch_id, partition, changes, segments, advance)
         mapped = self.mapper.map_all(list(changes), table_defs)
         position = str(max(tc.position for tc in changes)) if changes else ""
         result = ApplyResult()
@@ -211,6 +221,51 @@ class PgApplier:
         if self.discard is not None:
             self.discard.write(discards)
         return result
+
+    def _apply_segments(self, batch_id: int, partition: int, changes: Sequence[TrailChange],
+                        segments: Sequence[Segment], advance: tuple[str, str] | None
+                        ) -> ApplyResult:
+        """A partition holding DDL (or a definition change) in one transaction, in trail
+        order: each run of DML applied as a partition is (set-based under BATCHSQL, with
+        its own definitions), each DDL record as DDLERROR says; after a DDL ran, target
+        definitions, statements and stage tables are made anew, so COLMAP USEDEFAULTS,
+        KEYCOLS and BATCHSQL see what it changed."""
+        position = str(max(tc.position for tc in changes)) if changes else ""
+        result = ApplyResult()
+        discards: list[Discard | DdlDiscard] = []
+        stages_before = set(self._stages.names)
+        try:
+            with self._partition(batch_id, partition, position, result, advance) as cur:
+                for part, defs in segments if cur is not None else ():
+                    if len(part) == 1 and part[0].change.op is OpType.DDL:
+                        ddl: list[DdlDiscard] = []
+                        if self.ddl.apply(cur, part[0], result, ddl):
+                            self._forget_definitions()
+                        discards.extend(ddl)
+                        continue
+                    mapped = self.mapper.map_all(list(part), defs)
+                    plans = self._set_plans(mapped)  # stage tables made in the transaction
+                    done = (self._apply_sets(cur, plans, result) if plans is not None
+                            else self._apply_pipelined(cur, mapped, result))
+                    if not done:
+                        applied: list[Discard] = []
+                        for run in self._runs(mapped, self.batchsql):
+                            self._apply_run(cur, run, result, applied)
+                        discards.extend(applied)
+        except BaseException:
+            for shape in set(self._stages.names) - stages_before:
+                del self._stages.names[shape]  # made in the rolled-back transaction
+            self._forget_definitions()  # what a rolled-back DDL did is undone too
+            raise
+        if self.discard is not None:
+            self.discard.write(discards)
+        return result
+
+    def _forget_definitions(self) -> None:
+        """After DDL: read target tables again, build statements and stage tables anew."""
+        self.mapper.forget_all()
+        self._queries.clear()
+        self._stages.invalidate()
 
     def apply_plans(self, batch_id: int, partition: int, plans: Sequence[SetPlan],
                     position: str, *, advance: tuple[str, str] | None = None

@@ -34,6 +34,7 @@ class TrailChange:
     commit_time: int = 0
     trans_ind: int = 3
     record_length: int | None = None
+    txn_start: TrailPosition | None = None  # its transaction's first record, when known
 
     @property
     def table(self) -> str:
@@ -74,10 +75,11 @@ class TableCounts:
     discards: int = 0
     ignores: int = 0
     collisions: int = 0
+    ddl: int = 0
 
     @property
     def operations(self) -> int:
-        return self.inserts + self.updates + self.deletes + self.truncates
+        return self.inserts + self.updates + self.deletes + self.truncates + self.ddl
 
     def add(self, other: TableCounts) -> None:
         for name in self.__slots__:

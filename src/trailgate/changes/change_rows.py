@@ -3,9 +3,10 @@
 The ``trail`` source shows values as text for people and SQL; these rows keep everything a
 trail record needs, exactly: values in trail form, the transaction on every row, a
 definition row before each table's first change and a position row at the end, so every
-batch is self-contained.  A *packed* row carries records a source encoded itself, since
-Spark's cost is per row.  The schema: docs/processes.md, "Change rows".  Pure pyarrow, so it
-runs in Spark's workers too.
+batch is self-contained; *define* and *note* rows carry a DDL's new definition and its
+report lines.  A *packed* row carries records a source encoded itself, since Spark's cost is
+per row.  The schema: docs/processes.md, "Change rows".  Pure pyarrow, so it runs in Spark's
+workers too.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from trailgate.model import Change, Column, ColumnKind, OpType, TableDef
 __all__ = [
     "CHANGE_ARROW_SCHEMA",
     "CHANGE_SCHEMA_DDL",
+    "OP_DEFINE",
     "OP_METADATA",
+    "OP_NOTE",
     "OP_PACKED",
     "OP_POSITION",
     "ChangeColumns",
@@ -37,6 +40,8 @@ __all__ = [
 OP_METADATA = int(OpType.METADATA)
 OP_POSITION = -1
 OP_PACKED = -2
+OP_DEFINE = -3
+OP_NOTE = -4
 
 CHANGE_SCHEMA_DDL = (
     "op int, table_name string, csn long, xid string, txn_last boolean, "
@@ -132,6 +137,17 @@ class ChangeRowBuilder:
         self.rows.append((OP_METADATA, table.qualified_name, csn, xid, False, None, None, None,
                           None, None, None, None, tabledef_to_json(table), None))
 
+    def add_define(self, table: TableDef, csn: int, xid: str) -> None:
+        """A table's new definition, for the DDL change added next: written right after
+        that change's record."""
+        self.rows.append((OP_DEFINE, table.qualified_name, csn, xid, False, None, None, None,
+                          None, None, None, None, tabledef_to_json(table), None))
+
+    def add_note(self, text: str, csn: int, xid: str) -> None:
+        """A report line about the transaction being added (kept only if it is written)."""
+        self.rows.append((OP_NOTE, None, csn, xid, False, None, None, None, None, None, None,
+                          None, text, None))
+
     def add_position(self, position: dict[str, Any]) -> None:
         """The source position every row before this one was read up to."""
         self.rows.append((OP_POSITION, None, None, None, False, None, None, None, None, None,
@@ -165,6 +181,7 @@ class ChangeRow:
     table_def: TableDef | None = None
     position: dict[str, Any] | None = None
     record: bytes | None = None
+    note: str | None = None
 
 
 def _maps(array: pa.Array) -> list[dict[Any, Any] | None]:
@@ -248,9 +265,11 @@ def iter_change_rows(batch: pa.RecordBatch | pa.Table) -> Iterator[ChangeRow]:
     for i, op in enumerate(cols.ops):
         if op == OP_POSITION:
             yield ChangeRow(op, None, None, None, False, position=cols.position(i))
-        elif op == OP_METADATA:
+        elif op in (OP_METADATA, OP_DEFINE):
             yield ChangeRow(op, cols.tables[i], cols.csns[i], cols.xids[i], False,
                             table_def=cols.table_def(i))
+        elif op == OP_NOTE:
+            yield ChangeRow(op, None, cols.csns[i], cols.xids[i], False, note=cols.texts[i])
         else:
             yield ChangeRow(op, cols.tables[i], cols.csns[i], cols.xids[i],
                             bool(cols.lasts[i]), change=cols.change(i),

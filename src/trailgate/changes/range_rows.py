@@ -10,7 +10,7 @@ the batch must stay whole).  Pure pyarrow: runs in Spark's Python workers and in
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
@@ -64,6 +64,10 @@ class _Builder:
         self.rows.add_table(table)
         self._extra(position.seqno, position.rba, 3, None, None, False)
 
+    def define(self, table: TableDef, csn: int, xid: str, position: TrailPosition) -> None:
+        self.rows.add_define(table, csn, xid)
+        self._extra(position.seqno, position.rba, 3, None, None, False)
+
     def change(self, change: Change, csn: int, xid: str, last: bool, position: TrailPosition,
                ind: int, commit: int, khash: int | None) -> None:
         self.rows.add_change(change, csn, xid, last)
@@ -83,10 +87,12 @@ class _Builder:
 
 def read_change_rows(trail: str, lower: TrailPosition, upper: TrailPosition | None, *,
                      router: Router | None = None, hashes: bool = False,
-                     batch_rows: int = 10_000) -> Iterator[pa.RecordBatch]:
+                     batch_rows: int = 10_000, ddl: Callable[[Change], bool] | None = None
+                     ) -> Iterator[pa.RecordBatch]:
     """Change rows of the transactions starting in ``[lower, upper)``; see the module
-    docstring.  ``hashes`` fills ``key_hash`` (Replicat)."""
-    span = TrailRange(trail, lower, upper, router)
+    docstring.  ``hashes`` fills ``key_hash`` (Replicat); ``ddl`` keeps DDL records (a
+    pump's DDL rules).  A DDL record's new definition goes right after it."""
+    span = TrailRange(trail, lower, upper, router, ddl)
     out = _Builder()
     emitted: dict[str, TableDef] = {}  # output name -> definition already sent
     hop = router.hop if router is not None else None
@@ -96,7 +102,10 @@ def read_change_rows(trail: str, lower: TrailPosition, upper: TrailPosition | No
             name = change.table
             if hop is not None and is_heartbeat(name):
                 stamp_hop(change, tdef, "PUMP", hop)
-            if tdef is not None and emitted.get(name) != tdef:
+            if change.op is OpType.DDL and tdef is not None:
+                out.define(tdef, txn.csn, txn.xid, pos)
+                emitted[name] = tdef
+            elif tdef is not None and emitted.get(name) != tdef:
                 out.table(tdef, pos)
                 emitted[name] = tdef
             khash = key_hash(change, tdef) if hashes else None

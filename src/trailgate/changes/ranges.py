@@ -9,7 +9,7 @@ file's table definitions; those are found by scanning the file's start, cached p
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from trailgate.changes.routing import Router
@@ -96,19 +96,25 @@ class Pending:
     xid: str
     items: list[tuple[Change, TrailPosition, TableDef | None]] = field(default_factory=list)
     commit_time: int = 0
+    start: TrailPosition | None = None  # where its first record is
 
 
 class TrailRange:
     """The complete transactions starting in ``[lower, upper)`` (the module docstring's
     rule), with the router's tables only, renamed as it says: what both row forms read.
 
+    DDL records are kept whatever their object (the router is about DML; a Replicat's DDL
+    rules decide on them), unless ``ddl`` says no (a Data Pump's rules), under their own
+    name; the definition written right after a DDL record is its item's definition.
+
     After :meth:`transactions` is exhausted, :meth:`position` gives the range's end and
     last commit (the position row)."""
 
     def __init__(self, trail: str, lower: TrailPosition, upper: TrailPosition | None,
-                 router: Router | None = None):
+                 router: Router | None = None, ddl: Callable[[Change], bool] | None = None):
         self.trail, self.lower, self.upper = trail, lower, upper
         self.router = router or Router()
+        self.ddl = ddl
         self.end: TrailPosition | None = None
         self.last_commit: tuple[int, int, str] | None = None  # (julian, csn, xid)
         self._renamed: dict[int, TableDef] = {}
@@ -128,23 +134,41 @@ class TrailRange:
         reader = TrailReader(self.trail, start=self.lower,
                              tables=definitions_before(self.trail, self.lower))
         txn: Pending | None = None
+        after_ddl: int | None = None  # the item of the DDL record just read
+        done: Pending | None = None  # a transaction whose last record was a DDL record:
+        # held until the next record shows whether the DDL's new definition follows
         for record in reader.records():
             raw = record.raw
             beyond = upper is not None and record.position >= upper
             if raw.io_type == OpType.METADATA:
+                owner = txn if txn is not None else done
+                if owner is not None and after_ddl is not None and record.table_def:
+                    change, pos, _ = owner.items[after_ddl]
+                    owner.items[after_ddl] = (change, pos, record.table_def)
+                    after_ddl = None
+                    continue
                 if beyond and txn is None:
                     break
                 continue
+            after_ddl = None
+            if done is not None:
+                yield done
+                done = None
             if record.starts_transaction:
                 if beyond:
                     break
-                txn = Pending(int(raw.csn or 0), raw.xid or "")
+                txn = Pending(int(raw.csn or 0), raw.xid or "", start=record.position)
             elif txn is None:
                 if beyond:
                     break
                 continue  # the rest of a transaction that started before this range
             change = record.change
-            if change is not None and raw.io_type != OpType.COMMENT:
+            if change is not None and raw.io_type == OpType.DDL:
+                txn.commit_time = change.io_time or txn.commit_time
+                if self.ddl is None or self.ddl(change):
+                    after_ddl = len(txn.items)
+                    txn.items.append((change, record.position, None))
+            elif change is not None and raw.io_type != OpType.COMMENT:
                 txn.commit_time = change.io_time or txn.commit_time
                 name = route(change.table)
                 if name is not None:
@@ -155,9 +179,13 @@ class TrailRange:
                     txn.items.append((change, record.position, tdef))
             if record.ends_transaction:
                 self.last_commit = (txn.commit_time, txn.csn, txn.xid)
-                if txn.items:
+                if txn.items and after_ddl is not None:
+                    done = txn
+                elif txn.items:
                     yield txn
                 txn = None
+        if done is not None:
+            yield done
         self.end = upper if upper is not None else reader.position
 
     def position(self, with_csn: bool) -> tuple[dict[str, object], TrailPosition]:

@@ -7,11 +7,16 @@ once per table name, with the same precedence MAP uses (an exact name wins over 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from trailgate.model import Change
+from trailgate.params.ddl_rules import DdlFilter, DdlObject
+from trailgate.params.model import DdlRule
 from trailgate.params.names import fill_target, find_map
+from trailgate.trail.ddl import parse_marker
 
-__all__ = ["Router"]
+__all__ = ["Router", "ddl_keep"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,3 +55,21 @@ class Router:
             out = table if not spec.target else fill_target(spec.target, table)
         self._cache[table] = out
         return out
+
+
+def ddl_keep(router: Router, rules: list[DdlRule], given: bool
+             ) -> Callable[[Change], bool] | None:
+    """A Data Pump's DDL rules as a test of DDL records (MAPPED: its TABLE statements take
+    the object); None without a DDL parameter: every DDL passes through."""
+    if not given:
+        return None
+    ddl = DdlFilter(rules, lambda name: router.route(name) is not None, "PUMP", given=True)
+
+    def keep(change: Change) -> bool:
+        try:
+            m = parse_marker(change.text or "")
+        except ValueError:
+            return True  # the Replicat reports it under DDLERROR
+        return ddl.decide(DdlObject(m.owner, m.name, m.object_type, m.ddl_type, m.statement,
+                                    m.master_qualified_name, m.error)).include
+    return keep

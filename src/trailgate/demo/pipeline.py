@@ -83,6 +83,10 @@ class PipelineSpec:
     replicat_master: str = "local[2]"
     batchsql: bool = True
     extra_replicat_params: list[str] = field(default_factory=list)
+    extra_extract_params: list[str] = field(default_factory=list)
+    #: DDL replication: ADD DDLSUPPORT and ADD SCHEMATRANDATA for these schemas (instead of
+    #: ADD TRANDATA per table), DDL INCLUDE MAPPED in the Extract, DDLOPTIONS REPORT
+    ddl_schemas: list[str] = field(default_factory=list)
 
     @property
     def apply_trail(self) -> str:
@@ -133,11 +137,13 @@ class Pipeline:
         home.create()
         home.globals_file.write_text(f"GGSCHEMA ggadmin\nCHECKPOINTTABLE {s.checkpoint_table}\n")
         tables = "".join(f"TABLE {t};\n" for t in s.tables)
+        ddl = ["DDL INCLUDE MAPPED", "DDLOPTIONS REPORT"] if s.ddl_schemas else []
         home.param_file(s.extract).write_text(
             f"EXTRACT {s.extract.lower()}\n"
             f"SOURCEDB {s.source_db}, USERIDALIAS ggsrc\n"
             f"EXTTRAIL {s.local_trail}{s.local_trail_options}\n"
             "REPORTCOUNT EVERY 30 SECONDS, RATE\n"
+            + "".join(f"{line}\n" for line in [*ddl, *s.extra_extract_params])
             + "\n".join(_spark_lines(s.extract_master, s.trigger)) + "\n" + tables)
         if s.pump:
             home.param_file(s.pump_name).write_text(
@@ -146,7 +152,7 @@ class Pipeline:
                 "PASSTHRU\n"
                 + "\n".join(_spark_lines(s.extract_master, s.trigger)) + "\n" + tables)
         maps = "".join(f"MAP {src}, TARGET {tgt};\n" for src, tgt in s.maps)
-        common = ["REPORTCOUNT EVERY 30 SECONDS, RATE", *s.extra_replicat_params,
+        common = ["REPORTCOUNT EVERY 30 SECONDS, RATE", *ddl[1:], *s.extra_replicat_params,
                   *_spark_lines(s.replicat_master, s.trigger)]
         if s.replicat_pg:
             name = s.replicat_pg_name
@@ -168,7 +174,9 @@ class Pipeline:
             f"ALTER CREDENTIALSTORE ADD USER {src_user} PASSWORD {_quoted(src_pw)} ALIAS ggsrc",
             f"ALTER CREDENTIALSTORE ADD USER {tgt_user} PASSWORD {_quoted(tgt_pw)} ALIAS ggtgt",
             "DBLOGIN USERIDALIAS ggsrc",
-            *(f"ADD TRANDATA {t}" for t in s.tables),
+            *(["ADD DDLSUPPORT"] if s.ddl_schemas else []),
+            *(f"ADD SCHEMATRANDATA {schema}" for schema in s.ddl_schemas),
+            *(f"ADD TRANDATA {t}" for t in s.tables if not s.ddl_schemas),
             f"ADD EXTRACT {s.extract.lower()}, TRANLOG, BEGIN NOW",
             f"ADD EXTTRAIL {s.local_trail}, EXTRACT {s.extract.lower()}, MEGABYTES 100",
         ]

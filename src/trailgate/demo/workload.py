@@ -28,10 +28,12 @@ Statement = tuple[str, Sequence[Any] | None]
 
 @dataclass(slots=True)
 class Txn:
-    """Statements of one transaction, and ``on_commit`` to run once it committed."""
+    """Statements of one transaction, and ``on_commit`` to run once it committed;
+    ``rollback``: roll it back instead (a workload's DDL that must never appear)."""
 
     statements: list[Statement]
     on_commit: Callable[[], None] | None = None
+    rollback: bool = False
 
 
 @dataclass(slots=True)
@@ -127,6 +129,9 @@ class Workload:
                             return
                     txn = self.generator(thread, rng)
                     rows = run_statements(conn, txn.statements)
+                    if txn.rollback:
+                        conn.rollback()
+                        continue
                     conn.commit()
                     if txn.on_commit is not None:
                         txn.on_commit()

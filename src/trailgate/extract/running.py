@@ -74,4 +74,6 @@ class ExtractStats:
                     f"       #                   deletes:  {s.deletes:>10}",
                     f"       #                 truncates:  {s.truncates:>10}",
                     f"       #                  discards:  {s.discards:>10}"]
+            if s.ddl:
+                out.append(f"       #                       ddl:  {s.ddl:>10}")
         return out

@@ -24,6 +24,7 @@ __all__ = [
     "Command",
     "CompareGroups",
     "DbLogin",
+    "DdlSupport",
     "DeleteCheckpointTable",
     "DeleteCredentialStore",
     "DeleteGroup",
@@ -92,6 +93,13 @@ class SchemaTranData(Command):
     action: str
     schema: str
     allcols: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DdlSupport(Command):
+    """``ADD|INFO|DELETE DDLSUPPORT``: seed 004's DDL objects in GLOBALS GGSCHEMA."""
+
+    action: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,6 +418,10 @@ HELP_TOPICS: dict[str, str] = {
     "ADD SCHEMATRANDATA": "ADD SCHEMATRANDATA schema [, ALLCOLS]",
     "INFO SCHEMATRANDATA": "INFO SCHEMATRANDATA schema",
     "DELETE SCHEMATRANDATA": "DELETE SCHEMATRANDATA schema",
+    "ADD DDLSUPPORT": "ADD DDLSUPPORT  (after DBLOGIN; in GLOBALS GGSCHEMA: marker and "
+                      "history tables, marker sequence, DDL event triggers)",
+    "INFO DDLSUPPORT": "INFO DDLSUPPORT",
+    "DELETE DDLSUPPORT": "DELETE DDLSUPPORT",
     "ADD CHECKPOINTTABLE": "ADD CHECKPOINTTABLE [schema.table]",
     "INFO CHECKPOINTTABLE": "INFO CHECKPOINTTABLE [schema.table]",
     "DELETE CHECKPOINTTABLE": "DELETE CHECKPOINTTABLE [schema.table]",

@@ -91,6 +91,7 @@ class Executor:
             c.DbLogin: self._dblogin,
             c.TranData: self._trandata,
             c.SchemaTranData: self._schematrandata,
+            c.DdlSupport: self._ddlsupport,
             c.AddCheckpointTable: self._checkpoint_table,
             c.InfoCheckpointTable: self._checkpoint_table,
             c.DeleteCheckpointTable: self._checkpoint_table,
@@ -257,6 +258,16 @@ class Executor:
             self.print(*td.info_schematrandata(conn, cmd.schema))
         else:
             self.print(*td.delete_schematrandata(conn, cmd.schema))
+
+    def _ddlsupport(self, cmd: c.DdlSupport) -> None:
+        from trailgate.capture.postgres import ddl_setup
+        from trailgate.params import parse_globals
+
+        conn = self._require_login()
+        schema = parse_globals(self.home.globals_file).ggschema
+        fn = {"ADD": ddl_setup.add_ddlsupport, "INFO": ddl_setup.info_ddlsupport,
+              "DELETE": ddl_setup.delete_ddlsupport}[cmd.action]
+        self.print(*fn(conn, schema))
 
     def _checkpoint_table(self, cmd: Any) -> None:
         from trailgate.apply import checkpoint_table as ct
@@ -878,7 +889,8 @@ def _check_position_kind(group: GroupInfo, position: dict[str, Any]) -> None:
                          f"{display.source_label(group)}: reposition it with {label}.")
 
 
-_MUTATING = (c.SendSnapshot, c.DbLogin, c.TranData, c.SchemaTranData, c.AddCheckpointTable,
+_MUTATING = (c.SendSnapshot, c.DbLogin, c.TranData, c.SchemaTranData, c.DdlSupport,
+             c.AddCheckpointTable,
              c.DeleteCheckpointTable, c.AddExtract, c.AddReplicat, c.AlterGroup, c.AddTrail,
              c.DeleteTrail, c.DeleteGroup, c.StartGroup, c.StopGroup, c.KillGroup,
              c.AddCredentialStore, c.DeleteCredentialStore, c.AlterCredentialStore,
@@ -886,7 +898,7 @@ _MUTATING = (c.SendSnapshot, c.DbLogin, c.TranData, c.SchemaTranData, c.AddCheck
 
 
 def _changes_something(cmd: c.Command) -> bool:
-    if isinstance(cmd, c.TranData | c.SchemaTranData):
+    if isinstance(cmd, c.TranData | c.SchemaTranData | c.DdlSupport):
         return cmd.action != "INFO"
     if isinstance(cmd, c.StatsGroup):
         return cmd.reset

@@ -25,6 +25,7 @@ from trailgate.ggsci.commands import (
     Command,
     CompareGroups,
     DbLogin,
+    DdlSupport,
     DeleteCheckpointTable,
     DeleteCredentialStore,
     DeleteGroup,
@@ -441,6 +442,9 @@ def _add(cur: _Line) -> Command:
         return _trandata(cur, "ADD")
     if obj == "SCHEMATRANDATA":
         return _schematrandata(cur, "ADD")
+    if obj == "DDLSUPPORT":
+        cur.done()
+        return DdlSupport("ADD")
     if obj == "CHECKPOINTTABLE":
         return _checkpoint_table(cur, AddCheckpointTable)
     if obj == "HEARTBEATTABLE":
@@ -468,6 +472,9 @@ def _delete(cur: _Line) -> Command:
         return _trandata(cur, "DELETE")
     if obj == "SCHEMATRANDATA":
         return _schematrandata(cur, "DELETE")
+    if obj == "DDLSUPPORT":
+        cur.done()
+        return DdlSupport("DELETE")
     if obj == "CHECKPOINTTABLE":
         return _checkpoint_table(cur, DeleteCheckpointTable)
     if obj == "HEARTBEATTABLE":
@@ -510,6 +517,10 @@ def _info(cur: _Line) -> Command:
     if word == "HEARTBEATTABLE":
         cur.i += 1
         return _heartbeat(cur, "INFO")
+    if word == "DDLSUPPORT":
+        cur.i += 1
+        cur.done()
+        return DdlSupport("INFO")
     manager = _manager(cur, "INFO")
     if manager is not None:
         return manager
@@ -777,12 +788,13 @@ def _exit(cur: _Line) -> Command:
 
 
 _OBJECTS = {
-    "ADD": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, "
+    "ADD": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, DDLSUPPORT, "
            "CHECKPOINTTABLE, HEARTBEATTABLE or CREDENTIALSTORE",
-    "DELETE": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, "
+    "DELETE": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, DDLSUPPORT, "
               "CHECKPOINTTABLE, HEARTBEATTABLE or CREDENTIALSTORE",
     "INFO": "ALL, a group name, MANAGER, EXTRACT, REPLICAT, TRANDATA, SCHEMATRANDATA, "
-            "EXTTRAIL, RMTTRAIL, CHECKPOINTTABLE, HEARTBEATTABLE or CREDENTIALSTORE",
+            "DDLSUPPORT, EXTTRAIL, RMTTRAIL, CHECKPOINTTABLE, HEARTBEATTABLE or "
+            "CREDENTIALSTORE",
 }
 
 _VERBS: dict[str, Callable[[_Line], Command]] = {

@@ -14,7 +14,8 @@ from trailgate.logdump.headerinfo import group_name, token_name, token_value_tex
 from trailgate.logdump.layout import column_value_text, split_columns, subrecords
 from trailgate.logdump.source import HeaderEntry
 from trailgate.model import OpType, TableDef
-from trailgate.trail.metadata import decode_kv, decode_tabledef
+from trailgate.trail.ddl import parse_marker
+from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.records import RawRecord, decode_lob_piece
 
 __all__ = ["SEPARATOR", "Settings", "header_tokens", "render_file_header", "render_record"]
@@ -198,14 +199,7 @@ def _body(rec: RawRecord, table: TableDef | None, settings: Settings) -> list[st
                          f"{col.source_type}{null}")
         return lines
     if io == OpType.DDL:
-        try:
-            items = {k: v for k, _i, v in decode_kv(data.decode("utf-8"))}
-        except (ValueError, UnicodeDecodeError) as exc:
-            return [f"DDL: cannot read the marker text: {exc}"]
-        lines.append(f"DDL operation: {items.get('B6', '?')} {items.get('B5', '')} "
-                     f"{items.get('B3', '')}.{items.get('B4', '')}")
-        lines.append(f"  Statement: {items.get('C1', '')}")
-        return lines
+        return _ddl(data, rec)
     if io == OpType.COMMENT:
         return [f"Comment: {data.decode('utf-8', 'replace')}"]
     if io == OpType.LOB:
@@ -233,6 +227,28 @@ def _body(rec: RawRecord, table: TableDef | None, settings: Settings) -> list[st
         return lines
     if io in _COLUMN_OPS:
         lines += _columns(data, 0, len(data), table, settings, bool(rec.continued))
+    return lines
+
+
+def _ddl(data: bytes, rec: RawRecord) -> list[str]:
+    """A DDL record as GoldenGate's Logdump shows one: the statement and its length, then
+    the DDL sequence, operation and object (and what the marker says went wrong)."""
+    try:
+        marker = parse_marker(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        more = " (continued in the next record)" if rec.continued else ""
+        return [f"DDL: cannot read the marker text here{more}: {exc}"]
+    statement = marker.statement
+    lines = [f"DDL operation [{statement}], len {len(statement)}",
+             f"DDL seqno [{marker.get('C5')}], optype [{marker.ddl_type}], objtype "
+             f"[{marker.object_type}], objowner [{marker.owner}], objname [{marker.name}]"]
+    if marker.master_name:
+        lines.append(f"  on table [{marker.master_qualified_name}]")
+    settings = marker.settings()
+    if settings:
+        lines.append("  Session: " + "; ".join(f"{k}={v}" for k, v in settings.items()))
+    if marker.error:
+        lines.append(f"  Error: {marker.error}")
     return lines
 
 

@@ -15,6 +15,8 @@ __all__ = [
     "ColumnRef",
     "Compare",
     "Condition",
+    "DdlErrorRule",
+    "DdlOptions",
     "DdlRule",
     "DiscardFileSpec",
     "Expr",
@@ -176,6 +178,50 @@ class DdlRule:
     objtypes: list[str] = field(default_factory=list)
     instr: list[str] = field(default_factory=list)
 
+    def text(self) -> str:
+        """The clause as a person writes it (report lines name the rule that decided)."""
+        parts = ["INCLUDE" if self.include else "EXCLUDE"]
+        if self.scope:
+            parts.append(self.scope)
+        parts += [f"OBJNAME {n}" for n in self.objnames]
+        parts += [f"OPTYPE {o}" for o in self.optypes]
+        parts += [f"OBJTYPE '{o}'" for o in self.objtypes]
+        parts += [f"INSTR '{i}'" for i in self.instr]
+        return " ".join(parts)
+
+
+@dataclass(slots=True)
+class DdlOptions:
+    """``DDLOPTIONS``: ``REPORT`` puts each DDL into the report; the ``LAKE…`` options (a
+    trailgate extension) say what a Delta or Parquet target does with CREATE, DROP and
+    RENAME of a table (docs/ddl.md)."""
+
+    report: bool = False
+    lake_create: str = "ATDDL"  # ATDDL | ONFIRSTROW
+    lake_drop: str = "ARCHIVE"  # ARCHIVE | PURGE | KEEP
+    lake_rename: str = "MOVE"  # MOVE | NEWTABLE
+
+
+@dataclass(slots=True)
+class DdlErrorRule:
+    """One ``DDLERROR {error | DEFAULT} {ABEND | DISCARD | IGNORE} [RETRYOP MAXRETRIES n
+    [RETRYDELAY s]] [INCLUDE … | EXCLUDE …]``: ``error`` is a SQLSTATE or ``DEFAULT``;
+    ``only`` narrows the rule to DDL its clause takes."""
+
+    error: str
+    response: str
+    max_retries: int = 0
+    retry_delay: float = 0.0
+    only: DdlRule | None = None
+
+    def text(self) -> str:
+        out = f"DDLERROR {self.error} {self.response}"
+        if self.max_retries:
+            out += f" RETRYOP MAXRETRIES {self.max_retries} RETRYDELAY {self.retry_delay:g}"
+        if self.only is not None:
+            out += " " + self.only.text()
+        return out
+
 
 @dataclass(slots=True)
 class TranlogOptions:
@@ -231,6 +277,8 @@ class GroupParams:
     userid: str | None = None
     password: str | None = None
     ddl: list[DdlRule] = field(default_factory=list)
+    ddl_given: bool = False  # a DDL parameter is in the file (even one that includes all)
+    ddl_options: DdlOptions = field(default_factory=DdlOptions)
     discardfile: DiscardFileSpec | None = None
     get_truncates: bool = False
     report_count: ReportCount | None = None
@@ -289,6 +337,7 @@ class ReplicatParams(GroupParams):
     handle_collisions: bool = False
     reperror: dict[str, str] = field(default_factory=lambda: {"DEFAULT": "ABEND"})
     batchsql: bool = False
+    ddl_errors: list[DdlErrorRule] = field(default_factory=list)
     group_trans_ops: int = 1000
     max_trans_ops: int | None = None
 

@@ -18,10 +18,10 @@ from typing import Any
 from trailgate.errors import ConfigError
 from trailgate.home import Home, validate_group_name
 from trailgate.params.cursor import Cursor
+from trailgate.params.ddl_params import parse_ddl, parse_ddlerror, parse_ddloptions
 from trailgate.params.lexer import Statement, Tok, split_statements
 from trailgate.params.model import (
     ColMapEntry,
-    DdlRule,
     DiscardFileSpec,
     ExtractParams,
     GlobalsParams,
@@ -59,7 +59,7 @@ _REP = frozenset({"REPLICAT"})
 
 #: GoldenGate parameters trailgate recognises but does not implement: say so plainly.
 _UNSUPPORTED = frozenset({
-    "LOGALLSUPCOLS", "UPDATERECORDFORMAT", "DBOPTIONS", "SETENV", "DDLOPTIONS", "DDLERROR",
+    "LOGALLSUPCOLS", "UPDATERECORDFORMAT", "DBOPTIONS", "SETENV",
     "FETCHOPTIONS", "STATOPTIONS", "WARNLONGTRANS", "BR", "DISCARDROLLOVER", "REPORT",
     "REPORTROLLOVER", "PURGEOLDEXTRACTS", "SOURCECATALOG", "MACRO", "NOCOMPRESSDELETES",
     "COMPRESSUPDATES", "NOCOMPRESSUPDATES", "SEQUENCE", "FILTER", "SQLEXEC", "INSERTALLRECORDS",
@@ -469,53 +469,21 @@ def _truncates(cur: Cursor, st: _State) -> None:
     cur.end()
 
 
-_DDL_SCOPES = ("MAPPED", "UNMAPPED", "OTHER", "ALL")
-
-
 @_handler("DDL")
 def _ddl(cur: Cursor, st: _State) -> None:
-    rules: list[DdlRule] = []
-    depth = 0
-    while not cur.at_end():
-        if cur.skip_comma():
-            continue
-        if cur.accept(Tok.LPAREN):
-            depth += 1
-            continue
-        if cur.accept(Tok.RPAREN):
-            depth -= 1
-            if depth < 0:
-                cur.error("DDL: unbalanced ')'")
-            continue
-        tok = cur.next("INCLUDE or EXCLUDE")
-        word = tok.upper
-        if word in ("INCLUDE", "EXCLUDE"):
-            rules.append(DdlRule(include=word == "INCLUDE"))
-            continue
-        if not rules:
-            cur.error(f"DDL: expected INCLUDE or EXCLUDE, found {tok.text!r}", tok)
-        rule = rules[-1]
-        if word in _DDL_SCOPES:
-            if rule.scope is not None:
-                cur.error(f"DDL: {rule.scope} and {word} in one clause; start another "
-                          f"INCLUDE or EXCLUDE", tok)
-            rule.scope = word
-        elif word == "OBJNAME":
-            rule.objnames.append(cur.object_name("an object name such as hr.*"))
-        elif word == "OPTYPE":
-            rule.optypes.append(cur.value("an operation type such as CREATE").upper())
-        elif word == "OBJTYPE":
-            rule.objtypes.append(cur.value("an object type such as 'TABLE'").upper())
-        elif word == "INSTR":
-            rule.instr.append(cur.expect(Tok.STRING, "a quoted string").value)
-        else:
-            cur.error(f"DDL: unknown option {tok.text!r}; use MAPPED, UNMAPPED, OTHER, ALL, "
-                      f"OBJNAME, OPTYPE, OBJTYPE or INSTR", tok)
-    if depth:
-        cur.error("DDL: unbalanced '('")
-    if not rules:
-        cur.error("DDL: expected INCLUDE or EXCLUDE, as in DDL INCLUDE MAPPED")
-    st.params.ddl.extend(rules)
+    st.params.ddl.extend(parse_ddl(cur))
+    st.params.ddl_given = True
+
+
+@_handler("DDLOPTIONS")
+def _ddloptions(cur: Cursor, st: _State) -> None:
+    parse_ddloptions(cur, st.params.ddl_options)
+
+
+@_handler("DDLERROR", applies=_REP)
+def _ddlerror(cur: Cursor, st: _State) -> None:
+    assert isinstance(st.params, ReplicatParams)
+    st.params.ddl_errors.append(parse_ddlerror(cur))
 
 
 @_handler("TRANLOGOPTIONS", applies=_EXT)

@@ -9,7 +9,9 @@ finish.  docs/processes.md, "The group runtime".
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import logging
 import os
 import platform
 import re
@@ -17,7 +19,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -142,6 +144,21 @@ class Report:
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
+
+
+class _ReportLines(logging.Handler):
+    """A logger's lines into a group's report (see :meth:`GroupProcess.report_log`)."""
+
+    def __init__(self, proc: GroupProcess):
+        super().__init__(logging.INFO)
+        self.proc = proc
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = record.getMessage()
+        if self.proc.report is not None:
+            self.proc.report.line(line)
+        if "  WARNING " in line[:30]:
+            self.proc.home.log_event("WARNING", "OGG-01738", line[30:].strip())
 
 
 class GroupProcess:
@@ -287,6 +304,23 @@ class GroupProcess:
     @property
     def stop_requested(self) -> bool:
         return self.stop_event.is_set()
+
+    @contextlib.contextmanager
+    def report_log(self, name: str = "trailgate.ddl") -> Iterator[None]:
+        """While inside: lines the logger ``name`` gets at INFO go into the report (and
+        only there), as they come; a WARNING line also goes to ggserr.log."""
+        handler = _ReportLines(self)
+        logger = logging.getLogger(name)
+        level, propagate = logger.level, logger.propagate
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+        try:
+            yield
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate
 
     def event(self, level: str, code: str, message: str, *, report: bool = True) -> None:
         """An event: one line in ggserr.log and, by default, in the report."""

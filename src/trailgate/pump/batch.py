@@ -10,11 +10,13 @@ checkpoint is written before Spark commits.  docs/pump.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from trailgate.changes.range_rows import read_change_rows
 from trailgate.changes.routing import Router
+from trailgate.model import Change
 from trailgate.spark.offset_log import batch_range
 from trailgate.spark.trail_sink import (
     SinkOptions,
@@ -29,9 +31,11 @@ __all__ = ["PumpBatch"]
 class PumpBatch:
     """Callable for ``foreachBatch``; counts where its batches ran (tests)."""
 
-    def __init__(self, source: str, router: Router, sink: SinkOptions, spark_dir: Path):
+    def __init__(self, source: str, router: Router, sink: SinkOptions, spark_dir: Path,
+                 ddl: Callable[[Change], bool] | None = None):
         self.source = source
         self.router = router
+        self.ddl = ddl  # the pump's DDL rules (None: every DDL passes through)
         self.sink = sink
         self.spark_dir = spark_dir
         self.driver_batches = 0
@@ -45,7 +49,8 @@ class PumpBatch:
             messages = []
             if upper > lower:
                 messages.append(write_change_batches(
-                    self.sink, read_change_rows(self.source, lower, upper, router=self.router)))
+                    self.sink, read_change_rows(self.source, lower, upper, router=self.router,
+                                                ddl=self.ddl)))
             self.driver_batches += 1
         else:
             messages = write_in_task(df, self.sink)

@@ -100,7 +100,7 @@ class _Pump:
         return {**options, **self.cfg.format_options}
 
     def start(self, spark: Any, run_id: str, header: list[Any]) -> Any:
-        from trailgate.changes.routing import Router
+        from trailgate.changes.routing import Router, ddl_keep
         from trailgate.pump.batch import PumpBatch
         from trailgate.spark.batch_window import WINDOW_OPTION, ZERO_TRIGGER, window_ms
         from trailgate.spark.trail_changes import TrailChangesDataSource, router_option
@@ -113,14 +113,18 @@ class _Pump:
                   .option("stopFile", str(self.stop_file))
                   .option("sameHeader", json.dumps(header))
                   .option("tables", router_option(self.cfg.rules, self.cfg.excludes,
-                                                  self.cfg.group)))
+                                                  self.cfg.group,
+                                                  (self.cfg.params.ddl,
+                                                   self.cfg.params.ddl_given))))
         if not self.args.once:  # the source keeps the batch window (spark.batch_window)
             seconds = self.args.trigger or self.cfg.params.spark.trigger_seconds or 1.0
             reader = reader.option(WINDOW_OPTION, window_ms(seconds))
         sink = SinkOptions.parse(self.sink_options(run_id, header), run_id)
         router = Router.of(list(self.cfg.rules), list(self.cfg.excludes), self.cfg.group)
         writer = (reader.load().writeStream
-                  .foreachBatch(PumpBatch(self.cfg.source, router, sink, self.spark_dir))
+                  .foreachBatch(PumpBatch(self.cfg.source, router, sink, self.spark_dir,
+                                          ddl_keep(router, self.cfg.params.ddl,
+                                                   self.cfg.params.ddl_given)))
                   .option("checkpointLocation", str(self.spark_dir))
                   .queryName(f"pump_{self.cfg.group.lower()}"))
         if self.args.once:
@@ -228,7 +232,7 @@ def run_pump(home: Home, name: str, args: argparse.Namespace, *, spark: Any = No
     """Run the data pump ``name`` in the foreground until it is stopped."""
     from trailgate.spark import stop_spark
 
-    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
+    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc, proc.report_log():
         cfg = load_pump_config(home, name)
         _echo(proc, cfg)
         pump = _Pump(home, cfg, proc, args)

@@ -112,6 +112,8 @@ class _Stats:
                     f"       #                  discards:  {c.discards:>10}",
                     f"       #                   ignores:  {c.ignores:>10}",
                     f"       #  collisions (handled/ign.):  {c.collisions:>10}"]
+            if c.ddl:
+                out.append(f"       #                       ddl:  {c.ddl:>10}")
         return out
 
 
@@ -218,7 +220,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
     from trailgate.replicat.micro_batch import CONTINUOUS_CONF, BatchApplier, batch_base
     from trailgate.spark import stop_spark
 
-    with GroupProcess(home, "REPLICAT", name, title=TITLE) as proc:
+    with GroupProcess(home, "REPLICAT", name, title=TITLE) as proc, proc.report_log():
         cfg = load_replicat_config(home, name)
         _echo_parameters(proc, cfg)
         lines = _validate_target(proc, cfg)

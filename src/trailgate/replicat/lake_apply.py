@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from trailgate.apply.paused_gc import paused_gc
-from trailgate.apply.records import TableCounts, TrailChange
+from trailgate.apply.records import ApplyResult, TableCounts, TrailChange
 from trailgate.changes.change_rows import OP_POSITION
 from trailgate.changes.routing import Router
-from trailgate.model import TrailPosition
+from trailgate.model import OpType, TableDef, TrailPosition
 from trailgate.replicat.config import ReplicatConfig
 from trailgate.replicat.csn_filter import SPECIAL_OPS, BatchFilter, filtered
 from trailgate.replicat.task_rows import BatchSummary, read_task_rows, trail_changes
@@ -31,6 +31,7 @@ class LakeBatchApply:
         self.router = router
         self.csn_filter = csn_filter
         self._delta: Any = None
+        self._ddl: Any = None
 
     def apply(self, df: Any, rng: tuple[TrailPosition, TrailPosition] | None, batch_id: int
               ) -> tuple[BatchSummary, dict[str, TableCounts]]:
@@ -62,13 +63,43 @@ class LakeBatchApply:
                ) -> dict[str, TableCounts]:
         if not tcs:
             return {}
-        defs = summary.definitions.for_changes(tcs)
+        segments = summary.definitions.segments(tcs)
+        if segments is None:
+            return self._apply_part(tcs, batch_id, summary.definitions.for_changes(tcs), 0)
+        counts: dict[str, TableCounts] = {}
+        part = 0
+        for changes, defs in segments:
+            if len(changes) == 1 and changes[0].change.op is OpType.DDL:
+                result = ApplyResult()
+                tc = changes[0]
+                changed = self.ddl().apply(tc, defs.get(tc.change.table), result)
+                if changed and self._delta is not None:
+                    self._delta.mapper.forget_all()
+                part += 1
+                got = result.counts
+            else:
+                got = self._apply_part(list(changes), batch_id, dict(defs), part)
+            for target, c in got.items():
+                counts.setdefault(target, TableCounts()).add(c)
+        return counts
+
+    def _apply_part(self, tcs: list[TrailChange], batch_id: int, defs: dict[str, TableDef],
+                    part: int) -> dict[str, TableCounts]:
         if self.cfg.target_kind == "DELTA":
-            result = self.delta().apply_batch(batch_id, tcs, defs)
+            result = self.delta().apply_batch(batch_id, tcs, defs, part=part)
             return {} if result.skipped else result.counts
         from trailgate.apply.parquet import write_change_logs
 
-        return write_change_logs(self.cfg, batch_id, tcs, defs)
+        return write_change_logs(self.cfg, batch_id, tcs, defs, part=part)
+
+    def ddl(self) -> Any:
+        """The DDL side of the target, made on first use."""
+        if self._ddl is None:
+            from trailgate.apply.lake_ddl import LakeDdl
+
+            self._ddl = LakeDdl(self.cfg.params, self.cfg.target_kind, self.cfg.target,
+                                self.cfg.group)
+        return self._ddl
 
     def delta(self) -> Any:
         """The Delta applier, opened on first use and kept for the run."""

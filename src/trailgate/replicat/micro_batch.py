@@ -181,5 +181,5 @@ class BatchApplier:
             for target, c in counts.items():
                 ck.stats.setdefault(target, TableStats()).add(TableStats(
                     inserts=c.inserts, updates=c.updates, deletes=c.deletes,
-                    discards=c.discards, truncates=c.truncates))
+                    discards=c.discards, truncates=c.truncates, ddl=c.ddl))
         store.save(ck)

@@ -199,6 +199,7 @@ def apply_range(applier: PgApplier, batch_id: int, trail: str, lower: TrailPosit
         csn_filter.task(task)
     changes = task.changes.get(0, [])
     result = (applier.apply_partition(batch_id, 0, changes,
-                                      task.definitions.for_changes(changes), advance=advance)
+                                      task.definitions.for_changes(changes), advance=advance,
+                                      segments=task.definitions.segments(changes))
               if changes else None)
     return result, task.positions[-1]

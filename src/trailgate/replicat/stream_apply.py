@@ -19,6 +19,7 @@ from pathlib import Path
 
 from trailgate.apply.checkpoint_table import STREAM_BATCH
 from trailgate.apply.paused_gc import paused_gc
+from trailgate.apply.pg_ddl import DdlError
 from trailgate.apply.postgres import PgApplier
 from trailgate.apply.records import TableCounts
 from trailgate.changes.change_rows import OP_POSITION
@@ -193,7 +194,18 @@ class ApplyStreamer:
 
     def _apply(self, lower: TrailPosition, upper: TrailPosition) -> None:
         """``[lower, upper)`` (whole transactions) in one target transaction with the row
-        moved to ``upper`` (none when nothing in it is mapped: the row then stays)."""
+        moved to ``upper`` (none when nothing in it is mapped: the row then stays).  A DDL
+        that stops the Replicat (DDLERROR ABEND) first lets the transactions before its own
+        be committed, so a restart begins at that DDL's transaction."""
+        try:
+            self._step(lower, upper)
+        except DdlError as exc:
+            start = exc.txn_start
+            if start is not None and lower < start < upper:
+                self._step(lower, start)
+            raise
+
+    def _step(self, lower: TrailPosition, upper: TrailPosition) -> None:
         with paused_gc():
             result, position = apply_range(self.applier, STREAM_BATCH, self.trail, lower,
                                            upper, self.router,

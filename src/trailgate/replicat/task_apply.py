@@ -26,7 +26,7 @@ __all__ = ["RESULT_FIELDS", "RESULT_SCHEMA", "RESULT_SCHEMA_DDL", "apply_task_ro
            "open_applier", "pg_apply_task", "result_rows", "shared_applier"]
 
 RESULT_FIELDS = ("inserts", "updates", "deletes", "truncates", "discards", "ignores",
-                 "collisions")
+                 "collisions", "ddl")
 RESULT_SCHEMA = pa.schema([("p", pa.int32()), ("skipped", pa.bool_()),
                            ("target", pa.string()),
                            *[(f, pa.int64()) for f in RESULT_FIELDS],
@@ -68,8 +68,9 @@ def apply_task_rows(cfg: Any, batch_id: int, task: TaskRows) -> dict[str, list[A
         applier = shared_applier(cfg)
         for p in sorted(task.changes):
             changes = task.changes[p]
-            results.append((p, applier.apply_partition(batch_id, p, changes,
-                                                        task.definitions.for_changes(changes))))
+            results.append((p, applier.apply_partition(
+                batch_id, p, changes, task.definitions.for_changes(changes),
+                segments=task.definitions.segments(changes))))
     return result_rows(results, task.positions)
 
 

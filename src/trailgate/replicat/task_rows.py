@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ from trailgate.changes.apply_rows import trail_change_of
 from trailgate.changes.change_rows import OP_METADATA, OP_POSITION
 from trailgate.changes.ranges import TrailRange
 from trailgate.changes.routing import Router
-from trailgate.model import TableDef, TrailPosition
+from trailgate.model import OpType, TableDef, TrailPosition
 
 __all__ = ["BatchSummary", "Definitions", "TaskRows", "read_task_rows", "trail_changes"]
 
@@ -44,6 +44,37 @@ class Definitions:
             return None
         i = bisect.bisect_right(found[0], position)
         return found[1][i - 1] if i else found[1][0]
+
+    def segments(self, changes: Sequence[TrailChange]
+                 ) -> list[tuple[list[TrailChange], dict[str, TableDef]]] | None:
+        """``changes`` cut at each DDL record (a part of its own) and wherever a table's
+        definition changes, each part with its tables' definitions; None when there is no
+        DDL and one definition per table (the usual case: one apply call does it all)."""
+        ddl = any(tc.change.op is OpType.DDL for tc in changes)
+        if not ddl and all(len(positions) < 2 for positions, _ in self.by_table.values()):
+            return None
+        out: list[tuple[list[TrailChange], dict[str, TableDef]]] = []
+        part: list[TrailChange] = []
+        defs: dict[str, TableDef] = {}
+        for tc in changes:
+            if tc.change.op is OpType.DDL:
+                if part:
+                    out.append((part, defs))
+                    part, defs = [], {}
+                after = self.at(tc.change.table, tc.position)
+                out.append(([tc], {} if after is None else {tc.change.table: after}))
+                continue
+            name = tc.change.table
+            table = self.at(name, tc.position)
+            if name in defs and defs[name] is not table and part:
+                out.append((part, defs))
+                part, defs = [], {}
+            if table is not None:
+                defs.setdefault(name, table)
+            part.append(tc)
+        if part:
+            out.append((part, defs))
+        return out
 
     def for_changes(self, changes: Iterable[TrailChange]) -> dict[str, TableDef]:
         """One definition per table for an apply call: the one in effect at the table's
@@ -143,7 +174,8 @@ def read_task_rows(trail: str, lower: TrailPosition, upper: TrailPosition,
     defined: dict[str, TableDef] = {}
     add = changes.append
     for txn in span.transactions():
-        items, csn, xid, commit = txn.items, txn.csn, txn.xid, txn.commit_time
+        items, csn, xid, commit, start = (txn.items, txn.csn, txn.xid, txn.commit_time,
+                                          txn.start)
         last = len(items) - 1
         for i, (change, pos, tdef) in enumerate(items):
             name = change.table
@@ -151,7 +183,7 @@ def read_task_rows(trail: str, lower: TrailPosition, upper: TrailPosition,
                 rows.definitions.add(name, pos, tdef)
                 defined[name] = tdef
             ind = 3 if last == 0 else 0 if i == 0 else 2 if i == last else 1  # trans_ind
-            add(TrailChange(change, csn, xid, pos, commit, ind))
+            add(TrailChange(change, csn, xid, pos, commit, ind, None, start))
     if changes:
         rows.changes[0] = changes
     info, _ = span.position(True)

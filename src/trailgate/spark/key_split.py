@@ -30,6 +30,7 @@ SPLIT_MIN_RECORDS = 500_000
 #: ``split_min`` of these cannot hold ``split_min`` records.
 MIN_RECORD_BYTES = 46
 _SINGLE_OPS = frozenset({int(OpType.PK_UPDATE), int(OpType.TRUNCATE), int(OpType.DDL)})
+_DDL = int(OpType.DDL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,12 +39,14 @@ class _SingleMarker:
     io_types: ClassVar[frozenset[int]] = _SINGLE_OPS  # the C scan asks only these
 
     def __call__(self, io_type: int, table: str) -> bool:
-        return io_type in _SINGLE_OPS and self.router.route(table) is not None
+        return io_type == _DDL or (io_type in _SINGLE_OPS
+                                   and self.router.route(table) is not None)
 
 
 def single_marker(router: Router) -> Callable[[int, str], bool]:
-    """The ``scan_boundary`` mark for records that keep a batch whole: a PK update,
-    truncate or DDL of a table the router keeps."""
+    """The ``scan_boundary`` mark for records that keep a batch whole: any DDL (the DDL
+    rules decide on it, whatever it names), a PK update or truncate of a table the router
+    keeps."""
     return _SingleMarker(router)
 
 

@@ -10,8 +10,9 @@ apply rows read as key partitions, so the apply needs no shuffle.  Options: docs
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +20,9 @@ from pyspark.sql.datasource import InputPartition
 
 from trailgate.changes.apply_rows import APPLY_SCHEMA_DDL, read_apply_rows
 from trailgate.changes.range_rows import ROW_SCHEMA_DDL, read_change_rows
-from trailgate.changes.routing import Router
-from trailgate.model import TrailPosition
+from trailgate.changes.routing import Router, ddl_keep
+from trailgate.model import Change, TrailPosition
+from trailgate.params.model import DdlRule
 from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.key_split import (
     SPLIT_MIN_RECORDS,
@@ -53,11 +55,15 @@ class KeyPartition(InputPartition):
 
 
 def router_option(rules: list[tuple[str, str | None]], excludes: list[str],
-                  hop: str | None = None) -> str:
+                  hop: str | None = None,
+                  ddl: tuple[list[DdlRule], bool] | None = None) -> str:
     """The ``tables`` option for these rules (``hop``: the pump that reads, see
-    :class:`~trailgate.changes.routing.Router`)."""
-    return json.dumps({"rules": [list(r) for r in rules], "excludes": list(excludes),
-                       "hop": hop})
+    :class:`~trailgate.changes.routing.Router`; ``ddl``: a pump's DDL rules, given)."""
+    out: dict[str, Any] = {"rules": [list(r) for r in rules], "excludes": list(excludes),
+                           "hop": hop}
+    if ddl is not None and ddl[1]:
+        out["ddl"] = [dataclasses.asdict(r) for r in ddl[0]]
+    return json.dumps(out)
 
 
 def header_key(trail: str, seqno: int) -> list[Any] | None:
@@ -90,9 +96,11 @@ class TrailChangesDataSource(TrailDataSource):
         tables = json.loads(o.get("tables") or "{}")
         router = Router.of([(s, t) for s, t in tables.get("rules", [])],
                            tables.get("excludes", []), tables.get("hop"))
+        ddl = ddl_keep(router, [DdlRule(**r) for r in tables.get("ddl", [])],
+                       "ddl" in tables)
         same = o.get("sameHeader")
         reader = TrailChangesStreamReader(
-            opts, router, hashes=o.get("hashes", "false").lower() == "true",
+            opts, router, ddl=ddl, hashes=o.get("hashes", "false").lower() == "true",
             stop_file=o.get("stopFile") or None,
             same_header=json.loads(same) if same else None)
         if o.get("rows") == "apply":
@@ -105,9 +113,11 @@ class TrailChangesStreamReader(TrailStreamReader):
     """The trail stream reader with change rows, a stop file and a header fence."""
 
     def __init__(self, options: TrailOptions, router: Router, *, hashes: bool,
-                 stop_file: str | None, same_header: list[Any] | None):
+                 stop_file: str | None, same_header: list[Any] | None,
+                 ddl: Callable[[Change], bool] | None = None):
         super().__init__(options)
         self.router = router
+        self.ddl = ddl
         self.hashes = hashes
         self.stop_file = stop_file
         self.same_header = same_header
@@ -190,4 +200,4 @@ class TrailChangesStreamReader(TrailStreamReader):
                                    router=self.router, batch_rows=o.batch_rows)
         return read_change_rows(partition.trail, partition.lower, partition.upper,
                                 router=self.router, hashes=self.hashes,
-                                batch_rows=o.batch_rows)
+                                batch_rows=o.batch_rows, ddl=self.ddl)

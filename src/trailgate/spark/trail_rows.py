@@ -22,6 +22,7 @@ from trailgate.model import (
     Values,
     unix_micros_from_julian,
 )
+from trailgate.trail.ddl import ddl_fields
 from trailgate.trail.reader import TrailReader, TrailRecord
 
 __all__ = ["ARROW_SCHEMA", "SCHEMA_DDL", "read_batches"]
@@ -163,7 +164,10 @@ class _Columns:
                 {c.name: c.source_type for c in table.columns} if table else None)
         elif change.op in _TEXT_OPS:
             self.maps["before"].add(None)
-            self.maps["after"].add({"text": change.text})
+            fields: dict[str, str | None] = {"text": change.text}
+            if change.op is OpType.DDL:  # the statement, sequence, operation and object
+                fields.update(ddl_fields(change.text or ""))
+            self.maps["after"].add(fields)
         else:
             names = self._value_names(record.table_def)
             self.maps["before"].add(names.convert(change.before))

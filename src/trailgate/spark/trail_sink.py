@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -20,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from trailgate.changes.change_rows import OP_METADATA, OP_PACKED, OP_POSITION, ChangeColumns
+from trailgate.changes.change_rows import (
+    OP_DEFINE,
+    OP_METADATA,
+    OP_NOTE,
+    OP_PACKED,
+    OP_POSITION,
+    ChangeColumns,
+)
 from trailgate.checkpoint import Checkpoint, CheckpointStore
 from trailgate.model import OpType, TableDef, TrailPosition
 from trailgate.spark.trail_sink_state import (
@@ -40,10 +48,13 @@ from trailgate.trail.writer import TrailWriter
 if TYPE_CHECKING:
     import pyarrow as pa
 
+notes_log = logging.getLogger("trailgate.ddl")
+
 __all__ = ["MESSAGE_SCHEMA", "SinkOptions", "TrailAppender", "TrailCommitMessage",
            "TrailDataSource", "TrailStreamWriter", "commit_checkpoint", "message_json",
            "message_of", "write_change_batches", "write_in_task", "write_task"]
 
+_DDL = int(OpType.DDL)
 _STAT_KIND: dict[int, str] = {  # by IO type
     OpType.INSERT: "insert", OpType.UPDATE: "update", OpType.FIELD_COMP: "update",
     OpType.PK_UPDATE: "update", OpType.DELETE: "delete", OpType.TRUNCATE: "truncate",
@@ -132,6 +143,7 @@ class TrailCommitMessage(WriterCommitMessage):
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     transactions: int = 0
     skipped: int = 0
+    notes: list[str] = field(default_factory=list)  # report lines of what was written
 
 
 def _recovery_start(opts: SinkOptions, state: SinkState | None
@@ -188,6 +200,7 @@ class _Tally:
     source_position: dict[str, Any] | None = None
     written: int = 0
     skipped: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
@@ -197,6 +210,8 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
     counts = tally.counts
     in_txn = skip = False
     txn_csn, txn_xid = 0, ""
+    notes: list[str] = []  # the open transaction's report lines
+    defines: list[TableDef] = []  # written right after the next change (its DDL)
     for batch in batches:
         cols = ChangeColumns(batch)
         ops, records, lasts = cols.ops, cols.records, cols.lasts
@@ -207,6 +222,14 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
             if op == OP_METADATA:
                 table_def = cols.table_def(i)
                 tables[table_def.qualified_name] = table_def
+                continue
+            if op == OP_NOTE:
+                notes.append(cols.texts[i] or "")
+                continue
+            if op == OP_DEFINE:  # the new definition: its DDL change comes next
+                table_def = cols.table_def(i)
+                tables[table_def.qualified_name] = table_def
+                defines.append(table_def)
                 continue
             if not in_txn:
                 in_txn = True
@@ -226,9 +249,13 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
                 else:
                     change = cols.change(i)
                     name = change.table
-                    writer.add_change(change, tables.get(name))
+                    # a DDL record needs no definition before it: its new one comes after
+                    writer.add_change(change, None if op == _DDL else tables.get(name))
+                    for table_def in defines:
+                        writer.add_definition(table_def)
                     key = (name, op)
                     counts[key] = counts.get(key, 0) + 1
+            defines = []
             if lasts[i]:
                 in_txn = False
                 if skip:
@@ -237,6 +264,9 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
                     writer.commit_transaction()
                     last.add(txn_csn, txn_xid)
                     tally.written += 1
+                    tally.notes.extend(notes)
+                notes = []
+    tally.notes.extend(notes)  # lines about transactions that wrote nothing (excluded DDL)
     if in_txn:
         raise ValueError(f"the trail sink's input ended inside transaction {txn_xid} (CSN "
                          f"{txn_csn}): a source must send whole transactions")
@@ -264,7 +294,7 @@ def _durable(opts: SinkOptions, writer: TrailWriter, last: LastWritten, tally: _
         position=None if position is None else (position[0], position[1]),
         last_xid=max(last.xids) if last.xids else None, last_io_time=writer.last_io_time,
         source_position=tally.source_position, counts=counts, transactions=tally.written,
-        skipped=tally.skipped)
+        skipped=tally.skipped, notes=list(tally.notes))
 
 
 class TrailAppender:
@@ -355,6 +385,9 @@ def commit_checkpoint(opts: SinkOptions, messages: list[TrailCommitMessage]) -> 
             for kind, n in kinds.items():
                 ck.count(table, kind, n)
     store.save(ck)
+    for msg in messages:  # what is now durable: its report lines (DDL, DDLOPTIONS REPORT)
+        for note in msg.notes:
+            notes_log.info(note)
 
 
 def message_json(msg: TrailCommitMessage) -> str:

@@ -32,11 +32,21 @@ ORACLE_TYPE_CODES: dict[ColumnKind, int] = {
 }
 _KIND_BY_CODE = {code: kind for kind, code in ORACLE_TYPE_CODES.items()}
 
-_ITEM = re.compile(r",([A-Z][A-Z0-9]*)(?:\('((?:[^']|'')*)'\))?='((?:[^']|'')*)'", re.S)
+#: One key, maybe indexed: ``A2('1')``; a value: ``'text'`` (``''`` is a quote, a backslash
+#: escapes the next character: seed 004 writes ``'.\,'`` for ``.,``).
+_KEY = re.compile(r"([A-Z][A-Z0-9]*)(?:\('((?:[^'\\]|''|\\.)*)'\))?", re.S)
+_VALUE = re.compile(r"'((?:[^'\\]|''|\\.)*)'", re.S)
+_UNESCAPE = re.compile(r"''|\\(.)", re.S)
 
 
 def _quote(value: str) -> str:
-    return value.replace("'", "''")
+    return value.replace("\\", "\\\\").replace("'", "''")
+
+
+def _unquote(text: str) -> str:
+    if "'" not in text and "\\" not in text:
+        return text
+    return _UNESCAPE.sub(lambda m: m.group(1) if m.group(1) is not None else "'", text)
 
 
 def encode_kv(items: list[tuple[str, str | None, str]]) -> str:
@@ -51,22 +61,39 @@ def encode_kv(items: list[tuple[str, str | None, str]]) -> str:
 
 
 def decode_kv(text: str) -> list[tuple[str, str | None, str]]:
-    """Decode the text :func:`encode_kv` writes. Raises ``ValueError`` on stray text."""
+    """Decode the text :func:`encode_kv` writes, and seed 004's forms of it: items may be
+    separated by commas and white space, and several keys may share one value
+    (``,C('1'),C('C1')='C1'``: the column by number and by name).  Raises ``ValueError``
+    on stray text."""
     items: list[tuple[str, str | None, str]] = []
-    pos = 0
-    text = text.rstrip("\n")
-    while pos < len(text):
-        if text[pos] in "\n ":
+    pos, end = 0, len(text)
+    keys: list[tuple[str, str | None]] = []
+    while True:
+        while pos < end and text[pos] in ", \t\r\n":
             pos += 1
-            continue
-        match = _ITEM.match(text, pos)
+        if pos >= end:
+            break
+        match = _KEY.match(text, pos)
         if match is None:
-            raise ValueError(f"metadata text is malformed at character {pos}: {text[pos:pos+30]!r}")
-        key, index, value = match.groups()
-        items.append(
-            (key, None if index is None else index.replace("''", "'"), value.replace("''", "'"))
-        )
+            raise ValueError(f"metadata text is malformed at character {pos}: "
+                             f"{text[pos:pos + 30]!r}")
+        key, index = match.groups()
+        keys.append((key, None if index is None else _unquote(index)))
         pos = match.end()
+        if pos < end and text[pos] == "=":
+            value = _VALUE.match(text, pos + 1)
+            if value is None:
+                raise ValueError(f"metadata text is malformed at character {pos + 1}: the "
+                                 f"value of {key} is not quoted: {text[pos + 1:pos + 31]!r}")
+            unquoted = _unquote(value.group(1))
+            items.extend((k, i, unquoted) for k, i in keys)
+            keys = []
+            pos = value.end()
+        elif pos < end and text[pos] != ",":
+            raise ValueError(f"metadata text is malformed at character {pos}: "
+                             f"{text[pos:pos + 30]!r}")
+    if keys:
+        raise ValueError(f"metadata text ends without a value for {keys[-1][0]}")
     return items
 
 
@@ -116,10 +143,10 @@ def decode_tabledef(data: bytes) -> TableDef:
     for key, index, value in items:
         if index is None:
             table[key] = value
-        else:
-            if not index.isdigit():
-                raise ValueError(f"column number {index!r} is not a number")
+        elif index.isdigit():
             cols.setdefault(int(index), {})[key] = value
+        # else: seed 004 repeats each column's items by name (``C('C1')``): the number
+        # form carries the same value
     try:
         columns = []
         for number in sorted(cols):

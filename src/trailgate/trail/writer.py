@@ -97,6 +97,7 @@ class TrailWriter:
         self._txn: tuple[str, int] | None = None
         self._txn_records = 0
         self._pending: tuple[list[bytes], TableDef | None, str, int] | None = None
+        self._after: list[TableDef] = []  # definitions to write right after the pending
         self._next_header: FileHeader | None = None
 
     # -- positions ---------------------------------------------------------------------
@@ -160,6 +161,14 @@ class TrailWriter:
         if self._pending is not None:
             self._emit(*self._pending, last=False)
         self._pending = (records, table, change.table, change.io_time)
+
+    def add_definition(self, table: TableDef) -> None:
+        """Write ``table``'s definition (a metadata record) right after the change just
+        added: a DDL record is followed by the new definition of the table it changed, so
+        a reader has it before any later change, whatever file that change lands in."""
+        if self._txn is None or self._pending is None:
+            raise RuntimeError("add_definition belongs right after a change of a transaction")
+        self._after.append(table)
 
     def add_run(self, records: list[bytes], table: TableDef | None, name: str,
                 io_time: int) -> None:
@@ -253,6 +262,7 @@ class TrailWriter:
             self._tables_in_file[name] = table
         for rec in meta:
             self._append(rec)
+        after, self._after = self._after, []
         for i, rec in enumerate(records):
             is_first = self._txn_records == 0
             is_last = last and i == len(records) - 1
@@ -269,6 +279,10 @@ class TrailWriter:
                 rec = rec[:off] + bytes((ind,)) + rec[off + 1 :]
             self._append(rec)
             self._txn_records += 1
+        for defined in after:
+            for rec in encode_metadata_record(defined, io_time):
+                self._append(rec)
+            self._tables_in_file[defined.qualified_name] = defined
         self._has_data = True
         self._last_csn = csn
         self._last_io_time = io_time
@@ -447,6 +461,7 @@ class TrailWriter:
     def close(self) -> TrailPosition:
         """Flush and complete the current file. A transaction still open is not written."""
         self._pending = None
+        self._after = []
         self._txn = None
         position = self.position
         if self._fd is not None:
@@ -458,6 +473,7 @@ class TrailWriter:
         header's completion fields stay unset. For tests of crash recovery."""
         self._buf = bytearray()
         self._pending = None
+        self._after = []
         self._txn = None
         if self._fd is not None:
             os.close(self._fd)

@@ -79,6 +79,7 @@ class CapturedTransaction:
     table_defs: list[TableDef] = field(default_factory=list)
     origin: str | None = None
     messages: list[pgo.LogicalMessage] = field(default_factory=list)
+    flagged: bool = False  # it changed a table of ``PgCapture(watch=…)`` (DDL markers)
 
     @property
     def xid(self) -> str:
@@ -94,6 +95,9 @@ class PgCapture:
 
     ``encode_plan`` (see ``EncodePlan``) lets the read loop encode row changes into trail
     records itself with the C row path, the Extract's fast path: no Python object per row.
+    ``watch``: tables (``schema.table``, lower case) whose row changes flag their
+    transaction (``CapturedTransaction.flagged``; the DDL marker tables), looked at only
+    when the row changes move to another table.
     """
 
     def __init__(self, conninfo: str, slot: str, publication: str, *,
@@ -101,7 +105,7 @@ class PgCapture:
                  memory_limit_bytes: int = 64 * 1024 * 1024, chunk_rows: int = 1000,
                  encode_plan: EncodePlan | None = None,
                  connections: tuple[Any, Any] | None = None,
-                 stream: WalStream | None = None):
+                 stream: WalStream | None = None, watch: frozenset[str] = frozenset()):
         self.conninfo = conninfo
         self.slot = slot
         self.publication = publication
@@ -126,6 +130,7 @@ class PgCapture:
         self._encode_plan = encode_plan if fastpath.available else None
         self._plans: dict[int, tuple[CapturedRelation, bytes | bool | None]] = {}
         self._stream = stream
+        self._watch = watch
 
     # --- connections ------------------------------------------------------------------------
 
@@ -376,6 +381,7 @@ class PgCapture:
         io_time = 0
         encode = fastpath.rows_encoder if self._encode_plan is not None else None
         next_mark = fastpath.next_mark
+        watch, flagged = self._watch, False
         try:
             for chunk, j, hi in spans:
                 while j < hi:
@@ -393,6 +399,8 @@ class PgCapture:
                             self._use(rel, new_defs)
                             rel_key, plan, run = key, self._plan(rel), None
                             name, layout, mask = rel.table.qualified_name, rel.layout, plan or None
+                            if watch and name.lower() in watch:
+                                flagged = True
                         if plan is False:
                             j += 1
                             continue
@@ -429,6 +437,7 @@ class PgCapture:
                     msg = pgo.decode(data, lsn=lsn)
                     if isinstance(msg, pgo.Begin):
                         begin, origin, messages, new_defs = msg, None, [], []
+                        flagged = False
                         io_time = julian_from_pg_micros(msg.commit_time)
                         skip = msg.final_lsn <= self._delivered_lsn
                         buffer = None if skip else ChangeBuffer(self.spill_dir,
@@ -449,7 +458,10 @@ class PgCapture:
                             raise SourceError(f"pgoutput Commit without Begin at LSN "
                                               f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
                         if not skip and buffer is not None:
-                            yield self._finish(begin, msg, buffer, new_defs, origin, messages)
+                            captured = self._finish(begin, msg, buffer, new_defs, origin,
+                                                    messages)
+                            captured.flagged = flagged
+                            yield captured
                         buffer, begin = None, None
                     elif begin is None:
                         raise SourceError(f"pgoutput change outside a transaction at LSN "

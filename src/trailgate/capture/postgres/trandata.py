@@ -71,7 +71,10 @@ DECLARE
     idx_name text;
     logged text[];
     missing text;
+    internal text := current_setting('trailgate.internal_ddl', true);
 BEGIN
+    -- its ALTER TABLE and ALTER PUBLICATION are trailgate's own DDL: not DDL to replicate
+    PERFORM set_config('trailgate.internal_ddl', 'on', true);
     SELECT array_agg(a.attname::text ORDER BY k.ord) INTO key_cols
       FROM pg_index i, unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord),
            pg_attribute a
@@ -135,6 +138,7 @@ BEGIN
         generated = CASE WHEN g.generated = 'USER NAME' THEN g.generated
                          ELSE EXCLUDED.generated END,
         created = now();
+    PERFORM set_config('trailgate.internal_ddl', coalesce(internal, ''), true);
     RETURN key_kind;
 END
 $fn$;
@@ -305,6 +309,7 @@ def _run(conn: Conn, what: str, fn: Callable[[], Any]) -> Any:
     try:
         with conn.transaction():
             conn.execute("SET LOCAL lock_timeout = '5s'")
+            conn.execute("SET LOCAL trailgate.internal_ddl = 'on'")  # not DDL to replicate
             return fn()
     except psycopg.Error as exc:
         if isinstance(exc, pgerrors.UndefinedColumn):
@@ -415,6 +420,14 @@ def add_schematrandata(conn: Conn, spec: str, *,
             "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s AND c.relkind IN ('r', 'p') ORDER BY c.relname",
             (publication, schema))
+        # the whole schema is published too (PostgreSQL 15+): a table created later is then
+        # published from its creation, so even the rows of a CREATE TABLE AS are captured
+        if conn.info.server_version >= 150000 and not conn.execute(
+                "SELECT 1 FROM pg_publication_namespace pn JOIN pg_publication p ON "
+                "p.oid = pn.pnpubid JOIN pg_namespace n ON n.oid = pn.pnnspid "
+                "WHERE p.pubname = %s AND n.nspname = %s", (publication, schema)).fetchone():
+            conn.execute(sql.SQL("ALTER PUBLICATION {} ADD TABLES IN SCHEMA {}").format(
+                sql.Identifier(publication), sql.Identifier(schema)))
 
     _run(conn, f"ADD SCHEMATRANDATA {schema}", work)
     return [_stamp("INFO", "OGG-01788", f"SCHEMATRANDATA has been added on schema {schema}.")]
@@ -448,7 +461,14 @@ def delete_schematrandata(conn: Conn, spec: str) -> list[str]:
                        f"{schema}.")]
 
     def work() -> None:
-        conn.execute("DELETE FROM trailgate.prepared_schemas WHERE schema_name = %s", (schema,))
+        row = conn.execute("DELETE FROM trailgate.prepared_schemas WHERE schema_name = %s "
+                           "RETURNING publication", (schema,)).fetchone()
+        if row and conn.info.server_version >= 150000 and conn.execute(
+                "SELECT 1 FROM pg_publication_namespace pn JOIN pg_publication p ON "
+                "p.oid = pn.pnpubid JOIN pg_namespace n ON n.oid = pn.pnnspid "
+                "WHERE p.pubname = %s AND n.nspname = %s", (row[0], schema)).fetchone():
+            conn.execute(sql.SQL("ALTER PUBLICATION {} DROP TABLES IN SCHEMA {}").format(
+                sql.Identifier(row[0]), sql.Identifier(schema)))
         for (oid,) in conn.execute(
                 "SELECT table_oid::int8 FROM trailgate.log_groups WHERE schema_name = %s "
                 "AND generated = 'SCHEMATRANDATA'", (schema,)).fetchall():

@@ -19,16 +19,17 @@ import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import chain, pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trailgate.errors import ConfigError, SourceError
+from trailgate.extract.ddl import ExtractDdl
 from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
 from trailgate.model import datetime_from_julian
-from trailgate.params import ExtractParams, parse_group_params
+from trailgate.params import ExtractParams, parse_globals, parse_group_params
 from trailgate.trail.release import sink_format_options
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class OracleDumpConfig:
     params: ExtractParams
     info: GroupInfo
     format_options: dict[str, str] = field(default_factory=dict)  # FORMAT RELEASE, for the sink
+    ggschema: str | None = None  # GLOBALS GGSCHEMA: inserts into its GGS_MARKER are DDL
 
 
 def is_oracle_group(home: Home, info: GroupInfo | None) -> bool:
@@ -136,7 +138,7 @@ def load_oracle_config(home: Home, group: str, *, process_id: int | None = None
         rules=TableRules(params.tables, params.table_excludes, env),
         cache_dir=str(work / "oracle"), spill_dir=str(work),
         begin_scn=int(begin["scn"]) if begin and "scn" in begin else None,
-        params=params, info=info,
+        params=params, info=info, ggschema=parse_globals(home.globals_file).ggschema,
         format_options=sink_format_options(params.trail_options.get(label)))
 
 
@@ -342,13 +344,15 @@ def assemble_rows(cfg: OracleDumpConfig, summaries: list[FileSummary],
     rows = ChangeRowBuilder()
     defined: set[str] = set()
     rules = cfg.rules
+    ddl = (ExtractDdl(cfg.ggschema, cfg.params.ddl, cfg.params.ddl_given, rules,
+                      report=cfg.params.ddl_options.report) if cfg.ggschema else None)
     try:
         for ev in merge_threads({t: stream(f) for t, f in needed.items()}):
             for txn in asm.feed(ev):
                 if cfg.begin_scn is not None and txn.csn < cfg.begin_scn:
                     continue
                 result.transactions += 1
-                yield from _emit(txn, tables, rules, rows, defined, batch_rows)
+                yield from _emit(txn, tables, rules, rows, defined, batch_rows, ddl)
         asm.finish()
         result.records += asm.records
         result.rolled_back += len(asm.rolled_back)
@@ -365,22 +369,34 @@ def assemble_rows(cfg: OracleDumpConfig, summaries: list[FileSummary],
 
 
 def _emit(txn: Any, tables: dict[str, Any], rules: TableRules, rows: Any, defined: set[str],
-          batch_rows: int) -> Iterator[pa.RecordBatch]:
+          batch_rows: int, ddl: ExtractDdl | None = None) -> Iterator[pa.RecordBatch]:
     count = len(txn.changes)
     pending = None
-    for index, change in enumerate(txn.changes):
-        table = tables.get(change.table)
-        out = rules.apply(change, table, txn.csn, txn.xid, txn.commit_time, index, count)
-        if out is None:
+    for index, change in enumerate(chain(txn.changes, [None])):
+        if ddl is not None and change is not None and ddl.is_ddl_table(change.table):
+            ddl.add(change, tables.get(change.table))  # GGS_MARKER rows: DDL, not DML
             continue
-        if table is not None and change.table not in defined:
-            rows.add_table(table, txn.csn, txn.xid)
-            defined.add(change.table)
-        if pending is not None:
-            rows.add_change(pending, txn.csn, txn.xid, False)
-            if rows.full(batch_rows):
-                yield rows.take()
-        pending = out
+        outs: list[Any] = []
+        if ddl is not None and ddl.pending():
+            for got in ddl.take(txn.csn):
+                for note in got.notes:
+                    rows.add_note(note, txn.csn, txn.xid)
+                if got.change is not None:
+                    outs.append(got.change)
+        if change is not None:
+            table = tables.get(change.table)
+            out = rules.apply(change, table, txn.csn, txn.xid, txn.commit_time, index, count)
+            if out is not None:
+                if table is not None and change.table not in defined:
+                    rows.add_table(table, txn.csn, txn.xid)
+                    defined.add(change.table)
+                outs.append(out)
+        for out in outs:
+            if pending is not None:
+                rows.add_change(pending, txn.csn, txn.xid, False)
+                if rows.full(batch_rows):
+                    yield rows.take()
+            pending = out
     if pending is not None:
         rows.add_change(pending, txn.csn, txn.xid, True)
         if rows.full(batch_rows):

@@ -100,7 +100,7 @@ def run_oracle_extract(home: Home, name: str, opts: Any, *, spark: Any = None) -
     from trailgate.spark import stop_spark
     from trailgate.spark.trail_sink import finish_run
 
-    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
+    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc, proc.report_log():
         cfg = load_oracle_config(home, name, process_id=os.getpid())
         echo_parameters(proc, cfg.params)
         _report_startup(proc, cfg, ready_dumps(cfg.dumpdir, wait=not opts.once))

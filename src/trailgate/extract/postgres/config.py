@@ -14,18 +14,22 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trailgate.capture.postgres.ddl_history import tabledef_from_history
+from trailgate.capture.postgres.ddl_setup import ddl_schema
 from trailgate.capture.postgres.slots import slot_name
 from trailgate.capture.postgres.trandata import DEFAULT_PUBLICATION
 from trailgate.changes.heartbeat import seed_name
 from trailgate.db.connect import CredentialStore, login_conninfo
 from trailgate.errors import ConfigError
+from trailgate.extract.ddl import ExtractDdl
 from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_globals, parse_group_params
 from trailgate.trail.release import sink_format_options
 
-__all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "load_extract_config", "source_conninfo"]
+__all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "extract_ddl", "load_extract_config",
+           "source_conninfo"]
 
 #: Bytes of one transaction's changes kept in memory before it is spilled to ``dirtmp/``.
 DEFAULT_MEMORY_LIMIT = 64 << 20
@@ -50,6 +54,7 @@ class ExtractConfig:
     info: GroupInfo
     heartbeat_schema: str | None = None  # GLOBALS GGSCHEMA: where the heartbeat table is
     format_options: dict[str, str] = field(default_factory=dict)  # FORMAT RELEASE, for the sink
+    ggschema: str | None = None  # GLOBALS GGSCHEMA: where the DDL marker tables are
 
     @property
     def table_patterns(self) -> list[str]:
@@ -128,4 +133,25 @@ def load_extract_config(home: Home, group: str, *,
         spill_dir=str(Path(home.dirtmp) / info.name.lower()),
         memory_limit_bytes=memory_limit_bytes, params=params, info=info,
         heartbeat_schema=schema,
-        format_options=sink_format_options(params.trail_options.get(label)))
+        format_options=sink_format_options(params.trail_options.get(label)),
+        ggschema=_ggschema(home, params))
+
+
+def _ggschema(home: Home, params: ExtractParams) -> str | None:
+    """GLOBALS GGSCHEMA (folded as PostgreSQL folds it); required by a DDL parameter."""
+    schema = parse_globals(home.globals_file).ggschema
+    if schema is None:
+        if params.ddl_given:
+            raise ConfigError("DDL: capturing DDL needs GGSCHEMA in dirprm/GLOBALS (the "
+                              "schema of the DDL marker tables) and DDL support installed "
+                              "there (GGSCI DBLOGIN, then ADD DDLSUPPORT)", path=params.path)
+        return None
+    return ddl_schema(schema)
+
+
+def extract_ddl(cfg: ExtractConfig) -> ExtractDdl | None:
+    """The DDL side of the Extract (None without GGSCHEMA: no marker tables to read)."""
+    if cfg.ggschema is None:
+        return None
+    return ExtractDdl(cfg.ggschema, cfg.params.ddl, cfg.params.ddl_given, cfg.rules,
+                      report=cfg.params.ddl_options.report, history=tabledef_from_history)

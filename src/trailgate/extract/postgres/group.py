@@ -56,6 +56,7 @@ def _report_startup(proc: GroupProcess, cfg: ExtractConfig, info: StartupReport)
     report.line(f"Slot:             {cfg.slot} (restart {format_lsn(info.restart_lsn)}, "
                 f"confirmed {format_lsn(info.confirmed_lsn)})")
     report.line(f"Publication:      {cfg.publication}")
+    report.line(f"DDL:              {info.ddl}")
     report.line(f"Trail:            {cfg.trail_label} ({cfg.megabytes} MB files)")
     report.line(f"Tables:           {len(info.tables)}")
     for name in info.tables:
@@ -211,7 +212,7 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
     """
     from trailgate.spark import stop_spark
 
-    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
+    with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc, proc.report_log():
         cfg = load_extract_config(home, name, memory_limit_bytes=opts.memory_limit_bytes,
                                   process_id=os.getpid())
         echo_parameters(proc, cfg.params)

@@ -18,6 +18,7 @@ from trailgate.extract.postgres.trail_streamer import TrailStreamer
 from trailgate.spark.offset_log import logged_offset
 from trailgate.spark.trail_sink import (
     SinkOptions,
+    TrailCommitMessage,
     commit_checkpoint,
     write_change_batches,
     write_in_task,
@@ -77,6 +78,9 @@ class ExtractBatch:
         self.driver_batches = 0
         self.task_batches = 0
 
+    def _commit(self, messages: list[TrailCommitMessage]) -> None:
+        commit_checkpoint(self.sink, messages)
+
     def source(self) -> SourceOptions:
         if self._source is None:
             self._source = SourceOptions.parse(self.source_options)
@@ -97,7 +101,7 @@ class ExtractBatch:
             if self._streamer is not None:
                 msg = self._streamer.sync(end)
                 self.driver_batches += 1
-                commit_checkpoint(self.sink, [msg])
+                self._commit([msg])
                 self._streamer.confirm(end)
                 return
         if rng is not None and rng[1] - rng[0] <= self.driver_max_bytes:
@@ -108,14 +112,14 @@ class ExtractBatch:
                         else read_partition(self.source(), start, end))
                 messages.append(write_change_batches(self.sink, rows))
             self.driver_batches += 1
-            commit_checkpoint(self.sink, messages)
+            self._commit(messages)
             if self._slot is not None and end > start:
                 self._slot.confirm(end)
             return
         self.close()  # the task reads the slot itself
         messages = write_in_task(df, self.sink)
         self.task_batches += 1
-        commit_checkpoint(self.sink, messages)
+        self._commit(messages)
 
     @property
     def streams_opened(self) -> int:

@@ -33,11 +33,14 @@ from trailgate.changes.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder
 from trailgate.checkpoint import CheckpointStore
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
+from trailgate.extract.ddl import DdlOut
 from trailgate.extract.postgres.config import (
     DEFAULT_MEMORY_LIMIT,
     ExtractConfig,
+    extract_ddl,
     load_extract_config,
 )
+from trailgate.extract.postgres.ddl_items import item_table, plan_ddl
 from trailgate.extract.postgres.snapshot_tracker import PREFIX as SNAPSHOT_PREFIX
 from trailgate.extract.postgres.snapshot_tracker import SnapshotTracker, active
 from trailgate.home import Home
@@ -172,9 +175,18 @@ class _Emitter:
         self.defs: dict[str, Any] = {}
         self.fast = fast and fastpath.available
         self.tracker = tracker
+        self.ddl = extract_ddl(config)
+
+    @property
+    def watch(self) -> frozenset[str]:
+        """The tables whose rows flag a transaction: the DDL trigger's (PgCapture's
+        ``watch``)."""
+        return self.ddl.table_names if self.ddl is not None else frozenset()
 
     def encode_plan(self, table: TableDef) -> bytes | bool | None:
         """PgCapture's ``EncodePlan``: drop, keep raw, or encode with this column mask."""
+        if self.ddl is not None and self.ddl.is_ddl_table(table.qualified_name):
+            return None  # marker rows: kept raw, read by the DDL pass
         rule = self.rules.rule(table.qualified_name)
         if rule is None:
             return False
@@ -186,61 +198,103 @@ class _Emitter:
 
     def emit(self, t: CapturedTransaction, rows: ChangeRowBuilder, batch_rows: int
              ) -> Iterator[pa.RecordBatch]:
+        """Change rows of ``t``.  Each new definition goes right before the first change
+        that has it (a DDL in the middle of the transaction: the changes before it keep
+        the old one), or after the transaction when none does."""
         txn = t.transaction
         changes = txn.changes
+        pending: dict[str, list[TableDef]] = {}
         for d in t.table_defs:
             self.defs[d.qualified_name] = d
-        new_defs = [d for d in t.table_defs if self.rules.rule(d.qualified_name) is not None]
+            if self.rules.rule(d.qualified_name) is not None:
+                pending.setdefault(d.qualified_name, []).append(d)
         count = len(changes)
-        items = changes.items() if isinstance(changes, TransactionChanges) else iter(changes)
         io_time = getattr(changes, "io_time", 0)
         csn, xid = t.csn, txn.xid
-        held: Change | EncodedRun | None = None  # the last output, until we know if it ends t
-        for out in self._outputs(t, items, io_time, count, new_defs):
-            if new_defs:
-                for d in new_defs:
-                    rows.add_table(d, csn, xid)
-                new_defs.clear()  # the chunks' tables are added to the same list
-            if held is not None:
-                _add(rows, held, csn, xid, io_time, False)
-                if rows.full(batch_rows, BATCH_BYTES):
-                    yield rows.take()
-            held = out
+
+        def items() -> Iterator[Any]:
+            return changes.items() if isinstance(changes, TransactionChanges) else iter(changes)
+
+        ddl_plan = (plan_ddl(items(), self.ddl, io_time, csn)
+                    if t.flagged and self.ddl is not None else None)
+        tracker = self.tracker
+        held: Change | EncodedRun | DdlOut | None = None  # the last output, until we know
+        index = 0  # of the change, for @GETENV's position in the transaction
+        outs: list[Any] = []
+        for position, item in enumerate(items()):
+            outs.clear()
+            if ddl_plan is not None:
+                outs.extend(ddl_plan.pop(position, ()))
+                if self.ddl is not None and self.ddl.is_ddl_table(item_table(item)):
+                    item = None
+            if item is None:
+                pass
+            elif type(item) is EncodedRun:
+                outs.append(item)
+                index += len(item.records)
+                if pending:
+                    _define(rows, pending, item.table, csn, xid)
+            else:
+                if type(item) is tuple:
+                    if pending:
+                        _define(rows, pending, item[0].table, csn, xid)
+                    item = decode_row(item, io_time)
+                out = self.rules.apply(item, self.defs.get(item.table), csn, xid,
+                                       txn.commit_time, index, count)
+                index += 1
+                if out is not None:
+                    if tracker is not None and tracker.tracks(out.table):
+                        out = tracker.observe(out, xid, self.defs.get(out.table))
+                    outs.append(out)
+            for out in outs:
+                if type(out) is DdlOut:
+                    for note in out.notes:
+                        rows.add_note(note, csn, xid)
+                    if out.change is None:
+                        continue
+                    if out.define is not None:
+                        self.defs[out.define.qualified_name] = out.define
+                if held is not None:
+                    _add(rows, held, csn, xid, io_time, False)
+                    if rows.full(batch_rows, BATCH_BYTES):
+                        yield rows.take()
+                held = out
+        for out in (o for rest in (ddl_plan or {}).values() for o in rest):
+            for note in out.notes:
+                rows.add_note(note, csn, xid)
+            if out.change is not None:
+                if held is not None:
+                    _add(rows, held, csn, xid, io_time, False)
+                held = out
+        if tracker is not None:
+            for table, change in self._snapshot_outputs(t, io_time, count, index):
+                if table is not None:  # the chunk's table: defined before its rows
+                    rows.add_table(table, csn, xid)
+                if held is not None:
+                    _add(rows, held, csn, xid, io_time, False)
+                    if rows.full(batch_rows, BATCH_BYTES):
+                        yield rows.take()
+                held = change
         if held is not None:
             _add(rows, held, csn, xid, io_time, True)
-            if rows.full(batch_rows, BATCH_BYTES):
-                yield rows.take()
+        for defs in pending.values():  # for the changes of later transactions
+            for d in defs:
+                rows.add_table(d, csn, xid)
+        if rows.full(batch_rows, BATCH_BYTES):
+            yield rows.take()
 
-    def _outputs(self, t: CapturedTransaction, items: Iterator[Any], io_time: int, count: int,
-                 new_defs: list[TableDef]) -> Iterator[Change | EncodedRun]:
-        """The transaction's records: its changes through the TABLE rules (a snapshot's
-        table's marked and remembered), then what its snapshot messages become."""
+    def _snapshot_outputs(self, t: CapturedTransaction, io_time: int, count: int, index: int
+                          ) -> Iterator[tuple[TableDef | None, Change]]:
+        """What the transaction's snapshot messages become (after its own changes), each
+        with its table's definition."""
         txn = t.transaction
         csn, xid = t.csn, txn.xid
         tracker = self.tracker
-        index = 0  # of the change, for @GETENV's position in the transaction
-        for item in items:
-            if type(item) is EncodedRun:
-                index += len(item.records)
-                yield item
-                continue
-            if type(item) is tuple:
-                item = decode_row(item, io_time)
-            out = self.rules.apply(item, self.defs.get(item.table), csn, xid,
-                                   txn.commit_time, index, count)
-            index += 1
-            if out is None:
-                continue
-            if tracker is not None and tracker.tracks(out.table):
-                out = tracker.observe(out, xid, self.defs.get(out.table))
-            yield out
-        if tracker is None:
-            return
+        assert tracker is not None
         for msg in t.messages:
             if msg.prefix != SNAPSHOT_PREFIX:
                 continue
-            records = tracker.message(msg.content, xid, csn)
-            for change in records:
+            for change in tracker.message(msg.content, xid, csn):
                 snap = tracker.snapshot(change.table)
                 table = self.defs.get(change.table) or (snap.definition if snap else None)
                 change.io_time = io_time
@@ -250,17 +304,36 @@ class _Emitter:
                     if out is None:
                         continue
                     change = out
-                if table is not None and table not in new_defs:
-                    new_defs.append(table)  # the chunk's table: defined before its rows
                 index += 1
-                yield change
+                yield table, change
 
 
-def _add(rows: ChangeRowBuilder, out: Change | EncodedRun, csn: int, xid: str, io_time: int,
-         last: bool) -> None:
-    if isinstance(out, EncodedRun):
+def _define(rows: ChangeRowBuilder, pending: dict[str, list[TableDef]], table: TableDef,
+            csn: int, xid: str) -> None:
+    """Before a change of ``table``: the pending definitions of its table up to ``table``
+    itself (none when the change has an older one)."""
+    defs = pending.get(table.qualified_name)
+    if not defs:
+        return
+    for i, d in enumerate(defs):
+        if d is table:
+            for earlier in defs[:i + 1]:
+                rows.add_table(earlier, csn, xid)
+            del defs[:i + 1]
+            if not defs:
+                del pending[table.qualified_name]
+            return
+
+
+def _add(rows: ChangeRowBuilder, out: Change | EncodedRun | DdlOut, csn: int, xid: str,
+         io_time: int, last: bool) -> None:
+    if type(out) is EncodedRun:
         rows.add_packed(out.table.qualified_name, csn, xid, last, io_time,
                         b"".join(out.records))
+    elif type(out) is DdlOut:
+        if out.define is not None:
+            rows.add_define(out.define, csn, xid)
+        rows.add_change(out.change, csn, xid, last)  # type: ignore[arg-type]
     else:
         rows.add_change(out, csn, xid, last)
 
@@ -275,7 +348,7 @@ def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = Tr
     cap = PgCapture(cfg.conninfo, cfg.slot, cfg.publication, spill_dir=cfg.spill_dir,
                     memory_limit_bytes=cfg.memory_limit_bytes,
                     encode_plan=emitter.encode_plan if emitter.fast else None,
-                    connections=_adopt(key))
+                    connections=_adopt(key), watch=emitter.watch)
     done = False
     try:
         wait_for_slot(cap.control_connection(), cfg.slot)
@@ -372,7 +445,7 @@ class StreamedSlot:
         cap = PgCapture(cfg.conninfo, cfg.slot, cfg.publication, spill_dir=cfg.spill_dir,
                         memory_limit_bytes=cfg.memory_limit_bytes,
                         encode_plan=emitter.encode_plan if emitter.fast else None,
-                        connections=(None, control), stream=stream)
+                        connections=(None, control), stream=stream, watch=emitter.watch)
         self._stream, self._capture, self._emitter = stream, cap, emitter
         if tracker is not None and tracker.live:
             tracker.on_change = cap.reset_plans

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from trailgate.capture.postgres.ddl_setup import installed
 from trailgate.capture.postgres.trandata import capture_warnings, resolve_tables
 from trailgate.db.connect import connect, query_value
 from trailgate.errors import SourceError
@@ -28,6 +29,7 @@ class StartupReport:
     confirmed_lsn: int = 0
     tables: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    ddl: str = ""  # how DDL is captured, for the report
 
 
 def _quote(name: str) -> str:
@@ -73,6 +75,7 @@ def check_source(cfg: ExtractConfig, resume_lsn: int | None) -> StartupReport:
                     continue
                 report.tables.append(name)
                 names.append(f"{_quote(schema)}.{_quote(table)}")
+        report.ddl = _ddl_support(conn, cfg)
         report.warnings.extend(w for w in capture_warnings(conn, names,
                                                            publication=cfg.publication)
                                if not w.startswith("WARNING: no table matches"))
@@ -80,3 +83,20 @@ def check_source(cfg: ExtractConfig, resume_lsn: int | None) -> StartupReport:
             advance_slot(conn, cfg.slot, resume_lsn, patience=5.0)
         report.restart_lsn, report.confirmed_lsn, _ = slot_state(conn, cfg.slot)
     return report
+
+
+def _ddl_support(conn: object, cfg: ExtractConfig) -> str:
+    """How this Extract captures DDL; a DDL parameter without DDL support installed in
+    GGSCHEMA stops the start (its DDL would silently be missing from the trail)."""
+    if cfg.ggschema is None:
+        return "not captured (no GGSCHEMA in GLOBALS)"
+    if not installed(conn, cfg.ggschema):  # type: ignore[arg-type]
+        if cfg.params.ddl_given:
+            raise SourceError(f"DDL: DDL support is not installed in schema {cfg.ggschema} "
+                              f"of the source: run GGSCI DBLOGIN, then ADD DDLSUPPORT "
+                              f"({cfg.params.path})")
+        return f"not captured (no DDL support in schema {cfg.ggschema})"
+    if not cfg.params.ddl_given:
+        return f"not captured (no DDL parameter; markers in {cfg.ggschema} are skipped)"
+    rules = ", ".join(r.text() for r in cfg.params.ddl)
+    return f"DDL {rules} (markers in {cfg.ggschema})"

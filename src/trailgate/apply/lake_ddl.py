@@ -1,0 +1,226 @@
+"""DDL records applied to Delta tables and Parquet change logs: schema evolution.
+
+A lake target cannot run SQL, so a table's DDL is applied through what it changed: the new
+definition the trail carries after the DDL record, against the Delta table's schema.  A new
+column is added (nullable; existing rows get the value the source gave them, ``E3``), a
+dropped column leaves the current version (its values stay in earlier versions: time
+travel), a renamed or retyped column is rewritten in place; CREATE TABLE creates the table
+(``DDLOPTIONS LAKECREATE``), DROP and RENAME of a table do what ``LAKEDROP`` and
+``LAKERENAME`` say.  Indexes, constraints and defaults have nothing to change in a lake.
+Every step looks at the table first, so a replayed batch does nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from trailgate.apply.arrow_types import arrow_type, converter
+from trailgate.apply.ddl_names import find_names
+from trailgate.apply.parquet import table_directory
+from trailgate.apply.pg_ddl import DdlError
+from trailgate.apply.records import ApplyResult, TrailChange
+from trailgate.apply.values import pg_type_for_source
+from trailgate.checkpoint import fsync_dir
+from trailgate.params.ddl_rules import DdlFilter, DdlObject
+from trailgate.params.model import ReplicatParams
+from trailgate.params.names import find_map, parse_name, resolve_map
+from trailgate.trail.ddl import DdlMarker, parse_marker, report_line
+
+__all__ = ["LakeDdl"]
+
+log = logging.getLogger("trailgate.ddl")
+
+
+def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    strings = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+    if any(f(a) for f in strings) and any(f(b) for f in strings):
+        return True
+    return bool(a.equals(b))
+
+
+
+def _move(src: Path, dst: Path) -> bool:
+    """Rename a table's directory (atomic on one file system); False when there is nothing
+    to move (a replay: it moved already)."""
+    if not src.exists() or dst.exists():
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(src, dst)
+    fsync_dir(dst.parent)
+    fsync_dir(src.parent)
+    return True
+
+
+class LakeDdl:
+    """The DDL side of a Delta (``kind`` DELTA) or Parquet (PARQUET) Replicat rooted at
+    ``root``."""
+
+    def __init__(self, params: ReplicatParams, kind: str, root: str, group: str,
+                 storage_options: dict[str, str] | None = None):
+        self.params = params
+        self.kind = kind
+        self.root = str(root).rstrip("/")
+        self.group = group
+        self.storage_options = storage_options
+        self.options = params.ddl_options
+        self.filter = DdlFilter(params.ddl, lambda n: find_map(params.maps, n,
+                                                              params.map_excludes) is not None,
+                                "REPLICAT", given=params.ddl_given)
+
+    def _map(self, name: str) -> str | None:
+        return resolve_map(self.params.maps, name, self.params.map_excludes)
+
+    def _path(self, target: str) -> Path:
+        return table_directory(self.root, target)
+
+    def apply(self, tc: TrailChange, table: Any, result: ApplyResult) -> bool:
+        """Apply DDL record ``tc`` (``table``: the source definition the trail gives right
+        after it, or None); True when it changed a table (mappings must be made anew)."""
+        try:
+            marker = parse_marker(tc.change.text or "")
+        except ValueError as exc:
+            raise DdlError(f"DDL record at trail position {tc.position}, CSN {tc.csn}: its "
+                           f"marker text cannot be read ({exc}); the Replicat stops") from None
+        obj = DdlObject(marker.owner, marker.name, marker.object_type, marker.ddl_type,
+                        marker.statement, marker.master_qualified_name, marker.error)
+        decision = self.filter.decide(obj)
+        if self.options.report:
+            log.info(report_line("INFO", "OGG-10451" if decision.include else "OGG-10452",
+                                 f"DDL operation {'included' if decision.include else 'excluded'}"
+                                 f" [{decision.rule}], optype [{marker.ddl_type}], objtype "
+                                 f"[{marker.object_type}], {marker.describe()}."))
+        if not decision.include or (obj.object_type != "TABLE" and not marker.error):
+            return False
+        if marker.error:
+            self._failed(tc, marker, marker.error)
+            return False
+        target = self._map(obj.qualified_name) if obj.name else None
+        if target is None:
+            return False
+        changed = self._table_ddl(tc, marker, obj, target, table)
+        if changed:
+            result.table(target).ddl += 1
+        return changed
+
+    def _failed(self, tc: TrailChange, marker: DdlMarker, message: str) -> None:
+        rules = [r for r in self.params.ddl_errors if r.error == "DEFAULT"]
+        response = rules[0].response if rules else "ABEND"
+        text = (f"DDL error: {message} applying {marker.describe()}, trail position "
+                f"{tc.position}, CSN {tc.csn}")
+        if response == "ABEND":
+            raise DdlError(f"{text}. The Replicat stops (DDLERROR DEFAULT ABEND): add "
+                           f"DDLERROR DEFAULT IGNORE to skip it")
+        log.info(report_line("WARNING", "", f"{text}; {response.lower()}d "
+                                            f"(DDLERROR DEFAULT {response})."))
+
+    def _table_ddl(self, tc: TrailChange, marker: DdlMarker, obj: DdlObject, target: str,
+                   table: Any) -> bool:
+        path = self._path(target)
+        optype = marker.ddl_type
+        if optype == "DROP":
+            return self._drop(path, marker)
+        if optype == "CREATE":
+            if self.kind == "DELTA" and table is not None and \
+                    self.options.lake_create == "ATDDL":
+                return self._evolve(path, target, table, [], marker)
+            return False
+        shape = find_names(marker.statement)
+        old = next((r for r in shape.names if r.role == "object"), None)
+        if any(r.role == "newname" for r in shape.names) and old is not None:
+            old_target = self._map(f"{marker.owner}.{old.parts[-1]}")
+            if old_target is not None and old_target != target and \
+                    self.options.lake_rename == "MOVE":
+                moved = _move(self._path(old_target), path)
+                if moved:
+                    log.info(report_line("INFO", "", f"{self.kind.title()} table "
+                                                     f"{old_target} renamed to {target}."))
+                return moved
+            return False
+        if self.kind == "DELTA" and table is not None:
+            return self._evolve(path, target, table, shape.renamed_columns, marker)
+        return False
+
+    def _drop(self, path: Path, marker: DdlMarker) -> bool:
+        mode = self.options.lake_drop
+        if mode == "KEEP" or not path.exists():
+            return False
+        if mode == "PURGE":
+            shutil.rmtree(path)
+            fsync_dir(path.parent)
+            log.info(report_line("INFO", "", f"table directory {path} removed (LAKEDROP "
+                                             f"PURGE)."))
+            return True
+        archive = Path(self.root, ".dropped", *path.parts[-2:-1],
+                       f"{path.name}.{marker.get('C5') or 'x'}")
+        moved = _move(path, archive)
+        if moved:
+            log.info(report_line("INFO", "", f"table directory {path} moved to {archive} "
+                                             f"(LAKEDROP ARCHIVE)."))
+        return moved
+
+    # -- Delta schema evolution ------------------------------------------------------------
+    def _evolve(self, path: Path, target: str, table: Any, renames: list[tuple[str, str]],
+                marker: DdlMarker) -> bool:
+        from deltalake import DeltaTable, write_deltalake
+        from deltalake.exceptions import TableNotFoundError
+        from deltalake.schema import Field
+
+        desired = [(c.name, arrow_type(pg_type_for_source(c))) for c in table.columns]
+        try:
+            dt = DeltaTable(str(path), storage_options=self.storage_options)
+        except TableNotFoundError:
+            if self.options.lake_create != "ATDDL":
+                return False
+            name = [p.text if p.quoted else p.text.lower() for p in parse_name(target)][-1]
+            DeltaTable.create(str(path), pa.schema([pa.field(n, t, True) for n, t in desired]),
+                              mode="ignore", name=name,
+                              description=f"replicated by trailgate group {self.group} from "
+                                          f"{table.qualified_name}",
+                              storage_options=self.storage_options)
+            return True
+        current = pa.schema(dt.schema())
+        names = [f.name for f in current]
+        wanted = [n for n, _ in desired]
+        rename = {o: n for o, n in renames if o in names and n not in names and n in wanted}
+        kept = [rename.get(n, n) for n in names]
+        types = {rename.get(f.name, f.name): f.type for f in current}
+        drops = [n for n in kept if n not in wanted]
+        adds = [(n, t) for n, t in desired if n not in kept]
+        retypes = [(n, t) for n, t in desired if n in types and not _same_type(types[n], t)]
+        missing = marker.missing_values()
+        if not (rename or drops or retypes or adds):
+            return False
+        if not (rename or drops or retypes) and not any(n in missing for n, _ in adds):
+            dt.alter.add_columns([Field.from_arrow(pa.field(n, t, True)) for n, t in adds])
+            log.info(report_line("INFO", "", f"Delta table {target}: column(s) "
+                                             f"{', '.join(n for n, _ in adds)} added."))
+            return True
+        data = dt.to_pyarrow_table()
+        data = data.rename_columns(kept)
+        columns = []
+        for name, dtype in desired:
+            if name in data.column_names:
+                column = data.column(name)
+                if not _same_type(column.type, dtype):
+                    column = column.cast(dtype)
+            else:
+                value = missing.get(name)
+                fill = None if value is None else converter(dtype)(value)
+                column = pa.array([fill] * data.num_rows, dtype)
+            columns.append(column)
+        rewritten = pa.table(columns, schema=pa.schema([pa.field(n, t, True)
+                                                        for n, t in desired]))
+        write_deltalake(dt, rewritten, mode="overwrite", schema_mode="overwrite",
+                        storage_options=self.storage_options)
+        log.info(report_line("INFO", "", f"Delta table {target} rewritten with its new columns "
+                                         f"(renamed {sorted(rename.items())}, dropped {drops},"
+                                         f" retyped {[n for n, _ in retypes]}, added "
+                                         f"{[n for n, _ in adds]}): earlier versions keep the "
+                                         f"old shape."))
+        return True

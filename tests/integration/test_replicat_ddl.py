@@ -1,0 +1,111 @@
+"""The Replicat applies DDL records to PostgreSQL in trail order, with MAP's names, and a DDL
+that fails goes as DDLERROR says: a message naming the DDL sequence, the statement, the
+trail position and the rule, and nothing applied before it lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from replicat_support import pg_target, query, replicat_home, tdef
+from spark_conftest import spark_session  # noqa: F401  (the ``spark`` fixture)
+
+from trailgate.errors import TrailgateError
+from trailgate.model import Change, OpType, TableDef
+from trailgate.replicat.group import RunOptions, run_replicat_group
+from trailgate.trail import TrailWriter
+from trailgate.trail.ddl import encode_marker
+
+pytestmark = [pytest.mark.postgres, pytest.mark.spark]
+
+OLD = tdef("app.t", [("id", "integer"), ("v", "text")], ["id"])
+NEW = tdef("app.t", [("id", "integer"), ("v", "text"), ("w", "integer")], ["id"])
+
+
+def ddl(seq: int, statement: str, name: str = "t", optype: str = "ALTER", **extra: str
+        ) -> Change:
+    env = [("C5", str(seq)), ("B3", "app"), ("B4", name), ("B5", "TABLE"), ("B6", optype),
+           *extra.items()]
+    return Change(OpType.DDL, f"app.{name}", text=encode_marker(statement, env,
+                                                               settings={"search_path": "app"}))
+
+
+def insert(values: dict[int, bytes]) -> Change:
+    return Change(OpType.INSERT, "app.t", after=values)
+
+
+def write(trail: Path) -> None:
+    w = TrailWriter(trail, megabytes=1, fsync=False)
+    csn = 100
+
+    def txn(*changes: Change, define: TableDef | None = None) -> None:
+        nonlocal csn
+        csn += 1
+        w.begin_transaction(f"0.{csn}.1", csn)
+        for change in changes:
+            w.add_change(change, None if change.op is OpType.DDL else
+                         (NEW if change.after and 2 in change.after else OLD))
+            if change.op is OpType.DDL and define is not None:
+                w.add_definition(define)
+        w.commit_transaction()
+
+    txn(insert({0: b"1", 1: b"a"}))
+    # unqualified, found through the recorded search_path; MAP renames the schema
+    txn(ddl(11, "ALTER TABLE t ADD w int"), insert({0: b"2", 1: b"b", 2: b"5"}), define=NEW)
+    txn(ddl(12, "ALTER TABLE app.missing ADD x int", name="missing"))  # no such target table
+    txn(insert({0: b"3", 1: b"c", 2: b"6"}))
+    txn(Change(OpType.DDL, "app.t", text=encode_marker(
+        ",C1=garbled by hand", [("C5", "13"), ("E1", "the marker text cannot be read")])))
+    txn(ddl(14, "ALTER TABLE t ADD w int"))  # the target cannot run it: w exists
+    txn(insert({0: b"4", 1: b"d", 2: b"7"}))
+    w.close()
+
+
+def run(home, spark, *, once: bool = False) -> str:  # type: ignore[no-untyped-def]
+    """A run (streaming the apply, or ``--once``): its error message, or "" when it ends
+    normally."""
+    opts = RunOptions(once=True) if once else RunOptions(max_batches=30)
+    try:
+        assert run_replicat_group(home, "REP1", opts, spark=spark) == 0
+    except TrailgateError as exc:
+        return str(exc)
+    return ""
+
+
+def test_ddl_errors_stop_or_pass_as_ddlerror_says(pg_db, tmp_path, spark):
+    pg_target(pg_db, "CREATE SCHEMA rep; CREATE TABLE rep.t (id int PRIMARY KEY, v text);")
+    prm = ("REPLICAT rep1\nTARGETDB {db}\nSPARK MASTER local[1]\nDDLOPTIONS REPORT\n"
+           "DISCARDFILE ./dirdsc/rep1.dsc\n{extra}MAP app.*, TARGET rep.*;\n")
+    home = replicat_home(tmp_path / "home", prm.format(db=pg_db, extra=""))
+    write(home.dirdat / "rt")
+
+    error = run(home, spark)
+    assert "DDL sequence 12 [ALTER TABLE app.missing ADD x int]" in error, error
+    assert "error 42P01" in error and "trail position 0:" in error
+    assert "DDLERROR DEFAULT ABEND" in error and "Traceback" not in error
+    # everything before its transaction was applied: the DDL (under its MAP name), its row
+    assert query(pg_db, "SELECT id, v, w FROM rep.t ORDER BY id") == [(1, "a", None),
+                                                                     (2, "b", 5)]
+    report = home.report_file("REP1").read_text()
+    assert "DDL is of mapped scope, after mapping new operation [ALTER TABLE rep.t ADD w " \
+           "int]" in report
+
+    home.param_file("REP1").write_text(prm.format(db=pg_db, extra="DDLERROR 42P01 IGNORE\n"))
+    error = run(home, spark)
+    assert "DDL sequence 13" in error and "the marker text cannot be read" in error
+    assert query(pg_db, "SELECT id FROM rep.t ORDER BY id") == [(1,), (2,), (3,)]
+    assert "ignored (DDLERROR 42P01 IGNORE)" in home.report_file("REP1").read_text()
+
+    home.param_file("REP1").write_text(prm.format(
+        db=pg_db, extra="DDLERROR 42P01 IGNORE\nDDLERROR DEFAULT DISCARD RETRYOP MAXRETRIES 1 "
+                        "RETRYDELAY 0.1\n"))
+    assert run(home, spark, once=True) == ""
+    assert query(pg_db, "SELECT id, w FROM rep.t ORDER BY id") == [(1, None), (2, 5), (3, 6),
+                                                                  (4, 7)]
+    discards = (home.path / "dirdsc" / "rep1.dsc").read_text()
+    assert "Discarded DDL from action DISCARD" in discards
+    assert "ALTER TABLE rep.t ADD w int" in discards and "error 42701" in discards
+    report = home.report_file("REP1").read_text()
+    assert "DDL error ignored for next retry: error code [42701]" in report
+    ck = home.checkpoints.load("REP1", "REPLICAT")
+    assert ck.stats["rep.t"].ddl == 1 and ck.stats["rep.t"].inserts == 4
