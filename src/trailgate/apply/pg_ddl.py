@@ -23,7 +23,7 @@ from trailgate.apply.discard import DdlDiscard
 from trailgate.apply.records import ApplyResult, TrailChange
 from trailgate.apply.sql_lexer import Kind, tokenize
 from trailgate.errors import TargetError
-from trailgate.model import OpType
+from trailgate.model import OpType, TrailPosition
 from trailgate.params.ddl_rules import DdlFilter, DdlObject, clause_matches
 from trailgate.params.model import DdlErrorRule, ReplicatParams
 from trailgate.params.names import find_map, parse_name, resolve_map
@@ -43,7 +43,7 @@ class DdlError(TargetError):
     committed); ``txn_start`` is where the DDL's transaction begins in the trail, so that
     a caller may commit what came before it."""
 
-    txn_start = None
+    txn_start: TrailPosition | None = None
 
 
 def _where(tc: TrailChange) -> str:
@@ -160,7 +160,7 @@ class PgDdl:
         with self.conn.transaction():
             for name, value in wanted.items():
                 cur.execute("SELECT set_config(%s, %s, true)", (name, value))
-            cur.execute(statement)  # type: ignore[arg-type]  # the DDL as captured
+            cur.execute(statement)  # the DDL as captured
         for name, value in zip(names, before or (), strict=True):
             cur.execute("SELECT set_config(%s, %s, true)", (name, value))
 
@@ -200,11 +200,11 @@ class PgDdl:
         else:
             hint = (f"add a DDLERROR rule for error {code} (IGNORE or DISCARD)" if code
                     else "add DDLERROR DEFAULT IGNORE (or DISCARD) to skip it")
-            error = DdlError(f"{text}. The Replicat stops ({rule.text()}): correct the "
-                             f"target and start again, or {hint}; nothing of this transaction "
-                             f"was committed")
-            error.txn_start = tc.txn_start
-            raise error
+            failure = DdlError(f"{text}. The Replicat stops ({rule.text()}): correct the "
+                               f"target and start again, or {hint}; nothing of this "
+                               f"transaction was committed")
+            failure.txn_start = tc.txn_start
+            raise failure
 
 
 def _schema_of(name: str) -> str:

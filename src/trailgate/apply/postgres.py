@@ -236,22 +236,23 @@ class PgApplier:
         stages_before = set(self._stages.names)
         try:
             with self._partition(batch_id, partition, position, result, advance) as cur:
-                for part, defs in segments if cur is not None else ():
-                    if len(part) == 1 and part[0].change.op is OpType.DDL:
-                        ddl: list[DdlDiscard] = []
-                        if self.ddl.apply(cur, part[0], result, ddl):
-                            self._forget_definitions()
-                        discards.extend(ddl)
-                        continue
-                    mapped = self.mapper.map_all(list(part), defs)
-                    plans = self._set_plans(mapped)  # stage tables made in the transaction
-                    done = (self._apply_sets(cur, plans, result) if plans is not None
-                            else self._apply_pipelined(cur, mapped, result))
-                    if not done:
-                        applied: list[Discard] = []
-                        for run in self._runs(mapped, self.batchsql):
-                            self._apply_run(cur, run, result, applied)
-                        discards.extend(applied)
+                if cur is not None:
+                    for part, defs in segments:
+                        if len(part) == 1 and part[0].change.op is OpType.DDL:
+                            ddl: list[DdlDiscard] = []
+                            if self.ddl.apply(cur, part[0], result, ddl):
+                                self._forget_definitions()
+                            discards.extend(ddl)
+                            continue
+                        mapped = self.mapper.map_all(list(part), defs)
+                        plans = self._set_plans(mapped)  # stage tables made in the transaction
+                        done = (self._apply_sets(cur, plans, result) if plans is not None
+                                else self._apply_pipelined(cur, mapped, result))
+                        if not done:
+                            applied: list[Discard] = []
+                            for run in self._runs(mapped, self.batchsql):
+                                self._apply_run(cur, run, result, applied)
+                            discards.extend(applied)
         except BaseException:
             for shape in set(self._stages.names) - stages_before:
                 del self._stages.names[shape]  # made in the rolled-back transaction

@@ -124,12 +124,12 @@ class DdlRows:
         pieces = self._markers.get(seq)
         if pieces is None:
             pieces = self._markers[seq] = _Pieces(first=change)
-        text = _column(table, after, "MARKER_TEXT")
-        if seq is None or frag is None or text is None:
+        marker_text = _column(table, after, "MARKER_TEXT")
+        if seq is None or frag is None or marker_text is None:
             missing = ("SEQNO" if seq is None else "FRAGMENTNO" if frag is None
                        else "MARKER_TEXT")
             pieces.problem = f"a marker row without {missing} (written by hand?)"
-        pieces.parts[frag if frag is not None else len(pieces.parts) + 1] = text or ""
+        pieces.parts[frag if frag is not None else len(pieces.parts) + 1] = marker_text or ""
         pieces.subtype = _column(table, after, "SUBTYPE") or pieces.subtype
 
     def take(self) -> list[CapturedDdl]:

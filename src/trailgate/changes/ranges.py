@@ -143,8 +143,8 @@ class TrailRange:
             if raw.io_type == OpType.METADATA:
                 owner = txn if txn is not None else done
                 if owner is not None and after_ddl is not None and record.table_def:
-                    change, pos, _ = owner.items[after_ddl]
-                    owner.items[after_ddl] = (change, pos, record.table_def)
+                    ddl_change, pos, _ = owner.items[after_ddl]
+                    owner.items[after_ddl] = (ddl_change, pos, record.table_def)
                     after_ddl = None
                     continue
                 if beyond and txn is None:

@@ -204,16 +204,17 @@ class DdlWorkload:
             return [(f"ALTER TABLE {q} ALTER COLUMN {col} SET DEFAULT "
                      f"{_DEFAULTS[t.cols[col]]}", None)], False
         if kind == "create" or len(work) < 2:
-            new = _Table(self._new_name(), {"id": "bigint", "x": rng.choice(TYPES)})
-            work[new.name] = new
-            return [(f"CREATE TABLE {s}.{new.name} (id bigint PRIMARY KEY, x "
-                     f"{new.cols['x']})", None), *self._dml(rng, new, rng.randint(1, 4))], False
+            made = _Table(self._new_name(), {"id": "bigint", "x": rng.choice(TYPES)})
+            work[made.name] = made
+            return [(f"CREATE TABLE {s}.{made.name} (id bigint PRIMARY KEY, x "
+                     f"{made.cols['x']})", None), *self._dml(rng, made, rng.randint(1, 4))], False
         if kind == "ctas":
-            new = t.copy()
-            new.name, new.indexes, new.constraints, new.defaults = self._new_name(), {}, {}, set()
-            work[new.name] = new
-            return [(f"CREATE TABLE {s}.{new.name} AS SELECT * FROM {q}", None),
-                    (f"ALTER TABLE {s}.{new.name} ADD PRIMARY KEY (id)", None)], False
+            made = t.copy()
+            made.name, made.indexes, made.constraints, made.defaults = (self._new_name(), {}, {},
+                                                                        set())
+            work[made.name] = made
+            return [(f"CREATE TABLE {s}.{made.name} AS SELECT * FROM {q}", None),
+                    (f"ALTER TABLE {s}.{made.name} ADD PRIMARY KEY (id)", None)], False
         if kind == "drop_table":
             del work[t.name]
             return [(f"DROP TABLE {q}", None)], False

@@ -24,8 +24,8 @@ def item_table(item: object) -> str:
     if type(item) is EncodedRun:
         return item.table.qualified_name
     if type(item) is tuple:
-        return item[0].table.qualified_name  # type: ignore[no-any-return]
-    return item.table  # type: ignore[attr-defined, no-any-return]
+        return item[0].table.qualified_name
+    return item.table  # type: ignore[attr-defined]
 
 
 def plan_ddl(items: Iterable[object], ddl: ExtractDdl, io_time: int, csn: int
@@ -43,7 +43,7 @@ def plan_ddl(items: Iterable[object], ddl: ExtractDdl, io_time: int, csn: int
                 start = index
             change = decode_row(item, io_time) if type(item) is tuple else item
             assert isinstance(change, Change)
-            ddl.add(change, item[0].table if type(item) is tuple else None)  # type: ignore[index]
+            ddl.add(change, item[0].table if type(item) is tuple else None)
             continue
         if start is not None:
             plan.setdefault(start, []).extend(ddl.take(csn))

@@ -259,13 +259,13 @@ class _Emitter:
                     if rows.full(batch_rows, BATCH_BYTES):
                         yield rows.take()
                 held = out
-        for out in (o for rest in (ddl_plan or {}).values() for o in rest):
-            for note in out.notes:
+        for late in (o for rest in (ddl_plan or {}).values() for o in rest):
+            for note in late.notes:
                 rows.add_note(note, csn, xid)
-            if out.change is not None:
+            if late.change is not None:
                 if held is not None:
                     _add(rows, held, csn, xid, io_time, False)
-                held = out
+                held = late
         if tracker is not None:
             for table, change in self._snapshot_outputs(t, io_time, count, index):
                 if table is not None:  # the chunk's table: defined before its rows
@@ -327,13 +327,14 @@ def _define(rows: ChangeRowBuilder, pending: dict[str, list[TableDef]], table: T
 
 def _add(rows: ChangeRowBuilder, out: Change | EncodedRun | DdlOut, csn: int, xid: str,
          io_time: int, last: bool) -> None:
-    if type(out) is EncodedRun:
+    if isinstance(out, EncodedRun):
         rows.add_packed(out.table.qualified_name, csn, xid, last, io_time,
                         b"".join(out.records))
-    elif type(out) is DdlOut:
+    elif isinstance(out, DdlOut):
         if out.define is not None:
             rows.add_define(out.define, csn, xid)
-        rows.add_change(out.change, csn, xid, last)  # type: ignore[arg-type]
+        if out.change is not None:
+            rows.add_change(out.change, csn, xid, last)
     else:
         rows.add_change(out, csn, xid, last)
 
