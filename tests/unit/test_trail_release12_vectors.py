@@ -220,6 +220,45 @@ def test_mysql_21_3_trail(tmp_path: Path):
     assert "TDR Index    1: test.ogg_test (2 columns)" in logdump(path, "show tdr")
 
 
+def test_a_binary_tdr_gives_the_table_name_and_values_by_shape(tmp_path: Path):
+    """What a real GoldenGate 12.2+ file gives, whose TDR is in GoldenGate's binary form
+    (not public): S1's rows after a TDR trailgate cannot parse keep the table's name (from
+    the record header), carry their values by column index and shape (no names or types; a
+    binary integer stays its bytes), and every tool says why instead of failing."""
+    from trailgate.interchange import export_records
+
+    unreadable = bytes(range(256))[::-1] * 2  # not text: stands for GoldenGate's binary TDR
+    head = pack_header(LE, partition=0, before_after=0x41, rec_length=len(unreadable),
+                       io_type=170, orig_node=2, io_time=0, audit_pos=7,
+                       audit_rba=index_pair(1, 1, LE), trans_ind=3, continued=0,
+                       tail=b"test.ogg_test\x00")
+    path = write_file(tmp_path / "bb000000000", "MYSQL", [
+        (None, metadata(1, 0, S1_DDR_TEXT, b"\x00", 0, 7)),
+        (None, g_record(head, unreadable, None)),
+        *[(v.rba, rebuilt(v, tail=(1).to_bytes(2, LE))) for v in S1_ROWS],
+    ])
+    rows = [r for r in TrailReader(path, single_file=True).records() if r.change is not None
+            and r.change.op is not OpType.COMMENT]
+    assert {r.raw.table for r in rows} == {"test.ogg_test"}
+    assert all(r.table_def is None for r in rows)
+    insert, update, delete, truncate = (r.change for r in rows)
+    assert insert.after == {0: b"\x00\x00\x00\x01", 1: b"insert"}  # type: ignore[union-attr]
+    assert update.after == {0: b"\x00\x00\x00\x01", 1: b"update"}  # type: ignore[union-attr]
+    assert delete.before == {0: b"\x00\x00\x00\x01"}  # type: ignore[union-attr]
+    assert truncate.op is OpType.TRUNCATE  # type: ignore[union-attr]
+    exported = [o for o in export_records(path, single_file=True) if o["record"] == "change"
+                and o["table"] == "test.ogg_test"]
+    assert exported[0]["columns"] == [{"index": 0, "value": "\x00\x00\x00\x01"},
+                                      {"index": 1, "value": "insert"}]  # no name, no type
+    reason = ("definition not readable: the TDR is not text (GoldenGate's binary TDR layout "
+              "is not public)")
+    assert f"TDR Index    1: test.ogg_test ({reason})" in logdump(path, "show tdr")
+    shown = logdump(path, "sfmd tdr 1")
+    assert "Table Name: test.ogg_test" in shown
+    assert any(line.startswith("Table definition (TDR 1): not the text") for line in shown)
+    assert not any("Traceback" in line for line in logdump(path, "detail data", "n 8"))
+
+
 def test_mysql_21_3_pk_update(tmp_path: Path):
     """S2: OGG 21.3 for MySQL — insert (with a DATE), FieldComp, PK update (115), delete."""
     path = write_file(tmp_path / "aa000000000", "MYSQL", [
