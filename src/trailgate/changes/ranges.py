@@ -146,11 +146,11 @@ class TrailRange:
                 owner = txn if txn is not None else done
                 if owner is not None and after_ddl is not None and record.table_def:
                     ddl_change, pos, _ = owner.items[after_ddl]
-                    tdef = record.table_def  # the new definition, under the output name
-                    name = route(tdef.qualified_name)
-                    if name is not None and name != tdef.qualified_name:
-                        tdef = self._output_def(tdef, name)
-                    owner.items[after_ddl] = (ddl_change, pos, tdef)
+                    defined = record.table_def  # the new definition, under the output name
+                    out_name = route(defined.qualified_name)
+                    if out_name is not None and out_name != defined.qualified_name:
+                        defined = self._output_def(defined, out_name)
+                    owner.items[after_ddl] = (ddl_change, pos, defined)
                     after_ddl = None
                     continue
                 if beyond and txn is None:
