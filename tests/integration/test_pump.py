@@ -157,3 +157,29 @@ def test_pump_converts_11_2_to_21_1_and_back_to_the_same_record_bytes(tmp_path: 
     assert run_pump(home, "PUMP2", args(), spark=spark) == 0
     assert read_header(TrailName(back / "bk").file(0)).compatibility == 3
     assert record_bytes(back / "bk") == record_bytes(home.dirdat / "aa")
+
+
+@pytest.mark.parametrize(("release", "order"), [
+    ("21.1", "LITTLEENDIAN"), pytest.param("19.1", None, marks=pytest.mark.heavy)])
+def test_pump_without_format_release_keeps_a_12c_input_format(tmp_path: Path, spark: object,
+                                                             release: str,
+                                                             order: str | None) -> None:
+    """A Pump whose RMTTRAIL names no FORMAT RELEASE writes the format it reads: a 21.1
+    little-endian or 19.1 big-endian input gives an output of the same CompatibilityLevel
+    and byte order, with the same changes."""
+    from trailgate.trail.release12 import parse_record
+
+    remote = tmp_path / "remote" / "dirdat"
+    home = pump_home(tmp_path / "home", remote)
+    write_trail(home.dirdat / "aa", Increments(seed=6).transactions(40), release=release,
+                byte_order=order)
+    assert run_pump(home, "PUMP1", args(), spark=spark) == 0
+    out = TrailName(remote / "rt").file(0)
+    header = read_header(out)
+    assert header.compatibility == read_header(TrailName(home.dirdat / "aa").file(0)
+                                               ).compatibility == 7
+    data = out.read_bytes()
+    first = parse_record(data, header.length, len(data))
+    assert first.order == ("little" if order else "big")
+    assert b"Definition for table public.accounts" in data  # still self-describing
+    assert transactions(remote / "rt") == transactions(home.dirdat / "aa")
