@@ -25,7 +25,6 @@ at least 0.5).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -40,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from process_tree import signal_tree  # noqa: E402  (benchmarks/)
 from trailgate.capture.postgres.ddl_setup import add_ddlsupport  # noqa: E402
 from trailgate.capture.postgres.slots import add_extract  # noqa: E402
 from trailgate.capture.postgres.trandata import add_trandata  # noqa: E402
@@ -123,28 +123,8 @@ class ExtractRun:
             [sys.executable, "-m", "trailgate.cli", "--home", str(home.path), "run", "extract",
              "BENCH", "--trigger", "0.2"], env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
-    def tree(self) -> list[int]:
-        """The Extract's pid and all its descendants'."""
-        children: dict[int, list[int]] = {}
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    stat = (entry / "stat").read_text()
-                except OSError:
-                    continue
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry.name))
-        out, todo = [], [self.proc.pid]
-        while todo:
-            pid = todo.pop()
-            out.append(pid)
-            todo.extend(children.get(pid, []))
-        return out
-
     def signal_tree(self, sig: int) -> None:
-        for pid in self.tree():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
+        signal_tree(self.proc.pid, sig)
 
     def wait_for(self, lsn: int) -> None:
         """Until the checkpoint's read position reaches ``lsn``."""

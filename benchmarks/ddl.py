@@ -3,7 +3,7 @@ same DML without DDL, in one run; and how long a DDL takes from the source's com
 target.
 
     ./dev bench ddl [--txns 2000] [--txn-rows 10] [--every 1000,100] [--repeat 2]
-                    [--keep DIR]
+                    [--backlog] [--keep DIR]
 
 Two embedded servers; DDL support installed in the source (ADD DDLSUPPORT) and the schema
 prepared (ADD SCHEMATRANDATA); the Extract takes ``DDL INCLUDE MAPPED``, the Data Pump
@@ -18,6 +18,12 @@ repeat and the best round of each counts (the machine is shared).  A thread poll
 target's catalog every 10 ms for each DDL's column: its delay is from the source's COMMIT
 returning to the column being visible in the target.  The aim: within 10% of the no-DDL
 rows/s with a DDL every 1,000 transactions.
+
+A live round cannot be faster than the source's own workload: when the pipeline keeps up,
+it times the source.  ``--backlog`` times the pipeline alone: its three groups (with their
+JVMs and Spark workers) are paused (SIGSTOP) while the workload runs, then resumed, and the
+round is timed from the resume to the marker row in the target (no DDL delays then: each
+DDL waited in the backlog).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import io
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -35,10 +42,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from process_tree import signal_tree  # noqa: E402  (benchmarks/)
 from trailgate.db.connect import connect  # noqa: E402
 from trailgate.demo.databases import Databases, run_sql  # noqa: E402
 from trailgate.demo.pipeline import Pipeline, PipelineSpec  # noqa: E402
 from trailgate.home import Home  # noqa: E402
+from trailgate.process.lifecycle import pid_file, read_pid  # noqa: E402
 from trailgate.spark.session import SPARK_DIR_ENV  # noqa: E402
 
 SCHEMA = """\
@@ -117,12 +126,23 @@ def wait_marker(target: str, marker_id: int, pipeline: Pipeline, timeout: float)
             time.sleep(0.02)
 
 
+def pause(home: Home, pipeline: Pipeline, sig: int) -> None:
+    """Send ``sig`` (SIGSTOP, SIGCONT) to every group's process tree."""
+    for group in pipeline.groups:
+        pid = read_pid(pid_file(home, group.name))
+        if pid is None:
+            raise SystemExit(f"{group.kind} {group.name} has no pid file")
+        signal_tree(pid, sig)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--txns", type=int, default=2000)
     ap.add_argument("--txn-rows", type=int, default=10)
     ap.add_argument("--every", default="1000,100", help="DDL every N transactions (list)")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--backlog", action="store_true",
+                    help="pause the groups during each workload; time the pipeline alone")
     ap.add_argument("--keep", help="keep the databases and home here")
     args = ap.parse_args()
     variants: list[int | None] = [None] + [int(n) for n in args.every.split(",") if n]
@@ -165,17 +185,25 @@ def main() -> int:
         for r in range(args.repeat):
             for variant in variants:
                 marker_id = -(r * len(variants) + variants.index(variant) + 1)
+                if args.backlog:
+                    pause(home, pipeline, signal.SIGSTOP)
                 t0 = time.monotonic()
-                changes, added = workload(source, first, args.txns, args.txn_rows, variant,
-                                          f"{r}x{variant or 0}x")
-                with connect(source) as conn:
-                    conn.execute("INSERT INTO bench.t VALUES (%s, 'marker', 0)", (marker_id,))
+                try:
+                    changes, added = workload(source, first, args.txns, args.txn_rows,
+                                              variant, f"{r}x{variant or 0}x")
+                    with connect(source) as conn:
+                        conn.execute("INSERT INTO bench.t VALUES (%s, 'marker', 0)",
+                                     (marker_id,))
+                finally:
+                    if args.backlog:
+                        t0 = time.monotonic()
+                        pause(home, pipeline, signal.SIGCONT)
                 t1 = wait_marker(target, marker_id, pipeline, 1800)
                 first += args.txns * args.txn_rows + 10
                 rate = changes / (t1 - t0)
                 results[variant].append(rate)
                 for column, committed in added.items():
-                    if column in watch.seen:
+                    if column in watch.seen and not args.backlog:
                         delays.append(watch.seen[column] - committed)
                 label = "no DDL" if variant is None else f"DDL every {variant}"
                 say(f"  round {r + 1} {label:<16} {changes:>8} rows in {t1 - t0:6.1f} s "
@@ -183,6 +211,9 @@ def main() -> int:
         watch.stop.set()
         base = max(results[None])
         say("")
+        say(f"{'backlog' if args.backlog else 'live'} rounds (time: "
+            f"{'from resuming the groups' if args.backlog else 'from the first statement'} "
+            "to the target having the round's marker row)")
         say(f"{'workload':<18} {'best rows/s':>12} {'ratio to no DDL':>16}")
         say("-" * 48)
         for variant in variants:

@@ -90,6 +90,43 @@ def test_trigger_writes_markers_and_never_fails_ddl(pg_db):
         assert conn.execute("SELECT to_regclass('ggadmin.ggs_marker')").fetchone()[0] is None
 
 
+
+def test_trigger_failure_becomes_a_ddlerror_marker_and_internal_ddl_is_superuser_only(pg_db):
+    """An error inside the trigger (here: the history table refuses every row) does not fail
+    the user's DDL: its marker is written with SUBTYPE DDLERROR and E1 saying what failed.
+    ``trailgate.internal_ddl`` set by a role that is not a superuser leaves DDL captured."""
+    with connect(pg_db) as conn:
+        conn.execute("CREATE SCHEMA app; CREATE TABLE app.t (id int PRIMARY KEY)")
+        add_ddlsupport(conn, "ggadmin")
+        conn.execute("SET trailgate.internal_ddl = on")  # a superuser: not marked
+        conn.execute("ALTER TABLE ggadmin.ggs_ddl_hist ADD CONSTRAINT refuse CHECK (false) "
+                     "NOT VALID")
+        conn.execute("RESET trailgate.internal_ddl")
+        assert _markers(conn) == []
+        notices: list[str] = []
+        conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        conn.execute("ALTER TABLE app.t ADD c int")
+        assert conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = "
+                            "'app.t'::regclass AND attname = 'c'").fetchone()[0] == 1
+        [(seq, subtype, text)] = _markers(conn)
+        marker = parse_marker(text)
+        assert subtype == "DDLERROR" and marker.statement == "ALTER TABLE app.t ADD c int"
+        assert marker.get("C5") == str(seq) and marker.qualified_name == "app.t"
+        assert marker.error.startswith("the DDL trigger failed: ") and "refuse" in marker.error
+        assert any(f"DDL sequence {seq} is marked DDLERROR" in n for n in notices), notices
+        conn.execute("SET trailgate.internal_ddl = on")
+        conn.execute("ALTER TABLE ggadmin.ggs_ddl_hist DROP CONSTRAINT refuse")
+        # a role that is not a superuser cannot hide its DDL with the setting
+        conn.execute("CREATE ROLE app_owner NOLOGIN; GRANT ALL ON SCHEMA app TO app_owner")
+        conn.execute("RESET trailgate.internal_ddl")
+        conn.execute("SET ROLE app_owner")
+        conn.execute("SET trailgate.internal_ddl = on")
+        conn.execute("CREATE TABLE app.hidden (id int)")
+        conn.execute("RESET ROLE")
+        last = parse_marker(_markers(conn)[-1][2])
+        assert last.statement == "CREATE TABLE app.hidden (id int)" and not last.error
+
+
 @pytest.mark.spark
 def test_extract_writes_ddl_records_in_commit_order(spark, pg_db, tmp_path):
     with connect(pg_db) as conn:

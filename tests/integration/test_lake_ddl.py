@@ -71,8 +71,10 @@ def write(path: Path, *, retype: bool = True) -> None:
     t.txn(ddl(4, "ALTER TABLE app.t DROP COLUMN n", "t", "ALTER"), define=V4)
     t.txn(ins(V4, {0: b"5", 1: b"f", 2: b"z"}))
     t.txn(ddl(5, "CREATE TABLE app.u (k int PRIMARY KEY, x text)", "u", "CREATE"), define=U)
-    t.txn(ddl(6, "ALTER TABLE app.u RENAME TO u2", "u2", "ALTER"),
-          define=tdef("app.u2", [("k", "integer"), ("x", "text")], ["k"]))
+    t.txn(ins(U, {0: b"1", 1: b"before the rename"}))
+    u2 = tdef("app.u2", [("k", "integer"), ("x", "text")], ["k"])
+    t.txn(ddl(6, "ALTER TABLE app.u RENAME TO u2", "u2", "ALTER"), define=u2)
+    t.txn(ins(u2, {0: b"2", 1: b"after the rename"}))
     t.txn(ddl(7, "DROP TABLE app.u2", "u2", "DROP"))
     t.w.close()
 
@@ -101,6 +103,9 @@ def test_delta_tables_follow_ddl(spark, tmp_path):
     archived = list((home.path / "delta" / ".dropped" / "app").iterdir())
     assert [p.name for p in archived] == ["u2.7"]
     assert [f.name for f in DeltaTable(str(archived[0])).schema().fields] == ["k", "x"]
+    # its history went with the rename (MOVE) and the archive: rows from before and after
+    assert sorted(r["k"] for r in DeltaTable(str(archived[0])).to_pyarrow_table()
+                  .to_pylist()) == [1, 2]
     report = home.report_file("REP1").read_text()
     assert "Delta table app.t rewritten with its new columns" in report
     # a second run (a replay of nothing) changes nothing
@@ -121,6 +126,12 @@ def test_parquet_change_log_gets_a_new_schema_version(spark, tmp_path):
     assert rows[1]["v"] == "a" and rows[1]["d"] is None
     assert rows[3]["d"] == "y" and rows[5]["w"] == "f" and rows[5]["n"] is None
     assert rows[4]["n"] == 400 and rows[4]["w"] == "e" and rows[4]["v"] is None
-    # the renamed table's log moved with it, then was archived at its DROP
-    assert (home.path / "cdc" / ".dropped" / "app").exists() or \
-        not (home.path / "cdc" / "app" / "u2").exists()
+    # LAKERENAME MOVE (default): app.u's log directory became app.u2's, rows and all;
+    # LAKEDROP ARCHIVE (default): at the DROP it moved to .dropped/app/u2.<DDL sequence>
+    assert not (home.path / "cdc" / "app" / "u").exists()
+    assert not (home.path / "cdc" / "app" / "u2").exists()
+    archived = home.path / "cdc" / ".dropped" / "app"
+    assert [p.name for p in archived.iterdir()] == ["u2.7"]
+    u_log = spark.read.option("mergeSchema", "true").parquet(str(archived / "u2.7"))
+    assert sorted((r["k"], r["x"]) for r in u_log.select("after.*").collect()) == [
+        (1, "before the rename"), (2, "after the rename")]

@@ -109,3 +109,58 @@ def test_ddl_errors_stop_or_pass_as_ddlerror_says(pg_db, tmp_path, spark):
     assert "DDL error ignored for next retry: error code [42701]" in report
     ck = home.checkpoints.load("REP1", "REPLICAT")
     assert ck.stats["rep.t"].ddl == 1 and ck.stats["rep.t"].inserts == 4
+
+
+def test_replicat_ddl_rules_and_colmap_keycols_after_ddl(pg_db, tmp_path, spark):
+    """``DDL INCLUDE MAPPED EXCLUDE OBJTYPE 'INDEX'`` on a real Replicat: the MAPPED ALTERs
+    run under MAP's name, the index and an UNMAPPED table's DDL do not; COLMAP USEDEFAULTS
+    and KEYCOLS see the columns the DDL added (the target's definitions are read again)."""
+    pg_target(pg_db, "CREATE SCHEMA rep; CREATE TABLE rep.t (id int, v text, note text);"
+                     "CREATE SCHEMA app; CREATE TABLE app.other (k int);")
+    prm = ("REPLICAT rep1\nTARGETDB {db}\nSPARK MASTER local[1]\nDDLOPTIONS REPORT\n"
+           "DDL INCLUDE MAPPED EXCLUDE OBJTYPE 'INDEX'\n"
+           "MAP app.t, TARGET rep.t, KEYCOLS (id), "
+           "COLMAP (USEDEFAULTS, note = @GETENV('GGHEADER', 'OPTYPE'));\n")
+    home = replicat_home(tmp_path / "home", prm.format(db=pg_db))
+    wider = tdef("app.t", [("id", "integer"), ("v", "text"), ("w", "integer"),
+                           ("x", "text")], ["id"])
+    w = TrailWriter(home.dirdat / "rt", megabytes=1, fsync=False)
+    csn = 200
+
+    def txn(*changes: tuple[Change, TableDef | None], define: TableDef | None = None) -> None:
+        nonlocal csn
+        csn += 1
+        w.begin_transaction(f"0.{csn}.1", csn)
+        for change, table in changes:
+            w.add_change(change, table)
+            if change.op is OpType.DDL and define is not None:
+                w.add_definition(define)
+        w.commit_transaction()
+
+    txn((insert({0: b"1", 1: b"a"}), OLD))
+    txn((ddl(21, "ALTER TABLE app.t ADD w int"), None),
+        (insert({0: b"2", 1: b"b", 2: b"5"}), NEW), define=NEW)
+    txn((Change(OpType.DDL, "app.t_v", text=encode_marker(
+        "CREATE INDEX t_v ON app.t (v)", [("C5", "22"), ("B3", "app"), ("B4", "t_v"),
+                                          ("B5", "INDEX"), ("B6", "CREATE"), ("C12", "app"),
+                                          ("C13", "t")])), None))
+    txn((ddl(23, "ALTER TABLE app.other ADD z int", name="other"), None))
+    txn((ddl(24, "ALTER TABLE app.t ADD x text"), None),
+        (insert({0: b"3", 1: b"c", 2: b"6", 3: b"q"}), wider), define=wider)
+    txn((Change(OpType.UPDATE, "app.t", before={0: b"2", 1: b"b", 2: b"5", 3: None},
+                after={0: b"2", 1: b"b", 2: b"50", 3: b"r"}), wider))
+    w.close()
+
+    assert run(home, spark, once=True) == ""
+    assert query(pg_db, "SELECT id, v, w, x, note FROM rep.t ORDER BY id") == [
+        (1, "a", None, None, "INSERT"), (2, "b", 50, "r", "UPDATE"),
+        (3, "c", 6, "q", "INSERT")]
+    assert query(pg_db, "SELECT indexname FROM pg_indexes WHERE schemaname = 'rep'") == []
+    assert query(pg_db, "SELECT attname FROM pg_attribute WHERE attrelid = "
+                        "'app.other'::regclass AND attnum > 0") == [("k",)]
+    report = home.report_file("REP1").read_text()
+    assert "DDL operation excluded [EXCLUDE OBJTYPE 'INDEX']" in report, report
+    assert "DDL operation excluded [no INCLUDE clause takes it], optype [ALTER], objtype " \
+           "[TABLE], objowner \"app\", objname \"other\"" in report
+    ck = home.checkpoints.load("REP1", "REPLICAT")
+    assert ck.stats["rep.t"].ddl == 2

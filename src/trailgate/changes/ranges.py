@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
+from trailgate.changes.ddl_rename import rename_ddl
 from trailgate.changes.routing import Router
 from trailgate.model import Change, OpType, TableDef, TrailPosition, datetime_from_julian
 from trailgate.trail.metadata import decode_tabledef
@@ -131,6 +132,7 @@ class TrailRange:
     def transactions(self) -> Iterator[Pending]:
         """Each complete transaction with at least one kept change, in trail order."""
         upper, route = self.upper, self.router.route
+        renames = any(r.target for r in self.router.rules)
         reader = TrailReader(self.trail, start=self.lower,
                              tables=definitions_before(self.trail, self.lower))
         txn: Pending | None = None
@@ -144,7 +146,11 @@ class TrailRange:
                 owner = txn if txn is not None else done
                 if owner is not None and after_ddl is not None and record.table_def:
                     ddl_change, pos, _ = owner.items[after_ddl]
-                    owner.items[after_ddl] = (ddl_change, pos, record.table_def)
+                    defined = record.table_def  # the new definition, under the output name
+                    out_name = route(defined.qualified_name)
+                    if out_name is not None and out_name != defined.qualified_name:
+                        defined = self._output_def(defined, out_name)
+                    owner.items[after_ddl] = (ddl_change, pos, defined)
                     after_ddl = None
                     continue
                 if beyond and txn is None:
@@ -166,6 +172,8 @@ class TrailRange:
             if change is not None and raw.io_type == OpType.DDL:
                 txn.commit_time = change.io_time or txn.commit_time
                 if self.ddl is None or self.ddl(change):
+                    if renames:  # TABLE … TARGET: the DDL follows its DML's name
+                        change = rename_ddl(change, route)
                     after_ddl = len(txn.items)
                     txn.items.append((change, record.position, None))
             elif change is not None and raw.io_type != OpType.COMMENT:

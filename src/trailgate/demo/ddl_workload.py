@@ -8,6 +8,8 @@ added (with or without a constant default), dropped, renamed, retyped, defaults 
 dropped, tables created (then filled), created as a copy, renamed, dropped, indexes and
 constraints added and dropped, truncates, DDL and DML in one transaction, DDL rolled back,
 several DDL in one query string, and DDL in a second schema no TABLE statement takes.
+``cover=True`` makes every one of those kinds (:data:`KINDS`) come once, in the first DDL
+transactions that can run it, before the choice turns random: a short run has them all.
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ from typing import Any
 from trailgate.db.connect import connect
 from trailgate.demo.workload import Statement, Txn
 
-__all__ = ["DdlWorkload", "TableShape", "table_shapes"]
+__all__ = ["KINDS", "DdlWorkload", "TableShape", "table_shapes"]
+
+#: The kinds of DDL transaction the workload makes (``DdlWorkload.kinds`` counts them).
+KINDS = ("add", "drop", "rename_col", "retype", "set_default", "drop_default", "create",
+         "ctas", "drop_table", "rename_table", "create_index", "drop_index",
+         "add_constraint", "drop_constraint", "truncate", "rollback", "other", "script")
 
 #: Column types the workload uses, and the type changes whose conversion is exact.
 TYPES = ("integer", "bigint", "text", "varchar(20)", "numeric(12,2)", "boolean", "date",
@@ -87,9 +94,11 @@ class DdlWorkload:
     ``schema``; ``other`` is the schema whose DDL nobody captures."""
 
     def __init__(self, schema: str = "ddl", other: str = "ddlx", *, ddl_every: int = 4,
-                 tables: int = 2):
+                 tables: int = 2, cover: bool = False):
         self.schema, self.other = schema, other
         self.ddl_every = ddl_every
+        self.cover = cover
+        self.kinds: dict[str, int] = {}  # DDL transactions run (committed or rolled back)
         self.tables: dict[str, _Table] = {}
         self._count = 0
         self._names = 0
@@ -154,20 +163,50 @@ class DdlWorkload:
                     statements += self._dml(rng, rng.choice(list(work.values())),
                                             rng.randint(1, 4))
             return Txn(statements, lambda: self._commit(work))
-        statements, rollback = self._ddl(rng, work)
-        return Txn(statements, lambda: self._commit(work), rollback=rollback)
+        kind, t = self._pick(rng, work)
+        statements, rollback, done = self._ddl(rng, work, kind, t)
+        if rollback:
+            self.kinds[done] = self.kinds.get(done, 0) + 1
+        return Txn(statements, lambda: self._commit(work, done), rollback=rollback)
 
-    def _commit(self, work: dict[str, _Table]) -> None:
+    def _commit(self, work: dict[str, _Table], kind: str | None = None) -> None:
         self.tables = work
+        if kind is not None:
+            self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
-    def _ddl(self, rng: random.Random, work: dict[str, _Table]) -> tuple[list[Statement], bool]:
-        s = self.schema
-        t = rng.choice(list(work.values()))
-        q = f"{s}.{t.name}"
-        extra = [c for c in t.cols if c != "id"]
+    def _pick(self, rng: random.Random, work: dict[str, _Table]) -> tuple[str, _Table]:
+        """The kind of the next DDL transaction and its table: under ``cover`` the first
+        kind not yet run that some table allows, else a random one."""
+        tables = list(work.values())
+        if self.cover:
+            for kind in KINDS:
+                if kind in self.kinds:
+                    continue
+                able = [t for t in tables if self._allows(kind, t, len(work))]
+                if able:
+                    return kind, rng.choice(able)
         kind = rng.choice(["add", "add", "drop", "rename_col", "retype", "default",
                            "create", "ctas", "drop_table", "rename_table", "index",
                            "constraint", "truncate", "rollback", "other", "script"])
+        return kind, rng.choice(tables)
+
+    @staticmethod
+    def _allows(kind: str, t: _Table, count: int) -> bool:
+        extra = [c for c in t.cols if c != "id"]
+        return {"drop": len(extra) >= 2, "rename_col": bool(extra),
+                "retype": any(t.cols[c] in RETYPE and c not in t.defaults for c in extra),
+                "set_default": any(c not in t.defaults for c in extra),
+                "drop_default": bool(t.defaults), "drop_table": count >= 2,
+                "create_index": bool(extra), "drop_index": bool(t.indexes),
+                "drop_constraint": bool(t.constraints)}.get(kind, True)
+
+    def _ddl(self, rng: random.Random, work: dict[str, _Table], kind: str, t: _Table
+             ) -> tuple[list[Statement], bool, str]:
+        """A DDL transaction of ``kind`` on ``t`` (another where ``t`` does not allow it):
+        its statements, whether it rolls back, and the kind it is."""
+        s = self.schema
+        q = f"{s}.{t.name}"
+        extra = [c for c in t.cols if c != "id"]
         if kind == "add" or (kind == "drop" and len(extra) < 2):
             col = f"c{self._id()}"
             typ = rng.choice(TYPES)
@@ -176,92 +215,105 @@ class DdlWorkload:
             if default:
                 t.defaults.add(col)
             return [(f"ALTER TABLE {q} ADD COLUMN {col} {typ}{default}", None),
-                    *self._dml(rng, t, rng.randint(0, 3))], False
+                    *self._dml(rng, t, rng.randint(0, 3))], False, "add"
         if kind == "drop":
             col = rng.choice(extra)
             del t.cols[col]
             t.column_gone(col)
-            return [(f"ALTER TABLE {q} DROP COLUMN {col}", None)], False
+            return [(f"ALTER TABLE {q} DROP COLUMN {col}", None)], False, "drop"
         if kind == "rename_col" and extra:
             old, new = rng.choice(extra), f"r{self._id()}"
             t.cols = {new if c == old else c: v for c, v in t.cols.items()}
             t.column_renamed(old, new)
             return [(f"ALTER TABLE {q} RENAME COLUMN {old} TO {new}", None),
-                    *self._dml(rng, t, rng.randint(0, 2))], False
+                    *self._dml(rng, t, rng.randint(0, 2))], False, "rename_col"
         if kind == "retype":
             cols = [c for c in extra if t.cols[c] in RETYPE and c not in t.defaults]
             if cols:
                 col = rng.choice(cols)
                 new_type = rng.choice(RETYPE[t.cols[col]])
                 t.cols[col] = new_type
-                return [(f"ALTER TABLE {q} ALTER COLUMN {col} TYPE {new_type}", None)], False
-        if kind == "default" and extra:
-            col = rng.choice(extra)
+                return [(f"ALTER TABLE {q} ALTER COLUMN {col} TYPE {new_type}", None)], \
+                    False, "retype"
+        if kind in ("default", "set_default", "drop_default") and extra:
+            with_default = [c for c in extra if c in t.defaults]
+            if kind == "drop_default" and with_default:
+                col = rng.choice(with_default)
+            elif kind == "set_default" and len(with_default) < len(extra):
+                col = rng.choice([c for c in extra if c not in t.defaults])
+            else:
+                col = rng.choice(extra)
             if col in t.defaults:
                 t.defaults.discard(col)
-                return [(f"ALTER TABLE {q} ALTER COLUMN {col} DROP DEFAULT", None)], False
+                return [(f"ALTER TABLE {q} ALTER COLUMN {col} DROP DEFAULT", None)], False, \
+                    "drop_default"
             t.defaults.add(col)
             return [(f"ALTER TABLE {q} ALTER COLUMN {col} SET DEFAULT "
-                     f"{_DEFAULTS[t.cols[col]]}", None)], False
+                     f"{_DEFAULTS[t.cols[col]]}", None)], False, "set_default"
         if kind == "create" or len(work) < 2:
             made = _Table(self._new_name(), {"id": "bigint", "x": rng.choice(TYPES)})
             work[made.name] = made
             return [(f"CREATE TABLE {s}.{made.name} (id bigint PRIMARY KEY, x "
-                     f"{made.cols['x']})", None), *self._dml(rng, made, rng.randint(1, 4))], False
+                     f"{made.cols['x']})", None), *self._dml(rng, made, rng.randint(1, 4))], \
+                False, "create"
         if kind == "ctas":
             made = t.copy()
             made.name, made.indexes, made.constraints, made.defaults = (self._new_name(), {}, {},
                                                                         set())
             work[made.name] = made
             return [(f"CREATE TABLE {s}.{made.name} AS SELECT * FROM {q}", None),
-                    (f"ALTER TABLE {s}.{made.name} ADD PRIMARY KEY (id)", None)], False
+                    (f"ALTER TABLE {s}.{made.name} ADD PRIMARY KEY (id)", None)], False, "ctas"
         if kind == "drop_table":
             del work[t.name]
-            return [(f"DROP TABLE {q}", None)], False
+            return [(f"DROP TABLE {q}", None)], False, "drop_table"
         if kind == "rename_table":
             del work[t.name]
             t.name = self._new_name()
             work[t.name] = t
             return [(f"ALTER TABLE {q} RENAME TO {t.name}", None),
-                    *self._dml(rng, t, rng.randint(0, 2))], False
-        if kind == "index":
-            if t.indexes and rng.random() < 0.5:
+                    *self._dml(rng, t, rng.randint(0, 2))], False, "rename_table"
+        if kind in ("index", "create_index", "drop_index"):
+            if t.indexes and (kind == "drop_index" or (kind == "index" and rng.random() < 0.5)):
                 index = rng.choice(sorted(t.indexes))
                 del t.indexes[index]
-                return [(f"DROP INDEX {s}.{index}", None)], False
+                return [(f"DROP INDEX {s}.{index}", None)], False, "drop_index"
             if extra:
                 index = f"i{self._id()}"
                 col = rng.choice(extra)
                 t.indexes[index] = col
-                return [(f"CREATE INDEX {index} ON {q} ({col})", None)], False
-        if kind == "constraint":
-            if t.constraints and rng.random() < 0.5:
+                return [(f"CREATE INDEX {index} ON {q} ({col})", None)], False, "create_index"
+        if kind in ("constraint", "add_constraint", "drop_constraint"):
+            if t.constraints and (kind == "drop_constraint"
+                                  or (kind == "constraint" and rng.random() < 0.5)):
                 name = rng.choice(sorted(t.constraints))
                 del t.constraints[name]
-                return [(f"ALTER TABLE {q} DROP CONSTRAINT {name}", None)], False
+                return [(f"ALTER TABLE {q} DROP CONSTRAINT {name}", None)], False, \
+                    "drop_constraint"
             name = f"k{self._id()}"
             col = rng.choice(extra) if extra and rng.random() < 0.5 else "id"
             t.constraints[name] = col
             check = "CHECK (id > 0)" if col == "id" else f"UNIQUE (id, {col})"
-            return [(f"ALTER TABLE {q} ADD CONSTRAINT {name} {check}", None)], False
+            return [(f"ALTER TABLE {q} ADD CONSTRAINT {name} {check}", None)], False, \
+                "add_constraint"
         if kind == "truncate":
             t.ids.clear()
-            return [(f"TRUNCATE {q}", None), *self._dml(rng, t, rng.randint(0, 2))], False
+            return [(f"TRUNCATE {q}", None), *self._dml(rng, t, rng.randint(0, 2))], False, \
+                "truncate"
         if kind == "rollback":
             return [(f"ALTER TABLE {q} ADD COLUMN never int", None),
-                    (f"CREATE TABLE {s}.never (id int)", None)], True
+                    (f"CREATE TABLE {s}.never (id int)", None)], True, "rollback"
         if kind == "other":
             n = self._id()
             return [(f"ALTER TABLE {self.other}.noise ADD COLUMN n{n} int", None),
                     (f"CREATE TABLE {self.other}.o{n} AS SELECT * FROM {self.other}.noise",
                      None),
-                    (f"INSERT INTO {self.other}.noise (id) VALUES ({n})", None)], False
+                    (f"INSERT INTO {self.other}.noise (id) VALUES ({n})", None)], False, "other"
         col = f"c{self._id()}"  # "script": two DDL in one query string
         index = f"i{self._id()}"
         t.cols[col] = "integer"
         t.indexes[index] = col
         return [(f"ALTER TABLE {q} ADD COLUMN {col} integer; "
-                 f"CREATE INDEX {index} ON {q} ({col})", None)], False
+                 f"CREATE INDEX {index} ON {q} ({col})", None)], False, "script"
 
 
 @dataclass(frozen=True, slots=True)

@@ -607,6 +607,14 @@ BEGIN
     IF tg_tag ~ '^(CREATE|ALTER|DROP) (PUBLICATION|SUBSCRIPTION|EVENT TRIGGER)' THEN
         RETURN;
     END IF;
+    -- trailgate.internal_ddl marks trailgate's own DDL, run by a superuser (the one that
+    -- installed DDL support, or its SECURITY DEFINER functions): any other role that sets
+    -- it is captured all the same
+    IF coalesce(pg_catalog.current_setting('trailgate.internal_ddl', true), '') = 'on'
+       AND NOT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r
+                          WHERE r.rolname = current_user), false) THEN
+        PERFORM pg_catalog.set_config('trailgate.internal_ddl', '', true);
+    END IF;
     PERFORM @S@.ggs_ddl_capture(tg_event, tg_tag, pg_catalog.current_query(), ARRAY[
         pg_catalog.current_setting('search_path'), pg_catalog.current_setting('DateStyle'),
         pg_catalog.current_setting('IntervalStyle'), pg_catalog.current_setting('TimeZone'),
