@@ -909,8 +909,8 @@ def report_ops(results: list[Result], args: argparse.Namespace) -> None:
         ten_a, ten_b = 10 / a.idle_window, 10 / b.idle_window  # to CPU s per 10 s
         idle_a, idle_b = sum(a.idle_cpu.values()) * ten_a, sum(b.idle_cpu.values()) * ten_b
         idle_m = sum(v for k, v in b.idle_cpu.items() if k.startswith("manager")) * ten_b
-        line(f"CPU s per 10 s idle ({b.idle_window:g} s window, "
-             f"{b.idle_beats} heartbeat(s))", idle_a, idle_b, ".3f")
+        line(f"CPU s per 10 s idle ({b.idle_window:g} s, {b.idle_beats} heartbeats)",
+             idle_a, idle_b, ".3f")
         say(f"{'  of which the Manager':<44} {'':>12} {idle_m:>12.3f}")
         say(f"{'  the difference (Manager and heartbeat)':<44} {'':>12} "
             f"{idle_b - idle_a:>12.3f}   (budget 0.1 CPU s per 10 s)")
