@@ -26,6 +26,7 @@ from trailgate.model import (
     julian_from_unix_micros,
 )
 from trailgate.trail import TrailWriter
+from trailgate.trail.release import resolve_format
 
 ROOT = Path(__file__).resolve().parents[2]
 CKPT = "gg.ckpt"
@@ -108,9 +109,13 @@ class Increments:
 
 
 def write_trail(trail: Path, txns: Iterator[Transaction] | list[Transaction], *,
-                megabytes: int = 1, producer: str = "TESTS") -> TrailWriter:
-    """Write transactions to a new file of ``trail`` (fsync off: tests), closed after."""
-    writer = TrailWriter(trail, megabytes=megabytes, fsync=False, producer=producer)
+                megabytes: int = 1, producer: str = "TESTS",
+                release: str | None = None, byte_order: str | None = None) -> TrailWriter:
+    """Write transactions to a new file of ``trail`` (fsync off: tests), closed after;
+    ``release``/``byte_order``: FORMAT RELEASE and TRAILBYTEORDER (default the 11.2 format)."""
+    fmt = resolve_format(release, byte_order)
+    writer = TrailWriter(trail, megabytes=megabytes, fsync=False, producer=producer,
+                         format=fmt)
     for txn in txns:
         writer.write_transaction(txn, TABLES)
     writer.close()

@@ -207,3 +207,29 @@ def test_pump_stamps_heartbeats_whatever_its_tables_say(tmp_path: Path, spark: o
                                                               strict=True):
         assert after[4] == b"PUMP1" and after[5].startswith(b"20")
         assert {k: after[k] for k in range(4)} == {k: before[k] for k in range(4)}
+
+
+@pytest.mark.parametrize(("release", "order"), [
+    ("21.1", "LITTLEENDIAN"), pytest.param("19.1", None, marks=pytest.mark.heavy)])
+def test_pump_without_format_release_keeps_a_12c_input_format(tmp_path: Path, spark: object,
+                                                             release: str,
+                                                             order: str | None) -> None:
+    """A Pump whose RMTTRAIL names no FORMAT RELEASE writes the format it reads: a 21.1
+    little-endian or 19.1 big-endian input gives an output of the same CompatibilityLevel
+    and byte order, with the same changes."""
+    from trailgate.trail.release12 import parse_record
+
+    remote = tmp_path / "remote" / "dirdat"
+    home = pump_home(tmp_path / "home", remote)
+    write_trail(home.dirdat / "aa", Increments(seed=6).transactions(40), release=release,
+                byte_order=order)
+    assert run_pump(home, "PUMP1", args(), spark=spark) == 0
+    out = TrailName(remote / "rt").file(0)
+    header = read_header(out)
+    assert header.compatibility == read_header(TrailName(home.dirdat / "aa").file(0)
+                                               ).compatibility == 7
+    data = out.read_bytes()
+    first = parse_record(data, header.length, len(data))
+    assert first.order == ("little" if order else "big")
+    assert b"Definition for table public.accounts" in data  # still self-describing
+    assert transactions(remote / "rt") == transactions(home.dirdat / "aa")

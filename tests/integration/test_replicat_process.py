@@ -115,6 +115,18 @@ def test_collision_abends_then_applies_after_fix(tmp_path: Path, pg_db: str,
 
 
 @pytest.mark.spark
+def test_the_python_api_runs_a_replicat(tmp_path: Path, pg_db: str, spark: object) -> None:
+    from trailgate import api
+
+    pg_target(pg_db)
+    home = replicat_home(tmp_path, prm(pg_db))
+    write_trail(home.dirdat / "rt", [ins(1, 1, 0), ins(2, 2, 0), upd(3, 1, 5)])
+    assert api.run_group(home.path, "rep1", once=True, spark=spark) == 0
+    assert accounts(pg_db) == {1: 5, 2: 0}
+    assert lifecycle.process_state(home, "REP1").status is Status.STOPPED
+
+
+@pytest.mark.spark
 def test_reperror_discard_and_handlecollisions(tmp_path: Path, pg_db: str,
                                                spark: object) -> None:
     pg_target(pg_db)

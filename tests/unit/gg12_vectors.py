@@ -1,6 +1,6 @@
 # ruff: noqa: E501  (the TDR column tables are quoted verbatim, as Logdump printed them)
-"""Public Logdump output of GoldenGate 12c-21c trails, as test vectors (research note
-/work/research/gg-trail-12c.md; each vector names its source).
+"""Public Logdump output of GoldenGate 12c-21c trails, as test vectors (each vector names its
+source; docs/trail-format.md "Sources" gives their addresses).
 
 Sources (all public):
 

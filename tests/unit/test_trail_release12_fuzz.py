@@ -86,6 +86,29 @@ def _record_starts(data: bytes) -> list[int]:
     return out
 
 
+def _sub_length_offset(data: bytes, pos: int, order: str, kind: str) -> int | None:
+    """Where the length of the record's ``kind`` (D or T) sub-record is, from the record's
+    start; ``None`` when the record has none."""
+    at = 4  # the H sub-record's header
+    while pos + at + 4 <= len(data) and data[pos + at] != ord("Z"):
+        length = int.from_bytes(data[pos + at + 2 : pos + at + 4], order)  # type: ignore[arg-type]
+        if data[pos + at] == ord(kind):
+            return at + 2
+        at += 4 + length
+    return None
+
+
+def test_the_length_fields_aimed_at_are_the_d_and_t_lengths():
+    data = _base("21.1", "little")
+    pos = next(p for p in _record_starts(data) if data[p + 4 + 4 + 6] == 5)  # an insert
+    view = parse_record(data, pos, len(data))
+    assert view.d is not None and view.t is not None
+    for kind, area in (("D", view.d), ("T", view.t)):
+        offset = _sub_length_offset(data, pos, "little", kind)
+        assert offset is not None and data[pos + offset - 2] == ord(kind)
+        assert int.from_bytes(data[pos + offset : pos + offset + 2], "little") == len(area)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(BASES, st.integers(0, 10**6), st.sampled_from(["g", "h", "d", "rec", "tdr", "t"]),
        st.integers(0, 0xFFFF))
@@ -96,11 +119,10 @@ def test_wrong_lengths_and_indexes_are_clean_errors(base, which, field, value):
     starts = _record_starts(bytes(data))
     pos = starts[which % len(starts)]
     order = parse_record(bytes(data), pos, len(data)).order
-    offset = {"g": 2, "h": 6, "rec": 8 + 4, "tdr": 8 + 34}.get(field)
-    if offset is None:  # the D or T sub-record header: after the H area
-        h_len = int.from_bytes(data[pos + 6 : pos + 8], order)  # type: ignore[arg-type]
-        offset = 8 + h_len + 2 if field == "d" else 8 + h_len + 6
-    if pos + offset + 2 <= len(data):
+    offset: int | None = {"g": 2, "h": 6, "rec": 8 + 4, "tdr": 8 + 34}.get(field)
+    if offset is None:  # the D or T sub-record's length: after the H area (and the D area)
+        offset = _sub_length_offset(bytes(data), pos, order, field.upper())
+    if offset is not None and pos + offset + 2 <= len(data):
         data[pos + offset : pos + offset + 2] = value.to_bytes(2, order)  # type: ignore[arg-type]
     decoder = FileDecoder(decode_file_header(bytes(data)))
     for start in starts:

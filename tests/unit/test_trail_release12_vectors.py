@@ -218,6 +218,49 @@ def test_mysql_21_3_trail(tmp_path: Path):
             "       -1      0 0 0") in lines
     assert tdr.printed[6] in lines and ddr.printed[6] not in lines  # the TDR, not the DDR
     assert "TDR Index    1: test.ogg_test (2 columns)" in logdump(path, "show tdr")
+    shown = logdump(path, "show ddr")  # the DDR's fields as S1's Logdump printed them
+    for printed in ("DDR Version: 1", "Database type: MYSQL", "Character set ID: UTF-8",
+                    "National character set ID: UTF-16BE", "Locale: en_US", "TimeZone: GMT+09:00"):
+        assert printed in shown
+
+
+def test_a_binary_tdr_gives_the_table_name_and_values_by_shape(tmp_path: Path):
+    """What a real GoldenGate 12.2+ file gives, whose TDR is in GoldenGate's binary form
+    (not public): S1's rows after a TDR trailgate cannot parse keep the table's name (from
+    the record header), carry their values by column index and shape (no names or types; a
+    binary integer stays its bytes), and every tool says why instead of failing."""
+    from trailgate.interchange import export_records
+
+    unreadable = bytes(range(256))[::-1] * 2  # not text: stands for GoldenGate's binary TDR
+    head = pack_header(LE, partition=0, before_after=0x41, rec_length=len(unreadable),
+                       io_type=170, orig_node=2, io_time=0, audit_pos=7,
+                       audit_rba=index_pair(1, 1, LE), trans_ind=3, continued=0,
+                       tail=b"test.ogg_test\x00")
+    path = write_file(tmp_path / "bb000000000", "MYSQL", [
+        (None, metadata(1, 0, S1_DDR_TEXT, b"\x00", 0, 7)),
+        (None, g_record(head, unreadable, None)),
+        *[(v.rba, rebuilt(v, tail=(1).to_bytes(2, LE))) for v in S1_ROWS],
+    ])
+    rows = [r for r in TrailReader(path, single_file=True).records() if r.change is not None
+            and r.change.op is not OpType.COMMENT]
+    assert {r.raw.table for r in rows} == {"test.ogg_test"}
+    assert all(r.table_def is None for r in rows)
+    insert, update, delete, truncate = (r.change for r in rows)
+    assert insert.after == {0: b"\x00\x00\x00\x01", 1: b"insert"}  # type: ignore[union-attr]
+    assert update.after == {0: b"\x00\x00\x00\x01", 1: b"update"}  # type: ignore[union-attr]
+    assert delete.before == {0: b"\x00\x00\x00\x01"}  # type: ignore[union-attr]
+    assert truncate.op is OpType.TRUNCATE  # type: ignore[union-attr]
+    exported = [o for o in export_records(path, single_file=True) if o["record"] == "change"
+                and o["table"] == "test.ogg_test"]
+    assert exported[0]["columns"] == [{"index": 0, "value": "\x00\x00\x00\x01"},
+                                      {"index": 1, "value": "insert"}]  # no name, no type
+    reason = ("definition not readable: the TDR is not text (GoldenGate's binary TDR layout "
+              "is not public)")
+    assert f"TDR Index    1: test.ogg_test ({reason})" in logdump(path, "show tdr")
+    shown = logdump(path, "sfmd tdr 1")
+    assert "Table Name: test.ogg_test" in shown
+    assert any(line.startswith("Table definition (TDR 1): not the text") for line in shown)
+    assert not any("Traceback" in line for line in logdump(path, "detail data", "n 8"))
 
 
 def test_mysql_21_3_pk_update(tmp_path: Path):
@@ -362,3 +405,86 @@ def test_printed_file_headers_decode_to_what_logdump_printed(prefix, zone, expec
     for name, value in expected.items():
         assert got[name] == value
     assert prefix[8:16] == b"GG\r\nTL\n\r"
+
+
+# -- Logdump's HEADERTOKEN DETAIL and FILEHEADER DETAIL against what was printed -------------
+
+#: S1's HEADERTOKEN DETAIL output for its DDR record (RBA 6237), verbatim.
+S1_DDR_HEADERTOKEN = [
+    "TokenID x47 'G' Record Header    Info x01  Length  132",
+    "TokenID x48 'H' GHDR             Info x00  Length   35",
+    " 4500 0041 5100 aa01 6ccf ab5a e816 f302 0700 0000 | E..AQ...l..Z........",
+    " 0000 0000 0100 0000 0352 0000 0001 00             | .........R.....",
+    "TokenID x44 'D' Data             Info x00  Length   81",
+    "TokenID x5a 'Z' Record Trailer   Info x01  Length  132",
+]
+
+
+def test_headertoken_detail_prints_what_s1s_logdump_printed(tmp_path: Path):
+    """S1's DDR rebuilt from its printed header (its 81-byte binary D area is not public:
+    zeros stand in) prints the same six HEADERTOKEN DETAIL lines; an insert's token lines
+    give its printed G/H/D/T lengths and its printed header bytes."""
+    ddr, insert = S1_HEADERS[0], S1_ROWS[0]
+    path = write_file(tmp_path / "bb000000000", "MYSQL", [
+        (ddr.rba, rebuilt(ddr)),
+        (None, metadata(2, 1, S1_TDR_TEXT, b"test.ogg_test\x00", 0, 7)),
+        (7000, rebuilt(insert, tail=(1).to_bytes(2, LE))),  # after the TDR's longer text
+    ])
+    lines = logdump(path, "headertoken detail", f"pos {ddr.rba}", "n")
+    start = lines.index(S1_DDR_HEADERTOKEN[0])
+    assert lines[start : start + 6] == S1_DDR_HEADERTOKEN
+    lines = logdump(path, "headertoken detail", "pos 7000", "n")
+    start = lines.index("TokenID x47 'G' Record Header    Info x01  Length  162")
+    assert lines[start + 1] == "TokenID x48 'H' GHDR             Info x00  Length   36"
+    assert lines[start + 2] == (" 450c 0041 1800 05ff 00a0 8d5a e816 f302 0700 0000 | "
+                                "E..A.......Z........")
+    assert lines[start + 4 : start + 7] == [
+        "TokenID x44 'D' Data             Info x00  Length   24",
+        "TokenID x54 'T' GGS Tokens       Info x00  Length   82",
+        "TokenID x5a 'Z' Record Trailer   Info x01  Length  162"]
+
+
+#: The hex lines F1 (Logdump 12.3) and F2 (Logdump 19.1) printed under FILEHEADER DETAIL,
+#: verbatim, after the first (whose group length covers tokens the sources do not show).
+F1_PRINTED = [
+    " 0006 3200 0004 2000 0000 3300 0008 02f2 9daf 3d9e | ..2... ...3.......=.",
+    " 3966 3400 002c 002a 7572 693a 6c6f 6361 6c68 6f73 | 9f4..,.*uri:localhos",
+    " 743a 6c6f 6361 6c64 6f6d 6169 6e3a 3a75 3032 3a67 | t:localdomain::u02:g",
+    " 6761 7465 3a50 554d 5032 3500 002f 3500 002b 0029 | gate:PUMP25../5..+.)",
+    " 7572 693a 6c6f 6361 6c68 6f73 743a 6c6f 6361 6c64 | uri:localhost:locald",
+    " 6f6d 6169 6e3a 3a75 3032 3a67 6761 7465 3a45 5854 | omain::u02:ggate:EXT",
+    " 3236 0000 1600 142e 2f64 6972 6461 742f 6261 3030 | 26....../dirdat/ba00",
+]
+F2_PRINTED = [
+    " 0007 3200 0004 2000 0000 3300 0008 02f3 0e54 6873 | ..2... ...3......Ths",
+    " 0976 3400 002e 002c 7572 693a 4445 5241 5456 4442 | .v4....,uri:DERATVDB",
+    " 3030 3030 313a 3a73 6f66 7477 6172 653a 6f67 673a | 00001::software:ogg:",
+    " 3139 313a 4558 545f 495f 3031 3600 002d 002b 2f73 | 191:EXT_I_016..-.+/s",
+    " 6f66 7477 6172 652f 6f67 672f 3139 312f 6469 7264 | oftware/ogg/191/dird",
+    " 6174 2f30 312f 6f75 742f 6569 3030 3030 3030 3534 | at/01/out/ei00000054",
+]
+
+
+@pytest.mark.parametrize(("header", "printed", "zone", "decoded"), [
+    (FileHeader(seqno=1, filename="./dirdat/ba000000001", compatibility=6,
+                uri="uri:localhost:localdomain::u02:ggate:PUMP2",
+                uri_history=["uri:localhost:localdomain::u02:ggate:EXT2"],
+                creation_time=0x02F29DAF3D9E3966), F1_PRINTED, "GMT+05:30",
+     "  CreationTime        : 2018/10/05 19:36:58.451.814"),
+    (FileHeader(seqno=547, filename="/software/ogg/191/dirdat/01/out/ei000000547",
+                compatibility=7, uri="uri:DERATVDB00001::software:ogg:191:EXT_I_01",
+                creation_time=0x02F30E5468730976), F2_PRINTED, "GMT",
+     "  CreationTime        : 2022/09/08 02:11:48.956.534"),
+], ids=["F1-12.3", "F2-19.1"])
+def test_fileheader_detail_prints_what_logdump_printed(tmp_path: Path, header, printed, zone,
+                                                       decoded):
+    """A file header with F1's or F2's values: trailgate's FILEHEADER DETAIL prints the hex
+    lines Oracle's Logdump printed for it, and the same CreationTime in the printed zone."""
+    path = tmp_path / "ba000000001"
+    path.write_bytes(header.encode())
+    lines = logdump(path, "fileheader detail", f"timeoffset {zone}", "n")
+    start = lines.index(printed[0])
+    assert lines[start : start + len(printed)] == printed
+    assert lines[start - 2].startswith("GroupID x30 '0' TrailInfo        Info x00  Length")
+    assert decoded in lines
+    assert f"  CompatibilityLevel  : {header.compatibility}" in lines

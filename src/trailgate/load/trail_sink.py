@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 from trailgate.capture.postgres.copy_read import open_snapshot, range_select
 from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.capture.postgres.types import classify, trail_from_pg_text
+from trailgate.checkpoint import fsync_dir
 from trailgate.errors import TargetError
 from trailgate.load.job import LoadJob, LoadTable
 from trailgate.model import Change, OpType
@@ -90,7 +90,7 @@ def load_trail_range(job: LoadJob, table: LoadTable, rng: KeyRange,
         staged = stage.file(seqno)
         if staged.exists():
             os.replace(staged, final)
-            _fsync_dir(final.parent)
+            fsync_dir(final.parent)
     except Exception as exc:
         writer.abandon()
         if isinstance(exc, TargetError):
@@ -101,11 +101,3 @@ def load_trail_range(job: LoadJob, table: LoadTable, rng: KeyRange,
     finally:
         src.close()
     return rows
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -10,13 +10,12 @@ data (docs/manager.md).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from pathlib import Path
 
+from trailgate.checkpoint import fsync_dir
 from trailgate.home import Home
 from trailgate.manager.params import PurgeRule
 from trailgate.manager.readers import TrailUser, trail_users
@@ -56,14 +55,6 @@ def matching_trails(home: Home, rule: PurgeRule) -> list[TrailName]:
                                    or fnmatchcase(entry.name, pattern)):
             prefixes.add(parsed[0])
     return [TrailName(directory / p) for p in sorted(prefixes)]
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _purgeable(home: Home, trail: TrailName, rule: PurgeRule, seqnos: list[int],
@@ -109,7 +100,7 @@ def purge_trail(home: Home, trail: TrailName, rule: PurgeRule, log: Log, *,
         path = trail.file(seqno)
         try:
             path.unlink()
-            _fsync_dir(trail.directory)
+            fsync_dir(trail.directory)
         except FileNotFoundError:
             continue
         except OSError as exc:

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from trailgate.checkpoint import fsync_dir
 from trailgate.model import Change, OpType, TableDef, TrailPosition, Transaction, TransInd
 from trailgate.trail.header import (
     COMPATIBILITY_LEVEL,
@@ -413,7 +414,7 @@ class TrailWriter:
         self._write_buffer()
         if self._fsync:
             os.fsync(self._fd)
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
 
     def _finish_file(self) -> None:
         """Make the current file complete: data durable, FileSize/LastCSN/LastIOTime set."""
@@ -484,11 +485,3 @@ class TrailWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
