@@ -7,6 +7,7 @@ logical replication (publication and subscription), between the same two databas
                          [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
                          [--idle-seconds 10] [--keep DIR] [--timeline]
                          [--ops both|off|on] [--heartbeat-frequency 1]
+                         [--idle-heartbeat-frequency 60]
 
 Two embedded servers, source and target, with the same tables.  For each method in turn:
 
@@ -39,15 +40,20 @@ Two embedded servers, source and target, with the same tables.  For each method 
    transaction to the trail as it arrives and makes it durable at its next micro-batch,
    so the Replicat may apply a transaction before that.
 
-4. **Idle**: the CPU each part uses over ``--idle-seconds`` with nothing to replicate.
+4. **Idle**: the CPU each part uses with nothing to replicate, over a window of whole
+   heartbeat periods at ``--idle-heartbeat-frequency`` (GoldenGate's default, 60 s): at
+   least ``--idle-seconds``, so with 60 s a 60 s window holding one heartbeat, reported
+   per 10 s.  Plain trailgate is measured over a window as long.
 
 trailgate runs twice (``--ops both``, the default): as above, and with the operations
 layer on — a Manager (``START MANAGER``: AUTORESTART, PURGEOLDEXTRACTS every minute,
 LAGREPORT, its HTTP service sampling lag every 5 s) and heartbeat tables on both sides,
 the Extract writing a heartbeat every ``--heartbeat-frequency`` seconds (default 1: the
-worst case) through the throughput, backlog and steady phases, and at GoldenGate's default
-of 60 s while idle.  The two runs are printed side by side, with the heartbeat lag of the
-steady phase (GG_LAG_HISTORY) beside the lag the benchmark measures.
+worst case) through the throughput, backlog and steady phases and a first idle window of
+``--idle-seconds`` (which gives the CPU of one heartbeat), then every
+``--idle-heartbeat-frequency`` seconds for the idle phase.  The two runs are printed side
+by side, with the heartbeat lag of the steady phase (GG_LAG_HISTORY) beside the lag the
+benchmark measures.
 
 trailgate's batch windows (``SPARK TRIGGER``): both groups keep trailgate's default, 1 s —
 the Extract writes each transaction to the trail as it arrives and the Replicat applies the
@@ -72,6 +78,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import math
 import os
 import shutil
 import signal
@@ -83,7 +90,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -292,6 +299,9 @@ class Result:
     idle_cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds while idle
     heartbeat_lag: list[float] | None = None  # the steady phase's GG_LAG_HISTORY (ops)
     idle_busy_cpu: dict[str, float] = field(default_factory=dict)  # idle, heartbeat often
+    idle_window: float = 0.0  # seconds the idle phase measured
+    idle_beats: int | None = None  # heartbeats written in that window (ops)
+    busy_beats: int | None = None  # heartbeats written in the busy idle window (ops)
 
     @property
     def rate(self) -> float:
@@ -363,7 +373,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
             say(f"  {changes:,} row changes applied {backlog_runs[-1]:.1f} s after the "
                 "subscription was enabled")
         lag = steady(dbs, args, "native")
-        idle = idle_cpu(meter, args)
+        idle = idle_cpu(meter, idle_window(args))
     finally:
         with connect(target) as conn:
             conn.execute("DROP SUBSCRIPTION IF EXISTS bench_sub")
@@ -371,17 +381,27 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
             conn.execute("DROP PUBLICATION IF EXISTS bench_pub")
     return Result("PostgreSQL logical replication", changes, txns, min(runs), lag,
                   min(backlog_runs), runs=runs, backlog_runs=backlog_runs, wrote=wrote_runs,
-                  cpu=cpu[runs.index(min(runs))], idle_cpu=idle)
+                  cpu=cpu[runs.index(min(runs))], idle_cpu=idle,
+                  idle_window=idle_window(args))
 
 
-def idle_cpu(meter: CpuMeter, args: argparse.Namespace) -> dict[str, float]:
-    """CPU seconds every part uses over ``--idle-seconds`` with nothing to replicate."""
+def idle_window(args: argparse.Namespace) -> float:
+    """The idle phase's window: whole heartbeat periods at --idle-heartbeat-frequency,
+    at least --idle-seconds (0: no idle phase)."""
     if args.idle_seconds <= 0:
+        return 0.0
+    f = args.idle_heartbeat_frequency
+    return float(math.ceil(args.idle_seconds / f) * f)
+
+
+def idle_cpu(meter: CpuMeter, seconds: float, settle: float = 1.0) -> dict[str, float]:
+    """CPU seconds every part uses over ``seconds`` with nothing to replicate."""
+    if seconds <= 0:
         return {}
-    say(f"  idle: {args.idle_seconds:g} s with no changes")
-    time.sleep(1.0)  # the steady load's last batches
+    say(f"  idle: {seconds:g} s with no changes")
+    time.sleep(settle)  # the steady load's last batches
     before = meter.sample()
-    time.sleep(args.idle_seconds)
+    time.sleep(seconds)
     return meter.used(before, meter.sample())
 
 
@@ -516,6 +536,43 @@ def set_heartbeat_frequency(source: str, seconds: int) -> None:
         alter_heartbeat_table(conn, HEARTBEAT_SCHEMA, frequency=seconds)
 
 
+def beats(source: str, since: datetime, until: datetime) -> list[datetime]:
+    """When the Extract's heartbeat rows were written in ``[since, until]`` (the seed)."""
+    with connect(source) as conn:
+        rows = conn.execute(f"SELECT heartbeat_timestamp FROM {HEARTBEAT_SCHEMA}."
+                            "gg_heartbeat_seed WHERE heartbeat_timestamp BETWEEN %s AND %s "
+                            "ORDER BY 1", (since, until)).fetchall()
+    return [r[0] for r in rows]
+
+
+def timed_idle(meter: CpuMeter, source: str, seconds: float,
+               settle: float = 1.0) -> tuple[dict[str, float], int]:
+    """``idle_cpu`` and the heartbeats written inside its window."""
+    time.sleep(settle)
+    t0 = datetime.now(UTC)
+    used = idle_cpu(meter, seconds, settle=0.0)
+    return used, len(beats(source, t0, datetime.now(UTC)))
+
+
+def ops_idle(meter: CpuMeter, args: argparse.Namespace,
+             source: str) -> tuple[dict[str, float], int]:
+    """Idle CPU with a heartbeat every --idle-heartbeat-frequency F seconds, over
+    ``idle_window`` (k whole periods) starting F/2 after a heartbeat: each of its k
+    heartbeats lies F/2 from an edge, its micro-batches inside the window."""
+    f = args.idle_heartbeat_frequency
+    mark = datetime.now(UTC)
+    set_heartbeat_frequency(source, f)
+    deadline = time.monotonic() + args.heartbeat_frequency + 30
+    while not (seen := beats(source, mark, datetime.now(UTC) + timedelta(days=1))):
+        if time.monotonic() > deadline:
+            raise TrailgateError("no heartbeat after ALTER HEARTBEATTABLE: is the Extract "
+                                 "running?")
+        time.sleep(0.2)
+    # the first row written after ALTER read the new frequency: the next is F after it
+    time.sleep(max(0.0, f / 2 - (datetime.now(UTC) - seen[0]).total_seconds()))
+    return timed_idle(meter, source, idle_window(args), settle=0.0)
+
+
 def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
                   ops: bool = False, second: bool = False) -> Result:
     say(f"\n== {OPS_LABEL if ops else 'trailgate'}: Extract → trail → Replicat (BATCHSQL, "
@@ -600,18 +657,22 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
             watch.done.set()
             watch.join()
         durable = durable_lags(commits, by_txn(dbs.target_conninfo, commits), watch.seen)
-        beats, busy = None, {}
+        hb_lag, busy, busy_beats, idle_beats = None, {}, None, None
         if ops:
-            beats = heartbeat_lags(dbs.target_conninfo, steady_from, datetime.now(UTC))
-            busy = idle_cpu(meter, args)  # idle, with --heartbeat-frequency
-            set_heartbeat_frequency(dbs.source_conninfo, 60)  # GoldenGate's default, idle
-            time.sleep(args.heartbeat_frequency + 1)  # the writer reads it at its next beat
-        idle = idle_cpu(meter, args)
+            hb_lag = heartbeat_lags(dbs.target_conninfo, steady_from, datetime.now(UTC))
+            if args.idle_seconds > 0:  # idle, a heartbeat every --heartbeat-frequency
+                busy, busy_beats = timed_idle(meter, dbs.source_conninfo, args.idle_seconds)
+                idle, idle_beats = ops_idle(meter, args, dbs.source_conninfo)
+            else:
+                idle = {}
+        else:
+            idle = idle_cpu(meter, idle_window(args))
         return Result(OPS_LABEL if ops else "trailgate Extract → trail → Replicat", changes,
                       txns, min(runs), lag, min(backlog_runs), durable, runs=runs,
                       backlog_runs=backlog_runs, alone_runs=alone_runs, wrote=wrote_runs,
-                      cpu=cpu[runs.index(min(runs))], idle_cpu=idle, heartbeat_lag=beats,
-                      idle_busy_cpu=busy)
+                      cpu=cpu[runs.index(min(runs))], idle_cpu=idle, heartbeat_lag=hb_lag,
+                      idle_busy_cpu=busy, idle_window=idle_window(args),
+                      idle_beats=idle_beats, busy_beats=busy_beats)
     except BaseException:
         say(transcript.getvalue())
         for g in pipeline.groups:
@@ -805,12 +866,12 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     if args.idle_seconds > 0:
         say("")
         for line in format_table(
-                f"== CPU seconds while idle ({args.idle_seconds:g} s, no changes), by "
-                "process ==",
+                f"== CPU seconds while idle ({idle_window(args):g} s, no changes; the "
+                f"busy heartbeat column {args.idle_seconds:g} s), by process ==",
                 {**{names[r.method]: r.idle_cpu for r in results},
                  **{f"heartbeat {args.heartbeat_frequency:g} s": r.idle_busy_cpu
                     for r in results if r.idle_busy_cpu}},
-                {**{names[r.method]: args.idle_seconds for r in results},
+                {**{names[r.method]: r.idle_window for r in results},
                  **{f"heartbeat {args.heartbeat_frequency:g} s": args.idle_seconds
                     for r in results if r.idle_busy_cpu}}):
             say(line)
@@ -825,7 +886,7 @@ def report_ops(results: list[Result], args: argparse.Namespace) -> None:
         return
     a, b = plain[0], ops[0]
     say(f"\n== trailgate without and with the Manager and heartbeat (heartbeat every "
-        f"{args.heartbeat_frequency:g} s; 60 s while idle) ==")
+        f"{args.heartbeat_frequency:g} s; {args.idle_heartbeat_frequency} s while idle) ==")
     say(f"{'':<44} {'without':>12} {'with':>12} {'with/without':>13}")
 
     def line(label: str, x: float, y: float, fmt: str = ",.0f") -> None:
@@ -844,18 +905,27 @@ def report_ops(results: list[Result], args: argparse.Namespace) -> None:
     line("CPU s, best throughput round (all parts)", cpu_a, cpu_b, ".2f")
     say(f"{'  of which the Manager':<44} {'':>12} {manager:>12.3f} "
         f"{manager / cpu_b if cpu_b else float('nan'):>12.1%}")
-    if a.idle_cpu and b.idle_cpu:
-        idle_a, idle_b = sum(a.idle_cpu.values()), sum(b.idle_cpu.values())
-        idle_m = sum(v for k, v in b.idle_cpu.items() if k.startswith("manager"))
-        line(f"CPU s while idle ({args.idle_seconds:g} s, all parts)", idle_a, idle_b, ".3f")
+    if a.idle_cpu and b.idle_cpu and a.idle_window and b.idle_window:
+        ten_a, ten_b = 10 / a.idle_window, 10 / b.idle_window  # to CPU s per 10 s
+        idle_a, idle_b = sum(a.idle_cpu.values()) * ten_a, sum(b.idle_cpu.values()) * ten_b
+        idle_m = sum(v for k, v in b.idle_cpu.items() if k.startswith("manager")) * ten_b
+        line(f"CPU s per 10 s idle ({b.idle_window:g} s, {b.idle_beats} heartbeats)",
+             idle_a, idle_b, ".3f")
         say(f"{'  of which the Manager':<44} {'':>12} {idle_m:>12.3f}")
         say(f"{'  the difference (Manager and heartbeat)':<44} {'':>12} "
             f"{idle_b - idle_a:>12.3f}   (budget 0.1 CPU s per 10 s)")
-        if b.idle_busy_cpu:
+        if b.idle_busy_cpu and b.busy_beats:
             busy = sum(b.idle_busy_cpu.values())
+            quiet = sum(b.idle_cpu.values())
             label = f"  idle, a heartbeat every {args.heartbeat_frequency:g} s (all parts)"
-            per = (busy - idle_b) / (args.idle_seconds / args.heartbeat_frequency)
-            say(f"{label:<44} {'':>12} {busy:>12.3f}   ({per:.4f} CPU s per heartbeat)")
+            rate = (busy / args.idle_seconds - quiet / b.idle_window)
+            per_beat = rate / (b.busy_beats / args.idle_seconds
+                               - (b.idle_beats or 0) / b.idle_window)
+            say(f"{label:<44} {'':>12} {busy:>12.3f}   ({b.busy_beats} heartbeats in "
+                f"{args.idle_seconds:g} s: {per_beat:.4f} CPU s per heartbeat)")
+            f = args.idle_heartbeat_frequency
+            say(f"{'  so per 10 s idle at FREQUENCY ' + str(f):<44} {'':>12} "
+                f"{idle_m + per_beat * 10 / f:>12.3f}   (the Manager + 10/{f} heartbeats)")
     beats = b.heartbeat_lag or []
     if beats:
         hb50, hb99 = percentile(beats, 0.5), percentile(beats, 0.99)
@@ -903,7 +973,11 @@ def main() -> int:
                              "(on), or both, side by side (default)")
     parser.add_argument("--heartbeat-frequency", type=int, default=1, metavar="SECONDS",
                         help="ADD HEARTBEATTABLE, FREQUENCY for the run with the Manager "
-                             "(default 1: the worst case; 60 while idle)")
+                             "(default 1: the worst case)")
+    parser.add_argument("--idle-heartbeat-frequency", type=int, default=60,
+                        metavar="SECONDS",
+                        help="the heartbeat FREQUENCY of the idle phase (default 60, "
+                             "GoldenGate's); its window is whole periods of it")
     args = parser.parse_args()
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tg-bench-apply-"))

@@ -1,10 +1,11 @@
 """The operations layer end to end, on real PostgreSQL, real Spark and a real browser.
 
-One pipeline (Extract → Replicat; the pump's hop is tested in tests/unit/
-test_heartbeat_hops.py, without the cost of a third JVM here) under a Manager started by
-GGSCI, with heartbeat tables on both sides; the tests run in order on it:
+One pipeline (Extract → Replicat; the pump's hop is tested by tests/integration/
+test_pump.py and tests/unit/test_heartbeat_hops.py, without the cost of a third JVM here)
+under a Manager started by GGSCI, with heartbeat tables on both sides; the tests run in
+order on it:
 
-1. AUTOSTART starts the three groups; heartbeats cross every hop and GG_LAG, GGSCI's LAG,
+1. AUTOSTART starts both groups; heartbeats cross both hops and GG_LAG, GGSCI's LAG,
    the REST API and /metrics show the lag per path and hop; an idle slot keeps advancing.
 2. The console in headless Chromium: the groups, the lag plot, statistics, events; a group
    stopped and started with its buttons (the Extract).  Screenshots of each page are kept.

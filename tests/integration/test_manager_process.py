@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from trailgate.process.lifecycle import Status
 from trailgate.trail.naming import TrailName
 
 READER_AT = 1500  # the reader's checkpoint: files below it may go
+REP1_LAG = 125  # seconds: REP1's lag at checkpoint, above LAGCRITICAL
 FILES = 2000
 
 
@@ -44,6 +46,7 @@ def home(tmp_path: Path) -> Iterator[Home]:
     home.checkpoints.save(ext)
     rep = Checkpoint("REP1", "REPLICAT", read_position={"seqno": READER_AT, "rba": 99})
     rep.count("public.t", "insert", 7)
+    rep.read_time = (datetime.now(UTC) - timedelta(seconds=REP1_LAG)).isoformat()
     home.checkpoints.save(rep)
     yield home
     for name in ("MGR", "REP1"):
@@ -76,12 +79,22 @@ def _run_child(home: Home, tmp_path: Path) -> int:
 
 def test_ggsci_manager_rest_and_metrics(home: Home, tmp_path: Path) -> None:
     pid = _run_child(home, tmp_path)  # a running group: nothing may stop it
-    port = write_mgr_prm(home, "AUTORESTART ER *, WAITSECONDS 1\n")
+    port = write_mgr_prm(home, "AUTORESTART ER *, WAITSECONDS 1\nLAGREPORTMINUTES 1\n"
+                               "LAGCRITICALSECONDS 60\n")
     out = _ggsci(home, "START MANAGER\nINFO MANAGER\nINFO ALL\n")
     assert f"Manager started (port {port})." in out, out
     assert f"Manager is running (IP port 127.0.0.1.{port}, Process ID" in out
     assert "MANAGER     RUNNING" in out
     secret = token(home)
+
+    # LAGREPORT's first pass, at start: REP1 is above LAGCRITICAL, EXT1 (lag 0) is not
+    deadline = time.monotonic() + 30
+    while "OGG-00947" not in home.ggserr_log.read_text():
+        assert time.monotonic() < deadline, home.ggserr_log.read_text()[-2000:]
+        time.sleep(0.1)
+    lag_lines = [x for x in home.ggserr_log.read_text().splitlines() if "Lag for" in x]
+    assert len(lag_lines) == 1 and "WARNING OGG-00947  trailgate Lag for REPLICAT REP1 is " \
+        "00:02:0" in lag_lines[0], lag_lines
 
     # no credentials, a bad token, a bad password: refused; nothing acted on
     assert call(port, "/api/groups")[0] == 401

@@ -131,3 +131,42 @@ def test_autostart_and_autorestart(home: Home, tmp_path: Path) -> None:
         time.sleep(0.05)
     assert _state(home, "REP1").status is Status.STOPPED
     assert _starts(home, "REP1") == ["run", "run", "data", "run"]
+
+
+def test_resetminutes_window(home: Home, tmp_path: Path) -> None:
+    """RETRIES 1 within RESETMINUTES 10, on a clock the test moves: a second death inside
+    the window is not restarted, one after the window (counted from the restart) is."""
+    (home.dirprm / "mgr.prm").write_text(
+        "AUTORESTART REPLICAT *, RETRIES 1, WAITSECONDS 0, RESETMINUTES 10\n")
+    events: list[str] = []
+    sup = _supervisor(home, tmp_path, events)
+    now = [1000.0]
+    sup.clock = lambda: now[0]
+
+    def start_by_hand() -> None:
+        lifecycle.start_group(home, "REPLICAT", "REP1", command=sup.command)
+        _until(sup, lambda: _state(home, "REP1").status is Status.RUNNING, "START")
+        sup.tick()  # the Manager sees it running
+
+    def die_at(when: float) -> None:
+        now[0] = when
+        old = _kill(home, "REP1")
+        _until(sup, lambda: (_state(home, "REP1").status is Status.RUNNING
+               and _state(home, "REP1").pid != old) or sup.watch["REP1"].given_up,
+               f"REP1's fate after kill -9 at {when:g}")
+
+    start_by_hand()
+    die_at(1000)  # the first death: restarted (retry 1 of 1) at 1000
+    assert sup.watch["REP1"].restarts_total == 1 and not sup.watch["REP1"].given_up
+    die_at(1000 + 9 * 60)  # within RESETMINUTES of that restart: given up
+    assert sup.watch["REP1"].given_up and _state(home, "REP1").status is Status.ABENDED
+    assert any("OGG-00966" in e and "RESETMINUTES 10" in e for e in events)
+
+    start_by_hand()  # a person starts it; the restart at 1000 still counts
+    die_at(1000 + 9.5 * 60)
+    assert sup.watch["REP1"].given_up and sup.watch["REP1"].restarts_total == 1
+    start_by_hand()
+    die_at(1000 + 10 * 60 + 1)  # the window has passed: restarted again
+    assert not sup.watch["REP1"].given_up and sup.watch["REP1"].restarts_total == 2
+    assert _state(home, "REP1").status is Status.RUNNING
+    assert _starts(home, "REP1") == ["run"] * 5

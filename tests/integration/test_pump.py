@@ -4,13 +4,15 @@ once across runs, TABLE filtering and renaming, headers mirroring the input."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from replicat_support import Increments, write_trail
+from replicat_support import TABLES, Increments, tdef, write_trail
 from spark_conftest import spark_session  # noqa: F401
 
 from trailgate.home import GroupInfo, Home, TrailInfo
+from trailgate.model import Change, OpType, Transaction
 from trailgate.pump.batch import PumpBatch
 from trailgate.pump.group import run_pump
 from trailgate.trail import TrailReader, TrailWriter
@@ -157,6 +159,54 @@ def test_pump_converts_11_2_to_21_1_and_back_to_the_same_record_bytes(tmp_path: 
     assert run_pump(home, "PUMP2", args(), spark=spark) == 0
     assert read_header(TrailName(back / "bk").file(0)).compatibility == 3
     assert record_bytes(back / "bk") == record_bytes(home.dirdat / "aa")
+
+
+SEED = tdef("ggadmin.gg_heartbeat_seed", [
+    ("remote_database", "text"), ("incoming_extract", "text"),
+    ("heartbeat_timestamp", "timestamp with time zone"),
+    ("incoming_extract_ts", "timestamp with time zone"), ("incoming_routing_path", "text"),
+    ("incoming_routing_ts", "timestamp with time zone")],
+    ["incoming_extract", "heartbeat_timestamp"])
+
+
+def _with_heartbeats(work: Increments, n: int, every: int) -> Iterator[Transaction]:
+    """``n`` transactions of ``work`` with an Extract's heartbeat after each ``every``."""
+    for i, txn in enumerate(work.transactions(n), 1):
+        yield txn
+        if i % every == 0:
+            work.csn += 1
+            stamp = f"2026-11-25:10:00:{i % 60:02d}.000000000".encode()
+            yield Transaction(f"0.{work.csn}.1", work.csn, [Change(
+                OpType.INSERT, SEED.qualified_name, after={
+                    0: b"src", 1: b"EXT1", 2: stamp, 3: stamp})])
+
+
+def test_pump_stamps_heartbeats_whatever_its_tables_say(tmp_path: Path, spark: object) -> None:
+    """The pump's hop on a real run: its TABLE names one table, GLOBALS the GGSCHEMA; each
+    heartbeat passes, stamped with the pump's name and time, in the query's first batch
+    (a Spark task) and in the next (the driver)."""
+    remote = tmp_path / "remote" / "dirdat"
+    home = pump_home(tmp_path / "home", remote, tables="TABLE public.events;",
+                     extra="NOPASSTHRU\n")
+    home.globals_file.write_text("GGSCHEMA ggadmin\n")
+    work = Increments(seed=3)
+    tables = {**TABLES, SEED.qualified_name: SEED}
+    for _run in range(2):
+        writer = TrailWriter(home.dirdat / "aa", megabytes=1, fsync=False, producer="TESTS")
+        for txn in _with_heartbeats(work, 30, 10):
+            writer.write_transaction(txn, tables)
+        writer.close()
+        assert run_pump(home, "PUMP1", args(), spark=spark) == 0
+    beats_in = [c for _csn, _xid, cs in transactions(home.dirdat / "aa") for c in cs
+                if c[1] == SEED.qualified_name]
+    out = [c for _csn, _xid, cs in transactions(remote / "rt") for c in cs]
+    assert {c[1] for c in out} <= {"public.events", SEED.qualified_name}
+    beats_out = [c for c in out if c[1] == SEED.qualified_name]
+    assert len(beats_out) == len(beats_in) == 6
+    for (_op, _t, _b, before), (_op2, _t2, _b2, after) in zip(beats_in, beats_out,
+                                                              strict=True):
+        assert after[4] == b"PUMP1" and after[5].startswith(b"20")
+        assert {k: after[k] for k in range(4)} == {k: before[k] for k in range(4)}
 
 
 @pytest.mark.parametrize(("release", "order"), [

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from trailgate.capture.postgres.types import classify, pg_text_from_trail
 from trailgate.changes.change_rows import iter_change_rows
 from trailgate.changes.heartbeat import is_heartbeat, seed_name, stamp_hop
@@ -13,8 +15,10 @@ from trailgate.changes.range_rows import read_change_rows
 from trailgate.changes.routing import Router
 from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv
+from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.model import Change, Column, OpType, TableDef, TrailPosition, Transaction
 from trailgate.params.model import TableSpec
+from trailgate.pump.config import load_pump_config
 from trailgate.trail import TrailWriter
 
 
@@ -93,3 +97,36 @@ def test_a_pump_stamps_its_hop_and_nothing_else(tmp_path: Path) -> None:
     assert plain.after == {0: b"7"}
     assert beat.after[4] == b"PMP1" and beat.after[5].startswith(b"20")  # type: ignore[index]
     assert beat.after[3] == b"2026-11-25:09:59:59.950000000"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("globals_text", ["GGSCHEMA ggadmin\n", None])
+def test_the_pumps_own_config_routes_and_stamps_heartbeats(tmp_path: Path,
+                                                           globals_text: str | None) -> None:
+    """The pump as it starts: its registry entry and parameter file (TABLE names one other
+    table, renamed), GLOBALS' GGSCHEMA or none; the router it reads through keeps the
+    heartbeat, unrenamed, stamps its hop, and still drops the tables TABLE does not name."""
+    home = Home(tmp_path / "gg").create()
+    home.add_group(GroupInfo("PMP1", "EXTRACT", "EXTTRAILSOURCE", "./dirdat/aa",
+                             trails=[TrailInfo("./dirdat/bb", "RMTTRAIL")]))
+    home.param_file("PMP1").write_text("EXTRACT pmp1\nRMTTRAIL ./dirdat/bb\n"
+                                       "TABLE public.t, TARGET dr.t;\n")
+    if globals_text is not None:
+        home.globals_file.write_text(globals_text)
+    cfg = load_pump_config(home, "PMP1")
+    trail = home.dirdat / "aa"
+    writer = TrailWriter(trail, megabytes=1, fsync=False, producer="T")
+    other = _table("public.u", [("id", "integer")], ["id"])
+    writer.write_transaction(Transaction("1.1.1", 100, [
+        Change(OpType.INSERT, "public.t", after={0: b"7"}),
+        Change(OpType.INSERT, "public.u", after={0: b"8"}),
+        _beat(incoming_extract_ts=b"2026-11-25:09:59:59.950000000")]),
+        {SEED.qualified_name: SEED, "public.t": OTHER, "public.u": other})
+    writer.close()
+    changes = [row.change for batch in read_change_rows(str(trail), TrailPosition(0, 0), None,
+                                                        router=cfg.router())
+               for row in iter_change_rows(batch) if row.change is not None]
+    assert [c.table for c in changes] == ["dr.t", SEED.qualified_name]
+    beat = changes[1]
+    assert beat.after is not None and beat.after[4] == b"PMP1"
+    assert beat.after[5].startswith(b"20") and beat.after[5] != beat.after[3]
+    assert beat.after[3] == b"2026-11-25:09:59:59.950000000"  # the Extract's stamp kept

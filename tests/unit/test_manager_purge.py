@@ -3,11 +3,14 @@ reader of any home, MINKEEP rules as minimums, nothing when a reader's position 
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import time
 from pathlib import Path
 
 from trailgate.checkpoint import Checkpoint
+from trailgate.ggsci.shell import Shell
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.manager.params import PurgeRule
 from trailgate.manager.purge import matching_trails, purge_trail
@@ -116,3 +119,53 @@ def test_a_reader_that_has_not_run_needs_its_begin_position(tmp_path: Path) -> N
     b.update_group(info)
     _purge(a, trail, PurgeRule("./dirdat/*"))
     assert _left(trail) == list(range(2, FILES))
+
+
+def _ggsci(home: Home, script: str) -> str:
+    out = io.StringIO()
+    shell = Shell(home, out)
+    try:
+        shell.run_script(script, "test.oby")
+    finally:
+        shell.close()
+    return out.getvalue()
+
+
+def test_ggsci_registers_another_homes_pump_and_replicat_and_purge_keeps_their_files(
+        tmp_path: Path) -> None:
+    a = Home(tmp_path / "a").create()
+    b = Home(tmp_path / "b").create()
+    trail = TrailName(a.dirdat / "aa")
+    for seqno in range(FILES):
+        trail.file(seqno).write_bytes(b"x" * 100)
+    a.add_group(GroupInfo("EXT1", "EXTRACT", "TRANLOG", trails=[TrailInfo("./dirdat/aa")]))
+    ext = Checkpoint("EXT1", "EXTRACT", read_position={"lsn": 1})
+    ext.write_position = TrailPosition(FILES - 1, 100)
+    a.checkpoints.save(ext)
+    shared = str(a.dirdat / "aa")
+    out = _ggsci(b, f"ADD EXTRACT pmpb, EXTTRAILSOURCE {shared}\n"
+                    f"ADD RMTTRAIL {b.dirdat / 'bb'}, EXTRACT pmpb\n"
+                    f"ADD REPLICAT repb, EXTTRAIL {shared}, NODBCHECKPOINT\n")
+    assert "REPLICAT added." in out and "WARNING" not in out, out
+    registry = json.loads((a.dirdat / "aa.readers.json").read_text())["readers"]
+    assert registry == [{"home": str(b.path), "group": "PMPB", "kind": "EXTRACT"},
+                        {"home": str(b.path), "group": "REPB", "kind": "REPLICAT"}]
+
+    rule = PurgeRule("./dirdat/*")
+    _purge(a, trail, rule)  # neither has run: both need their begin position, file 0
+    assert _left(trail) == list(range(FILES))
+    pump = Checkpoint("PMPB", "EXTRACT", read_position={"seqno": 6, "rba": 0})
+    pump.write_position = TrailPosition(0, 10)
+    b.checkpoints.save(pump)
+    b.checkpoints.save(Checkpoint("REPB", "REPLICAT", read_position={"seqno": 4, "rba": 0}))
+    _events, outcome = _purge(a, trail, rule)
+    assert _left(trail) == list(range(4, FILES))
+    assert {u.label: u.needs for u in outcome.users if u.role == "READER"} == {
+        f"EXTRACT PMPB ({b.path})": 6, f"REPLICAT REPB ({b.path})": 4}
+
+    # DELETE REPLICAT forgets it: the other home's pump alone holds the trail back now
+    assert "Deleted REPLICAT REPB." in _ggsci(b, "DELETE REPLICAT repb\n")
+    registry = json.loads((a.dirdat / "aa.readers.json").read_text())["readers"]
+    assert [e["group"] for e in registry] == ["PMPB"]
+    _purge(a, trail, rule)
+    assert _left(trail) == list(range(6, FILES))

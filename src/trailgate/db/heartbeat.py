@@ -264,10 +264,12 @@ def purge_history(conn: Any, schema: str, retention_days: int) -> int:
 
 
 class HeartbeatWriter(threading.Thread):
-    """Inserts the Extract's heartbeat row every FREQUENCY seconds (read again from the
-    table's comment with each row, so ALTER HEARTBEATTABLE takes effect at once) and
-    deletes its own rows older than an hour.  Errors are logged and retried at the next
-    heartbeat: the Extract, not its heartbeat, decides whether the source is usable."""
+    """Inserts the Extract's heartbeat row every FREQUENCY seconds and deletes its own
+    rows older than an hour.  Each row reads FREQUENCY from the table's comment, so ALTER
+    HEARTBEATTABLE takes effect at the next heartbeat: the wait under way (the old
+    frequency) ends first, and the wait after that row is the new one.  Errors are
+    logged and retried at the next heartbeat: the Extract, not its heartbeat, decides
+    whether the source is usable."""
 
     def __init__(self, conninfo: str, schema: str, extract: str, *,
                  on_error: Any = None):

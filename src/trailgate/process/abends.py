@@ -63,9 +63,9 @@ def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, KeyboardInterrupt):  # a second stop signal: a person stopped it
         return False
     chain = _chain(exc)
-    for item in chain:
-        if type(item).__name__ == "OperationalError" and \
-                type(item).__module__.startswith("psycopg"):
+    for item in chain:  # psycopg's OperationalError or a subclass (AdminShutdown, a deadlock)
+        if any(cls.__name__ == "OperationalError" and cls.__module__.startswith("psycopg")
+               for cls in type(item).__mro__):
             return True
         if isinstance(item, ConnectionError | TimeoutError):
             return True

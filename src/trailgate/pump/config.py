@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trailgate.changes.heartbeat import SEED_TABLE, seed_name
+from trailgate.changes.routing import Router
 from trailgate.errors import ConfigError
 from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_globals, parse_group_params
@@ -37,6 +38,11 @@ class PumpConfig:
     info: GroupInfo
     #: FORMAT RELEASE of the output trail as sink options; empty: write the input's format
     format_options: dict[str, str] = field(default_factory=dict)
+
+    def router(self) -> Router:
+        """The pump's table rules as it reads through them (its heartbeat rule included,
+        its name the hop it stamps on heartbeats)."""
+        return Router.of(list(self.rules), list(self.excludes), self.group)
 
 
 def _output(home: Home, info: GroupInfo, params: ExtractParams) -> tuple[str, str, int]:

@@ -100,7 +100,7 @@ class _Pump:
         return {**options, **self.cfg.format_options}
 
     def start(self, spark: Any, run_id: str, header: list[Any]) -> Any:
-        from trailgate.changes.routing import Router, ddl_keep
+        from trailgate.changes.routing import ddl_keep
         from trailgate.pump.batch import PumpBatch
         from trailgate.spark.batch_window import WINDOW_OPTION, ZERO_TRIGGER, window_ms
         from trailgate.spark.trail_changes import TrailChangesDataSource, router_option
@@ -120,7 +120,7 @@ class _Pump:
             seconds = self.args.trigger or self.cfg.params.spark.trigger_seconds or 1.0
             reader = reader.option(WINDOW_OPTION, window_ms(seconds))
         sink = SinkOptions.parse(self.sink_options(run_id, header), run_id)
-        router = Router.of(list(self.cfg.rules), list(self.cfg.excludes), self.cfg.group)
+        router = self.cfg.router()
         writer = (reader.load().writeStream
                   .foreachBatch(PumpBatch(self.cfg.source, router, sink, self.spark_dir,
                                           ddl_keep(router, self.cfg.params.ddl,
