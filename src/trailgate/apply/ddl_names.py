@@ -1,13 +1,10 @@
 """A DDL statement's object names, found with the SQL lexer and put through MAP.
 
-GoldenGate's Replicat applies a MAPPED DDL to the MAP's target: ``ALTER TABLE hr.emp ADD c``
-under ``MAP hr.*, TARGET hr2.*`` runs as ``ALTER TABLE hr2.emp ADD c``.  This module finds
-the names a statement gives to tables, indexes and sequences — the object the statement is
-about, a new name (``RENAME TO``), the tables it refers to (``REFERENCES``, ``LIKE``,
-``INHERITS``, a query's ``FROM``/``JOIN``) — and replaces each by its mapped name, leaving
-every other character as it was.  Unqualified names are qualified when the source's
-search_path finds them under a MAP; :attr:`Translation.search_path` is what the target
-session should search for the rest.  The limits are in docs/ddl.md.
+GoldenGate's Replicat applies a MAPPED DDL to the MAP's target (``ALTER TABLE hr.emp ADD c``
+under ``MAP hr.*, TARGET hr2.*`` runs on ``hr2.emp``).  This module finds the names a
+statement gives to tables, indexes and sequences (its object, a new name, the tables it
+refers to) and replaces each by its mapped name, leaving every other character as it was;
+unqualified names are qualified through the source's search_path.  Limits: docs/ddl.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """DDL records applied to Delta tables and Parquet change logs: schema evolution.
 
-A lake target cannot run SQL, so a table's DDL is applied through what it changed: the new
-definition the trail carries after the DDL record, against the Delta table's schema.  A new
-column is added (nullable; existing rows get the value the source gave them, ``E3``), a
-dropped column leaves the current version (its values stay in earlier versions: time
-travel), a renamed or retyped column is rewritten in place; CREATE TABLE creates the table
-(``DDLOPTIONS LAKECREATE``), DROP and RENAME of a table do what ``LAKEDROP`` and
-``LAKERENAME`` say.  Indexes, constraints and defaults have nothing to change in a lake.
-Every step looks at the table first, so a replayed batch does nothing twice.
+A lake target cannot run SQL, so a DDL is applied through what it changed: the definition
+the trail carries after the DDL record, against the table's schema.  Columns are added
+(nullable), dropped (earlier versions keep them), renamed or retyped; CREATE, DROP and
+RENAME of a table follow ``DDLOPTIONS LAKECREATE|LAKEDROP|LAKERENAME``.  Every step looks at
+the table first, so a replayed batch does nothing twice.  docs/ddl.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """One DDL record applied to PostgreSQL inside the partition's transaction.
 
-The Replicat's DDL rules decide whether it runs (default: MAPPED DDL), MAP translates the
-names it gives (:mod:`~trailgate.apply.ddl_names`), the source session's settings that
-change a statement's meaning (search_path, DateStyle, IntervalStyle, TimeZone,
-standard_conforming_strings) are set around it, and it runs under a savepoint: a failure
-is handled as ``DDLERROR`` says — retried, ignored, discarded, or the Replicat stops with a
-message naming the DDL sequence, the statement, the trail position and the rule.  Report
-lines go to the ``trailgate.ddl`` logger, which the Replicat writes into its report.
+The Replicat's DDL rules decide whether it runs (default: MAPPED), MAP translates its names
+(:mod:`~trailgate.apply.ddl_names`), the source session's settings that change its meaning
+(search_path, DateStyle, TimeZone, …) are set around it, and it runs under a savepoint: a
+failure is handled as ``DDLERROR`` says (retried, ignored, discarded, or the Replicat stops
+with the DDL sequence, statement, trail position and rule).
 """
 
 from __future__ import annotations

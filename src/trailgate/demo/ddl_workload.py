@@ -1,15 +1,11 @@
 """A random workload that mixes DML with DDL, and the catalog view that says whether a
 target's tables are shaped like the source's.
 
-Used by the DDL end-to-end tests and ``benchmarks/ddl.py``.  One thread (DDL takes locks
-that would only make threads wait on each other) runs transactions over the tables of one
-schema: inserts, updates, deletes and, one transaction in ``ddl_every``, a DDL — columns
-added (with or without a constant default), dropped, renamed, retyped, defaults set and
-dropped, tables created (then filled), created as a copy, renamed, dropped, indexes and
-constraints added and dropped, truncates, DDL and DML in one transaction, DDL rolled back,
-several DDL in one query string, and DDL in a second schema no TABLE statement takes.
-``cover=True`` makes every one of those kinds (:data:`KINDS`) come once, in the first DDL
-transactions that can run it, before the choice turns random: a short run has them all.
+Used by the DDL end-to-end tests and ``benchmarks/ddl.py``.  One thread (DDL takes locks)
+runs transactions over one schema's tables: DML and, one transaction in ``ddl_every``, a
+DDL of one of :data:`KINDS` (columns, defaults, tables, indexes, constraints, truncates,
+DDL with DML, rolled back, several in one query string, another schema).  ``cover=True``
+runs every kind once first, so a short run has them all.
 """
 
 from __future__ import annotations

@@ -2,11 +2,10 @@
 
 Three layers, each on the one below: :meth:`TrailReader.raw_records` (records as written),
 :meth:`TrailReader.records` (fragments joined, LOB pieces folded, metadata applied) and
-:meth:`TrailReader.transactions` (complete ones only).  A file's header says its format:
-11.2 records are decoded here, 12c+ ones by :class:`~trailgate.trail.release12.FileDecoder`
-into the same RawRecords.  A damaged record raises :class:`~trailgate.errors.TrailFormatError`
-naming file and RBA; a record cut short at the end of a file by a crashed writer is not an
-error: the reader waits for it (``follow``) or goes on in the next file.
+:meth:`TrailReader.transactions` (complete ones only).  11.2 records are decoded here,
+12c+ ones by ``release12.FileDecoder``.  A damaged record raises ``TrailFormatError`` with
+file and RBA; a record cut short by a crashed writer at a file's end is not an error: the
+reader waits for it (``follow``) or goes on in the next file.
 """
 
 from __future__ import annotations
