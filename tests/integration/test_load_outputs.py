@@ -169,7 +169,7 @@ def test_createtargets_makes_the_mapped_tables_with_types_not_null_and_key(
 
     src = pg_cluster.create_database("lc_src")
     tgt = pg_cluster.create_database("lc_tgt")
-    seed(src, orders=700, items=300, events=60)
+    seed(src, orders=300, items=10, events=30)
     with psycopg.connect(src, autocommit=True) as conn:  # a composite key, two NOT NULLs
         conn.execute("CREATE TABLE app.lines (order_id bigint NOT NULL, line smallint, "
                      "sku varchar(24) NOT NULL, qty numeric(8,3), at timestamp(3), "
@@ -186,8 +186,7 @@ def test_createtargets_makes_the_mapped_tables_with_types_not_null_and_key(
         "MAP app.lines, TARGET sales.order_lines;\nMAP app.events, TARGET app.events;\n")
     _ggsci(home, "ADD EXTRACT ec, SOURCEISTABLE\nADD REPLICAT rc, EXTTRAIL ./dirdat/aa, "
                  "NODBCHECKPOINT\n")
-    assert run_load(home, "EC", LoadOptions(out=io.StringIO(), rows_per_range=250,
-                                            spark=spark)) == 0
+    assert run_load(home, "EC", LoadOptions(out=io.StringIO(), spark=spark)) == 0
     for (s_schema, s_name), (t_schema, t_name) in (
             (("app", "orders"), ("sales", "orders_copy")),
             (("app", "lines"), ("sales", "order_lines")),
