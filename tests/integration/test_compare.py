@@ -5,7 +5,7 @@ PostgreSQL to PostgreSQL: both databases seeded with the same rows, then the tar
 changed: a missing row, an extra row, one changed column, NULL instead of an empty string,
 a timestamp with another fraction, a key present with other values everywhere, and a
 doubled row in the table without a key.  PostgreSQL to Delta: the target loaded by an
-initial load, then changed the same way through deltalake.
+initial load, then changed the same way through deltalake (the same seven kinds).
 """
 
 from __future__ import annotations
@@ -114,11 +114,20 @@ def test_pg_to_delta_finds_the_differences(pg_cluster, spark, tmp_path):
     extra = pa.table({"id": [999999], "customer": [1], "amount": [None], "note": ["x"],
                       "updated": [None]}).cast(pa.schema(dt.schema()))
     write_deltalake(dt, extra, mode="append")
+    dt.update(predicate="id = 40", updates={"customer": "0", "amount": "0",
+                                            "note": "'other'"})           # other values
+    inc = DeltaTable(str(home.path / "delta/app/increments"))
+    double = inc.to_pyarrow_table(filters=[("seq", "=", 5)])
+    assert double.num_rows == 1
+    write_deltalake(inc, double, mode="append")                        # a doubled row
     outcome = compare(home, "EXT1", "REP1", CompareOptions(
         confirm=False, spark=spark, out=io.StringIO(), rows_per_range=1000))
-    orders = _by_table(outcome)["app.orders"]
-    assert (orders.missing, orders.extra, orders.different) == (1, 1, 3)
-    assert orders.columns == {"amount": 1, "note": 1, "updated": 1}
+    got = _by_table(outcome)
+    orders, increments = got["app.orders"], got["app.increments"]
+    assert (orders.missing, orders.extra, orders.different) == (1, 1, 4)
+    assert orders.columns == {"amount": 2, "note": 2, "updated": 1, "customer": 1}
+    assert (increments.missing, increments.extra, increments.different) == (0, 1, 0)
+    assert got["app.items"].status == got["app.events"].status == "in sync"
 
 
 AWKWARD = ["two\nlines", "a\n-- not a comment\nb", "\nBEGIN;\n", "COMMIT;\nROLLBACK;",
