@@ -5,7 +5,7 @@ PostgreSQL to PostgreSQL: both databases seeded with the same rows, then the tar
 changed: a missing row, an extra row, one changed column, NULL instead of an empty string,
 a timestamp with another fraction, a key present with other values everywhere, and a
 doubled row in the table without a key.  PostgreSQL to Delta: the target loaded by an
-initial load, then changed the same way through deltalake.
+initial load, then changed the same way through deltalake (the same seven kinds).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 import pyarrow as pa
 import pytest
-from load_support import seed
+from load_support import differences, seed
 from spark_conftest import spark_session  # noqa: F401  (fixture)
 
 from trailgate.compare.run import CompareOptions, compare
@@ -114,8 +114,62 @@ def test_pg_to_delta_finds_the_differences(pg_cluster, spark, tmp_path):
     extra = pa.table({"id": [999999], "customer": [1], "amount": [None], "note": ["x"],
                       "updated": [None]}).cast(pa.schema(dt.schema()))
     write_deltalake(dt, extra, mode="append")
+    dt.update(predicate="id = 40", updates={"customer": "0", "amount": "0",
+                                            "note": "'other'"})           # other values
+    inc = DeltaTable(str(home.path / "delta/app/increments"))
+    double = inc.to_pyarrow_table(filters=[("seq", "=", 5)])
+    assert double.num_rows == 1
+    write_deltalake(inc, double, mode="append")                        # a doubled row
     outcome = compare(home, "EXT1", "REP1", CompareOptions(
         confirm=False, spark=spark, out=io.StringIO(), rows_per_range=1000))
-    orders = _by_table(outcome)["app.orders"]
-    assert (orders.missing, orders.extra, orders.different) == (1, 1, 3)
-    assert orders.columns == {"amount": 1, "note": 1, "updated": 1}
+    got = _by_table(outcome)
+    orders, increments = got["app.orders"], got["app.increments"]
+    assert (orders.missing, orders.extra, orders.different) == (1, 1, 4)
+    assert orders.columns == {"amount": 2, "note": 2, "updated": 1, "customer": 1}
+    assert (increments.missing, increments.extra, increments.different) == (0, 1, 0)
+    assert got["app.items"].status == got["app.events"].status == "in sync"
+
+
+AWKWARD = ["two\nlines", "a\n-- not a comment\nb", "\nBEGIN;\n", "COMMIT;\nROLLBACK;",
+           "it's \\ here", "--", "BEGIN;", "end;\n\n"]
+
+
+def test_repair_keeps_values_with_newlines_comments_and_begin_ggsci_and_cli(
+        pg_cluster, spark, tmp_path):
+    """The repair file runs as one script: text values holding a newline, a line starting
+    ``--`` or a ``BEGIN;`` line stay whole.  GGSCI's COMPARE writes and applies it, then
+    ``trailgate compare`` (the CLI, in this process) finds the tables in sync."""
+    from trailgate.cli import main
+    from trailgate.ggsci.shell import Shell
+
+    src = pg_cluster.create_database("cmpr_src")
+    tgt = pg_cluster.create_database("cmpr_tgt")
+    for db in (src, tgt):
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("CREATE SCHEMA app; CREATE TABLE app.notes (id int PRIMARY KEY, "
+                         "body text, n int); CREATE TABLE app.loose (body text, n int)")
+            for i, body in enumerate(AWKWARD):
+                conn.execute("INSERT INTO app.notes VALUES (%s, %s, %s)", (i, body, i))
+                conn.execute("INSERT INTO app.loose VALUES (%s, %s)", (body, i))
+    with psycopg.connect(tgt, autocommit=True) as conn:
+        conn.execute("DELETE FROM app.notes WHERE id IN (0, 2)")              # missing
+        conn.execute("UPDATE app.notes SET body = 'plain' WHERE id IN (1, 3, 6)")  # different
+        conn.execute("INSERT INTO app.notes VALUES (100, %s, 0)", (AWKWARD[1],))   # extra
+        conn.execute("INSERT INTO app.loose SELECT * FROM app.loose WHERE n IN (1, 2)")  # doubles
+        conn.execute("DELETE FROM app.loose WHERE n = 4")                     # missing, keyless
+    home = _home(tmp_path / "gg", src, f"TARGETDB {tgt}")
+    out = io.StringIO()
+    shell = Shell(home, out)
+    shell.run_interactive_line("COMPARE EXTRACT ext1, REPLICAT rep1, NOCONFIRM, "
+                               "REPORT ./dirrpt/cmp.json, REPAIR ./dirrpt/repair.sql, "
+                               "APPLYREPAIR")
+    shell.close()
+    text = out.getvalue()
+    assert "OUT OF SYNC" in text and "Repair applied." in text, text
+    assert "not in sync with the source" in text, text
+    report = json.loads((home.path / "dirrpt/cmp.json").read_text())
+    notes = next(t for t in report["tables"] if t["source"] == "app.notes")
+    assert (notes["missing_on_target"], notes["extra_on_target"], notes["different"]) \
+        == (2, 1, 3)
+    assert differences(src, tgt, ("app.notes", "app.loose")) == {}
+    assert main(["--home", str(home.path), "compare", "EXT1", "REP1", "--no-confirm"]) == 0

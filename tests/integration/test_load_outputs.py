@@ -142,3 +142,126 @@ def test_bad_input_is_refused_with_the_table_and_what_to_do(pg_cluster, spark, t
     with pytest.raises(ConfigError, match=r"COLMAP \(note = …\): an initial load maps "
                                           r"columns by name"):
         run_load(home, "EB", opts)
+
+
+def _columns(conninfo: str, schema: str, name: str) -> list[tuple[str, str, bool]]:
+    with psycopg.connect(conninfo) as conn:
+        return conn.execute(
+            "SELECT attname::text, format_type(atttypid, atttypmod), attnotnull FROM "
+            "pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped "
+            "ORDER BY attnum", (f'"{schema}"."{name}"',)).fetchall()
+
+
+def _primary_key(conninfo: str, schema: str, name: str) -> list[str]:
+    with psycopg.connect(conninfo) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT a.attname::text FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey) "
+            "WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = k.attnum WHERE i.indrelid = %s::regclass AND i.indisprimary "
+            "ORDER BY k.n", (f'"{schema}"."{name}"',)).fetchall()]
+
+
+def test_createtargets_makes_the_mapped_tables_with_types_not_null_and_key(
+        pg_cluster, spark, tmp_path):
+    """CREATETARGETS with MAP … TARGET renaming schema and table: the created tables have
+    the source's columns, types, NOT NULL and primary key, and hold the source's rows."""
+    from load_support import rows
+
+    src = pg_cluster.create_database("lc_src")
+    tgt = pg_cluster.create_database("lc_tgt")
+    seed(src, orders=300, items=10, events=30)
+    with psycopg.connect(src, autocommit=True) as conn:  # a composite key, two NOT NULLs
+        conn.execute("CREATE TABLE app.lines (order_id bigint NOT NULL, line smallint, "
+                     "sku varchar(24) NOT NULL, qty numeric(8,3), at timestamp(3), "
+                     "PRIMARY KEY (order_id, line))")
+        conn.execute("INSERT INTO app.lines SELECT g / 3, g % 3, 'sku-' || g, g / 7.0, "
+                     "timestamp '2024-05-01' + g * interval '1.2345 s' "
+                     "FROM generate_series(1, 900) g")
+    home = Home(tmp_path / "gg").create()
+    (home.dirprm / "ec.prm").write_text(
+        f"EXTRACT ec\nSOURCEISTABLE\nSOURCEDB {src}\nRMTTASK REPLICAT, GROUP rc\n"
+        "CREATETARGETS\nTABLE app.orders;\nTABLE app.lines;\nTABLE app.events;\n")
+    (home.dirprm / "rc.prm").write_text(
+        f"REPLICAT rc\nTARGETDB {tgt}\nMAP app.orders, TARGET sales.orders_copy;\n"
+        "MAP app.lines, TARGET sales.order_lines;\nMAP app.events, TARGET app.events;\n")
+    _ggsci(home, "ADD EXTRACT ec, SOURCEISTABLE\nADD REPLICAT rc, EXTTRAIL ./dirdat/aa, "
+                 "NODBCHECKPOINT\n")
+    assert run_load(home, "EC", LoadOptions(out=io.StringIO(), spark=spark)) == 0
+    for (s_schema, s_name), (t_schema, t_name) in (
+            (("app", "orders"), ("sales", "orders_copy")),
+            (("app", "lines"), ("sales", "order_lines")),
+            (("app", "events"), ("app", "events"))):
+        assert _columns(tgt, t_schema, t_name) == _columns(src, s_schema, s_name)
+        assert _primary_key(tgt, t_schema, t_name) == _primary_key(src, s_schema, s_name)
+        assert rows(tgt, f"{t_schema}.{t_name}") == rows(src, f"{s_schema}.{s_name}")
+    assert _columns(tgt, "sales", "order_lines") == [
+        ("order_id", "bigint", True), ("line", "smallint", True),
+        ("sku", "character varying(24)", True), ("qty", "numeric(8,3)", False),
+        ("at", "timestamp(3) without time zone", False)]
+    assert _primary_key(tgt, "sales", "orders_copy") == ["id"]
+    with psycopg.connect(tgt) as conn:  # nothing created under the source's names
+        assert conn.execute("SELECT to_regclass('app.orders'), to_regclass('app.lines')"
+                            ).fetchone() == (None, None)
+
+
+_ONE_RANGE_EACH = """
+import sys
+from trailgate.capture.postgres import copy_read
+from trailgate.capture.postgres.catalog import describe_table
+from trailgate.capture.postgres.ranges import KeyRange
+from trailgate.db.connect import connect
+from trailgate.load.job import LoadJob, LoadTable, SinkSpec
+from trailgate.load.pg_sink import ensure_progress_table, load_range
+
+src, tgt, *names = sys.argv[1:]
+with connect(tgt) as conn:
+    ensure_progress_table(conn)
+for number, qualified in enumerate(names):
+    schema, name = qualified.split(".")
+    with connect(src) as conn:
+        oid = conn.execute("SELECT %s::regclass::oid", (qualified,)).fetchone()[0]
+        t = describe_table(conn, oid, schema, name)
+    cols = tuple(copy_read.ReadColumn(c.name, c.type_name, c.name, c.type_name)
+                 for c in t.read_columns)
+    table = LoadTable(number, schema, name, schema, name, cols, None, t.table_def())
+    job = LoadJob("PUREPY", src, None, 0, SinkSpec("POSTGRES", tgt), {number: table}, (), "")
+    rows = load_range(job, table, KeyRange(0, "all"), lambda n: None)
+    print(qualified, rows, "python" if copy_read._c_pump() is None else "c")
+"""
+
+
+def test_load_range_through_pure_python_copy_equals_the_c_pump(pg_cluster, tmp_path):
+    """The load's COPY of a range with ``TRAILGATE_PURE_PYTHON=1`` (Python's copy_out /
+    copy_in loop, in a process of its own) and with the C pump (``_copypump``, when built)
+    fill their targets with the same rows as the source: the Python code is the reference
+    the C pump is checked against."""
+    import os
+    import subprocess
+    import sys
+
+    from load_support import SCHEMA_DDL, rows
+
+    from trailgate.capture.postgres.copy_read import _c_pump
+
+    src = pg_cluster.create_database("lpy_src")
+    seed(src, orders=1500, items=700, events=300)
+    targets = {}
+    for how in ("python", "c"):
+        targets[how] = pg_cluster.create_database(f"lpy_{how}")
+        with psycopg.connect(targets[how], autocommit=True) as conn:
+            conn.execute(SCHEMA_DDL)
+    root = Path(__file__).resolve().parents[2]
+    tables = [f"app.{n}" for n in ("orders", "items", "increments", "events")]
+    for how, switch in (("python", "1"), ("c", "0")):
+        env = dict(os.environ, PYTHONPATH=str(root / "src"), TRAILGATE_PURE_PYTHON=switch)
+        done = subprocess.run([sys.executable, "-c", _ONE_RANGE_EACH, src, targets[how],
+                               *tables], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        expected = how if how == "python" or _c_pump() is not None else "python"
+        for line, table in zip(done.stdout.splitlines(), tables, strict=True):
+            name, count, path = line.split()
+            assert (name, path) == (table, expected), (how, done.stdout)
+            assert int(count) == sum(rows(src, table).values())
+    for name in ("orders", "items", "increments", "events"):
+        assert rows(targets["python"], f"app.{name}") == rows(src, f"app.{name}")
+        assert rows(targets["c"], f"app.{name}") == rows(src, f"app.{name}")

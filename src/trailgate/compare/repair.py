@@ -4,7 +4,8 @@ Written only for persistently out-of-sync rows, from the values the confirmation
 ``INSERT`` a missing row, ``DELETE`` an extra one (one copy of a duplicated whole row in a
 table without a key), ``UPDATE … SET`` only the differing columns of a different one, each
 keyed by the target's key columns.  Values are the source's text with a cast to the target
-column's type.  The file is one transaction; applying it (``--apply-repair``) runs it.
+column's type.  The file is one transaction; applying it (``--apply-repair``) sends it
+whole, so PostgreSQL's parser, not a line split, separates the statements.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def _statement(table: CompareTable, d: Difference) -> str | None:
 def repair_sql(job: CompareJob, diffs: list[Difference]) -> tuple[str, int, int]:
     """The repair script; (text, statements, rows left out for want of values)."""
     lines = [f"-- trailgate compare: repair of REPLICAT {job.replicat}'s target "
-             f"{job.describe_target()}", "BEGIN;"]
+             f"{job.describe_target()}", "BEGIN;",
+             "SET LOCAL standard_conforming_strings = on;  -- the literals' backslashes"]
     count = skipped = 0
     for d in diffs:
         stmt = _statement(job.tables[d.table], d)
@@ -78,21 +80,27 @@ def repair_sql(job: CompareJob, diffs: list[Difference]) -> tuple[str, int, int]
 
 
 def apply_repair(job: CompareJob, path: Path) -> None:
-    """Run the repair file against the target, as one transaction."""
+    """Run the repair file against the target, as one transaction.
+
+    The file goes to the server whole, as one simple-protocol script: PostgreSQL's own
+    parser splits it, so a value holding a newline, ``--`` or ``BEGIN;`` stays in its
+    literal.  An error stops the script and the open transaction is rolled back.
+    """
     if job.target_kind != "POSTGRES":
         raise TargetError("repair SQL is for PostgreSQL targets")
-    text = path.read_text("utf-8")
-    body = [line for line in text.splitlines()
-            if line.strip() and not line.startswith("--") and line not in ("BEGIN;", "COMMIT;")]
+    script = path.read_bytes()
     import psycopg
+    from psycopg.pq import TransactionStatus
 
-    with connect(job.target, autocommit=False, application_name="trailgate repair") as conn:
+    with connect(job.target, autocommit=True, application_name="trailgate repair") as conn:
         try:
-            with conn.cursor() as cur:
-                for stmt in body:
-                    cur.execute(stmt.encode())
-            conn.commit()
+            conn.execute(script)
         except psycopg.Error as exc:
-            conn.rollback()
+            conn.execute("ROLLBACK")
             raise TargetError(f"the repair failed and was rolled back: "
                               f"{exc.diag.message_primary or exc}") from None
+        if conn.info.transaction_status != TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")
+            raise TargetError(f"the repair file {path} leaves its transaction open (no "
+                              "COMMIT at its end): rolled back; write the compare's repair "
+                              "file again")
