@@ -1,12 +1,9 @@
 """Instantiation CSNs: per source table, the cut an initial load read each part of it at.
 
-GoldenGate's ``SET INSTANTIATION CSN`` (or ``START REPLICAT …, ATCSN n``) tells a Replicat
-which changes a target already holds because the load copied the table after them.  A load
-that ran in one go has one cut per table; a load restarted after a crash read its
-unfinished key ranges at a later cut, so a table may have several, each for a range of its
-key's first column.  The registry ``dirchk/<REPLICAT>.inst`` holds them for the Replicat
-that continues after the load; :meth:`TableCuts.keeps` is the rule it applies: a change is
-applied only if its CSN (commit LSN) is at or after the cut of the range its key is in.
+As GoldenGate's ``SET INSTANTIATION CSN``: a Replicat after a load applies a change only if
+its CSN is at or after the cut of the range its key is in.  A load done in one go has one
+cut per table; a restarted load read its unfinished key ranges at later cuts.  The registry
+``dirchk/<REPLICAT>.inst`` holds them; :meth:`TableCuts.keeps` is the rule.
 """
 
 from __future__ import annotations

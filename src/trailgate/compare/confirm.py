@@ -1,13 +1,10 @@
 """Confirm out-of-sync rows (Veridata's COOS step): wait for the Replicat, then look again.
 
-A row that differs while replication runs may only be a change not applied yet.  Instead of
-guessing a latency, the wait is by position: the source's WAL position ``L`` is read once
-the first pass has read its rows; the Extract's checkpoint passing ``L`` says every commit
-before it is in the trail, and its last CSN then is the one the Replicat must reach (a CSN
-goes through pumps unchanged).  Then only the out-of-sync rows are read again on both
-sides: equal now — they were in flight; different and the source row unchanged —
-persistently out of sync; the source row changed again — another round (up to
-``ROUNDS``), after which it is reported as in flight.
+A row that differs may be a change not applied yet.  The wait is by position, not a guessed
+latency: the source's WAL position after the first pass, the Extract's checkpoint passing
+it, then the Replicat reaching that CSN.  The rows are read again: equal (in flight),
+different with the source unchanged (out of sync), or changed again (another round, up to
+``ROUNDS``).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Reading one side of a compare: a range's hash, its rows' hashes, chosen rows' values.
 
-Both sides of a pair must turn equal rows into equal hashes, so each pair is read one way:
-
-* PostgreSQL to PostgreSQL: in the databases, with one SQL aggregate per range
-  (``count(*)`` and the sum of ``hashtextextended`` of each row's text); the target's
-  columns are cast to the source's types when they differ, and both sessions run with the
-  same settings (UTC, ISO dates, hex bytea), so equal values have equal text;
-* PostgreSQL to Delta: both sides as Arrow with the Delta table's types (the source read
-  with the load's CSV COPY), each value turned into one canonical string by the same code,
-  rows hashed with pandas' vectorised hash.
-
-Row identity is the key's text (the whole row for a table without a key, where duplicates
-count).  NULL is never the empty string: it has its own marker in either form.
+Equal rows must give equal hashes on both sides, so a pair is read one way: PostgreSQL to
+PostgreSQL with one SQL aggregate per range in each database (same session settings, target
+columns cast to the source's types); PostgreSQL to Delta as Arrow, each value turned into
+one canonical string by the same code.  Row identity is the key's text (the whole row
+without a key); NULL has its own marker.  docs/instantiation.md.
 """
 
 from __future__ import annotations

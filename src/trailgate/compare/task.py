@@ -1,12 +1,9 @@
 """One Spark task of a compare: a range's hashes on both sides, or its differing rows.
 
-The hash pass reads each range once per side with one aggregate; only a range whose count
-or hash differ gets the row pass, which reads every row's key and hash on both sides and
-classifies the difference: *missing* (on the source, not the target), *extra* (on the
-target only) or *different* (both, other values: the columns that differ are named, from
-the two rows' values).  A table without a key compares whole rows with their
-multiplicity, so a doubled row is *extra*.  At most ``max_rows`` differences of a range
-carry their values (for the report's samples, the confirmation and repair).
+The hash pass reads each range once per side; only a range whose count or hash differ gets
+the row pass, which classifies each difference as *missing*, *extra* or *different* (with
+the columns that differ).  Without a key whole rows compare with their multiplicity.  At
+most ``max_rows`` differences of a range carry their values.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """One run of an initial load (``START EXTRACT name`` of a SOURCEISTABLE group).
 
-The driver: resolve the tables and where they go, check (or create) the targets, plan or
-reuse the ranges, learn from the targets which ranges are done, take the cut — the slot of
-the Extract that continues (``ADD EXTRACT x, TRANLOG, INITIALLOAD name``) created with an
-exported snapshot, or a temporary slot's — and run the unfinished ranges as one Spark job
-whose tasks import that snapshot.  The exporting connection stays open and idle until the
-job ends.  At the end: the manifest, the Replicats' instantiation registries, a checkpoint
-for STATS, and the summary table.  A kill -9 at any point leaves committed ranges done and
-nothing else; the next run goes on at a new cut.
+The driver resolves tables and targets, plans or reuses the ranges, learns from the targets
+which are done, takes the cut (a slot created with an exported snapshot) and runs the
+unfinished ranges as one Spark job whose tasks import that snapshot; then the manifest, the
+Replicats' instantiation registries, STATS and the summary.  A kill -9 leaves committed
+ranges done and nothing else.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """A range loaded into a Delta table or a Parquet change log, exactly once.
 
-Rows arrive as Arrow record batches (:func:`~trailgate.load.source_read.arrow_batches`) and
-stream into the writer, so a task's memory is a few batches whatever the range's size.
-
-* Delta: one append commit per range carrying the application transaction
-  ``trailgate-load:<group>:<table>:<generation>:<range>`` whose version is the range's cut;
-  a range whose transaction is in the log was loaded (its cut read back from it).
-  Concurrent appends of other ranges do not conflict.
-* Parquet: the table's change log (the Replicat's ``TARGETPARQUET`` layout) gets the load
-  as batch -1: ``batch_id=-1/part-<range>-g<generation>.parquet``, INSERT rows whose CSN is
-  the cut, written under a hidden name and renamed into place.
+Arrow batches stream into the writer, so a task holds a few batches whatever the range's
+size.  Delta: one append per range with an application transaction naming the range (its
+version is the cut), so a loaded range is found in the log.  Parquet: the change log gets
+the load as batch -1, one file per range written under a hidden name and renamed.
 """
 
 from __future__ import annotations

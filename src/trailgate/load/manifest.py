@@ -1,12 +1,9 @@
 """The load manifest ``dirchk/<GROUP>.load``: every table's ranges and how far each got.
 
-It is the plan a restarted load reuses (the same ranges, so a range is a unit of work that
-is done or not) and what ``INFO``/``STATS`` show.  Whether a range is done is decided by its
-target (a progress row committed with its rows, a Delta application transaction, a file
-renamed into place); the manifest is refreshed from that at every start, so a crash
-between a range's commit and the manifest's write loses nothing.  Each range records the
-cut (commit LSN) of the snapshot it was read in: the Replicat that continues applies only
-later changes to it.  Written atomically, like checkpoints.
+The plan a restarted load reuses, and what INFO/STATS show.  Whether a range is done is
+decided by its target (a progress row, a Delta application transaction, a file in place)
+and the manifest is refreshed from that at each start, so a crash between a range's commit
+and the manifest's write loses nothing.  Each range records its cut.  Written atomically.
 """
 
 from __future__ import annotations

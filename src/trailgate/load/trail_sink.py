@@ -1,12 +1,9 @@
 """A range written as one file of the load's trail (``EXTFILE``/``RMTFILE``), exactly once.
 
-Every range has its own sequence number, fixed when the load is planned, so ranges are
-written in parallel and in any order: each into a hidden staging directory beside the
-trail, completed and fsynced, then renamed into place.  A file in place is a range done (a
-restart finds it and skips the range); a staging file a crash left is written again.  The
-records are inserts in transactions of ``TRANSACTION_ROWS`` rows whose CSN is the range's
-cut, each file starting with its tables' definitions, as any trail file does.  A Replicat
-applies the trail once the load has finished (the files appear out of order meanwhile).
+Each range has its own sequence number, fixed when the load is planned, so ranges are
+written in parallel: into a hidden staging directory, fsynced, then renamed into place.  A
+file in place is a range done; a staging file a crash left is written again.  Records are
+inserts whose CSN is the range's cut; a Replicat applies the trail once the load finished.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """A logical replication slot created with an exported snapshot, held open for readers.
 
-``CREATE_REPLICATION_SLOT … LOGICAL pgoutput (SNAPSHOT 'export')`` is a replication-protocol
-command (the SQL function cannot export a snapshot): PostgreSQL answers with the slot's
-``consistent_point`` and a snapshot name that other sessions import with ``SET TRANSACTION
-SNAPSHOT``.  The snapshot shows exactly what committed before the slot's first decoded
-transaction, so rows read in it and changes streamed from the slot never overlap and
-never leave a gap.  It lives only while the creating connection stays open and idle: this
-object keeps that connection and runs nothing else on it.  A temporary slot disappears
-with the connection.  Creation waits for transactions already running; a timeout names them.
+``CREATE_REPLICATION_SLOT … (SNAPSHOT 'export')`` (a replication-protocol command) gives the
+slot's ``consistent_point`` and a snapshot other sessions import with ``SET TRANSACTION
+SNAPSHOT``: rows read in it and changes streamed from the slot neither overlap nor leave a
+gap.  The snapshot lives while the creating connection stays open and idle, so this object
+keeps it and runs nothing else on it.
 """
 
 from __future__ import annotations

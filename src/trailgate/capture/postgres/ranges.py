@@ -1,12 +1,9 @@
 """How a table is split for a parallel initial load: key ranges, or ctid block ranges.
 
-A table whose key starts with an integer column is split on that column into ranges with
-open ends (rows inserted later below the first bound or above the last still fall in one),
-at the bounds of ``pg_stats`` (equal numbers of rows, when the table was analysed) or
-evenly between its smallest and largest key.  Such ranges stay valid across snapshots, so
-a restarted load redoes only the unfinished ones, each at its own cut.  Any other table is
-split into ranges of heap blocks (``ctid``, a TID Range Scan): valid only inside one
-snapshot, so a restarted load redoes such a table whole.  Small tables are one range.
+A key starting with an integer column gives open-ended ranges at ``pg_stats`` bounds (or
+even steps); they stay valid across snapshots, so a restarted load redoes only unfinished
+ones.  Any other table is split into heap block ranges (``ctid``), valid only inside one
+snapshot, so a restart redoes it whole.  Small tables are one range.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The Extract's incremental snapshots: a thread that reads a table in chunks while the
 Extract streams the log, each chunk handed to the trail through the WAL itself.
 
-``SEND EXTRACT … SNAPSHOT TABLE t`` queues a request.  The runner writes a *start* message
-(the Extract tracks ``t`` from its commit) and only then publishes ``t``; then per chunk a
-*fence* (every commit before it visible to what follows) and one REPEATABLE READ
-transaction that reads rows by key and writes them as a *chunk* message with its snapshot;
-it waits for the Extract to place each chunk, and ends with *done*.  Progress lives in the
-Extract's checkpoint (docs/instantiation.md).
+``SEND EXTRACT … SNAPSHOT TABLE t`` queues a request; the runner writes a *start* message,
+publishes ``t``, then per chunk a *fence* and one REPEATABLE READ transaction that reads
+rows by key and writes them as a *chunk* message, and ends with *done*.  Progress lives in
+the Extract's checkpoint (docs/instantiation.md).
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """The Extract's half of an incremental snapshot: chunks into the trail, in the log's order.
 
-A table added to a running pipeline (or re-synchronised) is read in chunks by the
-snapshot runner (:mod:`.snapshot_runner`); each chunk travels *inside the WAL*, as a
-transactional logical message (prefix ``trailgate.snapshot``) written by the same
-REPEATABLE READ transaction that read it, so it reaches the Extract at that transaction's
-commit, between the log's own transactions.  This tracker turns it into INSERT records of
-the table there, with one rule (DBLog's window, made exact by transaction ids): a chunk
-row is dropped — and queued to be read again — if a transaction already in the trail that
-touched its key is invisible to the chunk's snapshot (in its ``xip`` list, or at or after
-its ``xmax``): the log's version is newer.  Rows touched only by visible transactions are
-kept: their changes are in the row.  Which transactions can be invisible yet earlier in
-the log is bounded by the runner's fence (every transaction committed before the fence's
-WAL position is visible to the chunk), so the tracker only remembers the keys the table's
-changes touched since the previous chunk.  A key update queues its new key too (its row
-may have been skipped as missing).  Records of the table while its snapshot runs carry the
-token ``TG_SNAPSHOT``: the Replicat applies them with collision handling (a chunk row is an
-upsert; an update or delete of a row not loaded yet is a no-op).
+Each chunk arrives inside the WAL (a transactional logical message of the transaction that
+read it) and becomes INSERT records there.  DBLog's window, made exact by transaction ids:
+a chunk row whose key a transaction invisible to the chunk's snapshot touched is dropped
+and read again, since the log's version is newer.  Records of the table meanwhile carry
+``TG_SNAPSHOT`` and are applied with collision handling.  docs/instantiation.md.
 """
 
 from __future__ import annotations
