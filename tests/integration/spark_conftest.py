@@ -78,8 +78,11 @@ class Workload:
                     value.hex() if col.kind is ColumnKind.RAW else value.decode())
             return out
 
-        if change.op is OpType.DDL:
-            return ("DDL", change.table, None, {"text": change.text}, change.tokens)
+        if change.op is OpType.DDL:  # the marker text, and the fields read from it
+            from trailgate.trail.ddl import ddl_fields
+
+            return ("DDL", change.table, None,
+                    {"text": change.text, **ddl_fields(change.text or "")}, change.tokens)
         return (change.op.label, change.table, image(change.before), image(change.after),
                 change.tokens)
 
