@@ -2,8 +2,9 @@
 uses it.  Nothing is lost, nothing is applied twice (a DDL applied twice would stop the
 Replicat: the column would already exist), and the target equals the source.
 
-The default case runs the Replicat alone over a trail written as a live Extract would; the
-heavy case runs Extract → Data Pump → Replicat on a real source and kills each group."""
+Both are heavy (./dev test-heavy): one runs the Replicat alone over a trail written as a live
+Extract would; the other runs Extract → Data Pump → Replicat on a real source and kills
+each group.  The default run replicates DDL end to end in test_ddl_end_to_end.py."""
 
 from __future__ import annotations
 
@@ -94,6 +95,7 @@ class Feeder:
         self._txn([Change(OpType.DDL, "app.t", text=text)], define=self.table)
 
 
+@pytest.mark.heavy
 def test_kill9_replicat_after_ddl_and_before_its_dml(e2e_cluster: Cluster, tmp_path: Path):
     conninfo = e2e_cluster.create_database("ddlk9")
     pg_target(conninfo, "CREATE SCHEMA app; CREATE TABLE app.t (id int PRIMARY KEY, v text);")

@@ -257,6 +257,7 @@ def test_streaming_run_picks_up_a_new_dump(spark, tmp_path):
     assert ck is not None and ck.read_position["last_file"] == str(files[-1])
 
 
+@pytest.mark.heavy
 def test_kill_9_of_run_extract_then_restart_is_exact(spark, tmp_path):
     """``trailgate run extract`` killed with SIGKILL (it and its Spark) mid-run; the next run
     writes each committed transaction exactly once."""
