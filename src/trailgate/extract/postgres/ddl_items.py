@@ -16,7 +16,7 @@ from trailgate.capture.postgres.rows import EncodedRun, decode_row
 from trailgate.extract.ddl import DdlOut, ExtractDdl
 from trailgate.model import Change
 
-__all__ = ["item_table", "plan_ddl"]
+__all__ = ["plan_ddl"]
 
 
 def item_table(item: object) -> str:
@@ -29,16 +29,18 @@ def item_table(item: object) -> str:
 
 
 def plan_ddl(items: Iterable[object], ddl: ExtractDdl, io_time: int, csn: int
-             ) -> dict[int, list[DdlOut]]:
-    """Item index -> the DDLs to write before that item (an index past the last item:
-    at the end)."""
+             ) -> tuple[dict[int, list[DdlOut]], set[int]]:
+    """(item index -> the DDLs to write before that item, the indexes of the marker and
+    history rows, which are not written as changes)."""
     plan: dict[int, list[DdlOut]] = {}
+    markers: set[int] = set()
     first_of: dict[str, int] = {}  # each table's first item
     start: int | None = None  # the first row of the DDL being gathered
     index = -1
     for index, item in enumerate(items):
         name = item_table(item)
         if ddl.is_ddl_table(name):
+            markers.add(index)
             if start is None:
                 start = index
             change = decode_row(item, io_time) if type(item) is tuple else item
@@ -57,4 +59,4 @@ def plan_ddl(items: Iterable[object], ddl: ExtractDdl, io_time: int, csn: int
             if created is not None and first_of.get(created, at) < at:
                 outs.remove(out)
                 plan.setdefault(first_of[created], []).insert(0, out)
-    return {at: outs for at, outs in plan.items() if outs}
+    return {at: outs for at, outs in plan.items() if outs}, markers

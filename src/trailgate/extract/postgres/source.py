@@ -40,7 +40,7 @@ from trailgate.extract.postgres.config import (
     extract_ddl,
     load_extract_config,
 )
-from trailgate.extract.postgres.ddl_items import item_table, plan_ddl
+from trailgate.extract.postgres.ddl_items import plan_ddl
 from trailgate.extract.postgres.snapshot_tracker import PREFIX as SNAPSHOT_PREFIX
 from trailgate.extract.postgres.snapshot_tracker import SnapshotTracker, active
 from trailgate.home import Home
@@ -208,36 +208,30 @@ class _Emitter:
             self.defs[d.qualified_name] = d
             if self.rules.rule(d.qualified_name) is not None:
                 pending.setdefault(d.qualified_name, []).append(d)
-        count = len(changes)
         io_time = getattr(changes, "io_time", 0)
         csn, xid = t.csn, txn.xid
-
-        def items() -> Iterator[Any]:
-            return changes.items() if isinstance(changes, TransactionChanges) else iter(changes)
-
-        ddl_plan = (plan_ddl(items(), self.ddl, io_time, csn)
-                    if t.flagged and self.ddl is not None else None)
+        ddl_plan: dict[int, list[DdlOut]] | None = None
+        markers: set[int] = set()  # the DDL trigger's rows: read into DDL records, not written
+        if t.flagged and self.ddl is not None:
+            ddl_plan, markers = plan_ddl(_items(changes), self.ddl, io_time, csn)
+        count = len(changes) - len(markers)
         tracker = self.tracker
         held: Change | EncodedRun | DdlOut | None = None  # the last output, until we know
+        due: list[TableDef] = []  # definitions to write before the next output
         index = 0  # of the change, for @GETENV's position in the transaction
-        outs: list[Any] = []
-        for position, item in enumerate(items()):
-            outs.clear()
-            if ddl_plan is not None:
-                outs.extend(ddl_plan.pop(position, ()))
-                if self.ddl is not None and self.ddl.is_ddl_table(item_table(item)):
-                    item = None
-            if item is None:
+        for position, item in enumerate(_items(changes)):
+            outs: list[Any] = ddl_plan.pop(position, []) if ddl_plan is not None else []
+            if position in markers:
                 pass
             elif type(item) is EncodedRun:
                 outs.append(item)
                 index += len(item.records)
                 if pending:
-                    _define(rows, pending, item.table, csn, xid)
+                    due.extend(_defined_at(pending, item.table))
             else:
                 if type(item) is tuple:
                     if pending:
-                        _define(rows, pending, item[0].table, csn, xid)
+                        due.extend(_defined_at(pending, item[0].table))
                     item = decode_row(item, io_time)
                 out = self.rules.apply(item, self.defs.get(item.table), csn, xid,
                                        txn.commit_time, index, count)
@@ -254,29 +248,30 @@ class _Emitter:
                         continue
                     if out.define is not None:
                         self.defs[out.define.qualified_name] = out.define
-                if held is not None:
+                if held is not None:  # written before a definition that it predates
                     _add(rows, held, csn, xid, io_time, False)
                     if rows.full(batch_rows, BATCH_BYTES):
                         yield rows.take()
+                for d in due:
+                    rows.add_table(d, csn, xid)
+                due.clear()
                 held = out
-        for late in (o for rest in (ddl_plan or {}).values() for o in rest):
-            for note in late.notes:
-                rows.add_note(note, csn, xid)
-            if late.change is not None:
-                if held is not None:
-                    _add(rows, held, csn, xid, io_time, False)
-                held = late
         if tracker is not None:
+            defined: set[str] = set()
             for table, change in self._snapshot_outputs(t, io_time, count, index):
-                if table is not None:  # the chunk's table: defined before its rows
-                    rows.add_table(table, csn, xid)
                 if held is not None:
                     _add(rows, held, csn, xid, io_time, False)
                     if rows.full(batch_rows, BATCH_BYTES):
                         yield rows.take()
+                        defined.clear()  # a new batch: define the chunk's table again
+                if table is not None and table.qualified_name not in defined:
+                    rows.add_table(table, csn, xid)  # the chunk's table, before its rows
+                    defined.add(table.qualified_name)
                 held = change
         if held is not None:
             _add(rows, held, csn, xid, io_time, True)
+        for d in due:  # definitions whose change the TABLE rules filtered out
+            rows.add_table(d, csn, xid)
         for defs in pending.values():  # for the changes of later transactions
             for d in defs:
                 rows.add_table(d, csn, xid)
@@ -308,21 +303,24 @@ class _Emitter:
                 yield table, change
 
 
-def _define(rows: ChangeRowBuilder, pending: dict[str, list[TableDef]], table: TableDef,
-            csn: int, xid: str) -> None:
+def _items(changes: Any) -> Iterator[Any]:
+    return changes.items() if isinstance(changes, TransactionChanges) else iter(changes)
+
+
+def _defined_at(pending: dict[str, list[TableDef]], table: TableDef) -> list[TableDef]:
     """Before a change of ``table``: the pending definitions of its table up to ``table``
-    itself (none when the change has an older one)."""
+    itself, taken from ``pending`` (none when the change has an older one)."""
     defs = pending.get(table.qualified_name)
     if not defs:
-        return
+        return []
     for i, d in enumerate(defs):
         if d is table:
-            for earlier in defs[:i + 1]:
-                rows.add_table(earlier, csn, xid)
+            taken = defs[:i + 1]
             del defs[:i + 1]
             if not defs:
                 del pending[table.qualified_name]
-            return
+            return taken
+    return []
 
 
 def _add(rows: ChangeRowBuilder, out: Change | EncodedRun | DdlOut, csn: int, xid: str,
