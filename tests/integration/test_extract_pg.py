@@ -30,6 +30,7 @@ from trailgate.ggsci import display
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.model import OpType
 from trailgate.trail.naming import TrailName
+from trailgate.trail.reader import TrailReader
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 
@@ -349,3 +350,26 @@ def test_commit_lets_the_restart_point_follow(pg_db, tmp_path):
     assert confirmed == end["lsn"]
     assert restart >= first["lsn"], "the restart point stayed behind the first batch"
     reader.stop()
+
+
+def test_a_change_before_an_alter_in_its_transaction_keeps_the_old_definition(
+        spark, pg_db, tmp_path):
+    """Without DDL support a mid-transaction ALTER reaches the trail only as a new
+    definition: it goes after the changes made before it, which keep the old columns."""
+    with connect(pg_db) as conn:
+        conn.execute("CREATE TABLE shifty (id int PRIMARY KEY, b text, c text)")
+        conn.execute("INSERT INTO shifty VALUES (1, 'b1', 'c1')")
+        add_trandata(conn, "public.shifty")
+    home = make_home(tmp_path / "home", pg_db, "EXT3", "TABLE public.shifty;")
+    with connect(pg_db) as conn, conn.transaction():
+        conn.execute("UPDATE shifty SET c = 'c2' WHERE id = 1")
+        conn.execute("ALTER TABLE shifty DROP COLUMN b")
+        conn.execute("UPDATE shifty SET c = 'c3' WHERE id = 1")
+    run_extract_group(home, "EXT3", RunOptions(once=True), spark=spark)
+    updates = []
+    for record in TrailReader(home.dirdat / "aa").records():
+        change = record.change
+        if change is not None and change.table == "public.shifty" and record.table_def:
+            names = {c.index: c.name for c in record.table_def.columns}
+            updates.append({names[i]: v for i, v in (change.after or {}).items()})
+    assert updates == [{"id": b"1", "b": b"b1", "c": b"c2"}, {"id": b"1", "c": b"c3"}], updates
