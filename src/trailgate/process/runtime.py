@@ -157,8 +157,8 @@ class _ReportLines(logging.Handler):
         line = record.getMessage()
         if self.proc.report is not None:
             self.proc.report.line(line)
-        if "  WARNING " in line[:30]:
-            self.proc.home.log_event("WARNING", "OGG-01738", line[30:].strip())
+        if "  WARNING " in line[:30]:  # trail.ddl.report_line: time (19), 2 spaces, level (8)
+            self.proc.home.log_event("WARNING", "OGG-01738", line[29:].strip())
 
 
 class GroupProcess:
