@@ -258,3 +258,13 @@ def test_marker_round_trip_and_fragments():
 def test_malformed_marker_text(bad):
     with pytest.raises(ValueError):
         parse_marker(bad)
+
+
+def test_backslashes_written_before_they_were_doubled_still_read_the_same():
+    from trailgate.trail.metadata import decode_kv, encode_kv
+
+    # earlier trailgate wrote a backslash as itself: a\'b was  'a\''b', a\nb was 'a\nb'
+    assert decode_kv(",C1='a\\''b',C2='a\\nb'") == [("C1", None, "a\\'b"),
+                                                     ("C2", None, "a\\nb")]
+    for value in ("a\\'b", "x\\", ".,", "a\\nb", "it's", "\\\\,"):
+        assert decode_kv(encode_kv([("C1", "1", value)])) == [("C1", "1", value)]

@@ -32,11 +32,12 @@ ORACLE_TYPE_CODES: dict[ColumnKind, int] = {
 }
 _KIND_BY_CODE = {code: kind for kind, code in ORACLE_TYPE_CODES.items()}
 
-#: One key, maybe indexed: ``A2('1')``; a value: ``'text'`` (``''`` is a quote, a backslash
-#: escapes the next character: seed 004 writes ``'.\,'`` for ``.,``).
-_KEY = re.compile(r"([A-Z][A-Z0-9]*)(?:\('((?:[^'\\]|''|\\.)*)'\))?", re.S)
-_VALUE = re.compile(r"'((?:[^'\\]|''|\\.)*)'", re.S)
-_UNESCAPE = re.compile(r"''|\\(.)", re.S)
+#: One key, maybe indexed: ``A2('1')``; a value: ``'text'``.  ``''`` is a quote; a backslash
+#: escapes a backslash or a comma (seed 004 writes ``'.\,'`` for ``.,``); any other backslash
+#: is itself, so text written before backslashes were doubled still reads the same.
+_KEY = re.compile(r"([A-Z][A-Z0-9]*)(?:\('((?:[^'\\]|''|\\[\\,]|\\)*)'\))?", re.S)
+_VALUE = re.compile(r"'((?:[^'\\]|''|\\[\\,]|\\)*)'", re.S)
+_UNESCAPE = re.compile(r"''|\\([\\,])", re.S)
 
 
 def _quote(value: str) -> str:
