@@ -286,8 +286,11 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
                 raise ConfigError(message) from None
         if writer is not None and (in_txn or commit_after_ddl):
             writer.commit_transaction()
+            commit_after_ddl = False
     finally:
         if writer is not None:
+            if commit_after_ddl:  # a whole DDL transaction before the line that failed
+                writer.commit_transaction()
             writer.close()
     return count
 

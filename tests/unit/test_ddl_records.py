@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from trailgate.apply.records import TrailChange
 from trailgate.capture.ddl_markers import DdlRows
 from trailgate.changes.ranges import TrailRange
+from trailgate.errors import ConfigError
 from trailgate.extract.ddl import ExtractDdl
 from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv
@@ -185,3 +188,19 @@ def test_ddl_record_then_its_definition_then_the_changes(tmp_path: Path):
         copy = tmp_path / f"copy{int(ddl_last)}" / "aa"
         import_records(lines, copy)
         assert record_bytes(copy) == record_bytes(trail)
+
+
+def test_import_keeps_a_whole_ddl_transaction_before_a_bad_line(tmp_path: Path):
+    """A transaction that ends with a DDL is committed when the next line is known; a bad
+    next line stops the import, but not before that transaction is in the trail."""
+    _write(tmp_path / "src" / "aa", ddl_last=True)
+    objects = list(export_records(tmp_path / "src" / "aa"))
+    # file, metadata, the first transaction (insert, DDL last), the DDL's new definition;
+    # then, instead of the second transaction, a line that is not JSON
+    assert [o.get("op") for o in objects[2:5]] == ["Insert", "DDL", None]
+    kept = [json.dumps(o) for o in objects[:5]]
+    with pytest.raises(ConfigError, match="not JSON"):
+        import_records([*kept, "{not json"], tmp_path / "dst" / "aa", source="in.jsonl")
+    txns = list(TrailReader(tmp_path / "dst" / "aa").transactions())
+    assert [t.transaction.xid for t in txns] == ["0.1.1"]
+    assert txns[0].transaction.changes[-1].op is OpType.DDL
