@@ -114,7 +114,7 @@ def heartbeat_lag_lines(home: Home, group: GroupInfo, *, short: bool = False) ->
     from trailgate.manager.lag import LagMonitor, format_hms
     from trailgate.manager.params import ManagerParams
 
-    monitor = LagMonitor(home, ManagerParams(), lambda *_: None)
+    monitor = LagMonitor(home, ManagerParams(), lambda *_: None, purge=False)
     try:
         monitor.sample([])
         rows = monitor.heartbeat_for(group.kind, group.name)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pyarrow as pa
 
 from trailgate.apply.arrow_types import arrow_type
@@ -20,6 +21,7 @@ from trailgate.apply.changelog import change_log_schema
 from trailgate.apply.values import pg_type_for_source
 from trailgate.capture.postgres.copy_read import arrow_batches, open_snapshot
 from trailgate.capture.postgres.ranges import KeyRange
+from trailgate.checkpoint import fsync_dir
 from trailgate.errors import TargetError
 from trailgate.load.job import LoadJob, LoadTable
 from trailgate.model import unix_micros_from_julian
@@ -116,7 +118,7 @@ def load_delta_range(job: LoadJob, table: LoadTable, rng: KeyRange,
                         commit_properties=CommitProperties(
                             app_transactions=[Transaction(app, job.cut)],
                             max_commit_retries=100))
-    except (pa.ArrowException, OSError, ValueError) as exc:
+    except (pa.ArrowException, OSError, ValueError, psycopg.Error) as exc:
         raise _fail(table, rng, exc, f"Delta table {path}") from None
     except Exception as exc:
         if type(exc).__module__.startswith("deltalake"):
@@ -209,12 +211,8 @@ def load_parquet_range(job: LoadJob, table: LoadTable, rng: KeyRange,
         finally:
             os.close(fd)
         os.replace(tmp, final)
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except (pa.ArrowException, OSError) as exc:
+        fsync_dir(directory)
+    except (pa.ArrowException, OSError, psycopg.Error) as exc:
         tmp.unlink(missing_ok=True)
         raise _fail(table, rng, exc, f"Parquet change log {directory}") from None
     finally:

@@ -25,6 +25,7 @@ from trailgate.home import validate_group_name
 from trailgate.manager.auth import check_authorization
 from trailgate.manager.metrics import CONTENT_TYPE, render_metrics
 from trailgate.manager.state import ManagerState, read_events
+from trailgate.manager.status import group_status
 from trailgate.process import lifecycle
 
 __all__ = ["CONSOLE_DIR", "create_app"]
@@ -120,7 +121,7 @@ def create_app(state: ManagerState) -> FastAPI:
 
     def status_of(name: str) -> dict[str, Any]:
         info = find(name)
-        return next(s for s in state.statuses() if s["name"] == info.name)
+        return group_status(state.home, info, state.supervisor.watch.get(info.name))
 
     @app.get("/metrics", tags=["metrics"], response_class=PlainTextResponse,
              summary="Prometheus metrics (text format)")

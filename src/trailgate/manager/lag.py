@@ -37,7 +37,11 @@ def format_hms(seconds: float | None) -> str:
 class LagMonitor:
     """Lag samples (kept ``keep`` per series) and the heartbeat rows last read."""
 
-    def __init__(self, home: Home, params: ManagerParams, log: Log, keep: int = 720):
+    def __init__(self, home: Home, params: ManagerParams, log: Log, keep: int = 720, *,
+                 purge: bool = True):
+        """``purge``: also delete the heartbeat history older than RETENTION_TIME (the
+        Manager's monitor; a GGSCI INFO or LAG only reads)."""
+        self.purge = purge
         self.home = home
         self.params = params
         self.log = log
@@ -91,7 +95,8 @@ class LagMonitor:
             if not heartbeat_objects(conn, schema)[HISTORY]:
                 return []
             rows = lag_rows(conn, schema)
-            self._purge(conn, conninfo, schema, now, settings)
+            if self.purge and now >= self._purged_at.get(conninfo, 0.0):
+                self._purge(conn, conninfo, schema, now, settings)
             return rows
         except Exception:  # a target that is down: asked again later
             self._failed[conninfo] = now + RETRY_AFTER

@@ -1,10 +1,10 @@
 """Start, stop and kill group processes, and tell whether they are running.
 
-There is no Manager: GGSCI's ``START`` launches ``trailgate run …`` itself, detached in a new
-session, its output appended to the report.  The contract with a running group is one file,
-``dirchk/NAME.pid``: written at start, removed at a clean stop, left by a process that died
-(ABENDED).  A pid is believed only if that process lives, is no zombie and, where ``/proc``
-tells, runs the group, so a reused pid does not look RUNNING.  docs/processes.md.
+GGSCI's ``START`` (and the Manager's AUTOSTART/AUTORESTART) launch ``trailgate run …``
+detached in a new session, its output appended to the report.  The contract with a running
+group is one file, ``dirchk/NAME.pid``: written at start, removed at a clean stop, left by a
+process that died (ABENDED).  A pid is believed only if that process lives, is no zombie and
+runs the group (psutil), so a reused pid does not look RUNNING.  docs/processes.md.
 """
 
 from __future__ import annotations
