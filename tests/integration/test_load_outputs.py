@@ -252,16 +252,16 @@ def test_load_range_through_pure_python_copy_equals_the_c_pump(pg_cluster, tmp_p
             conn.execute(SCHEMA_DDL)
     root = Path(__file__).resolve().parents[2]
     tables = [f"app.{n}" for n in ("orders", "items", "increments", "events")]
-    for how, switch in (("python", "1"), ("c", "0")):
+    ways = [("python", "1")] + ([("c", "0")] if _c_pump() is not None else [])
+    for how, switch in ways:
         env = dict(os.environ, PYTHONPATH=str(root / "src"), TRAILGATE_PURE_PYTHON=switch)
         done = subprocess.run([sys.executable, "-c", _ONE_RANGE_EACH, src, targets[how],
                                *tables], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
-        expected = how if how == "python" or _c_pump() is not None else "python"
         for line, table in zip(done.stdout.splitlines(), tables, strict=True):
             name, count, path = line.split()
-            assert (name, path) == (table, expected), (how, done.stdout)
+            assert (name, path) == (table, how), (how, done.stdout)
             assert int(count) == sum(rows(src, table).values())
-    for name in ("orders", "items", "increments", "events"):
-        assert rows(targets["python"], f"app.{name}") == rows(src, f"app.{name}")
-        assert rows(targets["c"], f"app.{name}") == rows(src, f"app.{name}")
+    for how, _ in ways:  # without a compiler the C pump is not built: Python alone
+        for name in ("orders", "items", "increments", "events"):
+            assert rows(targets[how], f"app.{name}") == rows(src, f"app.{name}")

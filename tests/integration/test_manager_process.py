@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from trailgate.checkpoint import Checkpoint
 from trailgate.db.connect import CredentialStore
+from trailgate.errors import TrailgateError
 from trailgate.ggsci.shell import Shell
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.model import TrailPosition
@@ -61,7 +62,7 @@ def _ggsci(home: Home, script: str) -> str:
     shell = Shell(home, out)
     try:
         shell.run_script(script, "test.oby")
-    except Exception:
+    except TrailgateError:  # a failing command: its ERROR lines are in the output
         pass
     finally:
         shell.close()
