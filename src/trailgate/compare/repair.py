@@ -12,16 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trailgate.capture.postgres.pgoutput import quote_ident
 from trailgate.compare.spec import CompareJob, CompareTable
 from trailgate.compare.task import Difference
 from trailgate.db.connect import connect
 from trailgate.errors import TargetError
 
 __all__ = ["apply_repair", "repair_sql"]
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _literal(value: str | None, type_name: str) -> str:
@@ -36,15 +33,15 @@ def _where(table: CompareTable, values: tuple[str | None, ...]) -> str:
     parts = []
     for c in cols:
         v = values[index[c.source]]
-        parts.append(f"{_ident(c.target)} IS NULL" if v is None
-                     else f"{_ident(c.target)} = {_literal(v, c.target_type)}")
+        parts.append(f"{quote_ident(c.target)} IS NULL" if v is None
+                     else f"{quote_ident(c.target)} = {_literal(v, c.target_type)}")
     return " AND ".join(parts)
 
 
 def _statement(table: CompareTable, d: Difference) -> str | None:
     t = table.target_sql
     if d.kind == "missing" and d.src is not None:
-        cols = ", ".join(_ident(c.target) for c in table.columns)
+        cols = ", ".join(quote_ident(c.target) for c in table.columns)
         vals = ", ".join(_literal(v, c.target_type) for c, v in zip(table.columns, d.src,
                                                                      strict=True))
         return "\n".join([f"INSERT INTO {t} ({cols}) VALUES ({vals});"] * d.n)
@@ -56,8 +53,9 @@ def _statement(table: CompareTable, d: Difference) -> str | None:
         return "\n".join([one] * d.n)
     if d.kind == "different" and d.src is not None and d.tgt is not None:
         index = {c.source: i for i, c in enumerate(table.columns)}
-        sets = ", ".join(f"{_ident(c.target)} = {_literal(d.src[index[c.source]], c.target_type)}"
-                         for c in table.columns if c.source in d.columns)
+        sets = ", ".join(
+            f"{quote_ident(c.target)} = {_literal(d.src[index[c.source]], c.target_type)}"
+            for c in table.columns if c.source in d.columns)
         return f"UPDATE {t} SET {sets} WHERE {_where(table, d.tgt)};"
     return None
 

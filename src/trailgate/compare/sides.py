@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from trailgate.capture.postgres.copy_read import ReadColumn, arrow_batches, range_select
+from trailgate.capture.postgres.pgoutput import quote_ident
 from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.compare.spec import CompareTable
@@ -28,10 +29,6 @@ Rows = dict[str, tuple[int, int]]
 _MASK = (1 << 64) - 1
 _NULL = "\x00NULL\x00"
 _SEP = "\x1f"
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class PgSqlSide:
@@ -47,9 +44,9 @@ class PgSqlSide:
 
     def _exprs(self, cols: list[ReadColumn]) -> list[str]:
         if self.role == "source":
-            return [_ident(c.source) for c in cols]
-        return [_ident(c.target) if c.target_type == c.source_type
-                else f"{_ident(c.target)}::{c.source_type}" for c in cols]
+            return [quote_ident(c.source) for c in cols]
+        return [quote_ident(c.target) if c.target_type == c.source_type
+                else f"{quote_ident(c.target)}::{c.source_type}" for c in cols]
 
     def _table(self, t: CompareTable) -> str:
         return t.source_sql if self.role == "source" else t.target_sql

@@ -24,6 +24,7 @@ from trailgate.capture.postgres.copy_read import (
     open_snapshot,
     range_select,
 )
+from trailgate.capture.postgres.pgoutput import quote_ident
 from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.db.connect import connect, describe
 from trailgate.errors import TargetError
@@ -49,10 +50,6 @@ CREATE TABLE IF NOT EXISTS trailgate.load_ranges (
 COMMENT ON TABLE trailgate.load_ranges IS
     'trailgate initial loads: one row per range loaded, committed with its rows';
 """
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def ensure_progress_table(conn: psycopg.Connection[Any]) -> None:
@@ -90,7 +87,7 @@ def clear_table(conn: psycopg.Connection[Any], group: str, table_no: int,
 def _select_exprs(table: LoadTable) -> list[str]:
     out = []
     for col in table.columns:
-        name = _ident(col.source)
+        name = quote_ident(col.source)
         out.append(name if col.source_type == col.target_type
                    else f"{name}::{col.target_type}")
     return out
@@ -118,7 +115,7 @@ def load_range(job: LoadJob, table: LoadTable, rng: KeyRange,
                 return None
             select = range_select(table.source_sql, table.key_column, rng,
                                   _select_exprs(table))
-            cols = ", ".join(_ident(c.target) for c in table.columns)
+            cols = ", ".join(quote_ident(c.target) for c in table.columns)
             out_sql = f"COPY ({select}) TO STDOUT (FORMAT binary)"
             in_sql = f"COPY {table.target_sql} ({cols}) FROM STDIN (FORMAT binary)"
             rows = copy_through(src, out_sql, tgt, in_sql, progress)

@@ -21,6 +21,7 @@ import psycopg.pq as pq
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from trailgate.capture.postgres.pgoutput import quote_ident
 from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect, describe
@@ -46,10 +47,6 @@ class ReadColumn:
     source_type: str
     target: str
     target_type: str
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def open_snapshot(conninfo: str, snapshot: str | None, what: str) -> psycopg.Connection[Any]:
@@ -309,7 +306,7 @@ class _CopyReader(io.RawIOBase):
 
 
 def _csv_expr(col: ReadColumn, arrow_type: pa.DataType) -> str:
-    name = _ident(col.source)
+    name = quote_ident(col.source)
     if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
         return f"encode({name}, 'hex')"
     if pa.types.is_boolean(arrow_type) and col.source_type != "boolean":

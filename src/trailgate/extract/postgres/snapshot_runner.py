@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 
 from trailgate.capture.postgres.catalog import describe_table
+from trailgate.capture.postgres.pgoutput import quote_ident
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.changes.change_rows import tabledef_to_json
 from trailgate.db.connect import connect
@@ -50,10 +51,6 @@ def add_request(dirchk: Path, group: str, table: str, resync: bool = False) -> P
     tmp.write_text(json.dumps({"table": table, "resync": resync}))
     tmp.replace(path)
     return path
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class SnapshotRunner:
@@ -220,11 +217,11 @@ class SnapshotRunner:
         fence = self._fence(conn)
         cols = [c for c in snap.definition.columns]
         types = {c.name: c.source_type for c in cols}
-        key = [_ident(k) for k in snap.key]
+        key = [quote_ident(k) for k in snap.key]
         key_sql = ", ".join(key)
         # outputs named c0, c1, …: ORDER BY the key then sorts the key, not its text
-        select = ", ".join(f"{_ident(c.name)}::text AS c{i}" for i, c in enumerate(cols))
-        name = ".".join(_ident(p) for p in snap.table.split(".", 1))
+        select = ", ".join(f"{quote_ident(c.name)}::text AS c{i}" for i, c in enumerate(cols))
+        name = ".".join(quote_ident(p) for p in snap.table.split(".", 1))
         n = snap.chunks + 1
         payload: dict[str, Any] = {"op": "chunk", "table": snap.table, "n": n,
                                    "fence": fence}
