@@ -271,7 +271,7 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
                         writer.begin_transaction(obj.get("xid") or "", int(obj.get("csn") or 0))
                         in_txn = True
                     after_ddl = change.op is OpType.DDL
-                    writer.add_change(change, None if after_ddl else tables.get(change.table))
+                    writer.add_change(change, tables.get(change.table))
                     count += 1
                     if obj.get("trans_ind", "only") in ("last", "only"):
                         in_txn = False

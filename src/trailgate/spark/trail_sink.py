@@ -54,7 +54,6 @@ __all__ = ["MESSAGE_SCHEMA", "SinkOptions", "TrailAppender", "TrailCommitMessage
            "TrailDataSource", "TrailStreamWriter", "commit_checkpoint", "message_json",
            "message_of", "write_change_batches", "write_in_task", "write_task"]
 
-_DDL = int(OpType.DDL)
 _STAT_KIND: dict[int, str] = {  # by IO type
     OpType.INSERT: "insert", OpType.UPDATE: "update", OpType.FIELD_COMP: "update",
     OpType.PK_UPDATE: "update", OpType.DELETE: "delete", OpType.TRUNCATE: "truncate",
@@ -250,7 +249,7 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
                     change = cols.change(i)
                     name = change.table
                     # a DDL record needs no definition before it: its new one comes after
-                    writer.add_change(change, None if op == _DDL else tables.get(name))
+                    writer.add_change(change, tables.get(name))
                     for table_def in defines:
                         writer.add_definition(table_def)
                     key = (name, op)

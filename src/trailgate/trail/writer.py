@@ -251,14 +251,15 @@ class TrailWriter:
             self._finish_file()
         if self._fd is None:
             self._open_file(csn, io_time)
+        described = any(r[14] not in _NO_TABLE for r in records)  # a DDL or comment is not
         if self._enc is not None:
-            if any(r[14] not in _NO_TABLE for r in records) and self._enc.needs_metadata(
+            if described and self._enc.needs_metadata(
                     name, table, self._tables_in_file.get(name)):
                 meta = self._enc.metadata(name, table, io_time)
                 if table is not None:
                     self._tables_in_file[name] = table
             records = self._enc.patch(records, name)
-        elif table is not None and self._tables_in_file.get(name) != table:
+        elif described and table is not None and self._tables_in_file.get(name) != table:
             meta = encode_metadata_record(table, io_time)
             self._tables_in_file[name] = table
         for rec in meta:
