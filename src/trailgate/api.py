@@ -29,7 +29,7 @@ from trailgate.model import (
 from trailgate.trail.header import FileHeader
 from trailgate.trail.reader import ReadTransaction, TrailReader, TrailRecord, read_header
 from trailgate.trail.records import RawRecord, decode_record
-from trailgate.trail.release import parse_release
+from trailgate.trail.release import resolve_format
 from trailgate.trail.writer import TrailWriter
 
 if TYPE_CHECKING:
@@ -88,7 +88,12 @@ def write_transactions(trail: str | Path, transactions: Iterable[Transaction],
     default, made durable before this returns.  ``release`` (``"21.1"``) writes that
     GoldenGate release's format, ``byte_order`` (``"big"``/``"little"``) overriding its
     default, as ``EXTTRAIL …, FORMAT RELEASE`` does; the default is the 11.2 format."""
-    fmt = parse_release(release, byte_order) if release is not None else None
+    fmt = None
+    if release is not None or byte_order is not None:
+        try:
+            fmt = resolve_format(release, byte_order)
+        except ValueError as exc:
+            raise ConfigError(f"write_transactions: {exc}") from None
     with TrailWriter(trail, megabytes=megabytes, fsync=fsync, format=fmt) as writer:
         for txn in transactions:
             writer.write_transaction(txn, tables)

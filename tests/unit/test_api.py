@@ -42,6 +42,10 @@ def test_write_a_release_format_and_read_it(tmp_path: Path) -> None:
     assert api.read_header(f"{trail}000000000").compatibility == 7
     (read,) = api.read_transactions(trail)
     assert read.transaction.changes[1].after == {0: b"1", 1: b"x"}
+    for release, order in (("21.1", "sideways"), (None, "little")):
+        with pytest.raises(api.ConfigError, match="TRAILBYTEORDER"):
+            api.write_transactions(tmp_path / "bad" / "aa", [], {}, release=release,
+                                   byte_order=order)
 
 
 def test_decode_one_record(tmp_path: Path) -> None:
