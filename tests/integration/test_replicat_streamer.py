@@ -31,6 +31,7 @@ from trailgate.replicat.group import RunOptions, run_replicat_group
 from trailgate.replicat.stream_apply import ApplyStreamer
 from trailgate.replicat.task_apply import open_applier
 from trailgate.spark.trail_offsets import end_of_data
+from trailgate.trail.naming import TrailName
 
 pytestmark = [pytest.mark.postgres]
 
@@ -58,7 +59,7 @@ def _append(cfg: ReplicatConfig, work: Increments, n: int) -> TrailPosition:
     return end
 
 
-def _until(predicate: Callable[[], bool], what: str, timeout: float = 30) -> None:
+def _until(predicate: Callable[[], bool], what: str, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -108,6 +109,30 @@ def test_applied_as_the_trail_grows_and_never_twice(tmp_path: Path, pg_db: str) 
         assert _row(pg_db) == [(-1, 0, str(end2))]
     finally:
         again.close()
+
+
+def test_a_next_file_seen_half_written_is_applied_once_complete(tmp_path: Path,
+                                                                pg_db: str) -> None:
+    """The streamer's scan stops before a next file still being written; the file growing
+    afterwards (not only its appearing) must wake the streamer."""
+    _, cfg, router = _setup(tmp_path, pg_db)
+    work = Increments(seed=11)
+    write_trail(Path(cfg.trail), work.transactions(20))
+    first = work.expected_accounts()
+    write_trail(Path(cfg.trail), work.transactions(20))
+    second = TrailName(cfg.trail).file(1)
+    whole = second.read_bytes()
+    second.write_bytes(whole[:10])  # the next file as a writer has just begun it
+    streamer = _streamer(cfg, router)
+    try:
+        _until(lambda: accounts(pg_db) == first, "the first file")
+        time.sleep(0.3)  # the streamer has looked at the half-written file and idles
+        with second.open("ab") as f:
+            f.write(whole[10:])
+        _until(lambda: accounts(pg_db) == work.expected_accounts(), "the completed file")
+        assert events(pg_db) == work.events
+    finally:
+        streamer.close()
 
 
 def test_the_stop_file_holds_all_but_what_a_batch_waits_for(tmp_path: Path,

@@ -39,8 +39,8 @@ log = logging.getLogger("trailgate.replicat")
 #: The most change records one target transaction takes (the default batch bound's size):
 #: a backlog is applied in steps of this, each committed with its row.
 CHUNK_RECORDS = 100_000
-#: Seconds between looks at the trail.  A look at an idle trail is one ``stat`` of its last
-#: file and one of the next (a few microseconds); only a trail that grew is scanned.
+#: Seconds between looks at the trail.  A look at an idle trail is a ``stat`` of its last
+#: file and of the next two (a few microseconds); only a trail that grew is scanned.
 POLL_SECONDS = 0.01
 #: Seconds between looks at the stop file while it holds the streamer.
 HOLD_SECONDS = 0.05
@@ -143,7 +143,7 @@ class ApplyStreamer:
 
     def _run(self) -> None:
         state: ScanState | None = None
-        idle: tuple[int, bool] | None = None  # the trail's look when a scan found nothing
+        idle: tuple[int, int, bool] | None = None  # the trail's look when a scan found nothing
         try:
             while True:
                 with self._cond:
@@ -171,15 +171,19 @@ class ApplyStreamer:
                 self._error = exc
                 self._cond.notify_all()
 
-    def _look(self, state: ScanState | None, at: TrailPosition) -> tuple[int, bool]:
+    def _look(self, state: ScanState | None, at: TrailPosition) -> tuple[int, int, bool]:
         """What tells whether the trail grew past where the last scan stopped: the size of
-        that file and whether the next one exists."""
+        that file, the size of the next one (a scan that found the next file still being
+        written stops before it, so its growth must count) and whether a third exists."""
         seqno = (state.resume if state is not None else at).seqno
+        return (self._size(seqno), self._size(seqno + 1),
+                os.path.exists(self._name.file(seqno + 2)))
+
+    def _size(self, seqno: int) -> int:
         try:
-            size = os.stat(self._name.file(seqno)).st_size
+            return os.stat(self._name.file(seqno)).st_size
         except OSError:
-            size = -1
-        return size, os.path.exists(self._name.file(seqno + 1))
+            return -1
 
     def _pause(self, seconds: float) -> None:
         """Wait ``seconds``, or less if a sync asks for more or the streamer is closing."""
