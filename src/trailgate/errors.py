@@ -6,8 +6,8 @@ reach a user as a traceback.
 
 from __future__ import annotations
 
-__all__ = ["MARK", "ConfigError", "SourceError", "TargetError", "TrailFormatError",
-           "TrailgateError", "marked"]
+__all__ = ["MARK", "ConfigError", "EngineError", "SourceError", "TargetError",
+           "TrailFormatError", "TrailgateError", "marked"]
 
 #: Brackets a trailgate message raised in a Spark task, so the driver finds it inside the
 #: Java exception text Spark wraps it in (:func:`marked`).
@@ -49,6 +49,11 @@ class SourceError(TrailgateError):
 
 class TargetError(TrailgateError):
     """A Replicat target cannot be written as configured."""
+
+
+class EngineError(TrailgateError):
+    """Spark failed for a reason of its own, not one trailgate reports (a Python worker
+    that did not start in time, a lost executor): a restart may cure it."""
 
 
 def marked(message: str) -> str:

@@ -34,7 +34,10 @@ pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 class TrailFeeder(threading.Thread):
     """Appends increments transactions to the trail, as a live Extract would."""
 
-    def __init__(self, trail: Path, work: Increments, limit: int = 6000, per_tick: int = 3):
+    def __init__(self, trail: Path, work: Increments, limit: int = 60_000, per_tick: int = 3):
+        # the limit is only a bound: the feeder writes until the test stops it, so a kill
+        # "while applying" late in a long run still has a trail that grows (at ~30
+        # transactions a second, 6,000 ran out before the eighth of nine kills)
         super().__init__(daemon=True)
         self.trail, self.work, self.limit, self.per_tick = trail, work, limit, per_tick
         self.stop = threading.Event()

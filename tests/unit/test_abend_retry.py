@@ -11,9 +11,10 @@ import psycopg
 import pytest
 from psycopg import errors as pg_errors
 
-from trailgate.errors import ConfigError, TargetError, TrailFormatError
+from trailgate.errors import ConfigError, EngineError, TargetError, TrailFormatError, marked
 from trailgate.home import Home
 from trailgate.process.abends import is_retryable, read_abend, write_abend
+from trailgate.process.query import query_failure
 
 
 def _refused() -> psycopg.OperationalError:
@@ -79,3 +80,24 @@ def test_the_record_the_manager_reads(tmp_path: Path) -> None:
     write_abend(home, "REP1", TargetError("collision"), "REPLICAT REP1 abended: collision")
     abend = read_abend(home, "REP1")
     assert abend is not None and not abend.retryable
+
+
+SPARK_OWN = ("[STREAM_FAILED] Query [id = 98f3c0fe, runId = 78328628] terminated with "
+             "exception: Python worker failed to connect back. SQLSTATE: XXKST")
+
+
+def test_a_failure_of_spark_itself_is_retryable_and_says_so() -> None:
+    # the text a streaming query failed with on a machine too loaded to start a worker
+    failure = query_failure(RuntimeError(SPARK_OWN), TargetError)
+    assert isinstance(failure, EngineError)
+    assert str(failure).startswith("Spark failed: [STREAM_FAILED]")
+    assert is_retryable(failure)
+
+
+def test_trailgates_own_message_inside_a_spark_failure_keeps_its_kind() -> None:
+    text = (f"[STREAM_FAILED] Query terminated with exception: Traceback ...\n"
+            f"{marked('collision applying Insert: table public.t, key id = 1')}\n...")
+    failure = query_failure(RuntimeError(text), TargetError)
+    assert type(failure) is TargetError
+    assert str(failure) == "collision applying Insert: table public.t, key id = 1"
+    assert not is_retryable(failure)

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from trailgate.checkpoint import atomic_write_text
-from trailgate.errors import ConfigError, TrailFormatError, TrailgateError
+from trailgate.errors import ConfigError, EngineError, TrailFormatError, TrailgateError
 from trailgate.home import Home, validate_group_name
 
 __all__ = ["Abend", "abend_file", "clear_abend", "is_retryable", "read_abend", "write_abend"]
@@ -62,6 +62,8 @@ def is_retryable(exc: BaseException) -> bool:
     malformed trail), which need a person first."""
     if isinstance(exc, KeyboardInterrupt):  # a second stop signal: a person stopped it
         return False
+    if isinstance(exc, EngineError):  # Spark's own failure: as a crash
+        return True
     chain = _chain(exc)
     for item in chain:  # psycopg's OperationalError or a subclass (AdminShutdown, a deadlock)
         if any(cls.__name__ == "OperationalError" and cls.__module__.startswith("psycopg")

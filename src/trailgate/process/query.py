@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trailgate.errors import MARK, TargetError, TrailgateError
+from trailgate.errors import MARK, EngineError, TargetError, TrailgateError
 from trailgate.params import ReportCount
 from trailgate.process.runtime import GroupProcess, stop_after_batch
 
-__all__ = ["query_error", "report_interval", "stop_after_batch", "watch"]
+__all__ = ["query_error", "query_failure", "report_interval", "stop_after_batch", "watch"]
 
 _ERROR = re.compile(r"(?:trailgate\.errors\.)?(SourceError|ConfigError|TrailFormatError|"
                     r"TargetError|CollisionError|MappingError|ValueError|OSError|"
@@ -28,17 +28,31 @@ _ERROR = re.compile(r"(?:trailgate\.errors\.)?(SourceError|ConfigError|TrailForm
 
 def query_error(exc: Any) -> str:
     """The first trailgate-level message inside a Spark error."""
+    return _message(exc)[0]
+
+
+def query_failure(exc: Any, error: type[TrailgateError] = TargetError) -> TrailgateError:
+    """A failed query as the error to raise: ``error`` with trailgate's own message when
+    the failure holds one, else an :class:`EngineError` (Spark's own failure, which the
+    Manager's AUTORESTART may retry)."""
+    message, ours = _message(exc)
+    if ours:
+        return error(message)
+    return EngineError(f"Spark failed: {message}")
+
+
+def _message(exc: Any) -> tuple[str, bool]:
     text = str(getattr(exc, "desc", None) or exc)
     start = text.find(MARK)
     if start >= 0:
         end = text.find(MARK, start + len(MARK))
         if end > start:
-            return text[start + len(MARK):end].strip()
+            return text[start + len(MARK):end].strip(), True
     found = _ERROR.findall(text)
     if found:
-        return found[-1][1].strip()
+        return found[-1][1].strip(), True
     first = next((line for line in text.splitlines() if line.strip()), text)
-    return first.strip()[:2000]
+    return first.strip()[:2000], False
 
 
 def report_interval(report_count: ReportCount | None) -> float:
@@ -90,9 +104,9 @@ def watch(proc: GroupProcess, query: Any, *, stop_file: Path, max_batches: int |
             stop_after_batch(query, stop_file, stop_timeout)
             failure = query.exception()
             if failure is not None:
-                raise error(query_error(failure))
+                raise query_failure(failure, error)
             return reason
     failure = query.exception()
     if failure is not None:
-        raise error(query_error(failure))
+        raise query_failure(failure, error)
     return "the query ended"
