@@ -35,7 +35,7 @@ from trailgate.load.manifest import Manifest, RangeState, TableState, manifest_p
 from trailgate.load.progress import Progress, summary_lines
 from trailgate.load.sink_driver import SinkDriver
 from trailgate.model import julian_from_unix_micros
-from trailgate.process.query import query_error
+from trailgate.process.query import query_failure
 from trailgate.process.runtime import GroupProcess
 
 __all__ = ["LoadOptions", "run_load"]
@@ -350,7 +350,7 @@ def _load(proc: GroupProcess, home: Home, cfg: LoadConfig, manifest: Manifest,
                 reason = proc.stop_reason or "stop requested"
                 results = []
             else:
-                raise SourceError(query_error(exc)) from None
+                raise query_failure(exc, SourceError) from None
         finally:
             progress.stop()
         longest: dict[int, float] = {}

@@ -21,7 +21,7 @@ from trailgate.checkpoint import TableStats
 from trailgate.errors import SourceError, TrailgateError
 from trailgate.home import Home
 from trailgate.model import TrailPosition
-from trailgate.process.query import query_error, watch
+from trailgate.process.query import query_failure, watch
 from trailgate.process.runtime import GroupProcess
 from trailgate.pump.config import PumpConfig, load_pump_config
 from trailgate.spark.trail_changes import header_key
@@ -244,7 +244,7 @@ def run_pump(home: Home, name: str, args: argparse.Namespace, *, spark: Any = No
         except TrailgateError:
             raise
         except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
-            raise SourceError(query_error(exc)) from None
+            raise query_failure(exc, SourceError) from None
         finally:
             if own:
                 stop_spark()

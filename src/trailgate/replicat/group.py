@@ -21,7 +21,7 @@ from trailgate.apply.records import TableCounts
 from trailgate.errors import TargetError, TrailgateError
 from trailgate.home import Home
 from trailgate.model import TrailPosition
-from trailgate.process.query import query_error, report_interval, watch
+from trailgate.process.query import query_failure, report_interval, watch
 from trailgate.process.runtime import GroupProcess
 from trailgate.replicat.config import ReplicatConfig, load_replicat_config, spark_conf
 from trailgate.replicat.csn_filter import CsnFilter
@@ -278,7 +278,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
         except TrailgateError:
             raise
         except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
-            raise TargetError(query_error(exc)) from None
+            raise query_failure(exc, TargetError) from None
         finally:
             stop_file.unlink(missing_ok=True)
             if own:

@@ -31,7 +31,7 @@ from trailgate.extract.oracle.source import (
 )
 from trailgate.extract.running import SPARK_DEFAULTS, ExtractStats, echo_parameters
 from trailgate.home import Home
-from trailgate.process.query import query_error, report_interval, watch
+from trailgate.process.query import query_failure, report_interval, watch
 from trailgate.process.runtime import GroupProcess
 
 __all__ = ["run_oracle_extract"]
@@ -133,7 +133,7 @@ def run_oracle_extract(home: Home, name: str, opts: Any, *, spark: Any = None) -
         except TrailgateError:
             raise
         except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
-            raise SourceError(query_error(exc)) from None
+            raise query_failure(exc, SourceError) from None
         finally:
             stop_file.unlink(missing_ok=True)
             if own:

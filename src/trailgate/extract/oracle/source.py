@@ -32,7 +32,7 @@ from trailgate.extract.oracle.dumps import (
     ready_dumps,
 )
 from trailgate.home import Home
-from trailgate.process.query import query_error
+from trailgate.process.query import query_failure
 from trailgate.spark.batch_window import stop_requested
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def parse_in_parallel(spark: Any, cfg: OracleDumpConfig, paths: list[str]
     try:
         return list(rdd.map(lambda p: parse_file(cfg, p)).collect())
     except Exception as exc:  # py4j: the task's Python error is inside the Java message
-        raise SourceError(query_error(exc)) from None
+        raise query_failure(exc, SourceError) from None
 
 
 # -- the streaming source ------------------------------------------------------------------

@@ -25,7 +25,7 @@ from trailgate.extract.postgres.config import (
 from trailgate.extract.postgres.startup import StartupReport, check_source
 from trailgate.extract.running import SPARK_DEFAULTS, ExtractStats, echo_parameters
 from trailgate.home import Home
-from trailgate.process.query import query_error, report_interval, watch
+from trailgate.process.query import query_failure, report_interval, watch
 from trailgate.process.runtime import EVENT_NO_TRANDATA, GroupProcess
 
 __all__ = ["RunOptions", "run_extract_group"]
@@ -249,7 +249,7 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
         except TrailgateError:
             raise
         except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
-            raise SourceError(query_error(exc)) from None
+            raise query_failure(exc, SourceError) from None
         finally:
             if heartbeat is not None:
                 heartbeat.stop()
