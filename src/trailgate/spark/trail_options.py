@@ -59,6 +59,7 @@ class TrailOptions:
     patient_window: bool = False  # ``batchWindowPatient``: no batch on quiet
     table: str | None = None  # ``table``: one table's changes, typed
     list_tables: bool = False  # ``listTables``: the trail's tables, one row each
+    split_bytes: int = 32 << 20  # ``splitMegabytes``: a bigger file is several partitions
 
     def table_filter(self) -> TableFilter | None:
         return TableFilter(self.tables) if self.tables else None
@@ -172,4 +173,5 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Tra
         patient_window=_bool("batchWindowPatient", options.get("batchWindowPatient", "false")),
         table=table,
         list_tables=_bool("listTables", options.get("listTables", "false")),
+        split_bytes=_positive("splitMegabytes", options.get("splitMegabytes", "32")) << 20,
     )

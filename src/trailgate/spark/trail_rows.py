@@ -9,7 +9,7 @@ transaction start belong to an earlier range.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -60,14 +60,17 @@ _ROW_TYPES = frozenset(int(op) for op in OpType) - {
 
 
 class _MapColumn:
-    """A map<string,string> column kept as Arrow's offsets/keys/items/validity lists."""
+    """A map<string,string> column kept as Arrow's offsets/keys/items/validity lists.
+
+    Items are kept as the trail's bytes (or text) and become UTF-8 strings in one Arrow
+    cast per batch, not one Python string per value."""
 
     __slots__ = ("items", "keys", "nulls", "offsets")
 
     def __init__(self) -> None:
         self.offsets: list[int] = [0]
         self.keys: list[str] = []
-        self.items: list[str | None] = []
+        self.items: list[bytes | str | None] = []
         self.nulls: list[bool] = []
 
     def add(self, entries: Mapping[str, str | None] | None) -> None:
@@ -79,6 +82,15 @@ class _MapColumn:
             self.items.extend(entries.values())
         self.offsets.append(len(self.keys))
 
+    def add_pairs(self, pairs: tuple[Sequence[str], Iterable[bytes | None]] | None) -> None:
+        if pairs is None:
+            self.nulls.append(True)
+        else:
+            self.nulls.append(False)
+            self.keys.extend(pairs[0])
+            self.items.extend(pairs[1])
+        self.offsets.append(len(self.keys))
+
     def mark(self) -> int:
         return len(self.keys)
 
@@ -86,36 +98,44 @@ class _MapColumn:
         del self.offsets[rows + 1:], self.nulls[rows:], self.keys[keys:], self.items[keys:]
 
     def array(self) -> pa.MapArray:
+        try:
+            items = pa.array(self.items, pa.binary()).cast(pa.string())
+        except pa.ArrowInvalid:  # not UTF-8: decoded one by one, as the text form says
+            items = pa.array([v.decode("utf-8", "backslashreplace") if isinstance(v, bytes)
+                              else v for v in self.items], pa.string())
         return pa.MapArray.from_arrays(
             pa.array(self.offsets, pa.int32()), pa.array(self.keys, pa.string()),
-            pa.array(self.items, pa.string()), type=_MAP, mask=pa.array(self.nulls, pa.bool_()))
+            items, type=_MAP, mask=pa.array(self.nulls, pa.bool_()))
 
 
 class _ValueNames:
-    """How one table definition turns ``{index: bytes}`` into ``{name: text}``."""
+    """How one table definition turns ``{index: bytes}`` into map keys and items: the keys
+    of a set of indexes are worked out once, the items stay the trail's bytes (RAW: hex)."""
 
-    __slots__ = ("names", "raw", "table")
+    __slots__ = ("keys", "names", "raw", "table")
 
     def __init__(self, table: TableDef | None):
         self.table = table
         self.names = {c.index: c.name for c in table.columns} if table else {}
         self.raw = frozenset(c.index for c in table.columns
                              if c.kind is ColumnKind.RAW) if table else frozenset()
+        self.keys: dict[tuple[int, ...], tuple[str, ...]] = {}
 
-    def convert(self, values: Values | None) -> dict[str, str | None] | None:
+    def pairs(self, values: Values | None
+              ) -> tuple[Sequence[str], Iterable[bytes | None]] | None:
         if values is None:
             return None
-        names, raw = self.names, self.raw
-        out: dict[str, str | None] = {}
-        for index, value in values.items():
-            name = names.get(index) or str(index)
-            if value is None:
-                out[name] = None
-            elif index in raw:
-                out[name] = value.hex()
-            else:
-                out[name] = value.decode("utf-8", "backslashreplace")
-        return out
+        order = tuple(values)
+        names = self.keys.get(order)
+        if names is None:
+            if len(self.keys) > 4096:  # compressed updates: many column sets; stay bounded
+                self.keys.clear()
+            names = self.keys[order] = tuple(self.names.get(i) or str(i) for i in order)
+        raw = self.raw
+        if raw and not raw.isdisjoint(order):
+            return names, [v.hex().encode("ascii") if v is not None and i in raw else v
+                           for i, v in values.items()]
+        return names, values.values()
 
 
 class _Columns:
@@ -196,8 +216,11 @@ class _Columns:
             images = (None, fields)
         else:
             names = self._value_names(record.table_def)
-            images = (names.convert(change.before) if before is not None else None,
-                      names.convert(change.after) if after is not None else None)
+            if before is not None:
+                before.add_pairs(names.pairs(change.before))
+            if after is not None:
+                after.add_pairs(names.pairs(change.after))
+            return
         if before is not None:
             before.add(images[0])
         if after is not None:
@@ -272,11 +295,13 @@ def read_batches(
     batch_rows: int = 10_000,
     fields: tuple[str, ...] | None = None,
     ops: frozenset[str] | None = None,
+    definitions: dict[str, TableDef] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of the transactions that start in ``[lower, upper)`` (see the module
     docstring for the rule); ``upper=None`` reads to the end of the trail.  ``fields``: the
     columns to build (all by default; without ``before``/``after`` no value is decoded);
-    ``ops``: the ``op`` values to keep (all by default)."""
+    ``ops``: the ``op`` values to keep (all by default); ``definitions``: the table
+    definitions in force at ``lower`` when it lies inside a file."""
     cols = _Columns(fields)
 
     def keep(record: TrailRecord) -> bool:
@@ -293,7 +318,7 @@ def read_batches(
 
     values = fields is None or "before" in fields or "after" in fields
     return drive(trail, lower, upper, cols, keep=keep, metadata=metadata,
-                 batch_rows=batch_rows, values=values)
+                 batch_rows=batch_rows, values=values, tables=definitions)
 
 
 def drive(

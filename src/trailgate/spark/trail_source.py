@@ -13,6 +13,7 @@ asks for less), and batch reads take ``op`` and ``table_name`` filters from Spar
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from trailgate.model import TrailPosition
+from trailgate.model import TableDef, TrailPosition
 from trailgate.spark.batch_window import BatchWindow
 from trailgate.spark.trail_catalog import LIST_SCHEMA_DDL, find_table, list_batch
 from trailgate.spark.trail_offsets import (
@@ -46,6 +47,7 @@ from trailgate.spark.trail_offsets import (
 )
 from trailgate.spark.trail_options import TrailOptions, parse_options
 from trailgate.spark.trail_rows import ARROW_SCHEMA, SCHEMA_DDL, read_batches
+from trailgate.spark.trail_splits import definitions_at, split_file
 from trailgate.spark.typed_rows import TypedTable, read_typed_batches
 from trailgate.trail.naming import TrailName
 
@@ -65,6 +67,7 @@ class TrailPartition(InputPartition):
     seqno: int
     lower: TrailPosition
     upper: TrailPosition | None
+    tables: tuple[TableDef, ...] = ()  # the definitions in force at ``lower`` (mid-file)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +129,8 @@ def _read(options: TrailOptions, shape: ReadShape, partition: TrailPartition
     return read_batches(
         partition.trail, partition.lower, partition.upper, tables=tables,
         include_metadata=options.include_metadata, batch_rows=options.batch_rows,
-        fields=shape.fields, ops=shape.ops)
+        fields=shape.fields, ops=shape.ops,
+        definitions={t.qualified_name: t for t in partition.tables} or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +229,11 @@ class TrailBatchReader(DataSourceReader):
             lower = TrailPosition(seq, 0)
             if opts.start is not None and seq == opts.start.seqno:
                 lower = opts.start
-            parts.append(TrailPartition(opts.trail, seq, lower, TrailPosition(seq + 1, 0)))
+            cuts = split_file(opts.trail, seq, lower, opts.split_bytes)
+            bounds = [lower, *cuts, TrailPosition(seq + 1, 0)]
+            for lo, hi in itertools.pairwise(bounds):
+                defs = definitions_at(opts.trail, lo) if lo.rba > 0 else ()
+                parts.append(TrailPartition(opts.trail, seq, lo, hi, defs))
         # Spark needs at least one partition; an empty range reads nothing.
         return parts or [TrailPartition(opts.trail, -1, TrailPosition(0, 0),
                                         TrailPosition(0, 0))]

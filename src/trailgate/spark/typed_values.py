@@ -10,6 +10,7 @@ converted alone and becomes null when the Spark type cannot hold it.
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -31,6 +32,9 @@ _PG_SIMPLE: dict[str, pa.DataType] = {
 }
 
 
+_PRECISION = re.compile(r"\(\s*(\d+)\s*(?:,\s*(-?\d+)\s*)?\)")
+
+
 def arrow_type(column: Column) -> pa.DataType:
     """The Arrow (and so Spark) type of ``column``'s values."""
     pg = classify(column.source_type)
@@ -44,7 +48,10 @@ def arrow_type(column: Column) -> pa.DataType:
     kind = column.kind
     if kind is ColumnKind.NUMBER:
         p, s = column.precision, column.scale
-        if p is not None and 0 < p <= 38:
+        spelled = _PRECISION.search(column.source_type)
+        if p is None and spelled:  # NUMBER(10,2) with no precision in the definition
+            p, s = int(spelled[1]), int(spelled[2] or 0)
+        if p is not None and 0 < p <= 38 and 0 <= (s or 0) <= p:
             return pa.decimal128(p, s or 0)
         return pa.string()  # NUMBER without a precision: exact as its digits
     if kind in (ColumnKind.DATE, ColumnKind.TIMESTAMP):
