@@ -1,13 +1,11 @@
 """``spark.read.format("trail")`` and ``spark.readStream.format("trail")``.
 
-Batch reads plan one input partition per trail file so files are decoded in parallel;
-streaming reads cut micro-batches at transaction boundaries (offsets ``{"seqno", "rba"}``)
-and plan one partition per file inside the batch.  Rows are built as Arrow batches by
-:mod:`trailgate.spark.trail_rows` (the generic form) or :mod:`trailgate.spark.typed_rows`
-(one table, typed: the ``table`` option); the row rule there keeps every transaction whole
-and in exactly one partition.  Only the columns of the schema the reader is given are built
-(Spark's Python sources get no column pruning, so a narrower ``.schema(…)`` is how a query
-asks for less), and batch reads take ``op`` and ``table_name`` filters from Spark.
+Batch reads plan a partition per trail file (big files cut at transaction boundaries);
+streams cut micro-batches at transaction boundaries (offsets ``{"seqno", "rba"}``).  Rows
+are Arrow batches from :mod:`trail_rows` (generic) or :mod:`typed_rows` (the ``table``
+option), which keep every transaction whole and in one partition.  Spark's Python sources
+get no column pruning, so only the columns of the schema given are built; batch reads take
+``op`` and ``table_name`` filters.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 A file is one partition unless it is bigger than the split size: then the driver's boundary
 scan (record headers only, in C) finds the last transaction boundary before each multiple
-of the split size, so every piece still holds whole transactions and two cores share one
-500 MB file.  A piece that starts inside a file gets the table definitions written before
+of the split size, so every piece still holds whole transactions and several cores share
+one big file.  A piece that starts inside a file gets the table definitions written before
 it in that file (each file carries the definitions of the tables it uses), so its columns
 have their names as if it were read from the file's start.
 """

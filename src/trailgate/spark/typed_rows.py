@@ -1,12 +1,11 @@
 """One table's changes as typed rows: ``spark.read.format("trail").option("table", …)``.
 
 The schema is the union of the table's definitions in the trail (a column added by a DDL
-joins it; rows written before have null there), typed by :mod:`typed_values`: the after
-image as the table's own columns, the before image as the struct ``before``, then the
-change's ``op``, ``csn``, ``xid``, ``io_time``, ``seqno`` and ``rba``.  Rows are gathered
-as tuples straight from the decoded images (one C call per image while every column is
-there) and turned into columns once per batch; only the columns asked for are built, and
-none is decoded when only the change's own columns are.
+joins it, null before), typed by :mod:`typed_values`: the after image as the table's own
+columns, the before image as the struct ``before``, then ``op``, ``csn``, ``xid``,
+``io_time``, ``seqno`` and ``rba``.  Rows gather as tuples straight from the decoded images
+and become columns once per batch; only the columns asked for are built, and none is
+decoded when only the change's own columns are.
 """
 
 from __future__ import annotations
