@@ -33,6 +33,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from trailgate.errors import TrailFormatError
 from trailgate.model import TableDef, TrailPosition
 from trailgate.spark.batch_window import BatchWindow
 from trailgate.spark.trail_catalog import LIST_SCHEMA_DDL, find_table, list_batch
@@ -86,12 +87,15 @@ def typed_table(options: TrailOptions) -> TypedTable:
     return TypedTable.of(find_table(options.trail, options.table, options.seqnos))
 
 
-def read_shape(options: TrailOptions, schema: StructType | None) -> ReadShape:
+def read_shape(options: TrailOptions, schema: StructType | None,
+               typed: TypedTable | None = None) -> ReadShape:
     """The shape of a read whose Spark schema is ``schema``: the full one, or some of its
-    columns (a schema given with ``.schema(…)``), checked here by name and type."""
+    columns (a schema given with ``.schema(…)``), checked here by name and type
+    (``typed``: the table's typed schema when already known)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    typed = typed_table(options) if options.table is not None else None
+    if typed is None and options.table is not None:
+        typed = typed_table(options)
     full = typed.arrow_schema() if typed is not None else ARROW_SCHEMA
     if schema is None:
         return ReadShape(typed)
@@ -158,21 +162,35 @@ class TrailDataSource(DataSource):
         if _bool_option(self.options, "listTables"):
             return LIST_SCHEMA_DDL
         if (self.options.get("table") or "").strip():
-            return typed_table(parse_options(self.options, streaming=True)).ddl()
+            return self._typed_table().ddl()
         return SCHEMA_DDL
+
+    def _typed_table(self) -> TypedTable:
+        """The ``table`` option's typed schema, worked out once: Spark pickles this object
+        after ``schema()``, so the reader gets the same schema without another pass."""
+        typed: TypedTable | None = getattr(self, "_typed", None)
+        if typed is None:
+            try:  # the files a batch read selects (a glob), else all (a stream)
+                options = parse_options(self.options)
+            except (ValueError, TrailFormatError):
+                options = parse_options(self.options, streaming=True)
+            typed = self._typed = typed_table(options)
+        return typed
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = parse_options(self.options)
         if options.list_tables:
             return TrailListReader(options)
-        return TrailBatchReader(options, read_shape(options, schema))
+        typed = self._typed_table() if options.table is not None else None
+        return TrailBatchReader(options, read_shape(options, schema, typed))
 
     def streamReader(self, schema: StructType) -> TrailStreamReader:
         options = parse_options(self.options, streaming=True)
         if options.list_tables:
             raise ValueError("option listTables lists a trail's tables in a batch read; "
                              "use spark.read, not spark.readStream")
-        return TrailStreamReader(options, read_shape(options, schema))
+        typed = self._typed_table() if options.table is not None else None
+        return TrailStreamReader(options, read_shape(options, schema, typed))
 
 
 class TrailListReader(DataSourceReader):
@@ -230,7 +248,9 @@ class TrailBatchReader(DataSourceReader):
             cuts = split_file(opts.trail, seq, lower, opts.split_bytes)
             bounds = [lower, *cuts, TrailPosition(seq + 1, 0)]
             for lo, hi in itertools.pairwise(bounds):
-                defs = definitions_at(opts.trail, lo) if lo.rba > 0 else ()
+                # a typed read knows its table's definitions; a generic one needs all
+                typed = self.shape.typed is not None
+                defs = definitions_at(opts.trail, lo) if lo.rba > 0 and not typed else ()
                 parts.append(TrailPartition(opts.trail, seq, lo, hi, defs))
         # Spark needs at least one partition; an empty range reads nothing.
         return parts or [TrailPartition(opts.trail, -1, TrailPosition(0, 0),
