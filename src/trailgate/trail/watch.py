@@ -55,6 +55,8 @@ class TrailWatch:
     def __init__(self, directory: str | os.PathLike[str]):
         self.directory = os.fspath(directory)
         self._fd: int | None = None
+        self._lock = threading.Lock()  # interrupt and close: never a closed (reused) fd
+        self._closed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -89,16 +91,23 @@ class TrailWatch:
         return bool(ready)
 
     def interrupt(self) -> None:
-        """End the wait under way (or the next one) now."""
-        with contextlib.suppress(BlockingIOError, OSError):
-            os.write(self._wake_w, b"x")
+        """End the wait under way (or the next one) now; nothing once closed."""
+        with self._lock:
+            if not self._closed:
+                with contextlib.suppress(BlockingIOError, OSError):
+                    os.write(self._wake_w, b"x")
 
     def close(self) -> None:
-        for fd in (self._fd, self._wake_r, self._wake_w):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self._fd = None
+        """Release the descriptors (once; no wait may be under way)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for fd in (self._fd, self._wake_r, self._wake_w):
+                if fd is not None:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            self._fd = None
 
 
 def _drain(fd: int) -> None:
