@@ -1,13 +1,11 @@
 """The Replicat's PostgreSQL apply as the trail grows, between micro-batches too.
 
 An :class:`ApplyStreamer` is a driver thread with its own target connection: it applies
-whole transactions as soon as the trail holds them, so a change need not wait for the next
-batch, each step in one target transaction that also moves the group's stream row of the
-checkpoint table (nothing lost or doubled).  A micro-batch's :meth:`~ApplyStreamer.sync`
-only waits for it and takes what it applied for the group checkpoint.  An idle trail is not
-polled: the thread sleeps until the kernel says the trail's directory changed
-(:class:`~trailgate.trail.watch.TrailWatch`), a sync asks for more, or a second passes.
-docs/replicat.md, "Applying as the trail grows".
+whole transactions as soon as the trail holds them, each step in one target transaction
+that also moves the group's stream row of the checkpoint table (nothing lost or doubled).
+A micro-batch's :meth:`~ApplyStreamer.sync` only waits for it and takes what it applied.
+An idle trail is not polled: the thread sleeps until the trail's directory changes
+(:class:`~trailgate.trail.watch.TrailWatch`), a sync asks, or a second passes.
 """
 
 from __future__ import annotations
