@@ -27,7 +27,7 @@ from trailgate.checkpoint import fsync_dir
 from trailgate.params.ddl_rules import DdlFilter, DdlObject
 from trailgate.params.model import ReplicatParams
 from trailgate.params.names import find_map, parse_name, resolve_map
-from trailgate.trail.ddl import DdlMarker, parse_marker, report_line
+from trailgate.trail.ddl import DdlMarker, read_ddl, report_line
 
 __all__ = ["LakeDdl"]
 
@@ -79,13 +79,12 @@ class LakeDdl:
     def apply(self, tc: TrailChange, table: Any, result: ApplyResult) -> bool:
         """Apply DDL record ``tc`` (``table``: the source definition the trail gives right
         after it, or None); True when it changed a table (mappings must be made anew)."""
-        try:
-            marker = parse_marker(tc.change.text or "")
-        except ValueError as exc:
+        record = read_ddl(tc.change.text or "")
+        if record.unreadable is not None:
             raise DdlError(f"DDL record at trail position {tc.position}, CSN {tc.csn}: its "
-                           f"marker text cannot be read ({exc}); the Replicat stops") from None
-        obj = DdlObject(marker.owner, marker.name, marker.object_type, marker.ddl_type,
-                        marker.statement, marker.master_qualified_name, marker.error)
+                           f"marker text cannot be read ({record.unreadable}); the Replicat "
+                           "stops")
+        marker, obj = record.marker, record.obj
         decision = self.filter.decide(obj)
         if self.options.report:
             log.info(report_line("INFO", "OGG-10451" if decision.include else "OGG-10452",

@@ -25,7 +25,7 @@ from trailgate.model import OpType, TrailPosition
 from trailgate.params.ddl_rules import DdlFilter, DdlObject, clause_matches
 from trailgate.params.model import DdlErrorRule, ReplicatParams
 from trailgate.params.names import find_map, parse_name, resolve_map
-from trailgate.trail.ddl import DdlMarker, parse_marker, report_line
+from trailgate.trail.ddl import DdlMarker, read_ddl, report_line
 
 __all__ = ["DdlError", "PgDdl", "ddl_changes"]
 
@@ -72,13 +72,8 @@ class PgDdl:
               discards: list[DdlDiscard]) -> bool:
         """Apply DDL record ``tc``; True when it ran on the target (its definitions must
         then be read again)."""
-        try:
-            marker = parse_marker(tc.change.text or "")
-        except ValueError as exc:
-            marker = DdlMarker({"C1": tc.change.text or "",
-                                "E1": f"the DDL record's marker text cannot be read: {exc}"})
-        obj = DdlObject(marker.owner, marker.name, marker.object_type, marker.ddl_type,
-                        marker.statement, marker.master_qualified_name, marker.error)
+        record = read_ddl(tc.change.text or "")
+        marker, obj = record.marker, record.obj
         decision = self.filter.decide(obj)
         statement = marker.statement.strip()
         if self.report:
