@@ -167,14 +167,25 @@ def test_capture_function_is_not_executable_by_ordinary_users(pg_cluster, pg_db)
         user.execute("CREATE TABLE mine (id int PRIMARY KEY)")
         user.execute("ALTER TABLE mine ADD c int")
         user.execute("DROP TABLE mine")
+        # an operator of the user's own, first in the search_path, cannot answer the
+        # guard's test either
+        user.execute("CREATE FUNCTION app.never(text, text) RETURNS boolean "
+                     "LANGUAGE sql AS 'SELECT false'")
+        user.execute("CREATE OPERATOR app.= (LEFTARG = text, RIGHTARG = text, "
+                     "FUNCTION = app.never)")
+        user.execute("SET search_path = app, pg_catalog")
+        user.execute("SET trailgate.internal_ddl = on")
+        user.execute("CREATE TABLE sneaky (id int)")
     with connect(pg_db) as conn:
         got = [parse_marker(text) for _, _, text in _markers(conn)[before:]]
-        assert [(m.statement, m.get("B9"), m.error) for m in got] == [
+        assert [(m.statement, m.get("B9"), m.error) for m in got
+                if m.object_type == "TABLE"] == [
             ("CREATE TABLE mine (id int PRIMARY KEY)", role, ""),
             ("ALTER TABLE mine ADD c int", role, ""),
             ("DROP TABLE mine", role, ""),
+            ("CREATE TABLE sneaky (id int)", role, ""),
         ]
-        assert all(m.qualified_name == "app.mine" for m in got)
+        assert all(m.qualified_name == "app.mine" for m in got[:3])
         assert got[0].settings()["search_path"] == "app, public"
         conn.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
 

@@ -612,9 +612,10 @@ $fn$;
 -- the guard runs first (event triggers fire in name order) as the role that ran the DDL:
 -- trailgate.internal_ddl marks trailgate's own DDL, run by a superuser (the one that
 -- installed DDL support, or trailgate's SECURITY DEFINER functions); any other role that
--- sets it is captured all the same
+-- sets it is captured all the same (its own search_path: a user's operators cannot
+-- answer its test)
 CREATE OR REPLACE FUNCTION @S@.ggs_ddl_guard() RETURNS event_trigger
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
     IF coalesce(pg_catalog.current_setting('trailgate.internal_ddl', true), '') = 'on'
        AND NOT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r
