@@ -1,14 +1,11 @@
 """Telling a record cut short by its writer from a record whose length field is damaged.
 
-A trail file may end inside a record: its writer is still writing it, or crashed while it
-did.  A damaged length field looks the same to a reader that trusts the length — the record
-seems to run past the file's end — so the reader would wait for bytes that never come, or
-take the rest of the file for a crash's leftovers and silently lose it.  The bytes of a
-record's beginning tell the two apart: a record's sub-records (``H``, ``D``, ``T``, …) follow
-each other up to its ``Z`` trailer, which sits exactly at its G length.  A beginning whose
-sub-records reach a ``Z`` trailer, or run past the G length, is not a beginning: it is a
-whole record under a wrong length.  Only the bytes that are there are walked, so a genuine
-beginning, however short, always passes.
+Both seem to run past the file's end; trusting the length, a reader would wait for bytes
+that never come or drop the rest of the file as a crash's leftovers.  A record's
+sub-records follow each other up to its ``Z`` trailer at exactly its G length, so bytes
+whose sub-records reach a ``Z`` trailer, or run past the G length, are a whole record under
+a wrong length, not a beginning.  Only the bytes present are walked: a genuine beginning,
+however short, always passes.
 """
 
 from __future__ import annotations

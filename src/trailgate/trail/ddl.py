@@ -3,12 +3,10 @@
 The D area of an IOType 160 record is the marker text as the source's DDL trigger wrote it:
 ``,C1='statement'`` then the environment (``,C5='501',B3='US01',B4='T100',B5='TABLE',
 B6='ALTER',…``, session settings as ``C17('n')``/``C18('n')`` pairs, ``C19`` their count),
-the fragments of the marker rows end to end.  Capture, Replicat and Logdump all read it
-through :func:`parse_marker`; the keys are the ``DDLREPLICATION`` constants of seed 004, and
-``E1``/``E2`` are trailgate's (docs/trail-format.md).  Every group that judges a DDL record
-(Extract, Data Pump, Replicat on each target) turns its text into the
-:class:`~trailgate.model.DdlObject` the DDL rules look at through :func:`read_ddl`, the
-one place that says what an unreadable marker text becomes.
+the marker rows' fragments end to end.  Capture, Replicat and Logdump all read it
+through :func:`parse_marker` (keys: seed 004's ``DDLREPLICATION`` constants, ``E1``/``E2``
+trailgate's); every group judging a DDL record gets its
+:class:`~trailgate.model.DdlObject` from :func:`read_ddl`.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@ Three layers, each on the one below: :meth:`TrailReader.raw_records` (records as
 :meth:`TrailReader.records` (fragments joined, LOB pieces folded, metadata applied) and
 :meth:`TrailReader.transactions` (complete ones only).  11.2 records are decoded here,
 12c+ ones by ``release12.FileDecoder``.  A damaged record raises ``TrailFormatError`` with
-file and RBA; a record cut short by a crashed writer at a file's end is not an error: the
-reader waits for it (``follow``) or goes on in the next file.  A damaged length field looks
-the same, so every such end is checked first (``trail.cut``).
+file and RBA; a record cut short by a crashed writer at a file's end (``trail.cut`` tells
+it from a damaged length) is not an error: the reader waits (``follow``) or goes on.
 """
 
 from __future__ import annotations
