@@ -18,7 +18,9 @@ from trailgate.capture.postgres.ddl_setup import (
 )
 from trailgate.capture.postgres.trandata import add_schematrandata
 from trailgate.db.connect import connect
+from trailgate.extract.postgres.config import load_extract_config
 from trailgate.extract.postgres.group import RunOptions, run_extract_group
+from trailgate.extract.postgres.startup import check_source
 from trailgate.model import OpType
 from trailgate.trail import TrailReader
 from trailgate.trail.ddl import parse_marker
@@ -128,7 +130,7 @@ def test_trigger_failure_becomes_a_ddlerror_marker_and_internal_ddl_is_superuser
         assert last.statement == "CREATE TABLE app.hidden (id int)" and not last.error
 
 
-def test_capture_function_is_not_executable_by_ordinary_users(pg_cluster, pg_db):
+def test_capture_function_is_not_executable_by_ordinary_users(pg_cluster, pg_db, tmp_path):
     """``ggs_ddl_capture`` (SECURITY DEFINER: it writes the marker rows the Replicat runs) is
     executable by no ordinary user, so none can forge a DDL into the trail; their real DDL
     is still captured with their session's settings, a new table under SCHEMATRANDATA gives
@@ -150,6 +152,12 @@ def test_capture_function_is_not_executable_by_ordinary_users(pg_cluster, pg_db)
         assert problem and "executable by PUBLIC" in problem and "guard" in problem
         assert "ADD DDLSUPPORT again" in problem
         assert any("executable by PUBLIC" in line for line in info_ddlsupport(conn, "ggadmin"))
+        home = make_home(tmp_path / "home", pg_db, "EXTU", "TABLE app.*;",
+                         extra="DDL INCLUDE MAPPED\n")
+        home.globals_file.write_text("GGSCHEMA ggadmin\n")
+        started = check_source(load_extract_config(home, "EXTU"), None)  # the Extract's start
+        assert any("executable by PUBLIC" in w and "ADD DDLSUPPORT again" in w
+                   for w in started.warnings), started.warnings
         add_ddlsupport(conn, "ggadmin")  # the re-run mends it
         assert upgrade_needed(conn, "ggadmin") is None
         conn.execute(f"DROP ROLE IF EXISTS {role}")
