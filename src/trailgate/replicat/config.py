@@ -146,6 +146,11 @@ def load_replicat_config(home: Home, group: str) -> ReplicatConfig:
         except ValueError as exc:
             raise ConfigError(f"MAP {spec.source}, TARGET {spec.target}: {exc}",
                               path=spec.path, line=spec.line) from None
+        if spec.scd_type == 2 and target.kind != "DELTA":
+            raise ConfigError(f"MAP {spec.source}, TARGET {spec.target}: SCD TYPE 2 keeps "
+                              f"history in Delta tables only (TARGETDELTA); this Replicat's "
+                              f"target is {target.kind.lower()}: remove SCD TYPE 2, or "
+                              f"replicate to TARGETDELTA", path=spec.path, line=spec.line)
     discard = (str(home.resolve(params.discardfile.path)) if params.discardfile
                else str(home.discard_file(info.name)))
     trail = home.resolve(info.source_path)
