@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from replicat_support import Increments, forget_last_commit, replicat_home, write_trail
+from scd2_support import delta_history, history_from_trail
 from spark_conftest import spark_session  # noqa: F401
 
 from trailgate.home import Home
@@ -93,3 +94,31 @@ def test_delta_target_from_a_21_1_trail_equals_the_one_from_the_11_2_trail(
         contents[release] = (sorted(accounts, key=lambda r: r["id"]),
                              sorted(events, key=lambda r: r["id"]))
     assert contents["21.1"] == contents["11.2"]
+
+
+def test_scd2_delta_target_equals_history_from_the_trail_and_replays_are_skipped(
+        tmp_path: Path, spark: object) -> None:
+    """MAP …, SCD TYPE 2 through the Replicat process: the history equals the one computed
+    from the trail's changes, and a replayed batch changes nothing."""
+    lake = tmp_path / "lake"
+    home = replicat_home(tmp_path / "home", f"REPLICAT rep1\nTARGETDELTA {lake}\n"
+                         "MAP public.*, TARGET lake.*_history, SCD TYPE 2;\n",
+                         checkpoint_table=None)
+    work = Increments(seed=12, accounts=15)
+    write_trail(home.dirdat / "rt", work.transactions(60))
+    assert run_once(home, spark) == 0
+    write_trail(home.dirdat / "rt", work.transactions(40))
+    assert run_once(home, spark) == 0
+    forget_last_commit(home)
+    assert run_once(home, spark) == 0
+    trail = home.dirdat / "rt"
+    accounts = delta_history(lake / "lake" / "accounts_history", "id", ["id", "counter", "name"])
+    assert accounts == history_from_trail(spark, trail, "public.accounts", "id",
+                                          {"id": int, "counter": int, "name": str})
+    assert len(accounts) > 2 * len(work.counters)  # versions, not just the last rows
+    assert {r["id"]: r["counter"] for r in accounts if r["__is_current"]} == work.counters
+    events = delta_history(lake / "lake" / "events_history", "id", ["id", "kind"])
+    assert events == history_from_trail(spark, trail, "public.events", "id",
+                                        {"id": int, "kind": str})
+    assert {r["id"] for r in events if r["__is_current"]} == work.events
+    assert any(r["__end_csn"] is not None for r in events)  # deletes closed versions
