@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable
+
 Row = dict[str, Any]
 
 
