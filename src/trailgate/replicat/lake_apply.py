@@ -68,6 +68,7 @@ class LakeBatchApply:
             return self._apply_part(tcs, batch_id, summary.definitions.for_changes(tcs), 0)
         counts: dict[str, TableCounts] = {}
         part = 0
+        used = False  # a part was applied under this number: the next needs its own
         for changes, defs in segments:
             if len(changes) == 1 and changes[0].change.op is OpType.DDL:
                 result = ApplyResult()
@@ -76,8 +77,15 @@ class LakeBatchApply:
                 if changed and self._delta is not None:
                     self._delta.mapper.forget_all()
                 part += 1
+                used = False
                 got = result.counts
             else:
+                # each part is committed under its own application id (Delta) or file
+                # (Parquet): a second part under the first's number would be taken for
+                # a replay of it and skipped (Delta) or overwrite it (Parquet)
+                if used:
+                    part += 1
+                used = True
                 got = self._apply_part(list(changes), batch_id, dict(defs), part)
             for target, c in got.items():
                 counts.setdefault(target, TableCounts()).add(c)

@@ -66,7 +66,9 @@ class Definitions:
                 continue
             name = tc.change.table
             table = self.at(name, tc.position)
-            if name in defs and defs[name] is not table and part:
+            # a definition written again unchanged (every trail file repeats its tables')
+            # does not cut the batch
+            if name in defs and defs[name] != table and part:
                 out.append((part, defs))
                 part, defs = [], {}
             if table is not None:
