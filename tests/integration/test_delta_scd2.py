@@ -247,3 +247,26 @@ def test_errors_name_the_map(tmp_path: Path) -> None:
         DeltaApplier(tmp_path / "k", params()).apply_batch(0, run(w, 2, []), keyless)
     with pytest.raises(ConfigError, match=r"line 3.*SCD TYPE takes 1"):
         params("SCD TYPE 3")
+
+
+def test_truncate_closes_every_current_version(tmp_path: Path) -> None:
+    p = parse_params_text("REPLICAT rep1\nTARGETDELTA /x\nGETTRUNCATES\n"
+                          "MAP public.items, TARGET lake.items_history, SCD TYPE 2;\n",
+                          "rep1.prm")
+    assert isinstance(p, ReplicatParams)
+    w = Workload(seed=2)
+    snaps: list[tuple[int, dict[int, dict[str, Any]]]] = []
+    a = DeltaApplier(tmp_path, p)
+    a.apply_batch(0, run(w, 20, snaps), DEFS)
+    w.csn += 1
+    w.rba += 100
+    truncate = TrailChange(Change(OpType.TRUNCATE, "public.items"), w.csn, "t",
+                           TrailPosition(1, w.rba), julian_from_unix_micros(BASE + w.csn * 1000))
+    w.state.clear()
+    snaps.append((w.csn, {}))
+    after = run(w, 10, snaps)
+    res = a.apply_batch(1, [truncate, *after], DEFS)
+    assert res.counts["lake.items_history"].truncates == 1
+    got = table_rows(tmp_path.joinpath(*PATH))
+    assert got == expected_history(snaps)
+    assert any(r["__end_csn"] == truncate.csn for r in got)
