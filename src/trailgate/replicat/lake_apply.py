@@ -67,8 +67,11 @@ class LakeBatchApply:
         if segments is None:
             return self._apply_part(tcs, batch_id, summary.definitions.for_changes(tcs), 0)
         counts: dict[str, TableCounts] = {}
-        part = 0
-        used = False  # a part was applied under this number: the next needs its own
+        # each part of the batch commits under its own number (a Delta application id, a
+        # Parquet file name): the part after the n-th DDL record is n, and a part cut off by
+        # a definition change without DDL takes the next number, so no two parts share one
+        # (a shared one made the second look applied already, and it was skipped)
+        part, used = 0, False
         for changes, defs in segments:
             if len(changes) == 1 and changes[0].change.op is OpType.DDL:
                 result = ApplyResult()
@@ -76,17 +79,13 @@ class LakeBatchApply:
                 changed = self.ddl().apply(tc, defs.get(tc.change.table), result)
                 if changed and self._delta is not None:
                     self._delta.mapper.forget_all()
-                part += 1
-                used = False
+                part, used = part + 1, False
                 got = result.counts
             else:
-                # each part is committed under its own application id (Delta) or file
-                # (Parquet): a second part under the first's number would be taken for
-                # a replay of it and skipped (Delta) or overwrite it (Parquet)
                 if used:
                     part += 1
-                used = True
                 got = self._apply_part(list(changes), batch_id, dict(defs), part)
+                used = True
             for target, c in got.items():
                 counts.setdefault(target, TableCounts()).add(c)
         return counts
