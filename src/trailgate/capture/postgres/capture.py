@@ -435,7 +435,17 @@ class PgCapture:
                     j += 1
                     rel_key, run = None, None
                     msg = pgo.decode(data, lsn=lsn)
-                    if isinstance(msg, pgo.Begin):
+                    if type(msg) is pgo.Commit:  # first: every transaction has one
+                        if begin is None:
+                            raise SourceError(f"pgoutput Commit without Begin at LSN "
+                                              f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
+                        if not skip and buffer is not None:
+                            captured = self._finish(begin, msg, buffer, new_defs, origin,
+                                                    messages, io_time)
+                            captured.flagged = flagged
+                            yield captured
+                        buffer, begin = None, None
+                    elif type(msg) is pgo.Begin:
                         begin, origin, messages, new_defs = msg, None, [], []
                         flagged = False
                         io_time = julian_from_pg_micros(msg.commit_time)
@@ -453,16 +463,6 @@ class PgCapture:
                                 self._marks.append((msg.lsn, self._last_end_lsn))
                         elif msg.prefix.startswith(MESSAGE_PREFIX) and not skip:
                             messages.append(msg)
-                    elif isinstance(msg, pgo.Commit):
-                        if begin is None:
-                            raise SourceError(f"pgoutput Commit without Begin at LSN "
-                                              f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
-                        if not skip and buffer is not None:
-                            captured = self._finish(begin, msg, buffer, new_defs, origin,
-                                                    messages)
-                            captured.flagged = flagged
-                            yield captured
-                        buffer, begin = None, None
                     elif begin is None:
                         raise SourceError(f"pgoutput change outside a transaction at LSN "
                                           f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
@@ -475,11 +475,13 @@ class PgCapture:
 
     def _finish(self, begin: pgo.Begin, commit: pgo.Commit, buffer: ChangeBuffer,
                 new_defs: list[TableDef], origin: str | None,
-                messages: list[pgo.LogicalMessage]) -> CapturedTransaction:
-        commit_time = julian_from_pg_micros(commit.commit_time)
+                messages: list[pgo.LogicalMessage], io_time: int) -> CapturedTransaction:
+        """``io_time``: the Begin's commit time, as a Julian timestamp."""
+        commit_time = (io_time if commit.commit_time == begin.commit_time
+                       else julian_from_pg_micros(commit.commit_time))
         txn = Transaction(xid=str(begin.xid), csn=commit.commit_lsn, changes=[],
                           commit_time=commit_time)
-        txn.changes = buffer.finish(julian_from_pg_micros(begin.commit_time))
+        txn.changes = buffer.finish(io_time)
         self._delivered_lsn = commit.commit_lsn
         self._last_end_lsn = commit.end_lsn
         self._unacked[commit.commit_lsn] = commit.end_lsn
