@@ -231,8 +231,11 @@ class TrailWriter:
                 or table is None or self._after):
             return False
         known = self._tables_in_file.get(name)
-        if known is not table and known != table:
-            return False
+        if known is not table:
+            if known != table:
+                return False
+            self._tables_in_file[name] = table  # the same definition: compare by identity
+
         patched = with_t_area(record, csn, xid)
         if patched is None or self._file_len + len(patched) > self.max_bytes:
             return False
@@ -284,9 +287,11 @@ class TrailWriter:
                 if table is not None:
                     self._tables_in_file[name] = table
             records = self._enc.patch(records, name)
-        elif described and table is not None and self._tables_in_file.get(name) != table:
-            meta = encode_metadata_record(table, io_time)
-            self._tables_in_file[name] = table
+        elif described and table is not None and (known := self._tables_in_file.get(name)
+                                                  ) is not table:
+            if known != table:
+                meta = encode_metadata_record(table, io_time)
+            self._tables_in_file[name] = table  # equal or new: next time compared by identity
         for rec in meta:
             self._append(rec)
         after, self._after = self._after, []

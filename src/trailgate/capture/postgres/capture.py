@@ -129,6 +129,7 @@ class PgCapture:
         self._previous: CapturedTransaction | None = None
         self._encode_plan = encode_plan if fastpath.available else None
         self._plans: dict[int, tuple[CapturedRelation, bytes | bool | None]] = {}
+        self._plans_epoch = 0  # counts reset_plans: a capture loop asks its plan again
         self._stream = stream
         self._watch = watch
 
@@ -349,6 +350,7 @@ class PgCapture:
     def reset_plans(self) -> None:
         """Ask the encode plan again for every table (what it answers has changed)."""
         self._plans.clear()
+        self._plans_epoch += 1
 
     def republish_tables(self) -> None:
         """Hand out each table's definition again with its next transaction, as a new
@@ -382,6 +384,7 @@ class PgCapture:
         encode = fastpath.rows_encoder if self._encode_plan is not None else None
         next_mark = fastpath.next_mark
         watch, flagged = self._watch, False
+        epoch = self._plans_epoch
         try:
             for chunk, j, hi in spans:
                 while j < hi:
@@ -433,8 +436,14 @@ class PgCapture:
                         j += 1
                         continue
                     j += 1
-                    rel_key, run = None, None
+                    run = None
                     msg = pgo.decode(data, lsn=lsn)
+                    if type(msg) is not pgo.Commit and type(msg) is not pgo.Begin:
+                        rel_key = None  # a Relation message, say: the next row looks again
+                    elif rel is not None and (watch or epoch != self._plans_epoch
+                                              or self._published.get(name) is not rel.table):
+                        rel_key = None  # flag, plan or definition: the next row looks again
+                    epoch = self._plans_epoch
                     if type(msg) is pgo.Commit:  # first: every transaction has one
                         if begin is None:
                             raise SourceError(f"pgoutput Commit without Begin at LSN "
@@ -513,9 +522,10 @@ class PgCapture:
     def _use(self, rel: CapturedRelation, new_defs: list[TableDef]) -> None:
         name = rel.table.qualified_name
         published = self._published.get(name)
-        if published is not rel.table and published != rel.table:
-            self._published[name] = rel.table
-            new_defs.append(rel.table)
+        if published is not rel.table:
+            if published != rel.table:
+                new_defs.append(rel.table)
+            self._published[name] = rel.table  # equal or new: next time by identity
 
     def _changes(self, msg: pgo.Message, begin: pgo.Begin, lsn: int,
                  new_defs: list[TableDef]) -> Iterator[Change]:
