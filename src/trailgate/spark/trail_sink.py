@@ -231,9 +231,23 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
                 defines.append(table_def)
                 continue
             if not in_txn:
-                in_txn = True
                 txn_csn, txn_xid = int(cols.csns[i] or 0), cols.xids[i] or ""
                 skip = last.covers(txn_csn, txn_xid)
+                if not skip and op == OP_PACKED and lasts[i] and not defines:
+                    # a transaction of one packed row: of one record, most often
+                    name = cols.tables[i] or ""
+                    run, io_types = split_run(records[i] or b"")
+                    if len(run) == 1 and writer.write_only(
+                            txn_xid, txn_csn, run[0], tables.get(name), name,
+                            cols.io_times[i] or 0):
+                        key = (name, io_types[0])
+                        counts[key] = counts.get(key, 0) + 1
+                        last.add(txn_csn, txn_xid)
+                        tally.written += 1
+                        tally.notes.extend(notes)
+                        notes = []
+                        continue
+                in_txn = True
                 if not skip:
                     writer.begin_transaction(txn_xid, txn_csn)
             if not skip:
