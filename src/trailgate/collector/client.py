@@ -1,0 +1,270 @@
+"""The Pump's side: a local trail mirrored, byte for byte, to a collector's remote trail.
+
+The Pump writes its output with the trail sink exactly as a local Pump does (into a staging
+trail in its own home), and :meth:`TrailMirror.sync` brings the remote trail level with it
+before the Pump checkpoints: for each file from the collector's last one on, it asks the
+collector what it holds (length and checksums of the head and tail), sends what is missing
+or different, and waits for the collector's acknowledgement that the file is fsynced at
+that length.  Everything is idempotent, so a retry after any fault — a lost connection, a
+collector killed, a Pump killed and restarted — resumes from what the collector holds, with
+nothing missing and nothing twice.  docs/pump.md, "Remote trails".
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trailgate.collector.protocol import (
+    ACK,
+    COMMIT,
+    HELLO,
+    MAX_CHUNK,
+    PROTOCOL,
+    SERVER_HELLO,
+    STAT,
+    STATUS,
+    WELCOME,
+    WINDOW,
+    WRITE,
+    Connection,
+    auth_mac,
+    crc,
+    encode_write,
+    need,
+)
+from trailgate.collector.tls import TlsFiles, client_context, handshake_error
+from trailgate.errors import NetworkError
+from trailgate.trail.naming import TrailName
+
+__all__ = ["RemoteTarget", "TrailMirror", "connect"]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteTarget:
+    """Where and how a Pump reaches its collector (``RMTHOST`` and ``RMTTRAIL``)."""
+
+    host: str
+    port: int
+    trail: str  # the remote trail as RMTTRAIL names it (relative: to the collector's home)
+    sender: str  # the Pump's group name
+    tls: TlsFiles | None = None  # None: plain TCP
+    token: str | None = field(default=None, repr=False)
+    compress: bool = False
+    timeout: float = 60.0
+    retries: int | None = None  # failed attempts in a row before giving up (None: never)
+
+    @property
+    def address(self) -> str:
+        return f"collector {self.host}:{self.port}"
+
+
+class _Link:
+    """One authenticated session with the collector."""
+
+    def __init__(self, conn: Connection, target: RemoteTarget, remote_path: str):
+        self.conn = conn
+        self.target = target
+        self.remote_path = remote_path
+        self.codec = "zlib" if target.compress else "none"
+
+    def stat(self, seqno: int | None) -> dict[str, Any]:
+        self.conn.send_json(STAT, {"seqno": seqno})
+        status = self.conn.receive_json(STATUS)
+        if seqno is not None:
+            for name in ("size", "head", "tail"):
+                need(status, name, int, self.conn.peer)
+        last = status.get("last")
+        if last is not None and (not isinstance(last, int) or isinstance(last, bool)):
+            raise NetworkError(f"{self.conn.peer}: STATUS field 'last' is not a number")
+        return status
+
+    def write(self, seqno: int, offset: int, data: bytes) -> None:
+        self.conn.send(WRITE, encode_write(seqno, offset, data, self.codec))
+
+    def commit(self, seqno: int, size: int) -> None:
+        self.conn.send_json(COMMIT, {"seqno": seqno, "size": size})
+        ack = self.conn.receive_json(ACK)
+        if ack.get("seqno") != seqno or ack.get("size") != size:
+            raise NetworkError(f"{self.conn.peer}: acknowledged {ack}, not file {seqno} at "
+                               f"{size} bytes")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _connect_error(exc: OSError, target: RemoteTarget) -> NetworkError:
+    where = target.address
+    if isinstance(exc, socket.gaierror):
+        return NetworkError(f"{where}: host {target.host} cannot be resolved "
+                            f"({exc.strerror}); check RMTHOST")
+    if isinstance(exc, ConnectionRefusedError):
+        return NetworkError(f"{where}: connection refused: is a collector running there "
+                            f"(trailgate collector --port {target.port})?")
+    if isinstance(exc, TimeoutError):
+        return NetworkError(f"{where}: no answer within {target.timeout:.0f} s (host down, "
+                            f"or a firewall drops the connection)")
+    return NetworkError(f"{where}: cannot connect: {exc.strerror or exc}")
+
+
+def connect(target: RemoteTarget) -> _Link:
+    """A session: TCP, TLS if asked, the handshake (the token proven by HMAC)."""
+    where = target.address
+    ctx = client_context(target.tls, f"RMTHOST {target.host}") if target.tls else None
+    try:
+        sock = socket.create_connection((target.host, target.port), timeout=target.timeout)
+    except OSError as exc:
+        raise _connect_error(exc, target) from None
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if ctx is not None:
+        try:
+            sock = ctx.wrap_socket(sock, server_hostname=target.host)
+        except (ssl.SSLError, OSError) as exc:
+            sock.close()
+            raise handshake_error(exc, where, server=False) from None
+    conn = Connection(sock, where, target.timeout, server=False)
+    try:
+        try:
+            hello = conn.receive_json(SERVER_HELLO)
+        except NetworkError as exc:
+            if ctx is None and "closed" in str(exc):
+                raise NetworkError(f"{exc} during the handshake: does the collector expect "
+                                   f"TLS (RMTHOST …, TLS)?") from None
+            raise
+        if hello.get("protocol") != PROTOCOL:
+            raise NetworkError(f"{where}: the collector speaks {hello.get('protocol')!r}, "
+                               f"this Pump {PROTOCOL}")
+        nonce = need(hello, "nonce", str, where)
+        message: dict[str, Any] = {"protocol": PROTOCOL, "sender": target.sender,
+                                   "trail": target.trail,
+                                   "compress": "zlib" if target.compress else None}
+        if target.token is not None:
+            message["mac"] = auth_mac(target.token, nonce, target.sender, target.trail)
+        conn.send_json(HELLO, message)
+        welcome = conn.receive_json(WELCOME)
+        return _Link(conn, target, str(welcome.get("trail", target.trail)))
+    except BaseException:
+        conn.close()
+        raise
+
+
+class TrailMirror:
+    """Keeps a collector's remote trail equal to the local staging trail ``local``."""
+
+    def __init__(self, local: str, target: RemoteTarget,
+                 report: Callable[[str], None] | None = None):
+        self.local = TrailName(local)
+        self.target = target
+        self.report = report or (lambda message: None)
+        self._link: _Link | None = None
+        self._known: dict[int, tuple[int, int]] = {}  # seqno -> (size, head crc) acked
+        self.remote_last: int | None = None
+        self.bytes_sent = 0
+
+    def close(self) -> None:
+        if self._link is not None:
+            self._link.close()
+            self._link = None
+        self._known.clear()
+
+    def sync(self) -> None:
+        """One attempt: the remote trail made equal to the local one and fsynced."""
+        seqs = self.local.sequence_numbers()
+        if not seqs:
+            return
+        if self._link is None:
+            self._link = connect(self.target)
+        link = self._link
+        last = link.stat(None).get("last")
+        if last is not None and last > seqs[-1]:
+            raise NetworkError(f"{self.target.address}: remote trail {link.remote_path} "
+                               f"holds file {last}, beyond this Pump's last file {seqs[-1]}: "
+                               f"another writer has written it; give the Pump a trail of "
+                               f"its own")
+        start = last if last is not None and last >= seqs[0] else seqs[0]
+        for seq in seqs:
+            if seq >= start:
+                self._ship(link, seq)
+        self.remote_last = seqs[-1]
+
+    def _ship(self, link: _Link, seq: int) -> None:
+        fd = os.open(self.local.file(seq), os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            head = crc(os.pread(fd, min(size, WINDOW), 0))
+            known = self._known.get(seq)
+            if known is not None and known[1] == head and known[0] <= size:
+                start = known[0]
+                if start == size:
+                    return
+            else:
+                start = self._compare(link, fd, seq, size)
+            for offset in range(start, size, MAX_CHUNK):
+                data = os.pread(fd, min(MAX_CHUNK, size - offset), offset)
+                link.write(seq, offset, data)
+                self.bytes_sent += len(data)
+            link.commit(seq, size)
+            self._known = {s: k for s, k in self._known.items() if s >= seq - 1}
+            self._known[seq] = (size, head)
+        finally:
+            os.close(fd)
+
+    def _compare(self, link: _Link, fd: int, seq: int, size: int) -> int:
+        """Where to send file ``seq`` from: the collector's durable length, after putting
+        right a head or tail that differs (a header completed since, a file a crashed
+        writer began again)."""
+        status = link.stat(seq)
+        have = int(status["size"])
+        if have > size:
+            return 0  # the local file began again, shorter: rewrite, COMMIT truncates
+        window = os.pread(fd, min(have, WINDOW), 0)
+        if crc(window) != status["head"]:
+            link.write(seq, 0, window)
+        if have > WINDOW:
+            tail_start = have - WINDOW
+            if crc(os.pread(fd, WINDOW, tail_start)) != status["tail"]:
+                return tail_start
+        return have
+
+    def _attempt(self) -> NetworkError | None:
+        """One :meth:`sync` (two when a kept session turns out closed: the collector ends
+        idle sessions); the error, or None."""
+        tries = 2 if self._link is not None else 1
+        error: NetworkError | None = None
+        for _ in range(tries):
+            try:
+                self.sync()
+                return None
+            except NetworkError as exc:
+                self.close()
+                error = exc
+        return error
+
+    def sync_retrying(self, stopping: Callable[[], bool]) -> None:
+        """:meth:`sync` until it succeeds, with backoff (1 s doubling to 30 s) and a report
+        line per failure; gives up with the last error after ``target.retries`` failures
+        in a row, or when ``stopping()`` says the Pump is stopping."""
+        failures = 0
+        delay = 1.0
+        while True:
+            error = self._attempt()
+            if error is None:
+                break
+            failures += 1
+            if self.target.retries is not None and failures > self.target.retries:
+                raise NetworkError(f"{error} (gave up after {failures} attempts)")
+            if stopping():
+                raise error
+            self.report(f"{error}; retrying in {delay:.0f} s (attempt {failures})")
+            deadline = time.monotonic() + delay
+            while time.monotonic() < deadline and not stopping():
+                time.sleep(0.1)
+            delay = min(delay * 2, 30.0)
+        if failures:
+            self.report(f"{self.target.address}: remote trail {self.target.trail} level "
+                        f"again after {failures} failed attempts")
