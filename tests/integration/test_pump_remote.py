@@ -72,17 +72,14 @@ def test_remote_pump_to_collector_then_replicat(tmp_path: Path, spark: object) -
         home = _pump_home(tmp_path / "source", f"RMTHOST 127.0.0.1, PORT {collector.port}, "
                           f"TOKENALIAS pumps, COMPRESS\n", "./dirdat/rt")
         CredentialStore(home.path).add("pumps", "pump1", TOKEN, TOKEN_DOMAIN)
-        for n in (150, 60):
-            txns = list(work.transactions(n))
-            write_trail(home.dirdat / "aa", txns)
-            write_trail(local.dirdat / "aa", txns)
-            assert run_pump(home, "PUMP1", _args(), spark=spark) == 0
-            assert run_pump(local, "PUMP1", _args(), spark=spark) == 0
+        txns = list(work.transactions(200))
+        write_trail(home.dirdat / "aa", txns)
+        write_trail(local.dirdat / "aa", txns)
+        assert run_pump(home, "PUMP1", _args(), spark=spark) == 0
+    assert run_pump(local, "PUMP1", _args(), spark=spark) == 0
     remote = target.dirdat / "rt"
     staging = home.path / "dirrmt" / "PUMP1" / "rt"
-    sent, kept = trail_bytes(remote), trail_bytes(staging)
-    assert kept and all(sent[name] == data for name, data in kept.items())  # byte for byte
-    assert TrailName(remote).sequence_numbers() == list(range(len(sent)))  # older: purged
+    assert trail_bytes(remote) == trail_bytes(staging)  # the Pump's output, byte for byte
     _same_records(remote, tmp_path / "copy" / "rt")  # what a local Pump writes
     header = read_header(TrailName(remote).file(0))
     assert header.filename == str(home.path / "dirdat" / "rt000000000")
