@@ -86,7 +86,8 @@ def test_sync_retrying_reports_and_waits_for_the_collector(tmp_path: Path) -> No
     _write(local, _txns(1, 20))
     port = free_port()
     lines: list[str] = []
-    mirror = TrailMirror(str(local), _target(port), report=lines.append)
+    mirror = TrailMirror(str(local), _target(port),
+                         report=lambda level, line: lines.append(f"{level} {line}"))
     settings = CollectorSettings(home=tmp_path / "dst", port=port, token=TOKEN, timeout=5.0)
 
     def late() -> None:
@@ -97,9 +98,10 @@ def test_sync_retrying_reports_and_waits_for_the_collector(tmp_path: Path) -> No
     mirror.sync_retrying(lambda: False)
     mirror.close()
     assert trail_bytes(tmp_path / "dst" / "dirdat" / "rt") == trail_bytes(local)
-    assert "connection refused" in lines[0] and "retrying in 1 s" in lines[0]
-    assert "level again after" in lines[-1]
-    stop = TrailMirror(str(local), _target(free_port(), retries=1), report=lines.append)
+    assert lines[0].startswith("WARNING") and "connection refused" in lines[0]
+    assert "retrying in 1 s" in lines[0]
+    assert lines[-1].startswith("INFO") and "level again after" in lines[-1]
+    stop = TrailMirror(str(local), _target(free_port(), retries=1))
     with pytest.raises(NetworkError, match="gave up after 2 attempts"):
         stop.sync_retrying(lambda: False)
 
@@ -134,7 +136,7 @@ def test_clear_errors_for_unreachable_refused_and_bad_peers(tmp_path: Path) -> N
     for answer, message in ((b"HTTP/1.1 400 Bad Request\r\n\r\n", "unknown frame type"),
                             (b"\x01\x7f\xff\xff\xff", "over the 65536-byte limit"),
                             (b"\x01\x00\x00\x00\x05oops!", "not a JSON object"),
-                            (None, "no a frame within 1 s")):
+                            (None, "waited 1 s for a frame in vain")):
         listener = socket.create_server(("127.0.0.1", 0))
         port = listener.getsockname()[1]
 

@@ -157,10 +157,10 @@ class TrailMirror:
     """Keeps a collector's remote trail equal to the local staging trail ``local``."""
 
     def __init__(self, local: str, target: RemoteTarget,
-                 report: Callable[[str], None] | None = None):
+                 report: Callable[[str, str], None] | None = None):
         self.local = TrailName(local)
         self.target = target
-        self.report = report or (lambda message: None)
+        self.report = report or (lambda level, message: None)  # (level, message)
         self._link: _Link | None = None
         self._known: dict[int, tuple[int, int]] = {}  # seqno -> (size, head crc) acked
         self.remote_last: int | None = None
@@ -260,11 +260,11 @@ class TrailMirror:
                 raise NetworkError(f"{error} (gave up after {failures} attempts)")
             if stopping():
                 raise error
-            self.report(f"{error}; retrying in {delay:.0f} s (attempt {failures})")
+            self.report("WARNING", f"{error}; retrying in {delay:.0f} s (attempt {failures})")
             deadline = time.monotonic() + delay
             while time.monotonic() < deadline and not stopping():
                 time.sleep(0.1)
             delay = min(delay * 2, 30.0)
         if failures:
-            self.report(f"{self.target.address}: remote trail {self.target.trail} level "
-                        f"again after {failures} failed attempts")
+            self.report("INFO", f"{self.target.address}: remote trail {self.target.trail} "
+                                f"level again after {failures} failed attempts")

@@ -130,9 +130,9 @@ class Connection:
             except ssl.SSLError as exc:
                 raise handshake_error(exc, self.peer, server=self.server) from None
             except TimeoutError:
-                raise NetworkError(f"{self.peer}: no {what} within "
-                                   f"{self.sock.gettimeout():.0f} s (network stalled or the "
-                                   f"peer hung)") from None
+                raise NetworkError(f"{self.peer}: waited {self.sock.gettimeout():.0f} s for "
+                                   f"{what} in vain (network stalled or the peer hung)"
+                                   ) from None
             except OSError as exc:
                 raise NetworkError(f"{self.peer}: the connection broke while waiting for "
                                    f"{what}: {_reason(exc)}") from None

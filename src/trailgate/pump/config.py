@@ -46,6 +46,8 @@ class PumpConfig:
     #: the file names the output's headers carry (a remote trail's, resolved as a local
     #: Pump would); None: ``trail``'s own
     named_as: str | None = None
+    #: RMTHOST …, KEEPSTAGING: staging files stay (for PURGEOLDEXTRACTS) once sent
+    keep_staging: bool = False
 
     def router(self) -> Router:
         """The pump's table rules as it reads through them (its heartbeat rule included,
@@ -106,4 +108,5 @@ def load_pump_config(home: Home, name: str) -> PumpConfig:
         begin={"seqno": int(begin.get("seqno", 0)), "rba": int(begin.get("rba", 0))},
         params=params, info=info,
         format_options=sink_format_options(params.trail_options.get(label)),
-        remote=remote, named_as=named_as)
+        remote=remote, named_as=named_as,
+        keep_staging=bool(params.rmthost and "KEEPSTAGING" in params.rmthost))

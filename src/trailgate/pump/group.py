@@ -76,8 +76,14 @@ class _Pump:
         self.stop_file = home.dirchk / f"{cfg.group}.stop"
         self.spark_dir = home.spark_checkpoint_dir(cfg.group) / "spark"
         self.start_stats = self._stats()
-        self.mirror = TrailMirror(cfg.trail, cfg.remote, report=proc.warn) \
+        self.mirror = TrailMirror(cfg.trail, cfg.remote, report=self._network_event) \
             if cfg.remote is not None else None
+
+    def _network_event(self, level: str, message: str) -> None:
+        if level == "WARNING":
+            self.proc.warn(message, code="OGG-01223")  # GoldenGate's TCP/IP error
+        else:
+            self.proc.event(level, "OGG-01229", f"EXTRACT {self.cfg.group}: {message}")
 
     def sync_remote(self) -> None:
         """Bring the collector's trail level with the staging trail (retrying with
@@ -98,6 +104,8 @@ class _Pump:
         from trailgate.trail.naming import TrailName
 
         assert self.mirror is not None
+        if self.cfg.keep_staging:
+            return
         ck = self.home.checkpoints.load(self.cfg.group, "EXTRACT")
         if ck is None or ck.write_position is None or self.mirror.remote_last is None:
             return

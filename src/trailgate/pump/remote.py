@@ -22,7 +22,7 @@ from trailgate.trail.naming import TrailName
 
 __all__ = ["remote_target", "staging_trail"]
 
-_FLAGS = {"COMPRESS", "TLS"}
+_FLAGS = {"COMPRESS", "TLS", "KEEPSTAGING"}
 _VALUES = {"PORT", "MGRPORT", "TIMEOUT", "RETRIES", "CAFILE", "CERTFILE", "KEYFILE",
            "TOKENALIAS"}
 #: GoldenGate options with no effect here (the transport tunes itself)
