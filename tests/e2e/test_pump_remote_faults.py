@@ -197,7 +197,7 @@ def test_remote_pump_through_faults_and_kill9(tmp_path: Path) -> None:
     collector = CollectorProcess(target, collector_port, tmp_path / "collector.log")
     collector.start()
     work = Increments(seed=22, accounts=60)
-    feeder = TrailFeeder(source.dirdat / "aa", work, per_tick=40)
+    feeder = TrailFeeder(source.dirdat / "aa", work, limit=10**9, per_tick=20)
     feeder.start()
     log = tmp_path / "pump.log"
     pump = None
