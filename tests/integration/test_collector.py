@@ -196,3 +196,35 @@ def test_collector_command_refuses_to_run_without_authentication(tmp_path: Path)
     assert done.returncode == 1
     assert "accepts only senders it can authenticate" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_mgrport_finds_the_collector_the_manager_runs(tmp_path: Path) -> None:
+    from manager_support import start_manager
+
+    from trailgate.collector.cli import TOKEN_DOMAIN
+    from trailgate.db.connect import CredentialStore
+    from trailgate.home import Home
+
+    local = tmp_path / "src" / "rt"
+    _write(local, _txns(1, 30))
+    home = Home(tmp_path / "dst").create()
+    CredentialStore(home.path).add("pumps", "collector", TOKEN, TOKEN_DOMAIN)
+    without = Home(tmp_path / "plain").create()
+    proc, port = start_manager(home, f"COLLECTOR PORT {free_port()}, TOKENALIAS pumps, "
+                                     f"ALLOW PUMP1\n")
+    other, other_port = start_manager(without, "")
+    try:
+        mirror = TrailMirror(str(local), _target(0, mgrport=port))
+        mirror.sync()
+        mirror.close()
+        with pytest.raises(NetworkError, match="runs no collector: add COLLECTOR PORT"):
+            TrailMirror(str(local), _target(0, mgrport=other_port)).sync()
+    finally:
+        for p in (proc, other):
+            p.terminate()
+            p.wait(timeout=30)
+    assert trail_bytes(home.dirdat / "rt") == trail_bytes(local)
+    assert "Collector listening on 127.0.0.1:" in home.ggserr_log.read_text()
+    with pytest.raises(NetworkError, match=r"Manager 127.0.0.1:\d+: connection refused: is "
+                                           r"the Manager running"):
+        TrailMirror(str(local), _target(0, mgrport=free_port())).sync()

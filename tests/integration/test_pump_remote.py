@@ -93,7 +93,7 @@ def test_remote_pump_to_collector_then_replicat(tmp_path: Path, spark: object) -
 
 
 def test_rmthost_options_are_checked_at_start(tmp_path: Path) -> None:
-    cases = [("RMTHOST dr, MGRPORT 7809\n", "does not start collectors"),
+    cases = [("RMTHOST dr, MGRPORT 7809, PORT 7819\n", "not both"),
              ("RMTHOST dr\n", "give the collector's port"),
              ("RMTHOST dr, PORT 99999\n", "PORT 99999: expected a whole number"),
              ("RMTHOST dr, PORT 7819, CAFILE ca.pem\n", "are TLS files: add TLS"),

@@ -12,6 +12,8 @@ nothing missing and nothing twice.  docs/pump.md, "Remote trails".
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import socket
 import ssl
@@ -50,7 +52,7 @@ class RemoteTarget:
     """Where and how a Pump reaches its collector (``RMTHOST`` and ``RMTTRAIL``)."""
 
     host: str
-    port: int
+    port: int  # 0: ask the Manager on ``mgrport`` where its collector listens
     trail: str  # the remote trail as RMTTRAIL names it (relative: to the collector's home)
     sender: str  # the Pump's group name
     tls: TlsFiles | None = None  # None: plain TCP
@@ -58,9 +60,12 @@ class RemoteTarget:
     compress: bool = False
     timeout: float = 60.0
     retries: int | None = None  # failed attempts in a row before giving up (None: never)
+    mgrport: int | None = None
 
     @property
     def address(self) -> str:
+        if not self.port and self.mgrport:
+            return f"collector of the Manager {self.host}:{self.mgrport}"
         return f"collector {self.host}:{self.port}"
 
 
@@ -98,12 +103,16 @@ class _Link:
         self.conn.close()
 
 
-def _connect_error(exc: OSError, target: RemoteTarget) -> NetworkError:
-    where = target.address
+def _connect_error(exc: OSError, target: RemoteTarget, *,
+                   manager: bool = False) -> NetworkError:
+    where = f"Manager {target.host}:{target.port}" if manager else target.address
     if isinstance(exc, socket.gaierror):
         return NetworkError(f"{where}: host {target.host} cannot be resolved "
                             f"({exc.strerror}); check RMTHOST")
     if isinstance(exc, ConnectionRefusedError):
+        if manager:
+            return NetworkError(f"{where}: connection refused: is the Manager running there "
+                                f"(START MANAGER), with PORT {target.port}?")
         return NetworkError(f"{where}: connection refused: is a collector running there "
                             f"(trailgate collector --port {target.port})?")
     if isinstance(exc, TimeoutError):
@@ -112,8 +121,44 @@ def _connect_error(exc: OSError, target: RemoteTarget) -> NetworkError:
     return NetworkError(f"{where}: cannot connect: {exc.strerror or exc}")
 
 
+def manager_collector_port(target: RemoteTarget) -> int:
+    """``RMTHOST host, MGRPORT m``: the port of the collector the Manager on ``host:m``
+    runs, from its open ``GET /collector``."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    assert target.mgrport is not None
+    where = f"Manager {target.host}:{target.mgrport}"
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    url = f"http://{host}:{target.mgrport}/collector"
+    try:
+        with urllib.request.urlopen(url, timeout=target.timeout) as answer:
+            data = json.loads(answer.read(65536).decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        detail = exc.read(2000).decode("utf-8", "replace")
+        with contextlib.suppress(ValueError, AttributeError):
+            detail = str(json.loads(detail).get("detail", detail))
+        raise NetworkError(f"{where}: {detail or exc.reason} (HTTP {exc.code})") from None
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        if isinstance(reason, OSError):
+            raise _connect_error(reason, RemoteTarget(
+                target.host, target.mgrport, target.trail, target.sender,
+                timeout=target.timeout), manager=True) from None
+        raise NetworkError(f"{where}: {reason}") from None
+    except (OSError, ValueError) as exc:
+        raise NetworkError(f"{where}: no usable answer to GET /collector: {exc}") from None
+    port = data.get("port") if isinstance(data, dict) else None
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        raise NetworkError(f"{where}: GET /collector answered without a port: {data!r}")
+    return port
+
+
 def connect(target: RemoteTarget) -> _Link:
     """A session: TCP, TLS if asked, the handshake (the token proven by HMAC)."""
+    if not target.port and target.mgrport:
+        target = dataclasses.replace(target, port=manager_collector_port(target))
     where = target.address
     ctx = client_context(target.tls, f"RMTHOST {target.host}") if target.tls else None
     try:

@@ -67,13 +67,14 @@ def remote_target(home: Home, params: ExtractParams, label: str,
             raise ConfigError(f"RMTHOST: unknown option {key} (known: "
                               f"{', '.join(sorted(_FLAGS | _VALUES))})", path=params.path)
     port = _number(options, "PORT", params, 1, 65535)
-    if port is None:
-        if "MGRPORT" in options:
-            raise ConfigError(f"RMTHOST {host}, MGRPORT: trailgate's Manager does not start "
-                              f"collectors; run `trailgate collector --port n` on {host} and "
-                              f"write RMTHOST {host}, PORT n", path=params.path)
+    mgrport = _number(options, "MGRPORT", params, 1, 65535)
+    if port is not None and mgrport is not None:
+        raise ConfigError(f"RMTHOST {host}: PORT (a collector's) or MGRPORT (a Manager "
+                          f"running one), not both", path=params.path)
+    if port is None and mgrport is None:
         raise ConfigError(f"RMTHOST {host}: give the collector's port (RMTHOST {host}, PORT "
-                          f"7819)", path=params.path)
+                          f"7819) or the port of a Manager that runs one (MGRPORT 7809)",
+                          path=params.path)
     files = [options.get(k) for k in ("CERTFILE", "KEYFILE", "CAFILE")]
     if any(files) and "TLS" not in options:
         raise ConfigError("RMTHOST …, CAFILE/CERTFILE/KEYFILE are TLS files: add TLS",
@@ -93,6 +94,7 @@ def remote_target(home: Home, params: ExtractParams, label: str,
         token = CredentialStore(home.path).get(options["TOKENALIAS"], TOKEN_DOMAIN).password
     timeout = _number(options, "TIMEOUT", params, 1, 86400)
     retries = _number(options, "RETRIES", params, 0, 1_000_000)
-    return RemoteTarget(host=host, port=port, trail=label, sender=group.upper(), tls=tls,
+    return RemoteTarget(host=host, port=port or 0, mgrport=mgrport, trail=label,
+                        sender=group.upper(), tls=tls,
                         token=token, compress="COMPRESS" in options,
                         timeout=float(timeout or 60), retries=retries)
