@@ -116,6 +116,7 @@ class _Session:
         self._fds: dict[int, int] = {}
         self._created: set[int] = set()
         self._kicked = False
+        self._said_nothing = False
 
     def kick(self) -> None:
         """End this session from another thread (a newer one takes its trail)."""
@@ -147,6 +148,8 @@ class _Session:
             if self._kicked:
                 log("INFO", f"collector: session from {self.peer} ended: a new session "
                             f"took its trail over")
+            elif self._said_nothing:  # a port probe, a health check
+                log("INFO", f"collector: {self.peer} connected and closed without a word")
             else:
                 log("WARNING", f"collector: session from {self.peer} ended: {exc}")
                 self._tell(str(exc))
@@ -177,7 +180,11 @@ class _Session:
         assert self.conn is not None
         nonce = secrets.token_hex(16)
         self.conn.send_json(SERVER_HELLO, {"protocol": PROTOCOL, "nonce": nonce})
-        hello = self.conn.receive_json(HELLO)
+        try:
+            hello = self.conn.receive_json(HELLO)
+        except NetworkError as exc:
+            self._said_nothing = "closed the connection (waiting" in str(exc)
+            raise
         if hello.get("protocol") != PROTOCOL:
             raise NetworkError(f"{self.peer}: the sender speaks {hello.get('protocol')!r}, "
                                f"this collector {PROTOCOL}")
