@@ -172,3 +172,37 @@ def test_the_stop_file_holds_it_off_the_slot_but_a_sync_gets_its_range(pg_db, tm
         streamer.close()
         slot.close()
     assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3]
+
+
+def _wakeups(thread_id: int | None) -> int:
+    with open(f"/proc/self/task/{thread_id}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches")
+
+
+def test_an_idle_streamer_wakes_rarely_and_a_sync_still_ends_at_once(pg_db, tmp_path):
+    """Issue 21's idle CPU: the thread woke every 50 ms to look for requests; now the
+    server's data and every request wake it, so it looks twice a second while idle — and
+    a sync asked of an idle streamer is not kept waiting for that."""
+    home, source, start = _setup(pg_db, tmp_path)
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start)
+    try:
+        end = _commit(pg_db, 1)
+        wait_for(lambda: streamer.written >= end, 30, "the transaction")
+        streamer.sync(end)
+        time.sleep(0.5)
+        before = _wakeups(streamer._thread.native_id)
+        time.sleep(2.0)
+        assert _wakeups(streamer._thread.native_id) - before <= 12  # was about 40
+        took = []
+        for _ in range(5):  # each sync wakes the idle thread through its interrupt
+            t0 = time.monotonic()
+            streamer.sync(end)
+            took.append(time.monotonic() - t0)
+        assert sorted(took)[2] < 0.3, took
+    finally:
+        streamer.close()
+        slot.close()

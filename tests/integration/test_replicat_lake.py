@@ -8,19 +8,30 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
-from replicat_support import Increments, forget_last_commit, replicat_home, write_trail
+from replicat_support import (
+    TABLES,
+    Increments,
+    forget_last_commit,
+    replicat_home,
+    tdef,
+    write_trail,
+)
 from spark_conftest import spark_session  # noqa: F401
 
+from trailgate.changes.routing import Router
 from trailgate.home import Home
+from trailgate.model import TrailPosition
+from trailgate.replicat.config import load_replicat_config
 from trailgate.replicat.group import RunOptions, run_replicat_group
-
-pytestmark = pytest.mark.spark
+from trailgate.replicat.lake_apply import LakeBatchApply
+from trailgate.trail import TrailWriter
 
 
 def run_once(home: Home, spark: object) -> int:
     return run_replicat_group(home, "REP1", RunOptions(once=True), spark=spark)
 
 
+@pytest.mark.spark
 def test_delta_target_equals_source_and_replays_are_skipped(tmp_path: Path,
                                                             spark: object) -> None:
     lake = tmp_path / "lake"
@@ -49,6 +60,7 @@ def test_delta_target_equals_source_and_replays_are_skipped(tmp_path: Path,
     assert ck.stats["lake.accounts"].updates == sum(work.counters.values())
 
 
+@pytest.mark.spark
 def test_parquet_change_log_rows_once_per_change(tmp_path: Path, spark: object) -> None:
     logs = tmp_path / "logs"
     home = replicat_home(tmp_path / "home", f"REPLICAT rep1\nTARGETPARQUET {logs}\n"
@@ -74,6 +86,7 @@ def test_parquet_change_log_rows_once_per_change(tmp_path: Path, spark: object) 
     assert {r["batch_id"] for r in rows} >= {0, 1}
 
 
+@pytest.mark.spark
 def test_delta_target_from_a_21_1_trail_equals_the_one_from_the_11_2_trail(
         tmp_path: Path, spark: object) -> None:
     """The Delta Replicat applies a self-describing 21.1 trail (little-endian, TDRs) to the
@@ -93,3 +106,44 @@ def test_delta_target_from_a_21_1_trail_equals_the_one_from_the_11_2_trail(
         contents[release] = (sorted(accounts, key=lambda r: r["id"]),
                              sorted(events, key=lambda r: r["id"]))
     assert contents["21.1"] == contents["11.2"]
+
+
+@pytest.mark.parametrize("kind", ["DELTA", "PARQUET"])
+@pytest.mark.parametrize("redefined", ["same", "other"])
+def test_a_batch_across_trail_files_applies_every_file(tmp_path: Path, kind: str,
+                                                       redefined: str) -> None:
+    """Each trail file repeats the definitions of the tables it holds (a restarted Extract
+    begins a new file).  A batch reaching across two files was cut there into two parts
+    under one application id, so Delta took the second part for applied and skipped it
+    (and Parquet wrote both to one file name): the Delta target of the kill -9 RESYNC case
+    of tests/e2e/test_incremental_snapshot.py lost every change after the restart.  The
+    same definition again no longer cuts the batch (``same``); a definition that differs
+    without DDL (``other``: a column's type) still does, and each part is applied."""
+    lake = tmp_path / "lake"
+    home = replicat_home(tmp_path / "home", f"REPLICAT rep1\nTARGET{kind} {lake}\n"
+                         "MAP public.*, TARGET lake.*;\n", checkpoint_table=None)
+    work = Increments(seed=7)
+    write_trail(home.dirdat / "rt", work.transactions(40))
+    if redefined == "same":  # a second file, the same definitions again
+        write_trail(home.dirdat / "rt", work.transactions(40))
+    else:
+        wider = tdef("public.accounts", [("id", "integer"), ("counter", "bigint"),
+                                         ("name", "text")], ["id"])
+        writer = TrailWriter(home.dirdat / "rt", fsync=False)
+        for txn in work.transactions(40):
+            writer.write_transaction(txn, {**TABLES, wider.qualified_name: wider})
+        writer.close()
+    cfg = load_replicat_config(home, "REP1")
+    lake_apply = LakeBatchApply(cfg, Router.of(cfg.source_patterns,
+                                               list(cfg.params.map_excludes)), None)
+    _, counts = lake_apply.apply(None, (TrailPosition(0, 0), TrailPosition(2, 0)), 0)
+    assert counts["lake.accounts"].updates == sum(work.counters.values())
+    if kind == "DELTA":
+        table = DeltaTable(str(lake / "lake" / "accounts"))
+        rows = {r["id"]: r["counter"] for r in table.to_pyarrow_table().to_pylist()}
+    else:
+        rows = {}
+        log = pq.read_table(lake / "lake" / "accounts").to_pylist()
+        for r in sorted(log, key=lambda r: (r["seqno"], r["rba"])):
+            rows[r["after"]["id"]] = r["after"]["counter"]
+    assert rows == work.expected_accounts()

@@ -111,6 +111,40 @@ def test_applied_as_the_trail_grows_and_never_twice(tmp_path: Path, pg_db: str) 
         again.close()
 
 
+def _wakeups(thread_id: int | None) -> int:
+    """How often a thread of this process went to sleep and woke (voluntary switches)."""
+    for line in Path(f"/proc/self/task/{thread_id}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches")
+
+
+def test_an_idle_trail_is_not_polled_and_a_change_wakes_the_streamer(
+        tmp_path: Path, pg_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21's idle CPU: the thread looked at an idle trail every 10 ms (100 wake-ups a
+    second, all day).  Now it sleeps until the trail's directory changes: with its timer
+    made 60 s long, a second idle costs a few wake-ups, and a new file is still applied
+    at once."""
+    import trailgate.replicat.stream_apply as stream_apply
+
+    monkeypatch.setattr(stream_apply, "WATCH_SECONDS", 60.0, raising=False)
+    _, cfg, router = _setup(tmp_path, pg_db)
+    work = Increments(seed=9)
+    write_trail(Path(cfg.trail), work.transactions(10))
+    streamer = _streamer(cfg, router)
+    try:
+        _until(lambda: accounts(pg_db) == work.expected_accounts(), "the first file")
+        time.sleep(0.3)  # settled into its idle wait
+        before = _wakeups(streamer._thread.native_id)
+        time.sleep(1.0)
+        assert _wakeups(streamer._thread.native_id) - before <= 5
+        write_trail(Path(cfg.trail), work.transactions(10))  # no sync: only the kernel tells
+        _until(lambda: accounts(pg_db) == work.expected_accounts(), "the second file",
+               timeout=30)
+    finally:
+        streamer.close()
+
+
 def test_a_next_file_seen_half_written_is_applied_once_complete(tmp_path: Path,
                                                                 pg_db: str) -> None:
     """The streamer's scan stops before a next file still being written; the file growing

@@ -54,6 +54,23 @@ def test_idle_source_waits_a_little_then_starts_no_batch() -> None:
     assert 0.5 <= clock.now - 100.0 < 0.55
 
 
+def test_an_idle_group_returns_to_spark_rarely_but_still_looks_often() -> None:
+    """Issue 21's idle CPU: each return with nothing new costs Spark a turn of its loop in
+    the JVM, and the next call follows at once; by default a call now waits 5 s (it was
+    0.5 s), looking every 0.2 s at most, and new data or a stop ends it at the next look."""
+    clock = Clock()
+    w: BatchWindow[int] = BatchWindow(0.5, clock=clock, sleep=clock.sleep)
+    assert w.settle(0, lambda: (0, False), never) == 0
+    assert clock.now - 100.0 >= 5.0
+    assert max(clock.pauses) <= 0.2
+    start = clock.now
+    assert w.settle(0, source(clock, 1000, until=start + 10, start=start + 1.0), never) > 0
+    assert clock.now - start < 1.0 + 0.2 + 0.5 + 0.05  # the first look after it, a window
+    start = clock.now
+    assert w.settle(10**9, lambda: (0, False), lambda: clock.now > start + 1.0) == 10**9
+    assert clock.now - start <= 1.0 + 0.2 + 1e-9
+
+
 def test_the_first_change_after_a_pause_starts_a_batch_at_once() -> None:
     clock = Clock()
     w = window(clock)

@@ -4,10 +4,14 @@ The socket is bound before anything else happens, so a port in use stops the Man
 once with a message that names the port and the parameter file, and nothing it would
 have started is started.  uvicorn then serves the bound socket in a daemon thread (its
 signal handling stays with the Manager's main thread) until :meth:`HttpService.stop`.
+uvicorn's housekeeping loop wakes ten times a second to see whether it should stop; the
+Manager's server looks once a second (a stop takes up to a second longer), since an idle
+Manager's wake-ups are CPU spent all day for nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import socket
 import threading
@@ -45,13 +49,28 @@ def bind(address: str, port: int, where: str) -> socket.socket:
     return sock
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server with its housekeeping once a second (module docstring)."""
+
+    async def main_loop(self) -> None:
+        # uvicorn's own loop, with 1 s sleeps: ``on_tick`` refreshes the Date header when
+        # its counter is a multiple of 10 (each second at uvicorn's 0.1 s) and says
+        # whether to exit
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 10) % 864000
+            await asyncio.sleep(1.0)
+            should_exit = await self.on_tick(counter)
+
+
 class HttpService:
     """uvicorn serving ``app`` on ``sock`` in a background thread."""
 
     def __init__(self, app: Any, sock: socket.socket):
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=2)
-        self.server = uvicorn.Server(config)
+        self.server = _Server(config)
         self.sock = sock
         self.thread = threading.Thread(target=self._serve, name="manager http", daemon=True)
         self.error: BaseException | None = None

@@ -67,7 +67,11 @@ class LakeBatchApply:
         if segments is None:
             return self._apply_part(tcs, batch_id, summary.definitions.for_changes(tcs), 0)
         counts: dict[str, TableCounts] = {}
-        part = 0
+        # each part of the batch commits under its own number (a Delta application id, a
+        # Parquet file name): the part after the n-th DDL record is n, and a part cut off by
+        # a definition change without DDL takes the next number, so no two parts share one
+        # (a shared one made the second look applied already, and it was skipped)
+        part, used = 0, False
         for changes, defs in segments:
             if len(changes) == 1 and changes[0].change.op is OpType.DDL:
                 result = ApplyResult()
@@ -75,10 +79,13 @@ class LakeBatchApply:
                 changed = self.ddl().apply(tc, defs.get(tc.change.table), result)
                 if changed and self._delta is not None:
                     self._delta.mapper.forget_all()
-                part += 1
+                part, used = part + 1, False
                 got = result.counts
             else:
+                if used:
+                    part += 1
                 got = self._apply_part(list(changes), batch_id, dict(defs), part)
+                used = True
             for target, c in got.items():
                 counts.setdefault(target, TableCounts()).add(c)
         return counts

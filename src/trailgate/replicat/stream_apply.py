@@ -4,8 +4,10 @@ An :class:`ApplyStreamer` is a driver thread with its own target connection: it 
 whole transactions as soon as the trail holds them, so a change need not wait for the next
 batch, each step in one target transaction that also moves the group's stream row of the
 checkpoint table (nothing lost or doubled).  A micro-batch's :meth:`~ApplyStreamer.sync`
-only waits for it and takes what it applied for the group checkpoint.  docs/replicat.md,
-"Applying as the trail grows".
+only waits for it and takes what it applied for the group checkpoint.  An idle trail is not
+polled: the thread sleeps until the kernel says the trail's directory changed
+(:class:`~trailgate.trail.watch.TrailWatch`), a sync asks for more, or a second passes.
+docs/replicat.md, "Applying as the trail grows".
 """
 
 from __future__ import annotations
@@ -31,17 +33,23 @@ from trailgate.replicat.task_rows import BatchSummary
 from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.trail_offsets import ScanState, scan_boundary
 from trailgate.trail.naming import TrailName
+from trailgate.trail.watch import TrailWatch
 
-__all__ = ["CHUNK_RECORDS", "HOLD_SECONDS", "POLL_SECONDS", "ApplyStreamer", "Progress"]
+__all__ = ["CHUNK_RECORDS", "HOLD_SECONDS", "POLL_SECONDS", "WATCH_SECONDS", "ApplyStreamer",
+           "Progress"]
 
 log = logging.getLogger("trailgate.replicat")
 
 #: The most change records one target transaction takes (the default batch bound's size):
 #: a backlog is applied in steps of this, each committed with its row.
 CHUNK_RECORDS = 100_000
-#: Seconds between looks at the trail.  A look at an idle trail is a ``stat`` of its last
-#: file and of the next two (a few microseconds); only a trail that grew is scanned.
+#: Seconds between looks at the trail where the kernel cannot report its changes (no
+#: inotify).  A look at an idle trail is a ``stat`` of its last file and of the next two; only
+#: a trail that grew is scanned.
 POLL_SECONDS = 0.01
+#: The longest sleep on an idle trail whose changes the kernel reports: a change wakes the
+#: thread at once; this only bounds how late one it cannot report is seen.
+WATCH_SECONDS = 1.0
 #: Seconds between looks at the stop file while it holds the streamer.
 HOLD_SECONDS = 0.05
 
@@ -90,6 +98,7 @@ class ApplyStreamer:
         self._closing = False
         self._cond = threading.Condition()
         self.transactions = 0  # target transactions committed (tests, reports)
+        self._watch = TrailWatch(self._name.directory)
         self._thread = threading.Thread(target=self._run, name="apply streamer", daemon=True)
         self._thread.start()
 
@@ -107,6 +116,7 @@ class ApplyStreamer:
             if end > self._want:
                 self._want = end
                 self._cond.notify_all()
+                self._watch.interrupt()
             while self._progress.position < end and self._error is None:
                 if not self._thread.is_alive():
                     raise TargetError("the Replicat's apply streamer has stopped")
@@ -120,7 +130,9 @@ class ApplyStreamer:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
+        self._watch.interrupt()
         self._thread.join()
+        self._watch.close()
         self.applier.close()
         with self._cond:
             return self._take()
@@ -155,7 +167,7 @@ class ApplyStreamer:
                     self._pause(HOLD_SECONDS)
                     continue
                 if idle is not None and want <= at and self._look(state, at) == idle:
-                    self._pause(POLL_SECONDS)
+                    self._idle()
                     continue
                 end, _, state = scan_boundary(self.trail, at, limit=want if held else None,
                                               max_records=CHUNK_RECORDS, state=state)
@@ -164,7 +176,7 @@ class ApplyStreamer:
                     self._apply(at, end)
                     continue
                 idle = self._look(state, at)
-                self._pause(POLL_SECONDS)
+                self._idle()
         except BaseException as exc:  # raised to the micro-batches by sync
             log.warning("the Replicat's apply streamer stopped: %s", exc)
             with self._cond:
@@ -184,6 +196,17 @@ class ApplyStreamer:
             return os.stat(self._name.file(seqno)).st_size
         except OSError:
             return -1
+
+    def _idle(self) -> None:
+        """Wait for the trail to change (module docstring), a sync asking for more, or the
+        streamer closing."""
+        if not self._watch.active:
+            self._pause(POLL_SECONDS)
+            return
+        with self._cond:
+            if self._closing or self._want > self._progress.position:
+                return
+        self._watch.wait(WATCH_SECONDS)
 
     def _pause(self, seconds: float) -> None:
         """Wait ``seconds``, or less if a sync asks for more or the streamer is closing."""

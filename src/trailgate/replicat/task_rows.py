@@ -49,7 +49,9 @@ class Definitions:
                  ) -> list[tuple[list[TrailChange], dict[str, TableDef]]] | None:
         """``changes`` cut at each DDL record (a part of its own) and wherever a table's
         definition changes, each part with its tables' definitions; None when there is no
-        DDL and one definition per table (the usual case: one apply call does it all)."""
+        DDL and one definition per table (the usual case: one apply call does it all).  The
+        same definition written again (each new trail file repeats the definitions it
+        uses, e.g. after an Extract's restart) is no change."""
         ddl = any(tc.change.op is OpType.DDL for tc in changes)
         if not ddl and all(len(positions) < 2 for positions, _ in self.by_table.values()):
             return None
@@ -66,7 +68,7 @@ class Definitions:
                 continue
             name = tc.change.table
             table = self.at(name, tc.position)
-            if name in defs and defs[name] is not table and part:
+            if name in defs and defs[name] is not table and defs[name] != table and part:
                 out.append((part, defs))
                 part, defs = [], {}
             if table is not None:

@@ -34,8 +34,12 @@ POLL_SECONDS = 0.02
 POLL_MAX_SECONDS = 0.2
 #: Seconds without anything new after which the source is quiet (a burst is over).
 QUIET_SECONDS = 0.03
-#: The longest one ``latestOffset`` call waits for something new.
-IDLE_SECONDS = 0.5
+#: The longest one ``latestOffset`` call waits for something new.  Each return with nothing
+#: new costs Spark a turn of its micro-batch loop (a few ms of the JVM's CPU) and starts
+#: another call at once, so an idle group pays that once per IDLE_SECONDS; the looks inside
+#: the call (every POLL_MAX_SECONDS at most) decide how soon new data starts a batch, and a
+#: stop file ends the call at the next look.
+IDLE_SECONDS = 5.0
 
 
 def window_ms(seconds: float) -> str:

@@ -84,6 +84,7 @@ class WalStream:
         self._closing = False
         self._error: SourceError | None = None
         self._done = False
+        self._interrupted = False  # an interrupt() no wait_available has returned for yet
         self._cond = threading.Condition()
         self._pg = self._start(start_lsn, slot_wait)
         self._wake_r, self._wake_w = os.pipe()  # the consumer wakes the reader's select
@@ -282,15 +283,20 @@ class WalStream:
 
     def wait_available(self, after: int, timeout: float) -> int:
         """Wait (at most ``timeout`` seconds, or until :meth:`interrupt`) for
-        :meth:`available` to pass ``after``; returns it."""
+        :meth:`available` to pass ``after``; returns it.  An interrupt that came since the
+        last wait returned ends this one at once (so none is lost between a caller's look
+        and its wait)."""
         with self._cond:
-            if self._available <= after and self._error is None and not self._done:
+            if (self._available <= after and self._error is None and not self._done
+                    and not self._interrupted):
                 self._cond.wait(timeout)
+            self._interrupted = False
             return self._available
 
     def interrupt(self) -> None:
-        """Wake a :meth:`wait_available` now."""
+        """Wake a :meth:`wait_available` now (or the next one, if none is waiting)."""
         with self._cond:
+            self._interrupted = True
             self._cond.notify_all()
 
     def confirm(self, lsn: int) -> None:

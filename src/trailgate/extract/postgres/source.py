@@ -505,7 +505,7 @@ class StreamedSlot:
         """Wait a little for :meth:`available` to pass ``after``."""
         stream = self._stream
         if stream is None or stream.closed:
-            time.sleep(timeout)
+            time.sleep(min(timeout, 0.05))  # nothing to wake it: a short nap
             return 0
         return stream.wait_available(after, timeout)
 

@@ -22,12 +22,16 @@ from trailgate.spark.trail_sink import SinkOptions, TrailAppender, TrailCommitMe
 if TYPE_CHECKING:
     from trailgate.extract.postgres.source import StreamedSlot
 
-__all__ = ["GATHER_SECONDS", "IDLE_WAIT_SECONDS", "TrailStreamer"]
+__all__ = ["GATHER_SECONDS", "HOLD_WAIT_SECONDS", "IDLE_WAIT_SECONDS", "TrailStreamer"]
 
 log = logging.getLogger("trailgate.extract")
 
-#: The longest the thread waits for the server before it looks at its requests again.
-IDLE_WAIT_SECONDS = 0.05
+#: The longest the thread waits for the server before it looks at its requests again: the
+#: server's data and every request (a sync, a confirmation, close) wake it at once, so this
+#: only bounds how late a new stop file is seen (and how often an idle Extract wakes).
+IDLE_WAIT_SECONDS = 0.5
+#: While a stop file holds the group: how often the thread looks whether it is gone.
+HOLD_WAIT_SECONDS = 0.05
 #: The least time between two reads while no micro-batch waits: each read has a fixed cost
 #: (a generator chain, an Arrow batch, a write), so under load a read takes what arrived in
 #: this time rather than each chunk of the stream as it lands.
@@ -149,7 +153,7 @@ class TrailStreamer:
                     released = True
                 with self._cond:
                     if self._sync_end is None and not self._closing:
-                        self._cond.wait(IDLE_WAIT_SECONDS)
+                        self._cond.wait(HOLD_WAIT_SECONDS)
                 continue
             if released:  # open again where it stopped (a lost stream waits for a read)
                 slot.open_at(self._written)
