@@ -2,7 +2,8 @@
 connections reset or silently dropped at random points — over a long transfer from a
 growing trail, with the Pump and the collector each killed with kill -9 several times: the
 remote trail equals the Pump's own output (its staging trail, kept) byte for byte and holds
-every input transaction once, in order."""
+every input transaction once, in order; a Replicat on it leaves its Delta target equal to
+the source."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from pathlib import Path
 
 import pytest
 from collector_support import free_port, trail_bytes
-from replicat_support import ROOT, Increments, run_group, start_group
+from deltalake import DeltaTable
+from replicat_support import ROOT, Increments, replicat_home, run_group, start_group
 from test_pump_kill9 import _in_batch, _transactions, _wait, _written
 from test_replicat_kill9 import TrailFeeder
 
@@ -174,7 +176,9 @@ class CollectorProcess:
 
 
 def _homes(tmp_path: Path, proxy_port: int) -> tuple[Home, Home]:
-    target = Home(tmp_path / "target").create()
+    target = replicat_home(tmp_path / "target", f"REPLICAT rep1\nTARGETDELTA "
+                           f"{tmp_path / 'lake'}\nMAP public.*, TARGET lake.*;\n",
+                           checkpoint_table=None)
     source = Home(tmp_path / "source").create()
     for home, user in ((target, "collector"), (source, "pump1")):
         CredentialStore(home.path).add("pumps", user, TOKEN, TOKEN_DOMAIN)
@@ -251,6 +255,10 @@ def test_remote_pump_through_faults_and_kill9(tmp_path: Path) -> None:
     assert "retrying in" in source.ggserr_log.read_text()
     assert "Traceback" not in (tmp_path / "collector.log").read_text()
     assert {"reset", "drop", "delay", "partial"} <= set(proxy.stats), proxy.stats
+    applied = run_group(target, "replicat", "REP1", "--once", timeout=1800)
+    assert applied.returncode == 0, applied.stderr[-3000:]
+    rows = DeltaTable(str(tmp_path / "lake" / "lake" / "accounts")).to_pyarrow_table()
+    assert {r["id"]: r["counter"] for r in rows.to_pylist()} == work.expected_accounts()
     size = sum(len(b) for b in trail_bytes(remote).values())
     print(f"\n{len(got)} transactions, {size} bytes, {len(trail_bytes(remote))} files; "
           f"faults {dict(proxy.stats)}; kills {kills}")
