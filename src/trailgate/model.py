@@ -20,6 +20,7 @@ __all__ = [
     "Change",
     "Column",
     "ColumnKind",
+    "DdlObject",
     "OpType",
     "TableDef",
     "TrailPosition",
@@ -243,3 +244,22 @@ class TrailPosition(NamedTuple):
             return cls(int(seq), int(rba or 0))
         except ValueError:
             raise ValueError(f"not a trail position {text!r}: expected SEQNO:RBA") from None
+
+
+@dataclass(frozen=True, slots=True)
+class DdlObject:
+    """A DDL as ``DDL INCLUDE | EXCLUDE`` and ``DDLERROR`` judge it: the object
+    (``owner.name``), its table for an index, its type and the operation, and the
+    statement.  Made from a DDL record's marker text by ``trail.ddl.read_ddl``."""
+
+    owner: str
+    name: str
+    object_type: str
+    ddl_type: str
+    statement: str
+    master: str | None = None
+    error: str = ""  # what the marker says went wrong (E1)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.owner}.{self.name}" if self.owner else self.name

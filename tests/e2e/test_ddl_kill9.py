@@ -139,6 +139,73 @@ def test_kill9_replicat_after_ddl_and_before_its_dml(e2e_cluster: Cluster, tmp_p
     assert "already exists" not in text and "ABENDING" not in text
 
 
+def _delta_columns(path: Path) -> list[str]:
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return [f.name for f in DeltaTable(str(path)).schema().fields]
+    except TableNotFoundError:
+        return []
+
+
+@pytest.mark.heavy
+def test_kill9_delta_replicat_after_ddl_and_before_its_dml(tmp_path: Path):
+    """The same for a Delta target, whose DDL is a schema change of the Delta table (its
+    own commit, not in a database transaction with the checkpoint): killed the moment the
+    table has the new column, once with the DML that uses it written only while the
+    Replicat is down, once with that DML already in the trail."""
+    home = replicat_home(tmp_path / "home", "REPLICAT rep1\nTARGETDELTA ./delta\n"
+                         "SPARK MASTER local[1]\nMAP app.*, TARGET app.*;\n",
+                         checkpoint_table=None)
+    table = home.path / "delta" / "app" / "t"
+    feed = Feeder(home.dirdat / "rt")
+    log = tmp_path / "replicat.log"
+    feed.rows_txn()
+    proc = start_group(home, "replicat", "REP1", "--trigger", "0.3", log=log)
+    try:
+        for n, name in enumerate(["c1", "c2"]):
+            feed.rows_txn()
+            feed.add_column(name)
+            if n == 1:
+                feed.rows_txn()  # the DML that uses it, already in the trail
+            _wait(lambda name=name: name in _delta_columns(table), 300, f"column {name}", log)
+            proc.kill()
+            proc.wait(timeout=30)
+            with open(log, "a") as fh:
+                fh.write(f"\n=== test: kill -9 after DDL {n} ===\n")
+            feed.rows_txn()  # rows using the new column, written while it is down
+            proc = start_group(home, "replicat", "REP1", "--trigger", "0.3", log=log)
+        feed.add_column("c3")
+        feed.rows_txn()
+        feed.writer.close()
+        last = feed.next_id - 1
+
+        def done() -> bool:
+            from deltalake import DeltaTable
+
+            if "c3" not in _delta_columns(table):
+                return False
+            ids = DeltaTable(str(table)).to_pyarrow_table(columns=["id"]).column(0)
+            return max(ids.to_pylist(), default=0) == last
+
+        _wait(done, 300, "the last row", log)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    from deltalake import DeltaTable
+
+    assert _delta_columns(table) == ["id", "v", "c1", "c2", "c3"]
+    rows = DeltaTable(str(table)).to_pyarrow_table().to_pylist()
+    assert len(rows) == len({r["id"] for r in rows}), "a row applied twice"
+    got = {r["id"]: (r["v"], r["c1"], r["c2"], r["c3"]) for r in rows}
+    want = {k: (v["v"], *(None if v.get(c) is None else int(v[c]) for c in ("c1", "c2", "c3")))
+            for k, v in feed.rows.items()}
+    assert got == want, "a row lost or applied twice"
+    assert "ABENDING" not in log.read_text()
+
+
 # -- the whole pipeline (heavy) ------------------------------------------------------------
 
 def _trail_ddl(trail: Path) -> int:

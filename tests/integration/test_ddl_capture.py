@@ -14,10 +14,13 @@ from trailgate.capture.postgres.ddl_setup import (
     delete_ddlsupport,
     info_ddlsupport,
     installed,
+    upgrade_needed,
 )
 from trailgate.capture.postgres.trandata import add_schematrandata
 from trailgate.db.connect import connect
+from trailgate.extract.postgres.config import load_extract_config
 from trailgate.extract.postgres.group import RunOptions, run_extract_group
+from trailgate.extract.postgres.startup import check_source
 from trailgate.model import OpType
 from trailgate.trail import TrailReader
 from trailgate.trail.ddl import parse_marker
@@ -125,6 +128,74 @@ def test_trigger_failure_becomes_a_ddlerror_marker_and_internal_ddl_is_superuser
         conn.execute("RESET ROLE")
         last = parse_marker(_markers(conn)[-1][2])
         assert last.statement == "CREATE TABLE app.hidden (id int)" and not last.error
+
+
+def test_capture_function_is_not_executable_by_ordinary_users(pg_cluster, pg_db, tmp_path):
+    """``ggs_ddl_capture`` (SECURITY DEFINER: it writes the marker rows the Replicat runs) is
+    executable by no ordinary user, so none can forge a DDL into the trail; their real DDL
+    is still captured with their session's settings, a new table under SCHEMATRANDATA gives
+    only its CREATE, and an install by an earlier trailgate (capture granted to PUBLIC, no
+    guards) is reported and mended by running ADD DDLSUPPORT again."""
+    dbname = str(psycopg.conninfo.conninfo_to_dict(pg_db)["dbname"])
+    role = f"plain_{dbname}"[:60]  # roles are the cluster's: one of its own
+    capture = "ggadmin.ggs_ddl_capture(text, text, text, text[])"
+    with connect(pg_db) as conn:
+        conn.execute("CREATE SCHEMA app; CREATE TABLE app.t (id int PRIMARY KEY)")
+        add_ddlsupport(conn, "ggadmin")
+        assert upgrade_needed(conn, "ggadmin") is None
+        # what an earlier install left: the function granted to PUBLIC, no guard triggers
+        conn.execute("SET trailgate.internal_ddl = on")
+        conn.execute(f"GRANT EXECUTE ON FUNCTION {capture} TO PUBLIC")
+        conn.execute("DROP EVENT TRIGGER ggs_ddl_guard_end")
+        conn.execute("RESET trailgate.internal_ddl")
+        problem = upgrade_needed(conn, "ggadmin")
+        assert problem and "executable by PUBLIC" in problem and "guard" in problem
+        assert "ADD DDLSUPPORT again" in problem
+        assert any("executable by PUBLIC" in line for line in info_ddlsupport(conn, "ggadmin"))
+        home = make_home(tmp_path / "home", pg_db, "EXTU", "TABLE app.*;",
+                         extra="DDL INCLUDE MAPPED\n")
+        home.globals_file.write_text("GGSCHEMA ggadmin\n")
+        started = check_source(load_extract_config(home, "EXTU"), None)  # the Extract's start
+        assert any("executable by PUBLIC" in w and "ADD DDLSUPPORT again" in w
+                   for w in started.warnings), started.warnings
+        add_ddlsupport(conn, "ggadmin")  # the re-run mends it
+        assert upgrade_needed(conn, "ggadmin") is None
+        conn.execute(f"DROP ROLE IF EXISTS {role}")
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw'")
+        conn.execute(f"GRANT USAGE, CREATE ON SCHEMA app TO {role}")
+        conn.execute(f"GRANT USAGE ON SCHEMA ggadmin TO {role}")  # even so: no EXECUTE
+        add_schematrandata(conn, "app")
+        before = len(_markers(conn))
+    with connect(pg_cluster.conninfo(dbname, user=role, password="pw")) as user:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), user.transaction():
+            user.execute(f"SELECT {capture.split('(')[0]}('ddl_command_end', 'ALTER TABLE', "
+                         "'DROP TABLE app.t', ARRAY[]::text[])")
+        user.execute("SET search_path = app, public")
+        user.execute("SET trailgate.internal_ddl = on")  # not a superuser: no effect
+        user.execute("CREATE TABLE mine (id int PRIMARY KEY)")
+        user.execute("ALTER TABLE mine ADD c int")
+        user.execute("DROP TABLE mine")
+        # an operator of the user's own, first in the search_path, cannot answer the
+        # guard's test either
+        user.execute("CREATE FUNCTION app.never(text, text) RETURNS boolean "
+                     "LANGUAGE sql AS 'SELECT false'")
+        user.execute("CREATE OPERATOR app.= (LEFTARG = text, RIGHTARG = text, "
+                     "FUNCTION = app.never)")
+        user.execute("SET search_path = app, pg_catalog")
+        user.execute("SET trailgate.internal_ddl = on")
+        user.execute("CREATE TABLE sneaky (id int)")
+    with connect(pg_db) as conn:
+        got = [parse_marker(text) for _, _, text in _markers(conn)[before:]]
+        assert [(m.statement, m.get("B9"), m.error) for m in got
+                if m.object_type == "TABLE"] == [
+            ("CREATE TABLE mine (id int PRIMARY KEY)", role, ""),
+            ("ALTER TABLE mine ADD c int", role, ""),
+            ("DROP TABLE mine", role, ""),
+            ("CREATE TABLE sneaky (id int)", role, ""),
+        ]
+        assert all(m.qualified_name == "app.mine" for m in got[:3])
+        assert got[0].settings()["search_path"] == "app, public"
+        conn.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
 
 
 @pytest.mark.spark

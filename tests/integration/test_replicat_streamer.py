@@ -4,6 +4,7 @@ the batch path taking over where it got."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,12 +13,14 @@ import psycopg
 import pytest
 from replicat_support import (
     CKPT,
+    TABLES,
     Increments,
     accounts,
     events,
     pg_target,
     query,
     replicat_home,
+    tdef,
     write_trail,
 )
 from spark_conftest import spark_session  # noqa: F401
@@ -25,12 +28,15 @@ from spark_conftest import spark_session  # noqa: F401
 from trailgate.changes.routing import Router
 from trailgate.errors import TargetError
 from trailgate.home import Home
-from trailgate.model import TrailPosition
+from trailgate.model import Change, OpType, TrailPosition
 from trailgate.replicat.config import ReplicatConfig, load_replicat_config
+from trailgate.replicat.ddl_steps import ddl_steps
 from trailgate.replicat.group import RunOptions, run_replicat_group
 from trailgate.replicat.stream_apply import ApplyStreamer
 from trailgate.replicat.task_apply import open_applier
 from trailgate.spark.trail_offsets import end_of_data
+from trailgate.trail import TrailWriter
+from trailgate.trail.ddl import encode_marker
 from trailgate.trail.naming import TrailName
 
 pytestmark = [pytest.mark.postgres]
@@ -280,3 +286,43 @@ def test_the_batch_path_starts_where_the_streamed_apply_got(tmp_path: Path, pg_d
     assert len(_row(pg_db)) == 2
     ck = home.checkpoints.load("REP1", "REPLICAT")
     assert ck is not None and ck.read_position == {"seqno": end2.seqno, "rba": end2.rba}
+
+
+def test_a_backlog_with_ddl_is_cut_at_its_ddl_transactions(tmp_path: Path, pg_db: str) -> None:
+    """A backlog step holding a DDL is applied as the DML before it, the DDL's transaction
+    alone, and the DML after it: three target transactions, so the DML around the DDL stays
+    set-based; the data and the DDL land as in one step."""
+    _, cfg, router = _setup(tmp_path, pg_db)
+    work = Increments(seed=9)
+    events2 = tdef("public.events", [("id", "integer"), ("kind", "text"), ("c", "integer")],
+                   ["id"])
+    w = TrailWriter(Path(cfg.trail), megabytes=1, fsync=False)
+    for txn in work.transactions(150):
+        w.write_transaction(txn, TABLES)
+    w.begin_transaction("0.ddl.1", work.csn + 1)
+    work.csn += 1
+    w.add_change(Change(OpType.DDL, "public.events", text=encode_marker(
+        "ALTER TABLE public.events ADD c int", [("C5", "1"), ("B3", "public"),
+                                                ("B4", "events"), ("B5", "TABLE"),
+                                                ("B6", "ALTER")])), None)
+    w.add_definition(events2)
+    w.commit_transaction()
+    for txn in work.transactions(150):
+        w.write_transaction(txn, {**TABLES, "public.events": events2})
+    w.close()
+    end = end_of_data(cfg.trail)
+    assert end is not None
+    steps = ddl_steps(cfg.trail, START, end)
+    assert len(steps) == 3 and steps[0][0] == START and steps[-1][1] == end
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(steps))
+    streamer = _streamer(cfg, router)
+    try:
+        assert streamer.sync(end).position == end
+        assert streamer.transactions == 3
+    finally:
+        streamer.close()
+    assert accounts(pg_db) == work.expected_accounts()
+    assert events(pg_db) == work.events
+    assert query(pg_db, "SELECT count(*) FROM pg_attribute WHERE attrelid = "
+                        "'public.events'::regclass AND attname = 'c'") == [(1,)]
+    assert _row(pg_db) == [(-1, 0, str(end))]

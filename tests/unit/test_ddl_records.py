@@ -20,9 +20,10 @@ from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, TrailP
 from trailgate.params.ddl_rules import DdlFilter, DdlObject
 from trailgate.params.model import DdlRule, TableSpec
 from trailgate.replicat.task_rows import read_task_rows
-from trailgate.trail import TrailReader, TrailWriter
+from trailgate.trail import TrailName, TrailReader, TrailWriter
 from trailgate.trail.ddl import encode_marker, parse_marker
 from trailgate.trail.reader import record_bytes
+from trailgate.trail.release import parse_release
 
 MARKER = TableDef("gg", "ggs_marker", [
     Column("seqno", 0, ColumnKind.NUMBER, "bigint"),
@@ -204,3 +205,58 @@ def test_import_keeps_a_whole_ddl_transaction_before_a_bad_line(tmp_path: Path):
     txns = list(TrailReader(tmp_path / "dst" / "aa").transactions())
     assert [t.transaction.xid for t in txns] == ["0.1.1"]
     assert txns[0].transaction.changes[-1].op is OpType.DDL
+
+
+@pytest.mark.parametrize("release", ["11.2", "21.1"])
+def test_ddl_at_the_start_of_a_new_file_and_across_a_rollover(tmp_path: Path, release: str):
+    """A DDL transaction that rolls over to a new file, and a DDL that is the first record
+    of a file (a restarted writer), in the 11.2 and a self-describing 12c+ format: the new
+    definition is written in the file's own format, and readers — from the start, and
+    restarted in the new file as a Replicat is — decode the rows after it with it."""
+    fmt = parse_release(release, "little") if release != "11.2" else None
+    trail = tmp_path / "aa"
+    text = encode_marker("ALTER TABLE app.t ADD w int",
+                         [("C5", "7"), ("B3", "app"), ("B4", "t"), ("B5", "TABLE"),
+                          ("B6", "ALTER")])
+    with TrailWriter(trail, megabytes=1, fsync=False, format=fmt) as w:
+        n = 0
+        while w.position.rba < (1 << 20) - 3000:  # the file all but full
+            n += 1
+            w.begin_transaction(f"0.{n}.1", n)
+            w.add_change(Change(OpType.INSERT, "app.t", after={0: b"%d" % n, 1: b"p" * 2000}),
+                         T1)
+            w.commit_transaction()
+        w.begin_transaction("0.a.1", 1000)  # DML, DDL, DML: rolls over inside
+        w.add_change(Change(OpType.INSERT, "app.t", after={0: b"-1", 1: b"q" * 2500}), T1)
+        w.add_change(Change(OpType.DDL, "app.t", text=text), None)
+        w.add_definition(T2)
+        w.add_change(Change(OpType.INSERT, "app.t", after={0: b"-2", 1: b"b", 2: b"3"}), T2)
+        w.commit_transaction()
+        w.start_file()  # as a restarted Extract does: the DDL opens the next file
+        w.begin_transaction("0.b.1", 1001)
+        w.add_change(Change(OpType.DDL, "app.t", text=text.replace("'7'", "'8'")), None)
+        w.add_definition(T1)
+        w.add_change(Change(OpType.INSERT, "app.t", after={0: b"-3", 1: b"c"}), T1)
+        w.commit_transaction()
+    name = TrailName(trail)
+    seqs = name.sequence_numbers()
+    assert len(seqs) == 3
+    last = [(r.raw.io_type, r.raw.trans_ind)
+            for r in TrailReader(name.file(seqs[-1]), single_file=True).records()]
+    assert last[0] == (OpType.DDL, 0) and last[-1] == (OpType.INSERT, 2)
+    assert all(ind == 3 for io, ind in last if io == OpType.METADATA)  # its own format's
+    rows = [r.change.after for r in TrailReader(trail).records()
+            if r.change is not None and r.change.after and r.change.after[0].startswith(b"-")]
+    assert [(r[0], sorted(r)) for r in rows] == [(b"-1", [0, 1]), (b"-2", [0, 1, 2]),
+                                                 (b"-3", [0, 1])]
+    restart = TrailPosition(seqs[-1], 0)  # a Replicat whose checkpoint is the new file
+    again = [r for r in TrailReader(trail, start=restart).records() if r.change is not None]
+    assert [r.change.op for r in again] == [OpType.DDL, OpType.INSERT]
+    assert again[1].change.after == {0: b"-3", 1: b"c"}
+    rng = TrailRange(str(trail), restart, None)
+    task = read_task_rows(str(trail), restart, TrailPosition(99, 0), rng.router)
+    [changes] = task.changes.values()
+    segments = task.definitions.segments(changes)
+    assert segments is not None
+    assert [([tc.change.op for tc in part], defs["app.t"]) for part, defs in segments] == [
+        ([OpType.DDL], T1), ([OpType.INSERT], T1)]

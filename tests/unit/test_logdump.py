@@ -234,6 +234,24 @@ def test_damaged_record_type_and_cut_file(trail, tmp_path):
     assert "damaged file header" in out and "No record header found" in out
 
 
+def test_damaged_length_mid_file_is_an_error_not_an_end(trail, tmp_path, capsys):
+    damaged = tmp_path / "aa000000000"
+    data = bytearray(trail.read_bytes())
+    records = raw_records(trail)
+    victim = next(r for r in records[:-1] if r.rba + 0xFFF0 > len(data))
+    following = records[records.index(victim) + 1]
+    data[victim.rba + 2 : victim.rba + 4] = b"\xff\xf0"  # runs past the file's end
+    damaged.write_bytes(bytes(data))
+    out = logdump(f"pos {victim.rba}", "n", "sfh", file=damaged)
+    assert f"Error: {damaged} at RBA {victim.rba}: " in out and "Eof reached" not in out
+    assert "length field is damaged" in out and "SCANFORHEADER" in out
+    assert f"next record header at RBA {following.rba}" in out
+    # trail export stops with the same error instead of ending early
+    assert trailgate_main(["trail", "export", str(tmp_path / "aa"), "--output",
+                           str(tmp_path / "out.jsonl")]) == 1
+    assert f"at RBA {victim.rba}: " in capsys.readouterr().err
+
+
 def test_save_writes_a_readable_trail_file(trail, tmp_path):
     target = tmp_path / "saved"
     insert = rba_of(trail, OpType.INSERT)

@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from trailgate.model import ColumnKind
-from trailgate.trail.ddl import encode_marker, fragments, parse_marker
+from trailgate.model import ColumnKind, DdlObject
+from trailgate.params.ddl_rules import DdlFilter
+from trailgate.trail.ddl import ddl_object, encode_marker, fragments, parse_marker, read_ddl
 from trailgate.trail.metadata import decode_kv, decode_tabledef, encode_kv
 
 # the seed's fragment 1 of GGS_MARKER for sequence 501
@@ -268,3 +269,24 @@ def test_backslashes_written_before_they_were_doubled_still_read_the_same():
                                                      ("C2", None, "a\\nb")]
     for value in ("a\\'b", "x\\", ".,", "a\\nb", "it's", "\\\\,"):
         assert decode_kv(encode_kv([("C1", "1", value)])) == [("C1", "1", value)]
+
+
+def test_read_ddl_gives_the_object_the_rules_judge():
+    """The one reading of a DDL record's text every group uses (Extract, Pump, Replicat on
+    PostgreSQL and lake targets): the seed's marker, an index's table, an unreadable text."""
+    record = read_ddl(MARKER_STATEMENT + uncomment(MARKER_ENV))
+    assert record.unreadable is None and record.marker.seqno == 501
+    assert record.obj == DdlObject("US01", "T100", "TABLE", "ALTER",
+                                   "ALTER TABLE t100 ADD c4 NUMBER ", None, "")
+    index = read_ddl(encode_marker("create index i on app.t (v)", [
+        ("B3", "app"), ("B4", "i"), ("B5", "index"), ("B6", "create"), ("C12", "app"),
+        ("C13", "t")]))
+    assert index.obj == DdlObject("app", "i", "INDEX", "CREATE", "create index i on app.t (v)",
+                                  "app.t", "")
+    assert ddl_object(index.marker) == index.obj
+    bad = read_ddl(",C1='cut")
+    assert bad.unreadable and "cannot be read" in bad.marker.error
+    assert bad.marker.statement == ",C1='cut" and bad.obj.error == bad.marker.error
+    assert (bad.obj.owner, bad.obj.name) == ("", "")
+    # nothing to judge it by: every group's rules take it, and DDLERROR decides
+    assert DdlFilter([], lambda _: False, "REPLICAT").decide(bad.obj).include

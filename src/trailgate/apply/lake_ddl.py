@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +20,18 @@ import pyarrow as pa
 
 from trailgate.apply.arrow_types import arrow_type, converter
 from trailgate.apply.ddl_names import find_names
+from trailgate.apply.discard import DdlDiscard, DiscardWriter
+from trailgate.apply.lake_errors import LAKE_FAILURES, lake_sqlstate
 from trailgate.apply.parquet import table_directory
-from trailgate.apply.pg_ddl import DdlError
+from trailgate.apply.pg_ddl import DdlError, ddlerror_rule
 from trailgate.apply.records import ApplyResult, TrailChange
 from trailgate.apply.values import pg_type_for_source
 from trailgate.checkpoint import fsync_dir
-from trailgate.params.ddl_rules import DdlFilter, DdlObject
-from trailgate.params.model import ReplicatParams
+from trailgate.model import DdlObject
+from trailgate.params.ddl_rules import DdlFilter
+from trailgate.params.model import DdlErrorRule, ReplicatParams
 from trailgate.params.names import find_map, parse_name, resolve_map
-from trailgate.trail.ddl import DdlMarker, parse_marker, report_line
+from trailgate.trail.ddl import DdlMarker, read_ddl, report_line
 
 __all__ = ["LakeDdl"]
 
@@ -59,8 +63,10 @@ class LakeDdl:
     ``root``."""
 
     def __init__(self, params: ReplicatParams, kind: str, root: str, group: str,
-                 storage_options: dict[str, str] | None = None):
+                 storage_options: dict[str, str] | None = None,
+                 discard: DiscardWriter | None = None):
         self.params = params
+        self.discard = discard  # where DDLERROR … DISCARD writes
         self.kind = kind
         self.root = str(root).rstrip("/")
         self.group = group
@@ -79,13 +85,12 @@ class LakeDdl:
     def apply(self, tc: TrailChange, table: Any, result: ApplyResult) -> bool:
         """Apply DDL record ``tc`` (``table``: the source definition the trail gives right
         after it, or None); True when it changed a table (mappings must be made anew)."""
-        try:
-            marker = parse_marker(tc.change.text or "")
-        except ValueError as exc:
+        record = read_ddl(tc.change.text or "")
+        if record.unreadable is not None:
             raise DdlError(f"DDL record at trail position {tc.position}, CSN {tc.csn}: its "
-                           f"marker text cannot be read ({exc}); the Replicat stops") from None
-        obj = DdlObject(marker.owner, marker.name, marker.object_type, marker.ddl_type,
-                        marker.statement, marker.master_qualified_name, marker.error)
+                           f"marker text cannot be read ({record.unreadable}); the Replicat "
+                           "stops")
+        marker, obj = record.marker, record.obj
         decision = self.filter.decide(obj)
         if self.options.report:
             log.info(report_line("INFO", "OGG-10451" if decision.include else "OGG-10452",
@@ -94,27 +99,63 @@ class LakeDdl:
                                  f"[{marker.object_type}], {marker.describe()}."))
         if not decision.include or (obj.object_type != "TABLE" and not marker.error):
             return False
-        if marker.error:
-            self._failed(tc, marker, marker.error)
-            return False
         target = self._map(obj.qualified_name) if obj.name else None
+        if marker.error:  # no SQLSTATE: only DEFAULT rules apply, as on PostgreSQL
+            self._failed(tc, marker, obj, decision.scope, "", marker.error,
+                         target or obj.qualified_name or "(no object)", result)
+            return False
         if target is None:
             return False
-        changed = self._table_ddl(tc, marker, obj, target, table)
+        attempt = 0
+        while True:
+            try:
+                changed = self._table_ddl(tc, marker, obj, target, table)
+                break
+            except LAKE_FAILURES as exc:
+                code = lake_sqlstate(exc)
+                message = f"{type(exc).__name__}: {exc}"
+                rule = ddlerror_rule(self.params.ddl_errors, code, obj, decision.scope)
+                if attempt < rule.max_retries:
+                    attempt += 1
+                    log.info(report_line("INFO", "", f"DDL error ignored for next retry: "
+                                                     f"error code [{code}], error text "
+                                                     f"[{message}], retry [{attempt}] "
+                                                     f"({rule.text()})."))
+                    time.sleep(rule.retry_delay)
+                    continue
+                self._failed(tc, marker, obj, decision.scope, code, message, target, result,
+                             rule)
+                return False
         if changed:
             result.table(target).ddl += 1
         return changed
 
-    def _failed(self, tc: TrailChange, marker: DdlMarker, message: str) -> None:
-        rules = [r for r in self.params.ddl_errors if r.error == "DEFAULT"]
-        response = rules[0].response if rules else "ABEND"
-        text = (f"DDL error: {message} applying {marker.describe()}, trail position "
-                f"{tc.position}, CSN {tc.csn}")
-        if response == "ABEND":
-            raise DdlError(f"{text}. The Replicat stops (DDLERROR DEFAULT ABEND): add "
-                           f"DDLERROR DEFAULT IGNORE to skip it")
-        log.info(report_line("WARNING", "", f"{text}; {response.lower()}d "
-                                            f"(DDLERROR DEFAULT {response})."))
+    def _failed(self, tc: TrailChange, marker: DdlMarker, obj: DdlObject, scope: str,
+                code: str, message: str, target: str, result: ApplyResult,
+                rule: DdlErrorRule | None = None) -> None:
+        """DDLERROR's response to a DDL that failed on this target (PgDdl's, with the
+        failure's SQLSTATE from :mod:`lake_errors`)."""
+        rule = rule or ddlerror_rule(self.params.ddl_errors, code, obj, scope)
+        error = f"error {code} ({message})" if code else message
+        text = (f"DDL error: {error} applying {marker.describe()} to {self.kind.title()} "
+                f"table {target}, trail position {tc.position} (seqno {tc.position.seqno}, "
+                f"RBA {tc.position.rba}), CSN {tc.csn}")
+        if rule.response == "IGNORE":
+            result.table(target).ignores += 1
+            log.info(report_line("WARNING", "", f"{text}; ignored ({rule.text()})."))
+        elif rule.response == "DISCARD":
+            result.table(target).discards += 1
+            if self.discard is not None:
+                self.discard.write([DdlDiscard(tc, marker.statement, text,
+                                               (code,) if code else ())])
+            log.info(report_line("WARNING", "", f"{text}; discarded ({rule.text()})."))
+        else:
+            hint = (f"add a DDLERROR rule for error {code} (IGNORE or DISCARD)" if code
+                    else "add DDLERROR DEFAULT IGNORE (or DISCARD) to skip it")
+            failure = DdlError(f"{text}. The Replicat stops ({rule.text()}): correct the "
+                               f"target and start again, or {hint}")
+            failure.txn_start = tc.txn_start
+            raise failure
 
     def _table_ddl(self, tc: TrailChange, marker: DdlMarker, obj: DdlObject, target: str,
                    table: Any) -> bool:

@@ -25,9 +25,9 @@ from trailgate.model import OpType, TrailPosition
 from trailgate.params.ddl_rules import DdlFilter, DdlObject, clause_matches
 from trailgate.params.model import DdlErrorRule, ReplicatParams
 from trailgate.params.names import find_map, parse_name, resolve_map
-from trailgate.trail.ddl import DdlMarker, parse_marker, report_line
+from trailgate.trail.ddl import DdlMarker, read_ddl, report_line
 
-__all__ = ["DdlError", "PgDdl", "ddl_changes"]
+__all__ = ["DdlError", "PgDdl", "ddl_changes", "ddlerror_rule"]
 
 log = logging.getLogger("trailgate.ddl")
 
@@ -72,13 +72,8 @@ class PgDdl:
               discards: list[DdlDiscard]) -> bool:
         """Apply DDL record ``tc``; True when it ran on the target (its definitions must
         then be read again)."""
-        try:
-            marker = parse_marker(tc.change.text or "")
-        except ValueError as exc:
-            marker = DdlMarker({"C1": tc.change.text or "",
-                                "E1": f"the DDL record's marker text cannot be read: {exc}"})
-        obj = DdlObject(marker.owner, marker.name, marker.object_type, marker.ddl_type,
-                        marker.statement, marker.master_qualified_name, marker.error)
+        record = read_ddl(tc.change.text or "")
+        marker, obj = record.marker, record.obj
         decision = self.filter.decide(obj)
         statement = marker.statement.strip()
         if self.report:
@@ -163,20 +158,7 @@ class PgDdl:
             cur.execute("SELECT set_config(%s, %s, true)", (name, value))
 
     def _rule(self, code: str, obj: DdlObject, scope: str) -> DdlErrorRule:
-        """The DDLERROR rule for error ``code``: an exact one first, then DEFAULT; a rule's
-        INCLUDE or EXCLUDE clause narrows it to the DDL it takes."""
-        def applies(rule: DdlErrorRule) -> bool:
-            if rule.only is None:
-                return True
-            matched = clause_matches(rule.only, obj, scope)
-            return matched if rule.only.include else not matched
-
-        rules = self.params.ddl_errors
-        for wanted in (code, "DEFAULT"):
-            for rule in rules:
-                if rule.error == wanted and applies(rule):
-                    return rule
-        return _DEFAULT_RULE
+        return ddlerror_rule(self.params.ddl_errors, code, obj, scope)
 
     def _failed(self, tc: TrailChange, marker: DdlMarker, obj: DdlObject, scope: str,
                 code: str, message: str, statement: str, target: str, result: ApplyResult,
@@ -203,6 +185,24 @@ class PgDdl:
                                f"transaction was committed")
             failure.txn_start = tc.txn_start
             raise failure
+
+
+def ddlerror_rule(rules: Sequence[DdlErrorRule], code: str, obj: DdlObject, scope: str
+                  ) -> DdlErrorRule:
+    """The DDLERROR rule for error ``code`` (a SQLSTATE; empty for a marker the trigger
+    could not describe): an exact one first, then DEFAULT, else ``DDLERROR DEFAULT ABEND``;
+    a rule's INCLUDE or EXCLUDE clause narrows it to the DDL it takes."""
+    def applies(rule: DdlErrorRule) -> bool:
+        if rule.only is None:
+            return True
+        matched = clause_matches(rule.only, obj, scope)
+        return matched if rule.only.include else not matched
+
+    for wanted in (code, "DEFAULT"):
+        for rule in rules:
+            if rule.error == wanted and applies(rule):
+                return rule
+    return _DEFAULT_RULE
 
 
 def _schema_of(name: str) -> str:

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trailgate.model import Change
-from trailgate.params.ddl_rules import DdlFilter, DdlObject
+from trailgate.params.ddl_rules import DdlFilter
 from trailgate.params.model import DdlRule
 from trailgate.params.names import fill_target, find_map
-from trailgate.trail.ddl import parse_marker
+from trailgate.trail.ddl import read_ddl
 
 __all__ = ["Router", "ddl_keep"]
 
@@ -66,10 +66,8 @@ def ddl_keep(router: Router, rules: list[DdlRule], given: bool
     ddl = DdlFilter(rules, lambda name: router.route(name) is not None, "PUMP", given=True)
 
     def keep(change: Change) -> bool:
-        try:
-            m = parse_marker(change.text or "")
-        except ValueError:
+        record = read_ddl(change.text or "")
+        if record.unreadable is not None:
             return True  # the Replicat reports it under DDLERROR
-        return ddl.decide(DdlObject(m.owner, m.name, m.object_type, m.ddl_type, m.statement,
-                                    m.master_qualified_name, m.error)).include
+        return ddl.decide(record.obj).include
     return keep

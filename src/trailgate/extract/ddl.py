@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from trailgate.capture.ddl_markers import CapturedDdl, DdlRows
 from trailgate.extract.tables import TableRules
 from trailgate.model import Change, OpType, TableDef
-from trailgate.params.ddl_rules import DdlFilter, DdlObject
+from trailgate.params.ddl_rules import DdlFilter
 from trailgate.params.model import DdlRule
-from trailgate.trail.ddl import report_line
+from trailgate.trail.ddl import ddl_object, report_line
 
 __all__ = ["DdlOut", "ExtractDdl"]
 
@@ -69,8 +69,7 @@ class ExtractDdl:
 
     def _out(self, ddl: CapturedDdl, csn: int) -> DdlOut | None:
         marker = ddl.marker()
-        obj = DdlObject(marker.owner, marker.name, marker.object_type, marker.ddl_type,
-                        marker.statement, marker.master_qualified_name, marker.error)
+        obj = ddl_object(marker)
         decision = self.filter.decide(obj)
         seq = marker.get("C5") or "?"
         notes: list[str] = []

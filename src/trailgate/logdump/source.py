@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trailgate.errors import TrailFormatError
+from trailgate.trail.cut import cut_record_problem
 from trailgate.trail.header import FileHeader, decode_file_header
 from trailgate.trail.naming import TrailName, parse_trail_file
 from trailgate.trail.records import RawRecord, decode_record
@@ -162,6 +163,7 @@ class TrailFile:
         if length > left:
             self.refresh()
             if length > self.size - rba:
+                self._check_cut(rba)
                 return Eof(rba, self.size - rba)
             buf = self.buf
         try:
@@ -172,6 +174,16 @@ class TrailFile:
         record.rba = rba
         return record
 
+    def _check_cut(self, rba: int) -> None:
+        """The file ends inside the record at ``rba``: an error unless that can be a record
+        its writer is still writing (or was writing when it crashed)."""
+        order = self.decoder.order if self.decoder is not None else "big"
+        problem = cut_record_problem(self.buf, rba, self.size, order,
+                                     release12=self.decoder is not None)
+        if problem is not None:
+            raise self.error(f"{problem}; use SCANFORHEADER (SFH) to find the next good "
+                             "record", rba)
+
     def _frame12(self, rba: int) -> Record12 | Eof:
         assert self.decoder is not None
         try:
@@ -180,6 +192,7 @@ class TrailFile:
                 self.refresh()
                 found = frame_length(self.buf, rba, self.size, self.decoder.order)
             if found is None:
+                self._check_cut(rba)
                 return Eof(rba, self.size - rba)
             return parse_record(self.buf, rba, self.size, found[1])
         except ValueError as exc:

@@ -4,8 +4,7 @@ The socket is bound before anything else happens, so a port in use stops the Man
 once with a message that names the port and the parameter file, and nothing it would
 have started is started.  uvicorn then serves the bound socket in a daemon thread (its
 signal handling stays with the Manager's main thread) until :meth:`HttpService.stop`.
-uvicorn's housekeeping loop wakes ten times a second to see whether it should stop; the
-Manager's server looks once a second (a stop takes up to a second longer), since an idle
+Its housekeeping loop looks once a second, not ten times, whether to stop: an idle
 Manager's wake-ups are CPU spent all day for nothing.
 """
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from trailgate.model import DdlObject
 from trailgate.params.model import DdlRule
 from trailgate.params.names import match_table
 
@@ -24,24 +25,6 @@ _DEPENDENT = frozenset({"INDEX", "TRIGGER", "RULE", "POLICY"})
 DEFAULTS = {"EXTRACT": (False, "no DDL parameter: DDL is not captured"),
             "REPLICAT": (None, "INCLUDE MAPPED (the default without a DDL parameter)"),
             "PUMP": (True, "INCLUDE ALL (a Data Pump passes DDL through)")}
-
-
-@dataclass(frozen=True, slots=True)
-class DdlObject:
-    """What the rules look at: the object (``owner.name``), its table for an index, its
-    type and the operation, and the statement."""
-
-    owner: str
-    name: str
-    object_type: str
-    ddl_type: str
-    statement: str
-    master: str | None = None
-    error: str = ""  # what the marker says went wrong (E1)
-
-    @property
-    def qualified_name(self) -> str:
-        return f"{self.owner}.{self.name}" if self.owner else self.name
 
 
 @dataclass(frozen=True, slots=True)

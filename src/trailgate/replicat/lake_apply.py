@@ -105,17 +105,20 @@ class LakeBatchApply:
             from trailgate.apply.lake_ddl import LakeDdl
 
             self._ddl = LakeDdl(self.cfg.params, self.cfg.target_kind, self.cfg.target,
-                                self.cfg.group)
+                                self.cfg.group, discard=self._discard_writer())
         return self._ddl
+
+    def _discard_writer(self) -> Any:
+        from trailgate.apply.discard import DiscardWriter
+
+        spec = self.cfg.params.discardfile
+        return DiscardWriter(self.cfg.discard_file, spec.megabytes if spec else None)
 
     def delta(self) -> Any:
         """The Delta applier, opened on first use and kept for the run."""
         if self._delta is None:
             from trailgate.apply.delta import DeltaApplier
-            from trailgate.apply.discard import DiscardWriter
 
-            spec = self.cfg.params.discardfile
             self._delta = DeltaApplier(self.cfg.target, self.cfg.params, group=self.cfg.group,
-                                       discard=DiscardWriter(self.cfg.discard_file,
-                                                             spec.megabytes if spec else None))
+                                       discard=self._discard_writer())
         return self._delta

@@ -31,7 +31,7 @@ from trailgate.trail.header import decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 
-__all__ = ["Segment", "apply_range", "apply_span", "plan_range", "position_row"]
+__all__ = ["Segment", "apply_range", "apply_span", "plan_range", "position_row", "read_span"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,7 @@ class Segment:
 _CLEAN = (False, 0, False, False, 0, False)
 
 
-def _read(trail: str, lower: TrailPosition, upper: TrailPosition
+def read_span(trail: str, lower: TrailPosition, upper: TrailPosition
           ) -> tuple[bytes, list[Segment]] | None:
     """The range's records end to end (file headers left out) and where each file's part
     starts; None when a file is not as expected (the Python reader then says why): a file
@@ -103,7 +103,7 @@ def plan_range(mapper: Mapper, trail: str, lower: TrailPosition, upper: TrailPos
     (its offsets to trail positions); None when the Python path must read the range."""
     if not available:
         return None
-    read = _read(trail, lower, upper)
+    read = read_span(trail, lower, upper)
     if read is None:
         return None
     data, segments = read

@@ -1,13 +1,11 @@
 """The Replicat's PostgreSQL apply as the trail grows, between micro-batches too.
 
 An :class:`ApplyStreamer` is a driver thread with its own target connection: it applies
-whole transactions as soon as the trail holds them, so a change need not wait for the next
-batch, each step in one target transaction that also moves the group's stream row of the
-checkpoint table (nothing lost or doubled).  A micro-batch's :meth:`~ApplyStreamer.sync`
-only waits for it and takes what it applied for the group checkpoint.  An idle trail is not
-polled: the thread sleeps until the kernel says the trail's directory changed
-(:class:`~trailgate.trail.watch.TrailWatch`), a sync asks for more, or a second passes.
-docs/replicat.md, "Applying as the trail grows".
+whole transactions as soon as the trail holds them, each step in one target transaction
+that also moves the group's stream row of the checkpoint table (nothing lost or doubled).
+A micro-batch's :meth:`~ApplyStreamer.sync` only waits for it and takes what it applied.
+An idle trail is not polled: the thread sleeps until the trail's directory changes
+(:class:`~trailgate.trail.watch.TrailWatch`), a sync asks, or a second passes.
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ from trailgate.changes.change_rows import OP_POSITION
 from trailgate.changes.routing import Router
 from trailgate.errors import TargetError, TrailgateError
 from trailgate.model import TrailPosition
+from trailgate.replicat.ddl_steps import ddl_mark, ddl_steps
 from trailgate.replicat.range_apply import apply_range
 from trailgate.replicat.task_rows import BatchSummary
 from trailgate.spark.batch_window import stop_requested
@@ -35,14 +34,17 @@ from trailgate.spark.trail_offsets import ScanState, scan_boundary
 from trailgate.trail.naming import TrailName
 from trailgate.trail.watch import TrailWatch
 
-__all__ = ["CHUNK_RECORDS", "HOLD_SECONDS", "POLL_SECONDS", "WATCH_SECONDS", "ApplyStreamer",
-           "Progress"]
+__all__ = ["CHUNK_RECORDS", "HOLD_SECONDS", "POLL_SECONDS", "SPLIT_DDL_RECORDS", "WATCH_SECONDS",
+           "ApplyStreamer", "Progress"]
 
 log = logging.getLogger("trailgate.replicat")
 
 #: The most change records one target transaction takes (the default batch bound's size):
 #: a backlog is applied in steps of this, each committed with its row.
 CHUNK_RECORDS = 100_000
+#: A step holding DDL and at least this many change records is cut at its DDL
+#: transactions (:mod:`~trailgate.replicat.ddl_steps`); a smaller one is applied whole.
+SPLIT_DDL_RECORDS = 200
 #: Seconds between looks at the trail where the kernel cannot report its changes (no
 #: inotify).  A look at an idle trail is a ``stat`` of its last file and of the next two; only
 #: a trail that grew is scanned.
@@ -170,10 +172,15 @@ class ApplyStreamer:
                     self._idle()
                     continue
                 end, _, state = scan_boundary(self.trail, at, limit=want if held else None,
-                                              max_records=CHUNK_RECORDS, state=state)
+                                              max_records=CHUNK_RECORDS, state=state,
+                                              mark=ddl_mark)
                 if end > at:
                     idle = None
-                    self._apply(at, end)
+                    steps = (ddl_steps(self.trail, at, end)
+                             if state.marked and state.covered >= SPLIT_DDL_RECORDS
+                             else [(at, end)])
+                    for lower, upper in steps:
+                        self._apply(lower, upper)
                     continue
                 idle = self._look(state, at)
                 self._idle()

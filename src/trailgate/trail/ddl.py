@@ -3,9 +3,10 @@
 The D area of an IOType 160 record is the marker text as the source's DDL trigger wrote it:
 ``,C1='statement'`` then the environment (``,C5='501',B3='US01',B4='T100',B5='TABLE',
 B6='ALTER',…``, session settings as ``C17('n')``/``C18('n')`` pairs, ``C19`` their count),
-the fragments of the marker rows end to end.  Capture, Replicat and Logdump all read it
-through :func:`parse_marker`; the keys are the ``DDLREPLICATION`` constants of seed 004, and
-``E1``/``E2`` are trailgate's (docs/trail-format.md).
+the marker rows' fragments end to end.  Capture, Replicat and Logdump all read it
+through :func:`parse_marker` (keys: seed 004's ``DDLREPLICATION`` constants, ``E1``/``E2``
+trailgate's); every group judging a DDL record gets its
+:class:`~trailgate.model.DdlObject` from :func:`read_ddl`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from trailgate.model import DdlObject
 from trailgate.trail.metadata import decode_kv, encode_kv
 
-__all__ = ["FRAGMENT_CHARS", "SUBTYPE_ERROR", "SUBTYPE_INFO", "DdlMarker", "ddl_fields",
-           "encode_marker", "fragments", "parse_marker", "report_line"]
+__all__ = ["FRAGMENT_CHARS", "SUBTYPE_ERROR", "SUBTYPE_INFO", "DdlMarker", "DdlRecord",
+           "ddl_fields", "ddl_object", "encode_marker", "fragments", "parse_marker",
+           "read_ddl", "report_line"]
 
 #: The marker and history tables keep text in VARCHAR(4000) columns: longer text is split.
 FRAGMENT_CHARS = 4000
@@ -116,6 +119,35 @@ def parse_marker(text: str) -> DdlMarker:
         else:
             marker.indexed.setdefault(key, {})[index] = value
     return marker
+
+
+@dataclass(frozen=True, slots=True)
+class DdlRecord:
+    """A DDL record's text read: its marker, the object the DDL rules judge, and — when the
+    text is not marker text — why (``unreadable``; the marker is then the raw text as the
+    statement with ``E1`` saying so, which DDLERROR handles)."""
+
+    marker: DdlMarker
+    obj: DdlObject
+    unreadable: str | None = None
+
+
+def ddl_object(marker: DdlMarker) -> DdlObject:
+    """What the DDL rules look at in ``marker``."""
+    return DdlObject(marker.owner, marker.name, marker.object_type, marker.ddl_type,
+                     marker.statement, marker.master_qualified_name, marker.error)
+
+
+def read_ddl(text: str) -> DdlRecord:
+    """The marker and object of a DDL record's text; never raises."""
+    try:
+        marker = parse_marker(text)
+        problem = None
+    except ValueError as exc:
+        problem = str(exc)
+        marker = DdlMarker({"C1": text,
+                            "E1": f"the DDL record's marker text cannot be read: {problem}"})
+    return DdlRecord(marker, ddl_object(marker), problem)
 
 
 def encode_marker(statement: str, env: list[tuple[str, str]], *,

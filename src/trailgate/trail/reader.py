@@ -4,8 +4,8 @@ Three layers, each on the one below: :meth:`TrailReader.raw_records` (records as
 :meth:`TrailReader.records` (fragments joined, LOB pieces folded, metadata applied) and
 :meth:`TrailReader.transactions` (complete ones only).  11.2 records are decoded here,
 12c+ ones by ``release12.FileDecoder``.  A damaged record raises ``TrailFormatError`` with
-file and RBA; a record cut short by a crashed writer at a file's end is not an error: the
-reader waits for it (``follow``) or goes on in the next file.
+file and RBA; a record cut short by a crashed writer at a file's end (``trail.cut`` tells
+it from a damaged length) is not an error: the reader waits (``follow``) or goes on.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from trailgate.errors import TrailFormatError
 from trailgate.model import (
@@ -26,6 +27,7 @@ from trailgate.model import (
     Transaction,
     TransInd,
 )
+from trailgate.trail.cut import cut_record_problem
 from trailgate.trail.header import FileHeader, decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
@@ -267,6 +269,8 @@ class TrailReader:
                 if chunk:
                     continue
                 # End of what the file holds now.
+                if pos < end:
+                    self._check_cut(f, name, buf, pos, end, base, codec)
                 if self._next_exists(seq):
                     more = f.read(_CHUNK)  # the writer may have finished after our last read
                     if more:
@@ -275,6 +279,7 @@ class TrailReader:
                         pos = 0
                         continue
                     if pos < end:
+                        self._check_cut(f, name, buf, pos, end, base, codec)
                         log.warning("%s: %d bytes of a record cut short at RBA %d (a writer "
                                     "crashed); continuing in the next file", name, end - pos,
                                     base + pos)
@@ -285,6 +290,33 @@ class TrailReader:
                                  end - pos, base + pos)
                     return False
                 time.sleep(self.poll_interval)
+
+    @staticmethod
+    def _check_cut(f: BinaryIO, name: str, buf: bytes, pos: int, end: int, base: int,
+                   codec: FileDecoder | None) -> None:
+        """The file ends inside the record at ``pos``: raise ``TrailFormatError`` unless that
+        record can be one its writer is still writing (or was writing when it crashed)."""
+        rba = base + pos
+        problem = cut_record_problem(buf, pos, end, codec.order if codec else "big",
+                                     release12=codec is not None)
+        if problem is None:
+            here = f.tell()
+            try:
+                f.seek(0)
+                completed = decode_file_header(f.read(0xFFFF), max_compatibility=255).file_size
+            except ValueError:
+                completed = None
+            finally:
+                f.seek(here)
+            if completed is not None and rba < completed <= base + end:
+                problem = (f"the file was completed by its writer at {completed} bytes, yet "
+                           f"the record here runs past its end ({end - pos} bytes of it are "
+                           "there): its length field is damaged")
+        if problem is not None:
+            raise TrailFormatError(
+                f"{problem}. Logdump shows the record as it is (SCANFORHEADER finds the next "
+                "good one); restore the file from a copy, or have the writer write the trail "
+                "again from before this position", path=name, rba=rba)
 
     # -- logical records -----------------------------------------------------------------
 

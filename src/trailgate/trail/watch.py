@@ -1,14 +1,11 @@
 """Waking a trail's reader when its directory changes (Linux inotify), instead of polling.
 
-A reader that follows a growing trail must notice new bytes at once (that is its lag), yet
-an idle trail looked at every few milliseconds costs CPU for nothing, all day.  inotify asks
-the kernel to wake the reader when a file of the trail's directory is written, created or
-renamed into it, so the reader can sleep long while nothing happens.  The kernel queues
-events, so one that arrives between the reader's last look and its wait ends the wait at
-once.  Where inotify is not available (not Linux, no more watches) a :class:`TrailWatch` is
-inactive and the reader keeps polling; and whatever wakes it, a wait never outlasts its
-timeout, so a change the kernel cannot report (a network file system's remote writer) is
-still seen, only later.
+A reader following a growing trail must see new bytes at once, yet polling an idle trail
+every few milliseconds costs CPU all day.  inotify has the kernel wake the reader when a
+file of the directory is written, created or renamed into it; events queue, so one that
+comes between the last look and the wait ends the wait at once.  Without inotify (not
+Linux, no watches left) a :class:`TrailWatch` is inactive and the reader polls; a wait
+never outlasts its timeout, so a change the kernel cannot report is still seen, later.
 """
 
 from __future__ import annotations

@@ -282,9 +282,12 @@ class TrailWriter:
             self._append(rec)
             self._txn_records += 1
         for defined in after:
-            for rec in encode_metadata_record(defined, io_time):
+            name = defined.qualified_name
+            # in this file's format: a 12c+ file defines tables by its own records
+            for rec in (self._enc.metadata(name, defined, io_time) if self._enc is not None
+                        else encode_metadata_record(defined, io_time)):
                 self._append(rec)
-            self._tables_in_file[defined.qualified_name] = defined
+            self._tables_in_file[name] = defined
         self._has_data = True
         self._last_csn = csn
         self._last_io_time = io_time

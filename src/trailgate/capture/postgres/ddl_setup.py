@@ -18,17 +18,19 @@ from trailgate.capture.postgres.ddl_sql import (
     DDL_OBJECTS_SQL,
     DDL_TRIGGERS_SQL,
     EVENT_TRIGGERS,
+    GUARD_TRIGGERS,
 )
 from trailgate.capture.postgres.trandata import DEFAULT_PUBLICATION, ensure_catalog
 from trailgate.errors import ConfigError, SourceError
 from trailgate.trail.ddl import report_line
 
 __all__ = ["HISTORY_TABLE", "MARKER_TABLE", "add_ddlsupport", "ddl_schema",
-           "delete_ddlsupport", "info_ddlsupport", "installed"]
+           "delete_ddlsupport", "info_ddlsupport", "installed", "upgrade_needed"]
 
 MARKER_TABLE = "ggs_marker"
 HISTORY_TABLE = "ggs_ddl_hist"
-_FUNCTIONS = ("ggs_ddl_trigger()", "ggs_ddl_capture(text, text, text, text[])",
+_CAPTURE = "ggs_ddl_capture(text, text, text, text[])"
+_FUNCTIONS = ("ggs_ddl_guard()", "ggs_ddl_trigger()", _CAPTURE,
               "ggs_ddl_pieces(text)", "ggs_ddl_metadata(oid, bigint, text, text, text)",
               "ggs_ddl_statement(text, text, text[])", "ggs_ddl_key(text)",
               "ggs_ddl_split(text)", "ggs_q(text)")
@@ -84,12 +86,11 @@ def add_ddlsupport(conn: Conn, ggschema: str | None, *,
                 if not member:
                     conn.execute(sql.SQL("ALTER PUBLICATION {} ADD TABLE {}").format(
                         sql.Identifier(publication), sql.Identifier(schema, table)))
+            # Only the event triggers run these; an install before the capture trigger
+            # was SECURITY DEFINER granted ggs_ddl_capture to PUBLIC: this takes it back.
             conn.execute("REVOKE ALL ON FUNCTION " + ", ".join(
-                f"{ident.as_string(conn)}.{f}" for f in _FUNCTIONS[1:]) + " FROM PUBLIC")
-            conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {}.ggs_ddl_capture(text, text, "
-                                 "text, text[]) TO PUBLIC").format(ident))
-            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO PUBLIC").format(ident))
-            for name, event, function in EVENT_TRIGGERS:
+                f"{ident.as_string(conn)}.{f}" for f in _FUNCTIONS) + " FROM PUBLIC")
+            for name, event, function in GUARD_TRIGGERS + EVENT_TRIGGERS:
                 conn.execute(sql.SQL("DROP EVENT TRIGGER IF EXISTS {}").format(
                     sql.Identifier(name)))
                 conn.execute(sql.SQL("CREATE EVENT TRIGGER {} ON {} EXECUTE FUNCTION {}.{}()"
@@ -101,7 +102,8 @@ def add_ddlsupport(conn: Conn, ggschema: str | None, *,
         f"MARKER TABLE {schema}.{MARKER_TABLE} ... OK",
         f"MARKER SEQUENCE {schema}.ggs_marker_seq ... OK",
         f"DDL HISTORY TABLE {schema}.{HISTORY_TABLE} ... OK",
-        *(f"DDL TRIGGER {name} ON {event} ... OK" for name, event, _ in EVENT_TRIGGERS),
+        *(f"DDL TRIGGER {name} ON {event} ... OK"
+          for name, event, _ in GUARD_TRIGGERS + EVENT_TRIGGERS),
         f"PUBLICATION {publication}: {schema}.{MARKER_TABLE} and {schema}.{HISTORY_TABLE} "
         "... OK",
         _stamp(f"DDL support is installed in schema {schema} and enabled."),
@@ -129,10 +131,11 @@ def info_ddlsupport(conn: Conn, ggschema: str | None) -> list[str]:
         found = conn.execute("SELECT to_regclass(%s) IS NOT NULL",
                              (f"{ident}.{name}",)).fetchone()
         lines.append(f"{label} {schema}.{name} ... {'OK' if found and found[0] else 'MISSING'}")
+    every = GUARD_TRIGGERS + EVENT_TRIGGERS
     triggers = dict(conn.execute("SELECT evtname::text, evtenabled::text FROM pg_event_trigger "
                                  "WHERE evtname = ANY(%s)",
-                                 ([n for n, _, _ in EVENT_TRIGGERS],)).fetchall())
-    for name, event, _ in EVENT_TRIGGERS:
+                                 ([n for n, _, _ in every],)).fetchall())
+    for name, event, _ in every:
         state = triggers.get(name)
         lines.append(f"DDL TRIGGER {name} ON {event} ... "
                      + ("MISSING" if state is None else "DISABLED" if state == "D"
@@ -144,10 +147,39 @@ def info_ddlsupport(conn: Conn, ggschema: str | None) -> list[str]:
         count, last, when = row if row else (0, None, None)
         lines.append(f"DDL support is enabled in schema {schema}: {count} DDL operation(s) "
                      f"marked" + (f", the last sequence {last} at {when}." if last else "."))
+        problem = upgrade_needed(conn, schema)
+        if problem:
+            lines.append(problem)
     else:
         lines.append(f"DDL support is not installed in schema {schema}: ADD DDLSUPPORT "
                      f"installs it.")
     return lines
+
+
+def upgrade_needed(conn: Conn, ggschema: str | None) -> str | None:
+    """What an installed DDL support made by an earlier trailgate lacks (its capture
+    function executable by every user, who could write forged DDL markers into the trail;
+    no guard triggers), with what to do; ``None`` when it is as ADD DDLSUPPORT makes it."""
+    schema = ddl_schema(ggschema)
+    function = f"{sql.Identifier(schema).as_string(conn)}.{_CAPTURE}"
+    row = conn.execute(
+        "SELECT to_regprocedure(%s) IS NOT NULL AND has_function_privilege('public', "
+        "to_regprocedure(%s), 'EXECUTE'), (SELECT count(*) FROM pg_event_trigger "
+        "WHERE evtname = ANY(%s))", (function, function,
+                                     [n for n, _, _ in GUARD_TRIGGERS])).fetchone()
+    public, guards = (bool(row[0]), int(row[1])) if row else (False, 0)
+    missing = []
+    if public:
+        missing.append(f"{schema}.ggs_ddl_capture is executable by PUBLIC (any user could "
+                       "write DDL markers)")
+    if guards < len(GUARD_TRIGGERS):
+        missing.append("the guard triggers are missing (a user who sets "
+                       "trailgate.internal_ddl could hide a DDL)")
+    if not missing:
+        return None
+    return (f"DDL support in schema {schema} was installed by an earlier trailgate: "
+            + "; ".join(missing) + ". Run GGSCI DBLOGIN (as a superuser), then ADD "
+            "DDLSUPPORT again: it keeps the tables and their rows")
 
 
 def delete_ddlsupport(conn: Conn, ggschema: str | None) -> list[str]:
@@ -158,7 +190,7 @@ def delete_ddlsupport(conn: Conn, ggschema: str | None) -> list[str]:
     try:
         with conn.transaction():
             conn.execute("SET LOCAL trailgate.internal_ddl = 'on'")
-            for name, _, _ in EVENT_TRIGGERS:
+            for name, _, _ in GUARD_TRIGGERS + EVENT_TRIGGERS:
                 conn.execute(sql.SQL("DROP EVENT TRIGGER IF EXISTS {}").format(
                     sql.Identifier(name)))
             for function in _FUNCTIONS:

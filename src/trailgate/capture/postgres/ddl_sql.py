@@ -9,7 +9,8 @@ string literal, ``@PUB@`` for the publication's as a literal.  Literals avoid ba
 
 from __future__ import annotations
 
-__all__ = ["DDL_OBJECTS_SQL", "DDL_TRIGGERS_SQL", "EVENT_TRIGGERS", "SESSION_SETTINGS"]
+__all__ = ["DDL_OBJECTS_SQL", "DDL_TRIGGERS_SQL", "EVENT_TRIGGERS", "GUARD_TRIGGERS",
+           "SESSION_SETTINGS"]
 
 #: The session settings a DDL statement's meaning depends on, recorded as C17/C18 pairs
 #: (PostgreSQL's counterpart of seed 004's NLS parameters).
@@ -20,6 +21,12 @@ SESSION_SETTINGS = ("search_path", "DateStyle", "IntervalStyle", "TimeZone",
 #: (event trigger, event, function) created by ADD DDLSUPPORT.
 EVENT_TRIGGERS = (("ggs_ddl_trigger_end", "ddl_command_end", "ggs_ddl_trigger"),
                   ("ggs_ddl_trigger_drop", "sql_drop", "ggs_ddl_trigger"))
+
+#: (event trigger, event, function): the guards, which fire before the triggers above
+#: (PostgreSQL fires an event's triggers in name order).
+GUARD_TRIGGERS = (("ggs_ddl_guard_end", "ddl_command_end", "ggs_ddl_guard"),
+                  ("ggs_ddl_guard_drop", "sql_drop", "ggs_ddl_guard"))
+assert all(g < t for (g, _, _), (t, _, _) in zip(GUARD_TRIGGERS, EVENT_TRIGGERS, strict=True))
 
 DDL_OBJECTS_SQL = """
 CREATE SCHEMA IF NOT EXISTS @S@;
@@ -393,6 +400,9 @@ BEGIN
     IF coalesce(current_setting('trailgate.internal_ddl', true), '') = 'on' THEN
         RETURN;  -- trailgate's own DDL (ADD TRANDATA, SCHEMATRANDATA)
     END IF;
+    IF p_tag ~ '^(CREATE|ALTER|DROP) (PUBLICATION|SUBSCRIPTION|EVENT TRIGGER)' THEN
+        RETURN;
+    END IF;
     IF p_event = 'ddl_command_end' THEN
         IF p_tag LIKE 'DROP %' THEN
             RETURN;  -- told at sql_drop, while the objects are known
@@ -599,22 +609,31 @@ LANGUAGE sql IMMUTABLE SET search_path = pg_catalog AS $fn$
       FROM generate_series(1, greatest(1, (length(t) + 3999) / 4000)) AS g ORDER BY g
 $fn$;
 
--- the event triggers' function: runs as the user who ran the DDL, reads that session's
--- settings, and hands over to ggs_ddl_capture; nothing here may fail the user's DDL
-CREATE OR REPLACE FUNCTION @S@.ggs_ddl_trigger() RETURNS event_trigger
-LANGUAGE plpgsql AS $fn$
+-- the guard runs first (event triggers fire in name order) as the role that ran the DDL:
+-- trailgate.internal_ddl marks trailgate's own DDL, run by a superuser (the one that
+-- installed DDL support, or trailgate's SECURITY DEFINER functions); any other role that
+-- sets it is captured all the same (its own search_path: a user's operators cannot
+-- answer its test)
+CREATE OR REPLACE FUNCTION @S@.ggs_ddl_guard() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-    IF tg_tag ~ '^(CREATE|ALTER|DROP) (PUBLICATION|SUBSCRIPTION|EVENT TRIGGER)' THEN
-        RETURN;
-    END IF;
-    -- trailgate.internal_ddl marks trailgate's own DDL, run by a superuser (the one that
-    -- installed DDL support, or its SECURITY DEFINER functions): any other role that sets
-    -- it is captured all the same
     IF coalesce(pg_catalog.current_setting('trailgate.internal_ddl', true), '') = 'on'
        AND NOT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r
                           WHERE r.rolname = current_user), false) THEN
         PERFORM pg_catalog.set_config('trailgate.internal_ddl', '', true);
     END IF;
+EXCEPTION WHEN OTHERS THEN
+    PERFORM pg_catalog.set_config('trailgate.internal_ddl', '', true);
+END
+$fn$;
+
+-- the capture triggers' function: SECURITY DEFINER, so that only it (not every user) may
+-- call ggs_ddl_capture, and without a SET search_path, so that it reads the DDL session's
+-- own settings: its body therefore uses no operator and only qualified names (nothing a
+-- user's search_path could put in its place); nothing here may fail the user's DDL
+CREATE OR REPLACE FUNCTION @S@.ggs_ddl_trigger() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER AS $fn$
+BEGIN
     PERFORM @S@.ggs_ddl_capture(tg_event, tg_tag, pg_catalog.current_query(), ARRAY[
         pg_catalog.current_setting('search_path'), pg_catalog.current_setting('DateStyle'),
         pg_catalog.current_setting('IntervalStyle'), pg_catalog.current_setting('TimeZone'),

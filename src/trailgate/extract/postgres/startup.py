@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trailgate.capture.postgres.ddl_setup import installed
+from trailgate.capture.postgres.ddl_setup import installed, upgrade_needed
 from trailgate.capture.postgres.trandata import capture_warnings, resolve_tables
 from trailgate.db.connect import connect, query_value
 from trailgate.errors import SourceError
@@ -76,6 +76,10 @@ def check_source(cfg: ExtractConfig, resume_lsn: int | None) -> StartupReport:
                 report.tables.append(name)
                 names.append(f"{_quote(schema)}.{_quote(table)}")
         report.ddl = _ddl_support(conn, cfg)
+        if cfg.ggschema is not None and installed(conn, cfg.ggschema):
+            problem = upgrade_needed(conn, cfg.ggschema)
+            if problem:
+                report.warnings.append(f"WARNING: {problem}.")
         report.warnings.extend(w for w in capture_warnings(conn, names,
                                                            publication=cfg.publication)
                                if not w.startswith("WARNING: no table matches"))

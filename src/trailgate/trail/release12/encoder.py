@@ -270,8 +270,9 @@ class FileEncoder:
 
     def patch(self, records: list[bytes], name: str) -> list[bytes]:
         """``records`` with ``name``'s TDR index in each row record's header."""
-        if not self.fmt.self_describing:
-            return records
+        if not self.fmt.self_describing or all(r[_IO_TYPE_OFFSET] in _NO_TABLE
+                                                for r in records):
+            return records  # a DDL record or comment names no TDR (it may open a file)
         index = u16(self.state.index[name], self.fmt.byte_order)
         return [r if r[_IO_TYPE_OFFSET] in _NO_TABLE else
                 r[:_TAIL_OFFSET] + index + r[_TAIL_OFFSET + 2 :] for r in records]
