@@ -1,13 +1,11 @@
 """The Pump's side: a local trail mirrored, byte for byte, to a collector's remote trail.
 
-The Pump writes its output with the trail sink exactly as a local Pump does (into a staging
-trail in its own home), and :meth:`TrailMirror.sync` brings the remote trail level with it
-before the Pump checkpoints: for each file from the collector's last one on, it asks the
-collector what it holds (length and checksums of the head and tail), sends what is missing
-or different, and waits for the collector's acknowledgement that the file is fsynced at
-that length.  Everything is idempotent, so a retry after any fault — a lost connection, a
-collector killed, a Pump killed and restarted — resumes from what the collector holds, with
-nothing missing and nothing twice.  docs/pump.md, "Remote trails".
+The Pump writes its output as a local Pump does, into a staging trail, and
+:meth:`TrailMirror.sync` brings the remote trail level with it before each checkpoint: it
+asks the collector what each file holds (length, head and tail checksums), sends what is
+missing or different, and waits for the acknowledgement that the file is fsynced.  It is
+idempotent, so a retry after any fault resumes from what the collector holds, nothing
+missing, nothing twice.  docs/pump.md, "Remote trails".
 """
 
 from __future__ import annotations

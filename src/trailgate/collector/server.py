@@ -1,12 +1,10 @@
 """The collector: accepts Data Pumps' connections and writes the remote trails they send.
 
-A thread per connection; one sender per trail at a time (a new session for a trail takes it
-over from an old one, whose half-open connection a network fault may have left).  The
-collector never decides what goes into a trail: it writes the bytes it is sent where it is
-told, refuses gaps, and acknowledges a file's length only after fsync, so what it says is
-durable is.  Every sender is authenticated before it may write: a client certificate
-checked against a CA, or the HMAC of a token both credential stores hold; a collector
-configured with neither refuses to start.  docs/pump.md, "The collector".
+A thread per connection; one sender per trail at a time (a newer session takes a trail
+over from one a network fault left half-open).  It writes the bytes it is sent where it is
+told, refuses gaps, and acknowledges a length only after fsync.  Every sender is
+authenticated first (a client certificate from a CA, or the HMAC of a shared token); a
+collector configured with neither refuses to start.  docs/pump.md, "The collector".
 """
 
 from __future__ import annotations

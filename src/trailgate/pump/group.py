@@ -5,9 +5,8 @@ A ``trailchanges`` query whose micro-batches the trail sink's writer appends
 CompatibilityLevel and byte order; its URI history plus its URI) unless the output trail
 names a ``FORMAT RELEASE`` (the pump then converts), and a query writes files of one header:
 when the input reaches a file whose header differs, the run ends the query before it and
-starts another, which begins a new output file (seed 002).  With RMTHOST the output is a
-staging trail mirrored to a collector before every checkpoint, at start (what a killed run
-left) and at the end (the completed file header).  docs/pump.md.
+starts another, which begins a new output file (seed 002).  With RMTHOST the output is
+mirrored to a collector before every checkpoint, at start and at the end.  docs/pump.md.
 """
 
 from __future__ import annotations
