@@ -1,12 +1,11 @@
 """One run of a Data Pump: the input trail streamed into the output trail, exactly once.
 
 A ``trailchanges`` query whose micro-batches the trail sink's writer appends
-(:mod:`trailgate.pump.batch`).  Output files mirror the input's header (its
-CompatibilityLevel and byte order; its URI history plus its URI) unless the output trail
-names a ``FORMAT RELEASE`` (the pump then converts), and a query writes files of one header:
-when the input reaches a file whose header differs, the run ends the query before it and
-starts another, which begins a new output file (seed 002).  With RMTHOST the output is
-mirrored to a collector before every checkpoint, at start and at the end.  docs/pump.md.
+(:mod:`trailgate.pump.batch`).  Output files mirror the input's header unless the output
+names a ``FORMAT RELEASE`` (the pump then converts); a query writes files of one header, so
+an input file with another header ends the query, and the next begins a new output file
+(seed 002).  With RMTHOST the output is mirrored to a collector before every checkpoint,
+at start and at the end.  docs/pump.md.
 """
 
 from __future__ import annotations
