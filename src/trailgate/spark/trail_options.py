@@ -14,6 +14,7 @@ from pathlib import Path
 from trailgate.errors import TrailFormatError
 from trailgate.model import TrailPosition
 from trailgate.params.names import match_table
+from trailgate.spark.trail_paths import local_trail_path
 from trailgate.trail.naming import TrailName, parse_trail_file
 
 __all__ = ["TableFilter", "TrailOptions", "parse_options"]
@@ -126,7 +127,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Tra
     if not path:
         raise ValueError('the trail source needs a path: .load("dirdat/aa") or '
                          '.option("path", "dirdat/aa")')
-    trail, seqnos = _resolve_path(path)
+    trail, seqnos = _resolve_path(local_trail_path(path))
     if seqnos is None and not streaming and not TrailName(trail).sequence_numbers():
         raise TrailFormatError("no trail files (expected names like aa000000000)", path=path)
     start = None
