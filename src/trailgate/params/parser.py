@@ -617,13 +617,19 @@ def _expand(text: str, path: str, base_dir: Path | None, stack: tuple[str, ...],
             cur = Cursor(stmt)
             name = cur.value("a file name")
             cur.end()
-            target = Path(name).expanduser()
-            if not target.is_absolute():
-                candidates = [Path(path).parent / target]
-                if base_dir is not None:
-                    candidates.append(base_dir / target)
-                target = next((c for c in candidates if c.exists()), candidates[0])
-            key = str(target.resolve())
+            try:
+                target = Path(name).expanduser()
+                if not target.is_absolute():
+                    candidates = [Path(path).parent / target]
+                    if base_dir is not None:
+                        candidates.append(base_dir / target)
+                    target = next((c for c in candidates if c.exists()), candidates[0])
+                key = str(target.resolve())
+            except (OSError, RuntimeError) as exc:  # a name too long, a symlink loop
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                raise ConfigError(f"{stmt.keyword} {name[:80]}{'…' if len(name) > 80 else ''}"
+                                  f": not a usable file name ({reason})",
+                                  path=stmt.path, line=stmt.line) from None
             if key in stack:
                 raise ConfigError(f"{stmt.keyword} {name} includes itself (through "
                                   f"{' -> '.join(stack)}); remove the loop",

@@ -77,6 +77,7 @@ class SinkOptions:
     compatibility: int | None = None
     release: str | None = None
     byte_order: str | None = None
+    named_as: str | None = None  # the trail the headers name (a remote Pump's RMTTRAIL)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], default_run_id: str) -> SinkOptions:
@@ -107,7 +108,8 @@ class SinkOptions:
                    compatibility=int(options["compatibility"]) if options.get(
                        "compatibility") else None,
                    release=options.get("formatRelease") or None,
-                   byte_order=_byte_order(options.get("trailByteOrder")))
+                   byte_order=_byte_order(options.get("trailByteOrder")),
+                   named_as=options.get("namedAs") or None)
 
     def writer(self) -> TrailWriter:
         """A writer for this trail with the header fields the options ask for."""
@@ -117,7 +119,8 @@ class SinkOptions:
         elif self.compatibility is not None:
             extra["format"] = format_for_level(self.compatibility, self.byte_order)
         return TrailWriter(self.trail, megabytes=self.megabytes, producer=self.producer,
-                           home=self.home, uri_history=list(self.uri_history), **extra)
+                           home=self.home, uri_history=list(self.uri_history),
+                           named_as=self.named_as, **extra)
 
 
 def _byte_order(text: str | None) -> str | None:
