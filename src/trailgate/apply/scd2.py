@@ -1,17 +1,12 @@
 """SCD type 2: each key's versions, with validity, folded from a batch of mapped changes.
 
-A :class:`History` holds the stored versions of the keys a batch touches and folds the
-batch's changes into them in (CSN, trail position) order.  A version belongs to one source
-transaction: it starts at that transaction's CSN, and ends at the CSN of the transaction
-that changed or deleted the key next (``None`` while current).  Changes inside one
-transaction make one version (the transaction's end state), as no reader of the source
-ever saw the states between.  With tracked columns, a change that leaves them all as they
-were updates the version in place instead of opening a new one.  A change whose CSN the
-key's stored versions already show as a start or an end is one applied before (a replay)
-and is skipped; one older than the key's current version is put in its place in the key's
-history, so replays and late changes leave the same table as changes in order.  Pure
-Python over dicts, so the Delta target (``apply.delta_history``) and the tests share it.
-docs/replicat.md, "SCD type 2".
+A :class:`History` folds a batch's changes, in (CSN, trail position) order, into the stored
+versions of the keys it touches.  A version is one source transaction's end state, valid
+from its CSN to the next changing transaction's (``None`` while current); with tracked
+columns, a change leaving them as they were updates the version in place.  A change whose
+CSN a version already starts or ends at is a replay and is skipped; an older one is put in
+its place, so replays and late changes leave the same table.  Pure Python over dicts, shared
+by the Delta target and the tests; docs/replicat.md, "SCD type 2".
 """
 
 from __future__ import annotations
