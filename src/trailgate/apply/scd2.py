@@ -5,8 +5,8 @@ versions of the keys it touches.  A version is one source transaction's end stat
 from its CSN to the next changing transaction's (``None`` while current); with tracked
 columns, a change leaving them as they were updates the version in place.  A change whose
 CSN a version already starts or ends at is a replay and is skipped; an older one is put in
-its place, so replays and late changes leave the same table.  Pure Python over dicts, shared
-by the Delta target and the tests; docs/replicat.md, "SCD type 2".
+its place, so replays and late changes leave the same table.  Pure Python, shared by the
+Delta target and the tests.
 """
 
 from __future__ import annotations
