@@ -1,12 +1,12 @@
 """SCD type 2: each key's versions, with validity, folded from a batch of mapped changes.
 
-A :class:`History` folds a batch's changes, in (CSN, trail position) order, into the stored
+A :class:`History` folds a batch's changes, in (CSN, position) order, into the stored
 versions of the keys it touches.  A version is one source transaction's end state, valid
 from its CSN to the next changing transaction's (``None`` while current); with tracked
 columns, a change leaving them as they were updates the version in place.  A change whose
 CSN a version already starts or ends at is a replay and is skipped; an older one is put in
-its place, so replays and late changes leave the same table.  Pure Python, shared by the
-Delta target and the tests.
+its place, so replays and late changes leave the same table.  Pure Python (the Delta
+target and the tests share it).
 """
 
 from __future__ import annotations
