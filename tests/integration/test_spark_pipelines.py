@@ -2,7 +2,9 @@
 Declarative Pipelines"): a streaming table fed by the trail and materialized views kept
 from it, run with pyspark's ``spark-pipelines``; its tables equal the trail's changes as the
 batch trail source reads them.  Auto CDC into a table needs a MERGE-capable format (Delta's
-Spark jars, which need Maven): the heavy test shows Spark's exact refusal here."""
+Spark jars, which need Maven): a test shows Spark's exact refusal here.  Both are heavy:
+``spark-pipelines`` starts a Spark Connect server of its own (a JVM), over a minute of the
+default suite's budget."""
 
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ def table(work: Path, name: str) -> list[dict[str, object]]:
     return pq.read_table(work / "spark-warehouse" / name).to_pylist()
 
 
+@pytest.mark.heavy
 def test_example_pipeline_keeps_tables_from_the_trail(tmp_path: Path, spark: object) -> None:
     work = pipeline_dir(tmp_path)
     done = run_pipeline(work)
