@@ -357,7 +357,12 @@ def test_a_file_cut_short_before_the_next_goes_to_python(tmp_path: Path) -> None
         for txn in workload(rng, 3000):
             w.write_transaction(txn, DEFS)
     first = Path(prefix + "000000000")
-    first.write_bytes(first.read_bytes() + b"G\x00\x01\x00partial")
+    # the crash's cut: the first half of a record (a copy of the file's last one), not bytes
+    # that cannot begin a record (those are a damaged length: an error, test_trail_damaged_length)
+    from trailgate.trail.reader import TrailReader
+    last = [pos.rba for pos, _ in TrailReader(prefix).raw_records() if pos.seqno == 0][-1]
+    data = first.read_bytes()
+    first.write_bytes(data + data[last:last + (len(data) - last) // 2])
     upper, _, _ = scan_boundary(prefix, TrailPosition(0, 0), limit=TrailPosition(1, 200_000))
     lower, _, _ = scan_boundary(prefix, TrailPosition(0, 0), max_records=2000)
     assert plan_range(mapper(), prefix, lower, upper, ROUTER) is None
