@@ -3,7 +3,7 @@ same DML without DDL, in one run; and how long a DDL takes from the source's com
 target.
 
     ./dev bench ddl [--txns 2000] [--txn-rows 10] [--every 1000,100] [--repeat 2]
-                    [--backlog] [--stages] [--keep DIR]
+                    [--backlog] [--stages] [--trigger "1 SECONDS"] [--keep DIR]
 
 Two embedded servers; DDL support installed in the source (ADD DDLSUPPORT) and the schema
 prepared (ADD SCHEMATRANDATA); the Extract takes ``DDL INCLUDE MAPPED``, the Data Pump
@@ -191,6 +191,8 @@ def main() -> int:
                     help="pause the groups during each workload; time the pipeline alone")
     ap.add_argument("--stages", action="store_true",
                     help="live rounds: also time each DDL into the local and remote trail")
+    ap.add_argument("--trigger", default="1 SECONDS",
+                    help="each group's SPARK TRIGGER (its micro-batch window)")
     ap.add_argument("--keep", help="keep the databases and home here")
     args = ap.parse_args()
     variants: list[int | None] = [None] + [int(n) for n in args.every.split(",") if n]
@@ -213,7 +215,7 @@ def main() -> int:
                             source_db="src", target_db="tgt", pump=True,
                             replicat_delta=False, extract="BEXT", pump_name="BPMP",
                             replicat_pg_name="BREP",
-                            ddl_schemas=["bench"])
+                            ddl_schemas=["bench"], trigger=args.trigger)
         pipeline = Pipeline(home, spec)
         setup, start = pipeline.write_files(Databases.login(source), Databases.login(target))
         mark = pipeline.event_mark()
