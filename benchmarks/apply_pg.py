@@ -1,7 +1,9 @@
 """Apply throughput and lag: trailgate (Extract → trail → Replicat) beside PostgreSQL's own
 logical replication (publication and subscription), between the same two databases.
 
-    ./dev bench apply_pg [--rows 100000] [--txn-rows 100] [--steady-rate 500]
+    ./dev bench apply_pg [--workload mixed|insert1000|update1|update100]
+                         [--rows 100000] [--txn-rows 100] [--steady-rate 500]
+                         [--steady-txn-rows 10]
                          [--steady-seconds 30] [--extract-trigger-ms 1000]
                          [--replicat-trigger-ms 1000]
                          [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
@@ -9,7 +11,18 @@ logical replication (publication and subscription), between the same two databas
                          [--ops both|off|on] [--heartbeat-frequency 1]
                          [--idle-heartbeat-frequency 60]
 
-Two embedded servers, source and target, with the same tables.  For each method in turn:
+Two embedded servers, source and target, with the same tables.  ``--workload`` picks the
+measured workload (``--rows``/``--txn-rows`` given explicitly win over a preset's):
+
+* ``mixed`` (the default): ``--rows`` inserts, then updates of a fifth and deletes of a
+  tenth of them, ``--txn-rows`` (100) rows per transaction;
+* ``insert1000``: 100,000 inserts in transactions of 1,000 rows;
+* ``update1``: 20,000 single-row update transactions (each row updated once), and the
+  steady phase at 5,000 rows/s in single-row transactions;
+* ``update100``: 100,000 updates in transactions of 100 rows.
+
+An update workload's rows are inserted and replicated before each round (not timed).
+For each method in turn:
 
 1. **Throughput**: the workload (``--rows`` inserts in transactions of ``--txn-rows`` rows,
    then updates of a fifth and deletes of a tenth of them, in transactions of the same size)
@@ -31,7 +44,9 @@ Two embedded servers, source and target, with the same tables.  For each method 
    released, and the time is from the release until the marker is in the target.  For
    trailgate also the Replicat alone (only it held, the Extract writing the workload to the
    trail meanwhile): the apply side by itself.
-3. **Lag under steady load**: ``--steady-rate`` rows/s in 10-row transactions for
+3. **Lag under steady load**: ``--steady-rate`` rows/s in ``--steady-txn-rows``-row
+   transactions (default 10; the source writes as fast as it can if it cannot keep up, and
+   the rate it reached is printed) for
    ``--steady-seconds``; a transaction's lag is from its commit on the source to the
    commit on the target of the transaction that applied its rows, both the servers' own
    commit times (``track_commit_timestamp``, ``pg_xact_commit_timestamp``; same machine,
@@ -139,6 +154,13 @@ def round_ids(rows: int, round_no: int, phase: int) -> tuple[int, int]:
     return 1 + n * stride, -(1 + n)
 
 
+def describe(args: argparse.Namespace) -> str:
+    """The measured workload in words."""
+    what = next(w.what for w in WORKLOADS.values() if w.kind == args.kind)
+    return (f"--workload {args.workload}: {args.rows:,} rows, {what}, {args.txn_rows:,} "
+            f"row{'s' if args.txn_rows != 1 else ''} per transaction")
+
+
 def say(text: str, end: str = "\n") -> None:
     sys.stdout.write(text + end)
     sys.stdout.flush()
@@ -161,12 +183,47 @@ def end_live() -> None:
 
 # -- workloads ------------------------------------------------------------------------------
 
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A measured workload: what each round writes (``kind``: ``mixed`` inserts, updates and
+    deletes; ``insert``; ``update`` of rows inserted before the round), and the defaults it
+    gives ``--rows``, ``--txn-rows`` and the steady phase."""
+
+    kind: str
+    rows: int
+    txn_rows: int
+    steady_rate: float = 500.0
+    steady_txn_rows: int = 10
+    what: str = ""
+
+
+#: ``--workload`` presets: the default and the issue's three anchor workloads.
+WORKLOADS: dict[str, Workload] = {
+    "mixed": Workload("mixed", 100_000, 100,
+                      what="inserts, then updates of a fifth and deletes of a tenth"),
+    "insert1000": Workload("insert", 100_000, 1000, what="inserts"),
+    "update1": Workload("update", 20_000, 1, steady_rate=5000.0, steady_txn_rows=1,
+                        what="updates (each row once)"),
+    "update100": Workload("update", 100_000, 100, what="updates (each row once)"),
+}
+
+
 def throughput_workload(conninfo: str, rows: int, txn_rows: int,
-                        first: int = 1) -> tuple[int, int]:
-    """The measured workload on ids ``first …``; returns (row changes, transactions)."""
+                        first: int = 1, kind: str = "mixed") -> tuple[int, int]:
+    """The measured workload on ids ``first …``; returns (row changes, transactions).
+    ``kind`` as :class:`Workload`'s (an update workload's rows: :func:`prepare`)."""
     changes = txns = 0
     base = first - 1
     with connect(conninfo, autocommit=False, application_name="bench workload") as conn:
+        if kind == "update":
+            for start in range(1, rows + 1, txn_rows):
+                stop = min(start + txn_rows - 1, rows)
+                changes += conn.execute(
+                    "UPDATE bench.orders SET amount = amount + 1, note = 'upd' "
+                    "WHERE id BETWEEN %s AND %s", (start + base, stop + base)).rowcount
+                conn.commit()
+                txns += 1
+            return changes, txns
         for start in range(1, rows + 1, txn_rows):
             stop = min(start + txn_rows - 1, rows)
             start, stop = start + base, stop + base
@@ -176,6 +233,8 @@ def throughput_workload(conninfo: str, rows: int, txn_rows: int,
                 (start, stop)).rowcount
             conn.commit()
             txns += 1
+        if kind == "insert":
+            return changes, txns
         for start in range(1, rows + 1, txn_rows * 5):
             stop = min(start + txn_rows - 1, rows)
             start, stop = start + base, stop + base
@@ -193,6 +252,26 @@ def throughput_workload(conninfo: str, rows: int, txn_rows: int,
     return changes, txns
 
 
+def prepare(args: argparse.Namespace, source: str, target: str, first: int,
+            marker_id: int, who: str) -> None:
+    """An update workload's rows (ids ``first …``), inserted in transactions of 10,000 and
+    replicated (by whatever replicates now) before the round; nothing for other kinds."""
+    if args.kind != "update":
+        return
+    with connect(source, autocommit=False, application_name="bench prepare") as conn:
+        for start in range(first, first + args.rows, 10_000):
+            stop = min(start + 9_999, first + args.rows - 1)
+            conn.execute("INSERT INTO bench.orders SELECT g, 'customer ' || g, g * 1.25, "
+                         "clock_timestamp(), md5(g::text) "
+                         "FROM generate_series(%s::bigint, %s::bigint) g", (start, stop))
+            conn.commit()
+    prep_marker = marker_id - 1_000_000
+    marker(source, prep_marker)
+    wait_marker(target, prep_marker, args.timeout, f"{who} to apply the round's rows",
+                time.monotonic())
+    end_live()
+
+
 def marker(conninfo: str, marker_id: int) -> int:
     """Commit the marker row; returns a WAL position its commit record lies after."""
     with connect(conninfo, autocommit=False) as conn:
@@ -204,29 +283,51 @@ def marker(conninfo: str, marker_id: int) -> int:
     return int(row[0]) if row else 0
 
 
+#: Transactions per second one steady-load session is asked for at most: a session waits
+#: for each COMMIT's flush, so a high rate of small transactions needs several.
+SESSION_TXN_RATE = 400
+
+
 def steady_workload(conninfo: str, rate: float, seconds: float, first_id: int,
-                    tick: Callable[[int], None]) -> dict[int, datetime]:
-    """``rate`` rows/s in 10-row transactions for ``seconds``; each transaction's commit
-    time (when COMMIT returned), by transaction number."""
-    per_txn = 10
+                    tick: Callable[[int], None], per_txn: int = 10) -> dict[int, datetime]:
+    """``rate`` rows/s in ``per_txn``-row transactions for ``seconds`` (as fast as it can
+    if it cannot keep up), from as many sessions as :data:`SESSION_TXN_RATE` asks for,
+    transaction *n* due at ``n * per_txn / rate``; each transaction's commit time (when
+    COMMIT returned), by transaction number."""
     interval = per_txn / rate
+    sessions = max(1, min(16, math.ceil(rate / per_txn / SESSION_TXN_RATE)))
     commits: dict[int, datetime] = {}
-    with connect(conninfo, autocommit=False, application_name="bench steady") as conn:
-        t0 = time.monotonic()
-        n = 0
-        while time.monotonic() - t0 < seconds:
-            due = t0 + n * interval
-            pause = due - time.monotonic()
-            if pause > 0:
-                time.sleep(pause)
-            base = first_id + n * per_txn
-            conn.execute("INSERT INTO bench.ticks SELECT g, %s, clock_timestamp() "
-                         "FROM generate_series(%s::bigint, %s::bigint) g",
-                         (n, base, base + per_txn - 1))
-            conn.commit()
-            commits[n] = datetime.now(UTC)
-            n += 1
-            tick(n * per_txn)
+    failures: list[BaseException] = []
+    t0 = time.monotonic() + 0.2  # every session connected
+
+    def session(k: int) -> None:
+        try:
+            with connect(conninfo, autocommit=False,
+                         application_name="bench steady") as conn:
+                n = k
+                while time.monotonic() - t0 < seconds and not failures:
+                    pause = t0 + n * interval - time.monotonic()
+                    if pause > 0:
+                        time.sleep(pause)
+                    base = first_id + n * per_txn
+                    conn.execute("INSERT INTO bench.ticks SELECT g, %s, clock_timestamp() "
+                                 "FROM generate_series(%s::bigint, %s::bigint) g",
+                                 (n, base, base + per_txn - 1))
+                    conn.commit()
+                    commits[n] = datetime.now(UTC)
+                    n += sessions
+        except BaseException as exc:  # raised below, in the caller's thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=session, args=(k,), daemon=True)
+               for k in range(sessions)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        time.sleep(0.2)
+        tick(len(commits) * per_txn)
+    if failures:
+        raise failures[0]
     return commits
 
 
@@ -346,15 +447,16 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
                      "PUBLICATION bench_pub WITH (copy_data = false)")
     try:
         wait_subscription(target)
-        say(f"  throughput: {args.rows:,} inserts, then updates and deletes, "
-            f"{args.txn_rows} rows per transaction")
+        say(f"  throughput: {describe(args)}")
         runs, backlog_runs, wrote_runs = [], [], []
         meter, cpu = CpuMeter(server_roots(dbs)), []
         for r in range(args.repeat):
             first, marker_id = round_ids(args.rows, r, THROUGHPUT)
+            prepare(args, source, target, first, marker_id, "the subscription")
             before = meter.sample()
             t0 = time.monotonic()
-            changes, txns = throughput_workload(source, args.rows, args.txn_rows, first)
+            changes, txns = throughput_workload(source, args.rows, args.txn_rows, first,
+                                                args.kind)
             wrote = time.monotonic() - t0
             marker(source, marker_id)
             wait_marker(target, marker_id, args.timeout, "the subscription", t0)
@@ -369,9 +471,10 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
             "enabled")
         for r in range(args.repeat):
             first, marker_id = round_ids(args.rows, r, BACKLOG)
+            prepare(args, source, target, first, marker_id, "the subscription")
             with connect(target) as conn:
                 conn.execute("ALTER SUBSCRIPTION bench_sub DISABLE")
-            throughput_workload(source, args.rows, args.txn_rows, first)
+            throughput_workload(source, args.rows, args.txn_rows, first, args.kind)
             marker(source, marker_id)
             t0 = time.monotonic()
             with connect(target) as conn:
@@ -435,13 +538,21 @@ def steady(dbs: Databases, args: argparse.Namespace, label: str,
            applied: Callable[[], str] | None = None,
            commits_out: dict[int, datetime] | None = None
            ) -> tuple[list[tuple[datetime, float]], list[float]]:
+    per_txn = args.steady_txn_rows
     say(f"  steady load: {args.steady_rate:g} rows/s for {args.steady_seconds:g} s "
-        "(10-row transactions)")
+        f"({per_txn}-row transactions)")
     first = 1_000_000 if label == "native" else 2_000_000
+    t0 = time.monotonic()
     commits = steady_workload(
         dbs.source_conninfo, args.steady_rate, args.steady_seconds, first,
-        lambda n: live(f"{n:,} rows committed" + (f" │ {applied()}" if applied else "")))
-    total = len(commits) * 10
+        lambda n: live(f"{n:,} rows committed" + (f" │ {applied()}" if applied else "")),
+        per_txn)
+    total = len(commits) * per_txn
+    reached = total / max(time.monotonic() - t0, 1e-9)
+    end_live()
+    say(f"  the source wrote {reached:,.0f} rows/s"
+        + ("" if reached >= 0.95 * args.steady_rate else
+           f" (it could not keep up with {args.steady_rate:g})"))
     wait_rows(dbs.target_conninfo, f"SELECT count(*) FROM bench.ticks WHERE id >= {first}",
               total, args.timeout, "the steady load to be applied",
               lambda have: f"{have:,}/{total:,} rows applied")
@@ -670,8 +781,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
         t0 = time.monotonic()
         warm_up(dbs, args, pipeline, mark, t0)
         say(f"  groups running and warm after {time.monotonic() - t0:.0f} s (not timed)")
-        say(f"  throughput: {args.rows:,} inserts, then updates and deletes, "
-            f"{args.txn_rows} rows per transaction")
+        say(f"  throughput: {describe(args)}")
         runs, wrote_runs = [], []
         roots = server_roots(dbs)
         for g in pipeline.groups:
@@ -684,12 +794,14 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
         meter, cpu = CpuMeter(roots), []
         for r in range(args.repeat):
             first, marker_id = round_ids(args.rows, r, THROUGHPUT)
+            prepare(args, dbs.source_conninfo, dbs.target_conninfo, first, marker_id,
+                    "the Replicat")
             base = pipeline.operations(rep)
             before = meter.sample()
             start_wall = datetime.now(UTC)
             t0 = time.monotonic()
             changes, txns = throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows,
-                                                first)
+                                                first, args.kind)
             wrote = time.monotonic() - t0
             lsn = marker(dbs.source_conninfo, marker_id)
             wait_marker(dbs.target_conninfo, marker_id, args.timeout, "the Replicat", t0)
@@ -807,13 +919,13 @@ def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
     names = " and ".join(g.kind.title() for g in held)
     say(f"  from a backlog: the same workload with the {names} held, then released")
     stops = [pipeline.home.dirchk / f"{g.name}.stop" for g in held]
+    first, marker_id = round_ids(args.rows, round_no, BACKLOG if hold_extract else APPLY_ALONE)
+    prepare(args, dbs.source_conninfo, dbs.target_conninfo, first, marker_id, "the Replicat")
     for stop in stops:
         stop.touch()
     try:
         time.sleep(2 * max(args.extract_trigger_ms, args.replicat_trigger_ms) / 1000 + 1)
-        first, marker_id = round_ids(args.rows, round_no,
-                                     BACKLOG if hold_extract else APPLY_ALONE)
-        throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows, first)
+        throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows, first, args.kind)
         lsn = marker(dbs.source_conninfo, marker_id)
         deadline = time.monotonic() + args.timeout
         while not hold_extract:  # the Extract has the whole workload in the trail
@@ -956,8 +1068,42 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
                  **{f"heartbeat {args.heartbeat_frequency:g} s": args.idle_seconds
                     for r in results if r.idle_busy_cpu}}):
             say(line)
+    report_ratios(results, args)
     report_ops(results, args)
     report_heartbeat(results)
+
+
+def replication_cpu(cpu: dict[str, float]) -> float:
+    """CPU seconds of a round without the source's backends (the workload's own, and
+    trailgate's few plain SQL sessions): what replicating it cost."""
+    return sum(v for k, v in cpu.items() if k != "source backend")
+
+
+def report_ratios(results: list[Result], args: argparse.Namespace) -> None:
+    """The workload's ratios, trailgate / native, in one block (the issue's aims)."""
+    if (pair := _pair(results)) is None:
+        return
+    native, tg = pair
+
+    def ratio(a: float, b: float) -> float:
+        return a / b if b and not math.isnan(b) else float("nan")
+
+    say(f"\n== Ratios, trailgate / native, same run: {describe(args)} ==")
+    say(f"{'measure':<52} {'trailgate':>11} {'native':>11} {'ratio':>7}")
+    say(f"{'from a backlog, rows/s':<52} {tg.backlog_rate:>11,.0f} "
+        f"{native.backlog_rate:>11,.0f} {ratio(tg.backlog_rate, native.backlog_rate):>7.2f}")
+    if tg.alone_runs:
+        alone = tg.changes / min(tg.alone_runs)
+        say(f"{'the Replicat alone / native from a backlog, rows/s':<52} {alone:>11,.0f} "
+            f"{native.backlog_rate:>11,.0f} {ratio(alone, native.backlog_rate):>7.2f}")
+    say(f"{'live end to end, rows/s':<52} {tg.rate:>11,.0f} {native.rate:>11,.0f} "
+        f"{ratio(tg.rate, native.rate):>7.2f}")
+    a, b = replication_cpu(tg.cpu), replication_cpu(native.cpu)
+    per = 1e6 / tg.changes if tg.changes else float("nan")
+    say(f"{'CPU µs per change, live (all but the source backends)':<52} {a * per:>11.1f} "
+        f"{b * per:>11.1f} {ratio(a, b):>7.2f}")
+    say(f"{'lag p99 at ' + format(args.steady_rate, 'g') + ' rows/s, s':<52} "
+        f"{percentile(tg.lag, 0.99):>11.3f} {percentile(native.lag, 0.99):>11.3f}")
 
 
 def report_ops(results: list[Result], args: argparse.Namespace) -> None:
@@ -1077,9 +1223,20 @@ def median_band(values: list[float], n: int) -> tuple[float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--txn-rows", type=int, default=100)
-    parser.add_argument("--steady-rate", type=float, default=500.0, help="rows per second")
+    parser.add_argument("--workload", choices=tuple(WORKLOADS), default="mixed",
+                        help="the measured workload (module docstring); its preset gives "
+                             "the defaults of --rows, --txn-rows, --steady-rate and "
+                             "--steady-txn-rows")
+    parser.add_argument("--rows", type=int, default=None,
+                        help="rows of the workload (default: the preset's)")
+    parser.add_argument("--txn-rows", type=int, default=None,
+                        help="rows per transaction (default: the preset's)")
+    parser.add_argument("--steady-rate", type=float, default=None,
+                        help="rows per second of the steady phase (default: the preset's, "
+                             "500; update1: 5,000)")
+    parser.add_argument("--steady-txn-rows", type=int, default=None,
+                        help="rows per transaction of the steady phase (default: the "
+                             "preset's, 10; update1: 1)")
     parser.add_argument("--steady-seconds", type=float, default=30.0)
     parser.add_argument("--extract-trigger-ms", type=int, default=1000,
                         help="the Extract's batch window (SPARK TRIGGER; default: trailgate's "
@@ -1116,6 +1273,13 @@ def main() -> int:
                         help="the heartbeat FREQUENCY of the idle phase (default 60, "
                              "GoldenGate's); its window is whole periods of it")
     args = parser.parse_args()
+    preset = WORKLOADS[args.workload]
+    args.kind = preset.kind
+    for name in ("rows", "txn_rows", "steady_rate", "steady_txn_rows"):
+        if getattr(args, name) is None:
+            setattr(args, name, getattr(preset, name))
+    if args.rows <= 0 or args.txn_rows <= 0 or args.steady_txn_rows <= 0:
+        parser.error("--rows, --txn-rows and --steady-txn-rows must be positive")
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tg-bench-apply-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -149,7 +149,9 @@ class TrailSourceOptions:
     ``tables``: GoldenGate patterns (``hr.*``, ``emp``) of the tables to keep;
     ``starting_position``: ``seqno:rba`` where a stream starts; ``include_metadata``: also
     the table definition records; ``batch_rows``: rows per Arrow batch;
-    ``max_records_per_trigger``: bound a streaming micro-batch (transactions stay whole)."""
+    ``max_records_per_trigger``: bound a streaming micro-batch (transactions stay whole);
+    ``table``: one table's changes with typed columns; ``list_tables``: the trail's tables
+    instead of changes."""
 
     path: str
     tables: tuple[str, ...] = ()
@@ -157,6 +159,8 @@ class TrailSourceOptions:
     include_metadata: bool = False
     batch_rows: int = 10_000
     max_records_per_trigger: int | None = None
+    table: str | None = None
+    list_tables: bool = False
 
     def as_options(self) -> dict[str, str]:
         """The options as the source takes them (names and text values)."""
@@ -168,6 +172,10 @@ class TrailSourceOptions:
             out["startingPosition"] = str(self.starting_position)
         if self.max_records_per_trigger is not None:
             out["maxRecordsPerTrigger"] = str(self.max_records_per_trigger)
+        if self.table is not None:
+            out["table"] = self.table
+        if self.list_tables:
+            out["listTables"] = "true"
         return out
 
 

@@ -36,6 +36,9 @@ _COMMANDS: dict[tuple[str, ...], tuple[str, str, str]] = {
     ("manager",): ("trailgate.manager.service", "run",
                    "the Manager in the foreground: AUTOSTART/AUTORESTART, PURGEOLDEXTRACTS, lag "
                    "reports, /metrics, the REST API and the web console (dirprm/mgr.prm)"),
+    ("collector",): ("trailgate.collector.cli", "run",
+                     "a collector in the foreground: accepts Data Pumps (RMTHOST host, PORT n) "
+                     "and writes the remote trails they send"),
     ("compare",): ("trailgate.compare.run", "run",
                    "compare an Extract's source tables with a Replicat's targets (hash per "
                    "range, rows where ranges differ, in-flight rows confirmed)"),

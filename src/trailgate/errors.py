@@ -6,7 +6,7 @@ reach a user as a traceback.
 
 from __future__ import annotations
 
-__all__ = ["MARK", "ConfigError", "EngineError", "SourceError", "TargetError",
+__all__ = ["MARK", "ConfigError", "EngineError", "NetworkError", "SourceError", "TargetError",
            "TrailFormatError", "TrailgateError", "marked"]
 
 #: Brackets a trailgate message raised in a Spark task, so the driver finds it inside the
@@ -49,6 +49,12 @@ class SourceError(TrailgateError):
 
 class TargetError(TrailgateError):
     """A Replicat target cannot be written as configured."""
+
+
+class NetworkError(TrailgateError):
+    """The network path between a Data Pump and a collector failed (unreachable host,
+    refused connection, TLS, authentication, a peer that broke the protocol): names the peer
+    and what to check."""
 
 
 class EngineError(TrailgateError):

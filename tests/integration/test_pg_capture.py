@@ -324,3 +324,28 @@ def test_add_extract_twice_and_missing_slot(src, pg_db, tmp_path) -> None:
     with pytest.raises(SourceError, match=r"does not exist.*ADD EXTRACT"):
         list(cap.read())
     cap.close()
+
+
+def test_one_row_transactions_hand_out_each_new_definition_once(src, pg_db, tmp_path) -> None:
+    """The capture loop keeps a table's relation and definition from one transaction to
+    the next: a Relation message after ALTER TABLE, and a republish between reads, still
+    put the definition before the first change that has it, once (C row path on)."""
+    src.execute("CREATE TABLE public.o (id int PRIMARY KEY, v text)")
+    add_trandata(src, "public.o")
+    cap = make_capture(pg_db, src, tmp_path, encode_plan=lambda table: b"")
+    for i in range(3):
+        src.execute("INSERT INTO o VALUES (%s, 'a')", (i,))
+    src.execute("ALTER TABLE o ADD COLUMN w int")
+    for i in range(3, 6):
+        src.execute("INSERT INTO o VALUES (%s, 'b', %s)", (i, i))
+    txns = read_all(cap)
+    assert [len(t.table_defs) for t in txns] == [1, 0, 0, 1, 0, 0]
+    assert [len(t.table_defs[0].columns) for t in (txns[0], txns[3])] == [2, 3]
+    assert ops(txns)[2:4] == [[(OpType.INSERT, None, {0: b"2", 1: b"a"})],
+                              [(OpType.INSERT, None, {0: b"3", 1: b"b", 2: b"3"})]]
+    cap.acknowledge(txns[-1].end_lsn)
+    cap.republish_tables()
+    for i in range(6, 8):
+        src.execute("INSERT INTO o VALUES (%s, 'c', 0)", (i,))
+    again = read_all(cap)
+    assert [len(t.table_defs) for t in again] == [1, 0]

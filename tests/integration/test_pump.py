@@ -29,7 +29,7 @@ def pump_home(path: Path, remote: Path, tables: str = "TABLE public.*;",
                              begin={"seqno": 0, "rba": 0}))
     home.add_trail("PUMP1", TrailInfo(str(remote / "rt"), "RMTTRAIL", megabytes=1))
     home.param_file("PUMP1").write_text(
-        f"EXTRACT pump1\nRMTHOST drhost, MGRPORT 7809\nRMTTRAIL {remote / 'rt'}\n{extra}"
+        f"EXTRACT pump1\nRMTTRAIL {remote / 'rt'}\n{extra}"
         f"{tables}\n")
     return home
 

@@ -85,6 +85,11 @@ def test_trail_source_options() -> None:
     parsed = parse_options({**opts.as_options(), "path": "dirdat/aa"}, streaming=True)
     assert parsed.start == api.TrailPosition(3, 1024)
     assert parsed.tables == ("hr.*", "emp")
+    typed = api.TrailSourceOptions("dirdat/aa", table="public.orders").as_options()
+    assert typed["table"] == "public.orders" and "listTables" not in typed
+    assert parse_options(typed, streaming=True).table == "public.orders"
+    assert api.TrailSourceOptions("dirdat/aa", list_tables=True).as_options()[
+        "listTables"] == "true"
 
 
 def test_capture_oracle_dumps_into_a_trail(tmp_path: Path) -> None:

@@ -45,6 +45,15 @@ LAGCRITICALMINUTES 2
             p.lag_critical_seconds) == (300, 300, 30, 120)
 
 
+def test_collector(tmp_path: Path) -> None:
+    p = parse_manager_params(_home(tmp_path, "COLLECTOR PORT 7819, TOKENALIAS pumps, CERTFILE "
+                                              "./dircrd/c.pem, KEYFILE ./dircrd/c.key, "
+                                              "CAFILE /etc/ca.pem, ALLOW pump1, ALLOW pump2\n"))
+    c = p.collector
+    assert c is not None and (c.port, c.token_alias, c.ca) == (7819, "pumps", "/etc/ca.pem")
+    assert c.cert == str(tmp_path / "gg" / "dircrd" / "c.pem") and c.allow == ("PUMP1", "PUMP2")
+
+
 def test_defaults_without_a_file(tmp_path: Path) -> None:
     p = parse_manager_params(Home(tmp_path / "gg").create())
     assert p.port == 7809 and not p.autorestart and not p.purge
@@ -66,6 +75,10 @@ def test_minkeep_hours_wins_over_files_with_goldengates_warning(tmp_path: Path) 
     ("AUTOSTART GROUP x\n", "expected EXTRACT or EXT or REPLICAT"),
     ("LAGREPORTSECONDS 5\n", "LAGREPORT takes MINUTES or HOURS"),
     ("PURGEOLDEXTRACTS ./dirdat/*, MINKEEPFILES 0\n", "must be at least 1"),
+    ("COLLECTOR TOKENALIAS a\n", "COLLECTOR: give its port"),
+    ("COLLECTOR PORT 7819\n", "accepts only senders it can authenticate"),
+    ("COLLECTOR PORT 7819, CERTFILE c.pem, TOKENALIAS a\n", "CERTFILE and KEYFILE go"),
+    ("COLLECTOR PORT 7819, TOKENALIAS a, ENCRYPT\n", "expected PORT or BINDADDRESS"),
 ])
 def test_errors_name_the_file_and_line(tmp_path: Path, text: str, message: str) -> None:
     home = _home(tmp_path, text)

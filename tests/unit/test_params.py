@@ -437,6 +437,14 @@ def test_errors_inside_included_files_name_that_file(tmp_path: Path) -> None:
     assert info.value.path == str(tmp_path / "bad.inc") and info.value.line == 2
 
 
+def test_include_of_a_name_too_long_is_a_config_error(tmp_path: Path) -> None:
+    prm = tmp_path / "e.prm"
+    prm.write_text(f"EXTRACT e\nEXTTRAIL ./dirdat/aa\nINCLUDE {'n' * 5000}\n")
+    with pytest.raises(ConfigError, match=r"INCLUDE n+…: not a usable file name") as info:
+        parse_params(prm)
+    assert info.value.line == 3
+
+
 def test_include_loop_and_missing_file(tmp_path: Path) -> None:
     (tmp_path / "a.inc").write_text("INCLUDE b.inc\n")
     (tmp_path / "b.inc").write_text("INCLUDE a.inc\n")

@@ -34,6 +34,27 @@ def test_begin_and_commit() -> None:
     assert commit == pg.Commit(flags=0, commit_lsn=0x28, end_lsn=0x58, commit_time=99)
 
 
+def test_begin_and_commit_in_one_unpack_agree_with_the_field_reader() -> None:
+    """decode reads Begin and Commit in one unpack; the field-by-field reader is the
+    reference (random values, from bytes and from a memoryview); other sizes take the
+    reader's path, so a short one is still a SourceError."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(200):
+        begin = b"B" + struct.pack(">qqI", rng.getrandbits(63), rng.getrandbits(63) - (1 << 62),
+                                   rng.getrandbits(32))
+        commit = b"C" + struct.pack(">bqqq", rng.randrange(-128, 128), rng.getrandbits(63),
+                                    rng.getrandbits(63), rng.getrandbits(63) - (1 << 62))
+        assert pg.decode(begin) == pg.decode(memoryview(begin)) == pg._begin(pg._Reader(begin))
+        assert pg.decode(commit) == pg.decode(memoryview(commit)) == pg._commit(
+            pg._Reader(commit))
+        assert pg.decode(begin + b"x") == pg.decode(begin)  # a longer one: the reader's way
+    for short in (b"C" + bytes(24), b"B" + bytes(19)):
+        with pytest.raises(SourceError, match="malformed pgoutput"):
+            pg.decode(short, lsn=0x10)
+
+
 def test_relation_with_key_flags() -> None:
     data = (b"R" + struct.pack(">I", 16384) + s("public") + s("t1") + b"d"
             + struct.pack(">h", 2)

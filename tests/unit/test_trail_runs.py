@@ -114,3 +114,46 @@ def test_split_run_gives_the_records_and_their_io_types() -> None:
         assert _accel.speedups.split_records(blob[:-1]) is None
     with pytest.raises(ValueError, match="does not fit"):
         split_run(blob[:-1])
+
+
+def test_write_only_writes_the_bytes_of_a_one_change_transaction(tmp_path: Path) -> None:
+    """``write_only`` (a transaction of one encoded change in one call) writes what
+    ``begin_transaction``, ``add_run``, ``commit_transaction`` write, or declines (a new
+    file, a table the file has no definition of, no room, a record too long for its T
+    area) and leaves the writer as it was for the general path."""
+    rng = random.Random(5)
+    tables = {"public.t": T, "public.u": U}
+    slow = TrailWriter(tmp_path / "a" / "aa", megabytes=1)
+    fast = TrailWriter(tmp_path / "b" / "aa", megabytes=1)
+    took = declined = 0
+    for txn in range(400):
+        change = _change(rng, txn, 7_000 + txn)
+        records = _records(change)
+        table = tables[change.table]
+        xid, csn = f"x{txn}", 2_000 + txn
+        slow.begin_transaction(xid, csn)
+        slow.add_change(change, table)
+        slow.commit_transaction()
+        if records is not None and fast.write_only(xid, csn, records[0], table,
+                                                   change.table, change.io_time):
+            took += 1
+            assert fast.last_csn == csn and fast.position == slow.position
+            continue
+        declined += 1
+        fast.begin_transaction(xid, csn)
+        if records is None:
+            fast.add_change(change, table)
+        else:
+            fast.add_run(records, table, change.table, change.io_time)
+        fast.commit_transaction()
+    one = encode_change_records(Change(OpType.INSERT, "public.u", after={0: b"1"}), U)[0]
+    fast.begin_transaction("y", 1)  # inside an open transaction: declined, nothing written
+    assert not fast.write_only("z", 2, one, U, "public.u", 0)
+    fast.commit_transaction()
+    slow.close()
+    fast.close()
+    assert took > 200 and declined > 10
+    files = TrailName(tmp_path / "a" / "aa").sequence_numbers()
+    assert len(files) > 3
+    assert TrailName(tmp_path / "b" / "aa").sequence_numbers() == files
+    assert record_bytes(tmp_path / "b" / "aa") == record_bytes(tmp_path / "a" / "aa")

@@ -4,7 +4,8 @@ Per batch and target table: skip it if the table's log holds the group's applica
 transaction at that batch id; otherwise read the target rows of the keys the batch touches,
 :func:`planner.fold` the changes over them (the last change of a key wins, collisions found
 as sequential apply would find them) and merge the end state in one commit carrying
-``Transaction(group, batch_id)``.  A missing table is created from the mapping.
+``Transaction(group, batch_id)``; a ``SCD TYPE 2`` MAP keeps every version instead
+(``apply.delta_history``).  A missing table is created from the mapping.
 docs/replicat.md, "Delta Lake target".
 """
 
@@ -21,6 +22,8 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import TableNotFoundError
 
 from trailgate.apply.arrow_types import arrow_type, converter, pg_type_of_arrow
+from trailgate.apply.delta_history import HISTORY_FIELDS, apply_history
+from trailgate.apply.delta_scan import rows_matching
 from trailgate.apply.discard import DiscardWriter
 from trailgate.apply.mapping import MappedChange, Mapper, TableMapping, TargetColumn, TargetTable
 from trailgate.apply.planner import Folded, KeyT, fold
@@ -135,6 +138,10 @@ class DeltaApplier:
         columns = [f.name for f in schema]
         for m in changes:
             self._convert(m, converters)
+        if mapping.spec.scd_type == 2:
+            counts = apply_history(dt, mapping, changes, batch_id, app)
+            result.table(target.qualified_name).add(counts)
+            return
         existing = self._existing(dt, mapping, changes)
         folded = fold(mapping, changes, lambda key: existing.get(key), columns)
         self._merge(dt, mapping, folded, schema, existing, batch_id, app)
@@ -144,8 +151,10 @@ class DeltaApplier:
 
     def _create(self, mapping: TableMapping) -> DeltaTable:
         target = mapping.target
-        schema = pa.schema([pa.field(c.name, arrow_type(c.type_name), True)
-                            for c in target.columns])
+        fields = [pa.field(c.name, arrow_type(c.type_name), True) for c in target.columns]
+        if mapping.spec.scd_type == 2:
+            fields += HISTORY_FIELDS
+        schema = pa.schema(fields)
         try:
             dt = DeltaTable.create(self.catalog.path(target.schema, target.name), schema,
                                    mode="ignore", name=target.name,
@@ -197,7 +206,7 @@ class DeltaApplier:
                 pushed = expr if pushed is None else pushed & expr
             if expr is not None:
                 filt = expr if filt is None else filt & expr
-        table = _rows_matching(dt.to_pyarrow_dataset(), pushed, key_cols)
+        table = rows_matching(dt.to_pyarrow_dataset(), pushed, key_cols)
         if filt is not None and table.num_rows:
             table = table.filter(filt)
         out: dict[KeyT, dict[str, Any]] = {}
@@ -240,32 +249,3 @@ class DeltaApplier:
             raise TargetError(f"merge into Delta table {mapping.target.qualified_name} failed "
                               f"for batch {batch_id}: {exc}; nothing of the batch was "
                               f"committed to this table, restarting applies it again") from None
-
-
-def _rows_matching(dataset: Any, filt: Any, key_cols: list[str]) -> pa.Table:
-    """The rows of ``dataset`` that ``filt`` selects.
-
-    Files written by a Delta merge may hold string columns as ``string_view``, which pyarrow's
-    statistics pruning cannot compare with the filter's plain strings (no ``greater_equal``
-    kernel for string and string_view).  Then only the key columns are scanned and matched
-    here, and the matching rows are taken by position: still no full-row scan of the table.
-    """
-    try:
-        return _plain_strings(dataset.to_table(filter=filt))
-    except pa.ArrowNotImplementedError:
-        pass
-    keys = _plain_strings(dataset.to_table(columns=key_cols))
-    keys = keys.append_column("__row", pa.array(range(keys.num_rows), pa.int64()))
-    positions = keys.filter(filt).column("__row")
-    return _plain_strings(dataset.take(positions))
-
-
-def _plain_strings(table: pa.Table) -> pa.Table:
-    """``table`` with string_view/large_string columns as plain strings (comparable, stable)."""
-    fields = [
-        pa.field(f.name, pa.string(), f.nullable)
-        if pa.types.is_string_view(f.type) or pa.types.is_large_string(f.type) else f
-        for f in table.schema
-    ]
-    schema = pa.schema(fields)
-    return table if schema == table.schema else table.cast(schema)

@@ -128,6 +128,14 @@ def create_app(state: ManagerState) -> FastAPI:
     def metrics() -> Response:
         return Response(render_metrics(state.snapshot), media_type=CONTENT_TYPE)
 
+    @app.get("/collector", tags=["collector"],
+             summary="where this Manager's collector listens (RMTHOST …, MGRPORT)")
+    def collector() -> dict[str, Any]:
+        if state.collector is None:
+            raise HTTPException(404, "this Manager runs no collector: add COLLECTOR PORT n, "
+                                "TOKENALIAS alias to its mgr.prm")
+        return dict(state.collector)
+
     @app.get("/api/manager", tags=["manager"], dependencies=auth, summary="INFO MANAGER")
     def manager() -> dict[str, Any]:
         return state.manager_info()

@@ -19,7 +19,7 @@ from trailgate.home import Home
 from trailgate.params.cursor import Cursor
 from trailgate.params.lexer import Statement, split_statements
 
-__all__ = ["AutoRestart", "GroupPattern", "ManagerParams", "PurgeRule",
+__all__ = ["AutoRestart", "CollectorOptions", "GroupPattern", "ManagerParams", "PurgeRule",
            "parse_manager_params"]
 
 DEFAULT_PORT = 7809
@@ -77,6 +77,21 @@ class PurgeRule:
         return f"NOUSECHECKPOINTS {rule} purge rule".replace("  ", " ")
 
 
+@dataclass(frozen=True, slots=True)
+class CollectorOptions:
+    """*trailgate.* ``COLLECTOR PORT n [, BINDADDRESS a] [, TOKENALIAS a] [, CERTFILE f,
+    KEYFILE f [, CAFILE f]] [, ALLOW sender …]``: the collector the Manager runs, which a
+    Pump's ``RMTHOST host, MGRPORT m`` finds through the Manager's port."""
+
+    port: int
+    bind_address: str = "127.0.0.1"
+    token_alias: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    ca: str | None = None
+    allow: tuple[str, ...] = ()
+
+
 @dataclass(slots=True)
 class ManagerParams:
     """Everything in ``mgr.prm``, resolved."""
@@ -92,6 +107,7 @@ class ManagerParams:
     lag_info_seconds: float | None = None
     lag_critical_seconds: float | None = None
     lag_sample_seconds: float = 5.0
+    collector: CollectorOptions | None = None
     warnings: list[str] = field(default_factory=list)
 
     def restart_rule(self, kind: str, name: str) -> AutoRestart | None:
@@ -158,14 +174,48 @@ def _purge(cur: Cursor, params: ManagerParams) -> PurgeRule:
     return PurgeRule(trail, use, seconds, files, cur.stmt.path, cur.stmt.line)
 
 
+def _collector(cur: Cursor, home: Home) -> CollectorOptions:
+    values: dict[str, str] = {}
+    allow: list[str] = []
+    port: int | None = None
+    first = True
+    while first or cur.skip_comma():
+        first = False
+        opt = cur.expect_kw("PORT", "BINDADDRESS", "TOKENALIAS", "CERTFILE", "KEYFILE",
+                            "CAFILE", "ALLOW")
+        if opt == "PORT":
+            port = cur.integer("a port number", minimum=1)
+            if port > 65535:
+                cur.error("COLLECTOR PORT: a port number is at most 65535")
+        elif opt == "ALLOW":
+            allow.append(cur.value("a sender's name").upper())
+        else:
+            value = cur.value("a value")
+            values[opt] = str(home.resolve(value)) if opt.endswith("FILE") else value
+    if port is None:
+        cur.error("COLLECTOR: give its port (COLLECTOR PORT 7819, TOKENALIAS pumps)")
+    if ("CERTFILE" in values) != ("KEYFILE" in values):
+        cur.error("COLLECTOR: CERTFILE and KEYFILE go together")
+    if "CAFILE" in values and "CERTFILE" not in values:
+        cur.error("COLLECTOR: CAFILE (client certificates) needs TLS: give CERTFILE and "
+                  "KEYFILE too")
+    if "TOKENALIAS" not in values and "CAFILE" not in values:
+        cur.error("COLLECTOR: a collector accepts only senders it can authenticate: give "
+                  "TOKENALIAS alias or CAFILE file")
+    assert port is not None
+    return CollectorOptions(port, values.get("BINDADDRESS", "127.0.0.1"),
+                            values.get("TOKENALIAS"), values.get("CERTFILE"),
+                            values.get("KEYFILE"), values.get("CAFILE"), tuple(allow))
+
+
 _LAG = {"LAGREPORT": "lag_report_seconds", "LAGINFO": "lag_info_seconds",
         "LAGCRITICAL": "lag_critical_seconds"}
-KEYWORDS = ("PORT", "BINDADDRESS", "AUTOSTART", "AUTORESTART", "PURGEOLDEXTRACTS",
+KEYWORDS = ("PORT", "BINDADDRESS", "AUTOSTART", "AUTORESTART", "PURGEOLDEXTRACTS", "COLLECTOR",
             "CHECKMINUTES", "CHECKSECONDS", "LAGSAMPLESECONDS",
             *(f"{k}{u}" for k in _LAG for u in ("SECONDS", "MINUTES", "HOURS")))
 
 
-def _statement(stmt: Statement, params: ManagerParams) -> None:
+def _statement(stmt: Statement, params: ManagerParams, home: Home) -> None:
     cur = Cursor(stmt)
     word = stmt.keyword
     if word == "PORT":
@@ -180,6 +230,8 @@ def _statement(stmt: Statement, params: ManagerParams) -> None:
         params.autorestart.append(_autorestart(cur))
     elif word == "PURGEOLDEXTRACTS":
         params.purge.append(_purge(cur, params))
+    elif word == "COLLECTOR":
+        params.collector = _collector(cur, home)
     elif word in ("CHECKMINUTES", "CHECKSECONDS"):
         params.check_seconds = max(1.0, _duration(cur, word))
     elif word == "LAGSAMPLESECONDS":
@@ -210,5 +262,5 @@ def parse_manager_params(home: Home, path: Path | None = None) -> ManagerParams:
         raise ConfigError(f"cannot read the Manager's parameter file: {exc}",
                           path=str(path)) from None
     for stmt in split_statements(text, str(path)):
-        _statement(stmt, params)
+        _statement(stmt, params, home)
     return params

@@ -17,6 +17,10 @@ import time
 from pathlib import Path
 
 from trailgate.checkpoint import atomic_write_text
+from trailgate.collector.cli import TOKEN_DOMAIN
+from trailgate.collector.server import Collector, CollectorSettings
+from trailgate.collector.tls import TlsFiles, server_context
+from trailgate.db.connect import CredentialStore
 from trailgate.errors import ConfigError, TrailgateError
 from trailgate.home import Home
 from trailgate.manager.auth import ensure_token, token_file
@@ -72,6 +76,25 @@ class _Purger:
                     self.quiet.discard(str(trail))
 
 
+def _start_collector(home: Home, params: ManagerParams, log: Log) -> Collector | None:
+    """The collector mgr.prm's COLLECTOR asks for, serving in a thread of the Manager."""
+    options = params.collector
+    if options is None:
+        return None
+    tls = server_context(TlsFiles(options.cert, options.key, options.ca),
+                         f"{params.path}: COLLECTOR") if options.cert else None
+    token = CredentialStore(home.path).get(options.token_alias, TOKEN_DOMAIN).password \
+        if options.token_alias else None
+    settings = CollectorSettings(home=home.path, bind=options.bind_address, port=options.port,
+                                 tls=tls, client_certs=options.ca is not None, token=token,
+                                 allow=frozenset(options.allow))
+    collector = Collector(settings, lambda level, message: log(
+        level, "OGG-01229" if level == "INFO" else "OGG-01223", message)).start()
+    log("INFO", "OGG-01229", f"Collector listening on {options.bind_address}:"
+                             f"{collector.port}{' (TLS)' if tls else ''}.")
+    return collector
+
+
 def run_manager(home: Home, *, port: int | None = None) -> int:
     """Run the Manager of ``home`` until SIGTERM/SIGINT; 0 after a clean stop."""
     if not home.exists():
@@ -95,6 +118,10 @@ def run_manager(home: Home, *, port: int | None = None) -> int:
         state = ManagerState(home, params, supervisor, lag, ensure_token(home), port)
         from trailgate.manager.api import create_app
 
+        collector = _start_collector(home, params, log)
+        if collector is not None:
+            state.collector = {"port": collector.port,
+                               "tls": collector.settings.tls is not None}
         http = HttpService(create_app(state), sock)
         http.start()
         atomic_write_text(info_file(home), json.dumps(
@@ -109,6 +136,8 @@ def run_manager(home: Home, *, port: int | None = None) -> int:
                   http)
         finally:
             http.stop()
+            if collector is not None:
+                collector.stop()
             lag.close()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(info_file(home))

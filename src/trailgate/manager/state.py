@@ -56,6 +56,8 @@ class ManagerState:
     started: str = field(default_factory=lambda: datetime.now().isoformat(timespec="seconds"))
     purged: int = 0
     start_wait: float = 10.0
+    #: the collector the Manager runs: {"port", "tls"} (GET /collector), or None
+    collector: dict[str, Any] | None = None
 
     def statuses(self) -> list[dict[str, Any]]:
         return [group_status(self.home, info, self.supervisor.watch.get(info.name))

@@ -151,6 +151,12 @@ class MapSpec:
     handle_collisions: bool = False
     reperror: dict[str, str] = field(default_factory=dict)
     get_truncates: bool = False
+    #: ``SCD TYPE 2`` (Delta targets): keep each key's versions instead of the last one;
+    #: ``TRACK HISTORY ON (cols)`` / ``ON * EXCEPT (cols)`` narrow which columns open a
+    #: version (None: every column does)
+    scd_type: int = 1
+    track_history: list[str] | None = None
+    track_history_except: list[str] | None = None
     path: str = ""
     line: int = 0
 

@@ -359,7 +359,7 @@ def _map(cur: Cursor, st: _State) -> None:
                    path=cur.stmt.path, line=cur.stmt.line)
     seen: set[str] = set()
     allowed = ["COLMAP", "KEYCOLS", "WHERE", "HANDLECOLLISIONS", "NOHANDLECOLLISIONS",
-               "REPERROR"]
+               "REPERROR", "SCD TYPE 1|2", "TRACK HISTORY ON"]
     while (opt := _next_option(cur, seen)) is not None:
         if opt == "COLMAP":
             items = cur.paren_list(lambda: _colmap_item(cur, spec), "COLMAP")
@@ -378,9 +378,39 @@ def _map(cur: Cursor, st: _State) -> None:
         elif opt == "REPERROR":
             error, response = _reperror_rule(cur)
             spec.reperror[error] = response
+        elif opt == "SCD":
+            spec.scd_type = _scd_type(cur)
+        elif opt == "TRACK":
+            _track_history(cur, spec)
         else:
             _unknown_option(cur, opt, allowed)
+    if "TRACK" in seen and spec.scd_type != 2:
+        cur.error(f"MAP {source}: TRACK HISTORY needs SCD TYPE 2 before it, as in "
+                  f"MAP {source}, TARGET {target}, SCD TYPE 2, TRACK HISTORY ON (col, ...);")
     st.params.maps.append(spec)
+
+
+def _scd_type(cur: Cursor) -> int:
+    """``SCD TYPE 1|2`` (after SCD): 1 keeps the last version of a row, 2 every one."""
+    cur.expect_kw("TYPE")
+    tok = cur.next("1 or 2 after SCD TYPE")
+    if tok.kind is not Tok.WORD or tok.value not in ("1", "2"):
+        cur.error(f"MAP: SCD TYPE takes 1 (the last version of each row, the default) or 2 "
+                  f"(every version, with validity columns), not {tok.text!r}", tok)
+    return int(tok.value)
+
+
+def _track_history(cur: Cursor, spec: MapSpec) -> None:
+    """``TRACK HISTORY ON (cols)`` or ``TRACK HISTORY ON * EXCEPT (cols)`` (after TRACK)."""
+    cur.expect_kw("HISTORY")
+    cur.expect_kw("ON")
+    tok = cur.peek()
+    if tok is not None and tok.kind is Tok.WORD and tok.value == "*":
+        cur.next("*")
+        cur.expect_kw("EXCEPT")
+        spec.track_history_except = _column_list(cur, "TRACK HISTORY ON * EXCEPT")
+    else:
+        spec.track_history = _column_list(cur, "TRACK HISTORY ON")
 
 
 @_handler("TABLEEXCLUDE", applies=_EXT)
@@ -587,13 +617,19 @@ def _expand(text: str, path: str, base_dir: Path | None, stack: tuple[str, ...],
             cur = Cursor(stmt)
             name = cur.value("a file name")
             cur.end()
-            target = Path(name).expanduser()
-            if not target.is_absolute():
-                candidates = [Path(path).parent / target]
-                if base_dir is not None:
-                    candidates.append(base_dir / target)
-                target = next((c for c in candidates if c.exists()), candidates[0])
-            key = str(target.resolve())
+            try:
+                target = Path(name).expanduser()
+                if not target.is_absolute():
+                    candidates = [Path(path).parent / target]
+                    if base_dir is not None:
+                        candidates.append(base_dir / target)
+                    target = next((c for c in candidates if c.exists()), candidates[0])
+                key = str(target.resolve())
+            except (OSError, RuntimeError) as exc:  # a name too long, a symlink loop
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                raise ConfigError(f"{stmt.keyword} {name[:80]}{'…' if len(name) > 80 else ''}"
+                                  f": not a usable file name ({reason})",
+                                  path=stmt.path, line=stmt.line) from None
             if key in stack:
                 raise ConfigError(f"{stmt.keyword} {name} includes itself (through "
                                   f"{' -> '.join(stack)}); remove the loop",

@@ -22,7 +22,7 @@ from trailgate.process.runtime import GroupProcess, stop_after_batch
 __all__ = ["query_error", "query_failure", "report_interval", "stop_after_batch", "watch"]
 
 _ERROR = re.compile(r"(?:trailgate\.errors\.)?(SourceError|ConfigError|TrailFormatError|"
-                    r"TargetError|CollisionError|MappingError|ValueError|OSError|"
+                    r"TargetError|NetworkError|CollisionError|MappingError|ValueError|OSError|"
                     r"PermissionError): (.+)")
 
 

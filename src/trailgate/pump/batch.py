@@ -5,7 +5,8 @@ As for the Extract, a Spark job per batch cost more than moving a few hundred re
 the driver reads the batch's range (from Spark's offset log) with the source's own function
 and hands the rows to the trail sink's writer; only the query's first batch runs in a Spark
 task.  The writer skips what the output holds, so a replay appends nothing twice; the
-checkpoint is written before Spark commits.  docs/pump.md.
+checkpoint is written before Spark commits, and for a remote trail only once the collector
+has acknowledged the batch durable (``before_checkpoint``).  docs/pump.md.
 """
 
 from __future__ import annotations
@@ -32,12 +33,14 @@ class PumpBatch:
     """Callable for ``foreachBatch``; counts where its batches ran (tests)."""
 
     def __init__(self, source: str, router: Router, sink: SinkOptions, spark_dir: Path,
-                 ddl: Callable[[Change], bool] | None = None):
+                 ddl: Callable[[Change], bool] | None = None,
+                 before_checkpoint: Callable[[], None] | None = None):
         self.source = source
         self.router = router
         self.ddl = ddl  # the pump's DDL rules (None: every DDL passes through)
         self.sink = sink
         self.spark_dir = spark_dir
+        self.before_checkpoint = before_checkpoint  # a remote Pump's mirror to the collector
         self.driver_batches = 0
         self.task_batches = 0
 
@@ -55,4 +58,6 @@ class PumpBatch:
         else:
             messages = write_in_task(df, self.sink)
             self.task_batches += 1
+        if self.before_checkpoint is not None:
+            self.before_checkpoint()
         commit_checkpoint(self.sink, messages)

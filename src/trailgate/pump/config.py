@@ -2,8 +2,9 @@
 
 ``ADD EXTRACT pump, EXTTRAILSOURCE ./dirdat/aa`` then ``ADD RMTTRAIL ./dirdat/rt, EXTRACT
 pump`` (or ``ADD EXTTRAIL``); the parameter file names the output with ``RMTTRAIL`` (or
-``EXTTRAIL``) and the tables with ``TABLE`` (``TABLE src, TARGET tgt;`` renames).  An
-"other host" is a path on a shared filesystem: ``RMTTRAIL /mnt/dr/dirdat/rt``.
+``EXTTRAIL``) and the tables with ``TABLE`` (``TABLE src, TARGET tgt;`` renames).  With
+``RMTHOST host, PORT n`` the output goes to a collector on that host (its staging copy in
+``dirrmt/``: :mod:`trailgate.pump.remote`); without, ``RMTTRAIL`` is a path the Pump writes.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from dataclasses import dataclass, field
 
 from trailgate.changes.heartbeat import SEED_TABLE, seed_name
 from trailgate.changes.routing import Router
+from trailgate.collector.client import RemoteTarget
 from trailgate.errors import ConfigError
 from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_globals, parse_group_params
+from trailgate.pump.remote import remote_target, staging_trail
 from trailgate.trail.release import sink_format_options
 
 __all__ = ["PumpConfig", "load_pump_config"]
@@ -38,6 +41,13 @@ class PumpConfig:
     info: GroupInfo
     #: FORMAT RELEASE of the output trail as sink options; empty: write the input's format
     format_options: dict[str, str] = field(default_factory=dict)
+    #: RMTHOST: the collector ``trail`` (then a staging trail) is mirrored to
+    remote: RemoteTarget | None = None
+    #: the file names the output's headers carry (a remote trail's, resolved as a local
+    #: Pump would); None: ``trail``'s own
+    named_as: str | None = None
+    #: RMTHOST …, KEEPSTAGING: staging files stay (for PURGEOLDEXTRACTS) once sent
+    keep_staging: bool = False
 
     def router(self) -> Router:
         """The pump's table rules as it reads through them (its heartbeat rule included,
@@ -83,6 +93,10 @@ def load_pump_config(home: Home, name: str) -> PumpConfig:
     if source == home.resolve(trail):
         raise ConfigError(f"EXTRACT {info.name} would read and write the same trail "
                           f"{label}: give RMTTRAIL another path", path=params.path)
+    remote = remote_target(home, params, label, info.name)
+    named_as = None
+    if remote is not None:
+        named_as, trail = trail, str(staging_trail(home, info.name, label))
     begin = info.begin if isinstance(info.begin, dict) else {}
     schema = parse_globals(home.globals_file).ggschema  # heartbeats pass whatever TABLE says
     heartbeat = seed_name(schema) if schema else f"*.{SEED_TABLE}"
@@ -93,4 +107,6 @@ def load_pump_config(home: Home, name: str) -> PumpConfig:
         excludes=list(params.table_excludes),
         begin={"seqno": int(begin.get("seqno", 0)), "rba": int(begin.get("rba", 0))},
         params=params, info=info,
-        format_options=sink_format_options(params.trail_options.get(label)))
+        format_options=sink_format_options(params.trail_options.get(label)),
+        remote=remote, named_as=named_as,
+        keep_staging=bool(params.rmthost and "KEEPSTAGING" in params.rmthost))

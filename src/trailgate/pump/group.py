@@ -1,11 +1,11 @@
 """One run of a Data Pump: the input trail streamed into the output trail, exactly once.
 
 A ``trailchanges`` query whose micro-batches the trail sink's writer appends
-(:mod:`trailgate.pump.batch`).  Output files mirror the input's header (its
-CompatibilityLevel and byte order; its URI history plus its URI) unless the output trail
-names a ``FORMAT RELEASE`` (the pump then converts), and a query writes files of one header:
-when the input reaches a file whose header differs, the run ends the query before it and
-starts another, which begins a new output file (seed 002).  docs/pump.md.
+(:mod:`trailgate.pump.batch`).  Output files mirror the input's header unless the output
+names a ``FORMAT RELEASE`` (the pump then converts); a query writes files of one header, so
+an input file with another header ends the query, and the next begins a new output file
+(seed 002).  With RMTHOST the output is mirrored to a collector before every checkpoint,
+at start and at the end.  docs/pump.md.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import uuid
 from typing import Any
 
 from trailgate.checkpoint import TableStats
-from trailgate.errors import SourceError, TrailgateError
+from trailgate.collector.client import TrailMirror
+from trailgate.errors import NetworkError, SourceError, TrailgateError, marked
 from trailgate.home import Home
 from trailgate.model import TrailPosition
 from trailgate.process.query import query_failure, watch
@@ -73,6 +74,44 @@ class _Pump:
         self.stop_file = home.dirchk / f"{cfg.group}.stop"
         self.spark_dir = home.spark_checkpoint_dir(cfg.group) / "spark"
         self.start_stats = self._stats()
+        self.mirror = TrailMirror(cfg.trail, cfg.remote, report=self._network_event) \
+            if cfg.remote is not None else None
+
+    def _network_event(self, level: str, message: str) -> None:
+        if level == "WARNING":
+            self.proc.warn(message, code="OGG-01223")  # GoldenGate's TCP/IP error
+        else:
+            self.proc.event(level, "OGG-01229", f"EXTRACT {self.cfg.group}: {message}")
+
+    def sync_remote(self) -> None:
+        """Bring the collector's trail level with the staging trail (retrying with
+        backoff), then drop staging files the collector and the checkpoint are past."""
+        if self.mirror is None:
+            return
+        self.mirror.sync_retrying(lambda: self.proc.stop_requested)
+        self._purge_staging()
+
+    def sync_in_batch(self) -> None:
+        """:meth:`sync_remote` from a micro-batch: its error marked for the driver."""
+        try:
+            self.sync_remote()
+        except NetworkError as exc:
+            raise NetworkError(marked(str(exc))) from None
+
+    def _purge_staging(self) -> None:
+        from trailgate.trail.naming import TrailName
+
+        assert self.mirror is not None
+        if self.cfg.keep_staging:
+            return
+        ck = self.home.checkpoints.load(self.cfg.group, "EXTRACT")
+        if ck is None or ck.write_position is None or self.mirror.remote_last is None:
+            return
+        keep = min(ck.write_position.seqno, self.mirror.remote_last)
+        trail = TrailName(self.cfg.trail)
+        for seq in trail.sequence_numbers():
+            if seq < keep:
+                trail.file(seq).unlink(missing_ok=True)
 
     def position(self) -> TrailPosition:
         ck = self.home.checkpoints.load(self.cfg.group, "EXTRACT")
@@ -94,6 +133,8 @@ class _Pump:
                    "group": self.cfg.group, "runId": run_id, "producer": self.cfg.group,
                    "uriHistory": json.dumps([*history, uri]),
                    "compatibility": str(compatibility)}
+        if self.cfg.named_as:
+            options["namedAs"] = self.cfg.named_as
         order = input_byte_order(self.cfg.source, self.position().seqno)
         if order is not None and compatibility > 3:
             options["trailByteOrder"] = order
@@ -124,7 +165,8 @@ class _Pump:
         writer = (reader.load().writeStream
                   .foreachBatch(PumpBatch(self.cfg.source, router, sink, self.spark_dir,
                                           ddl_keep(router, self.cfg.params.ddl,
-                                                   self.cfg.params.ddl_given)))
+                                                   self.cfg.params.ddl_given),
+                                          self.sync_in_batch if self.mirror else None))
                   .option("checkpointLocation", str(self.spark_dir))
                   .queryName(f"pump_{self.cfg.group.lower()}"))
         if self.args.once:
@@ -138,6 +180,10 @@ class _Pump:
         from trailgate.spark.trail_sink import SinkOptions, finish_run
 
         finish_run(SinkOptions.parse(self.sink_options(run_id, header), run_id))
+        try:
+            self.sync_remote()
+        except NetworkError as exc:
+            self.proc.warn(f"{exc}; the collector is behind: the next run sends the rest")
 
     def wait_for_input(self) -> list[Any] | None:
         """The input header to mirror; waits (stoppably) for the input's first file."""
@@ -155,6 +201,7 @@ class _Pump:
 
     def run(self, spark: Any) -> str:
         batches_left = self.args.max_batches
+        self.sync_remote()  # what a previous run wrote and did not send
         while True:
             header = self.wait_for_input()
             if header is None:
@@ -222,9 +269,13 @@ def _echo(proc: GroupProcess, cfg: PumpConfig) -> None:
     report.line(f"Input trail:      {cfg.source_label} ({cfg.source})")
     report.line(f"Output trail:     {cfg.trail_label} ({cfg.trail}, {cfg.megabytes} MB files)")
     report.line(f"Mode:             {'PASSTHRU' if cfg.params.passthru else 'NOPASSTHRU'}")
-    if cfg.params.rmthost:
-        report.line(f"RMTHOST:          {cfg.params.rmthost.get('HOST')} (informational: "
-                    f"the remote trail is written through its path)")
+    if cfg.remote is not None:
+        r = cfg.remote
+        security = ("TLS" + (" with a client certificate" if r.tls.cert else "")
+                    if r.tls else "plain TCP")
+        report.line(f"RMTHOST:          {r.host}, PORT {r.port} ({security}"
+                    f"{', token' if r.token else ''}{', COMPRESS zlib' if r.compress else ''})")
+        report.line(f"Staging trail:    {cfg.trail} (mirrored to the collector)")
     report.line()
 
 

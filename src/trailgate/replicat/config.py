@@ -7,8 +7,10 @@ group here, with the parameter file, line and object in the message.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from trailgate.changes.heartbeat import seed_name
 from trailgate.db.connect import CredentialStore, login_conninfo
@@ -17,8 +19,8 @@ from trailgate.home import GroupInfo, Home
 from trailgate.params import MapSpec, ReplicatParams, parse_globals, parse_group_params
 from trailgate.params.names import parse_name
 
-__all__ = ["PARTITIONS_CONF", "SPLIT_MIN_CONF", "ReplicatConfig", "load_replicat_config",
-           "target_conninfo"]
+__all__ = ["PARTITIONS_CONF", "SPLIT_MIN_CONF", "ReplicatConfig", "is_uri", "lake_location",
+           "load_replicat_config", "target_conninfo"]
 
 #: ``SPARK CONF trailgate.replicat.partitions=n``: how many key partitions a batch is split
 #: into (default: Spark's default parallelism).
@@ -91,6 +93,30 @@ def _int_conf(params: ReplicatParams, key: str) -> int | None:
     return value
 
 
+def is_uri(location: str) -> bool:
+    """True for a location with a scheme other than ``file:`` (``s3://bucket/lake``)."""
+    m = _URI.match(location)
+    return m is not None and m.group(1).lower() != "file"
+
+
+_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
+
+
+def lake_location(home: Home, kind: str, location: str, path: str | None) -> str:
+    """Where a Delta or Parquet target lives: a local directory (relative to the home; a
+    ``file://`` URI is one), or for Delta an object-store URI that ``deltalake`` opens with
+    the credentials of its environment variables (docs/spark.md, "Running on a cluster")."""
+    if location.lower().startswith("file:"):
+        location = unquote(urlsplit(location).path)
+    elif is_uri(location):
+        if kind == "DELTA":
+            return location
+        raise ConfigError(f"TARGETPARQUET {location}: Parquet change logs are written as "
+                          f"local files (written, fsynced and renamed), so give a directory "
+                          f"every node mounts; an object store takes TARGETDELTA", path=path)
+    return str(home.resolve(location))
+
+
 def _begin(info: GroupInfo) -> dict[str, int]:
     begin = info.begin if isinstance(info.begin, dict) else {}
     try:
@@ -139,13 +165,18 @@ def load_replicat_config(home: Home, group: str) -> ReplicatConfig:
         if implicit is not None:
             params.maps = [*params.maps, implicit]
     else:
-        location = str(home.resolve(target.location))
+        location = lake_location(home, target.kind, target.location, params.path)
     for spec in params.maps:
         try:
             parse_name(spec.target)
         except ValueError as exc:
             raise ConfigError(f"MAP {spec.source}, TARGET {spec.target}: {exc}",
                               path=spec.path, line=spec.line) from None
+        if spec.scd_type == 2 and target.kind != "DELTA":
+            raise ConfigError(f"MAP {spec.source}, TARGET {spec.target}: SCD TYPE 2 keeps "
+                              f"history in Delta tables only (TARGETDELTA); this Replicat's "
+                              f"target is {target.kind.lower()}: remove SCD TYPE 2, or "
+                              f"replicate to TARGETDELTA", path=spec.path, line=spec.line)
     discard = (str(home.resolve(params.discardfile.path)) if params.discardfile
                else str(home.discard_file(info.name)))
     trail = home.resolve(info.source_path)

@@ -23,7 +23,7 @@ from trailgate.home import Home
 from trailgate.model import TrailPosition
 from trailgate.process.query import query_failure, report_interval, watch
 from trailgate.process.runtime import GroupProcess
-from trailgate.replicat.config import ReplicatConfig, load_replicat_config, spark_conf
+from trailgate.replicat.config import ReplicatConfig, is_uri, load_replicat_config, spark_conf
 from trailgate.replicat.csn_filter import CsnFilter
 from trailgate.replicat.inst_filter import ChangeFilter
 
@@ -71,7 +71,8 @@ def _validate_target(proc: GroupProcess, cfg: ReplicatConfig) -> list[str]:
                       f"CHECKPOINTTABLE schema.table gives exactly-once apply")
         return [f"Target:           PostgreSQL {describe(cfg.target)}",
                 f"Checkpoint table: {cfg.checkpoint_table or '(none: NODBCHECKPOINT)'}"]
-    Path(cfg.target).mkdir(parents=True, exist_ok=True)
+    if not is_uri(cfg.target):
+        Path(cfg.target).mkdir(parents=True, exist_ok=True)
     if cfg.target_kind == "DELTA":
         from trailgate.apply.delta import DeltaApplier
 

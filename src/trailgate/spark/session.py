@@ -79,6 +79,9 @@ def _defaults(work: Path, local: bool) -> dict[str, str]:
         # only at 10,000 rows: a writer then works while its source still reads, instead of
         # receiving a micro-batch of few large rows only once it has all been read.
         "spark.sql.execution.arrow.maxBytesPerBatch": str(1 << 20),
+        # the trail source takes op and table filters (docs/spark.md); Spark refuses a
+        # Python source that implements pushFilters while this is off
+        "spark.sql.python.filterPushdown.enabled": "true",
     }
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from trailgate.errors import TrailFormatError
 from trailgate.model import TrailPosition
 from trailgate.params.names import match_table
+from trailgate.spark.trail_paths import local_trail_path
 from trailgate.trail.naming import TrailName, parse_trail_file
 
 __all__ = ["TableFilter", "TrailOptions", "parse_options"]
@@ -56,6 +57,9 @@ class TrailOptions:
     max_records_per_trigger: int | None
     batch_window_ms: int | None = None  # ``batchWindowMs``: see spark.batch_window
     patient_window: bool = False  # ``batchWindowPatient``: no batch on quiet
+    table: str | None = None  # ``table``: one table's changes, typed
+    list_tables: bool = False  # ``listTables``: the trail's tables, one row each
+    split_bytes: int = 32 << 20  # ``splitMegabytes``: a bigger file is several partitions
 
     def table_filter(self) -> TableFilter | None:
         return TableFilter(self.tables) if self.tables else None
@@ -123,10 +127,15 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Tra
     option named.  A batch read of a trail with no files is an error; a stream may start
     before its trail's first file exists."""
     path = options.get("path")
+    if not path and not options:
+        raise ValueError(
+            "no options reached the trail source: a catalog table (CREATE TABLE … USING "
+            "trail) does not hand its OPTIONS to a Python data source in this Spark version; "
+            "use CREATE TEMPORARY VIEW name USING trail OPTIONS (path '…') instead")
     if not path:
         raise ValueError('the trail source needs a path: .load("dirdat/aa") or '
                          '.option("path", "dirdat/aa")')
-    trail, seqnos = _resolve_path(path)
+    trail, seqnos = _resolve_path(local_trail_path(path))
     if seqnos is None and not streaming and not TrailName(trail).sequence_numbers():
         raise TrailFormatError("no trail files (expected names like aa000000000)", path=path)
     start = None
@@ -137,6 +146,12 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Tra
             raise ValueError(f"option startingPosition: {exc}") from None
     elif streaming and seqnos:
         start = TrailPosition(seqnos[0], 0)
+    table = (options.get("table") or "").strip() or None
+    if table is not None and options.get("tables"):
+        raise ValueError("options table and tables: give one (table: one table, typed; "
+                         "tables: several, in the generic form)")
+    if table is not None:
+        match_table(table if "." in table else f"*.{table}", "a.b")  # syntax check
     tables = None
     if options.get("tables"):
         tables = tuple(t.strip() for t in options["tables"].split(",") if t.strip())
@@ -154,4 +169,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Tra
         max_records_per_trigger=_positive("maxRecordsPerTrigger", limit) if limit else None,
         batch_window_ms=_whole("batchWindowMs", window) if window else None,
         patient_window=_bool("batchWindowPatient", options.get("batchWindowPatient", "false")),
+        table=table,
+        list_tables=_bool("listTables", options.get("listTables", "false")),
+        split_bytes=_positive("splitMegabytes", options.get("splitMegabytes", "32")) << 20,
     )

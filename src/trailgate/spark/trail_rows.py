@@ -9,8 +9,9 @@ transaction start belong to an earlier range.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -24,8 +25,9 @@ from trailgate.model import (
 )
 from trailgate.trail.ddl import ddl_fields
 from trailgate.trail.reader import TrailReader, TrailRecord
+from trailgate.trail.records import RawRecord
 
-__all__ = ["ARROW_SCHEMA", "SCHEMA_DDL", "read_batches"]
+__all__ = ["ARROW_SCHEMA", "SCHEMA_DDL", "RowSink", "drive", "op_label", "read_batches"]
 
 #: The row schema, in Spark DDL (see docs/spark.md for each column's meaning).
 SCHEMA_DDL = (
@@ -49,17 +51,26 @@ _SCALARS = ("seqno", "rba", "end_rba", "op", "io_type", "table_name", "csn", "xi
             "trans_ind", "txn_first", "txn_last", "rowid", "audit_rba", "audit_pos")
 _MAPS = ("before", "after", "tokens")
 _TEXT_OPS = frozenset({OpType.DDL, OpType.COMMENT})
+_METADATA = int(OpType.METADATA)
+_COMMENT = int(OpType.COMMENT)
+#: IOTypes that are rows of the source (changes, DDL, comments): not metadata, fragments,
+#: LOB pieces (folded into their change) or types unknown to the reader
+_ROW_TYPES = frozenset(int(op) for op in OpType) - {
+    int(OpType.METADATA), int(OpType.RECORD_FRAGMENT), int(OpType.LOB)}
 
 
 class _MapColumn:
-    """A map<string,string> column kept as Arrow's offsets/keys/items/validity lists."""
+    """A map<string,string> column kept as Arrow's offsets/keys/items/validity lists.
+
+    Items are kept as the trail's bytes (or text) and become UTF-8 strings in one Arrow
+    cast per batch, not one Python string per value."""
 
     __slots__ = ("items", "keys", "nulls", "offsets")
 
     def __init__(self) -> None:
         self.offsets: list[int] = [0]
         self.keys: list[str] = []
-        self.items: list[str | None] = []
+        self.items: list[bytes | str | None] = []
         self.nulls: list[bool] = []
 
     def add(self, entries: Mapping[str, str | None] | None) -> None:
@@ -71,6 +82,15 @@ class _MapColumn:
             self.items.extend(entries.values())
         self.offsets.append(len(self.keys))
 
+    def add_pairs(self, pairs: tuple[Sequence[str], Iterable[bytes | None]] | None) -> None:
+        if pairs is None:
+            self.nulls.append(True)
+        else:
+            self.nulls.append(False)
+            self.keys.extend(pairs[0])
+            self.items.extend(pairs[1])
+        self.offsets.append(len(self.keys))
+
     def mark(self) -> int:
         return len(self.keys)
 
@@ -78,54 +98,69 @@ class _MapColumn:
         del self.offsets[rows + 1:], self.nulls[rows:], self.keys[keys:], self.items[keys:]
 
     def array(self) -> pa.MapArray:
+        try:
+            items = pa.array(self.items, pa.binary()).cast(pa.string())
+        except pa.ArrowInvalid:  # not UTF-8: decoded one by one, as the text form says
+            items = pa.array([v.decode("utf-8", "backslashreplace") if isinstance(v, bytes)
+                              else v for v in self.items], pa.string())
         return pa.MapArray.from_arrays(
             pa.array(self.offsets, pa.int32()), pa.array(self.keys, pa.string()),
-            pa.array(self.items, pa.string()), type=_MAP, mask=pa.array(self.nulls, pa.bool_()))
+            items, type=_MAP, mask=pa.array(self.nulls, pa.bool_()))
 
 
 class _ValueNames:
-    """How one table definition turns ``{index: bytes}`` into ``{name: text}``."""
+    """How one table definition turns ``{index: bytes}`` into map keys and items: the keys
+    of a set of indexes are worked out once, the items stay the trail's bytes (RAW: hex)."""
 
-    __slots__ = ("names", "raw", "table")
+    __slots__ = ("keys", "names", "raw", "table")
 
     def __init__(self, table: TableDef | None):
         self.table = table
         self.names = {c.index: c.name for c in table.columns} if table else {}
         self.raw = frozenset(c.index for c in table.columns
                              if c.kind is ColumnKind.RAW) if table else frozenset()
+        self.keys: dict[tuple[int, ...], tuple[str, ...]] = {}
 
-    def convert(self, values: Values | None) -> dict[str, str | None] | None:
+    def pairs(self, values: Values | None
+              ) -> tuple[Sequence[str], Iterable[bytes | None]] | None:
         if values is None:
             return None
-        names, raw = self.names, self.raw
-        out: dict[str, str | None] = {}
-        for index, value in values.items():
-            name = names.get(index) or str(index)
-            if value is None:
-                out[name] = None
-            elif index in raw:
-                out[name] = value.hex()
-            else:
-                out[name] = value.decode("utf-8", "backslashreplace")
-        return out
+        order = tuple(values)
+        names = self.keys.get(order)
+        if names is None:
+            if len(self.keys) > 4096:  # compressed updates: many column sets; stay bounded
+                self.keys.clear()
+            names = self.keys[order] = tuple(self.names.get(i) or str(i) for i in order)
+        raw = self.raw
+        if raw and not raw.isdisjoint(order):
+            return names, [v.hex().encode("ascii") if v is not None and i in raw else v
+                           for i, v in values.items()]
+        return names, values.values()
 
 
 class _Columns:
-    """Rows accumulated column by column; a mark lets a dropped transaction be taken back."""
+    """Rows accumulated column by column; a mark lets a dropped transaction be taken back.
 
-    def __init__(self) -> None:
-        self.scalars: dict[str, list[object]] = {name: [] for name in _SCALARS}
-        self.maps = {name: _MapColumn() for name in _MAPS}
+    Only the ``fields`` asked for are built (the columns of a schema given to the reader).
+    """
+
+    def __init__(self, fields: tuple[str, ...] | None = None) -> None:
+        self.schema = ARROW_SCHEMA if fields is None else pa.schema(
+            [ARROW_SCHEMA.field(name) for name in fields])
+        names = set(self.schema.names)
+        self.rows = 0
+        self.scalars: dict[str, list[object]] = {n: [] for n in _SCALARS if n in names}
+        self.maps = {name: _MapColumn() for name in _MAPS if name in names}
         self._names: dict[int, _ValueNames] = {}
 
     def __len__(self) -> int:
-        return len(self.scalars["seqno"])
+        return self.rows
 
     def mark(self) -> tuple[int, ...]:
-        return (len(self), *(m.mark() for m in self.maps.values()))
+        return (self.rows, *(m.mark() for m in self.maps.values()))
 
     def truncate(self, mark: tuple[int, ...]) -> None:
-        rows = mark[0]
+        rows = self.rows = mark[0]
         for column in self.scalars.values():
             del column[rows:]
         for m, keys in zip(self.maps.values(), mark[1:], strict=True):
@@ -140,50 +175,107 @@ class _Columns:
     def add(self, record: TrailRecord, csn: int | None, xid: str | None,
             first: bool, last: bool) -> None:
         raw = record.raw
+        self.rows += 1
+        if self.schema is ARROW_SCHEMA:  # every column: appended inline, the common case
+            s = self.scalars
+            s["seqno"].append(record.position.seqno)
+            s["rba"].append(record.position.rba)
+            s["end_rba"].append(record.end.rba)
+            s["op"].append(op_label(raw.io_type))
+            s["io_type"].append(raw.io_type)
+            s["table_name"].append(raw.table)
+            s["csn"].append(csn)
+            s["xid"].append(xid)
+            s["io_time"].append(unix_micros_from_julian(raw.io_time) if raw.io_time else None)
+            s["trans_ind"].append(3 if first and last else 0 if first else 2 if last else 1)
+            s["txn_first"].append(first)
+            s["txn_last"].append(last)
+            s["rowid"].append(raw.rowid)
+            s["audit_rba"].append(raw.audit_rba)
+            s["audit_pos"].append(raw.audit_pos)
+        else:
+            for name, column in self.scalars.items():
+                column.append(_SCALAR_OF[name](record, raw, csn, xid, first, last))
+        if not self.maps:
+            return
         change = record.change
-        s = self.scalars
-        s["seqno"].append(record.position.seqno)
-        s["rba"].append(record.position.rba)
-        s["end_rba"].append(record.end.rba)
-        s["op"].append(OpType(raw.io_type).label if raw.op is not None else str(raw.io_type))
-        s["io_type"].append(raw.io_type)
-        s["table_name"].append(raw.table)
-        s["csn"].append(csn)
-        s["xid"].append(xid)
-        s["io_time"].append(unix_micros_from_julian(raw.io_time) if raw.io_time else None)
-        s["trans_ind"].append(3 if first and last else 0 if first else 2 if last else 1)
-        s["txn_first"].append(first)
-        s["txn_last"].append(last)
-        s["rowid"].append(raw.rowid)
-        s["audit_rba"].append(raw.audit_rba)
-        s["audit_pos"].append(raw.audit_pos)
+        maps = self.maps
+        before, after, tokens = maps.get("before"), maps.get("after"), maps.get("tokens")
+        if tokens is not None:
+            tokens.add(raw.tokens or None)
+        if before is None and after is None:
+            return
         if change is None:  # a metadata record: its columns and their source types
             table = record.table_def
-            self.maps["before"].add(None)
-            self.maps["after"].add(
-                {c.name: c.source_type for c in table.columns} if table else None)
+            images: tuple[Mapping[str, str | None] | None, ...] = (None, (
+                {c.name: c.source_type for c in table.columns} if table else None))
         elif change.op in _TEXT_OPS:
-            self.maps["before"].add(None)
             fields: dict[str, str | None] = {"text": change.text}
             if change.op is OpType.DDL:  # the statement, sequence, operation and object
                 fields.update(ddl_fields(change.text or ""))
-            self.maps["after"].add(fields)
+            images = (None, fields)
         else:
             names = self._value_names(record.table_def)
-            self.maps["before"].add(names.convert(change.before))
-            self.maps["after"].add(names.convert(change.after))
-        self.maps["tokens"].add(raw.tokens or None)
+            if before is not None:
+                before.add_pairs(names.pairs(change.before))
+            if after is not None:
+                after.add_pairs(names.pairs(change.after))
+            return
+        if before is not None:
+            before.add(images[0])
+        if after is not None:
+            after.add(images[1])
 
     def take(self) -> pa.RecordBatch:
         arrays = []
-        for field in ARROW_SCHEMA:
+        for field in self.schema:
             if field.name in self.maps:
                 arrays.append(self.maps[field.name].array())
             else:
                 arrays.append(pa.array(self.scalars[field.name], field.type))
-        batch = pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         self.truncate((0,) * (1 + len(self.maps)))
         return batch
+
+
+_Scalar = Callable[[TrailRecord, RawRecord, "int | None", "str | None", bool, bool], object]
+_SCALAR_OF: dict[str, _Scalar] = {
+    "seqno": lambda rec, raw, csn, xid, first, last: rec.position.seqno,
+    "rba": lambda rec, raw, csn, xid, first, last: rec.position.rba,
+    "end_rba": lambda rec, raw, csn, xid, first, last: rec.end.rba,
+    "op": lambda rec, raw, csn, xid, first, last: op_label(raw.io_type),
+    "io_type": lambda rec, raw, csn, xid, first, last: raw.io_type,
+    "table_name": lambda rec, raw, csn, xid, first, last: raw.table,
+    "csn": lambda rec, raw, csn, xid, first, last: csn,
+    "xid": lambda rec, raw, csn, xid, first, last: xid,
+    "io_time": lambda rec, raw, csn, xid, first, last: (
+        unix_micros_from_julian(raw.io_time) if raw.io_time else None),
+    "trans_ind": lambda rec, raw, csn, xid, first, last: (
+        3 if first and last else 0 if first else 2 if last else 1),
+    "txn_first": lambda rec, raw, csn, xid, first, last: first,
+    "txn_last": lambda rec, raw, csn, xid, first, last: last,
+    "rowid": lambda rec, raw, csn, xid, first, last: raw.rowid,
+    "audit_rba": lambda rec, raw, csn, xid, first, last: raw.audit_rba,
+    "audit_pos": lambda rec, raw, csn, xid, first, last: raw.audit_pos,
+}
+_LABELS = {int(op): op.label for op in OpType}
+
+
+def op_label(io_type: int) -> str:
+    """The ``op`` column's text for a record's IOType (the number for an unknown one)."""
+    label = _LABELS.get(io_type)
+    return label if label is not None else str(io_type)
+
+
+class RowSink(Protocol):
+    """Where :func:`drive` puts the rows it keeps: a batch builder with marks."""
+
+    def __len__(self) -> int: ...
+    def mark(self) -> Any: ...
+    def truncate(self, mark: Any) -> None: ...
+    def add(self, record: TrailRecord, csn: int | None, xid: str | None,
+            first: bool, last: bool) -> None: ...
+    def take(self) -> pa.RecordBatch: ...
 
 
 @dataclass(slots=True)
@@ -201,11 +293,52 @@ def read_batches(
     tables: Callable[[str], bool] | None = None,
     include_metadata: bool = False,
     batch_rows: int = 10_000,
+    fields: tuple[str, ...] | None = None,
+    ops: frozenset[str] | None = None,
+    definitions: dict[str, TableDef] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of the transactions that start in ``[lower, upper)`` (see the module
-    docstring for the rule); ``upper=None`` reads to the end of the trail."""
-    reader = TrailReader(trail, start=lower)
-    cols = _Columns()
+    docstring for the rule); ``upper=None`` reads to the end of the trail.  ``fields``: the
+    columns to build (all by default; without ``before``/``after`` no value is decoded);
+    ``ops``: the ``op`` values to keep (all by default); ``definitions``: the table
+    definitions in force at ``lower`` when it lies inside a file."""
+    cols = _Columns(fields)
+
+    def keep(record: TrailRecord) -> bool:
+        raw = record.raw
+        io_type = raw.io_type
+        if io_type == _COMMENT and not include_metadata:
+            return False
+        return (tables is None or tables(raw.table)) and (
+            ops is None or op_label(io_type) in ops)
+
+    def metadata(record: TrailRecord) -> bool:
+        return include_metadata and (tables is None or tables(record.raw.table)) and (
+            ops is None or "Metadata" in ops)
+
+    values = fields is None or "before" in fields or "after" in fields
+    return drive(trail, lower, upper, cols, keep=keep, metadata=metadata,
+                 batch_rows=batch_rows, values=values, tables=definitions)
+
+
+def drive(
+    trail: str,
+    lower: TrailPosition,
+    upper: TrailPosition | None,
+    sink: RowSink,
+    *,
+    keep: Callable[[TrailRecord], bool],
+    metadata: Callable[[TrailRecord], bool] | None = None,
+    batch_rows: int = 10_000,
+    values: bool = True,
+    tables: dict[str, TableDef] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """The transaction rule of the module docstring over ``[lower, upper)``: the row records
+    ``keep`` chooses go to ``sink`` with their transaction's CSN and XID; metadata records
+    ``metadata`` chooses too; a batch is taken after a transaction once ``batch_rows`` are
+    there.  ``values=False`` leaves row records' columns undecoded (``change`` is None);
+    ``tables``: the definitions in force at ``lower`` (the reader learns later ones)."""
+    reader = TrailReader(trail, start=lower, values=values, tables=tables)
     txn: _OpenTxn | None = None
 
     def beyond(record: TrailRecord) -> bool:
@@ -213,35 +346,34 @@ def read_batches(
 
     for record in reader.records():
         raw = record.raw
-        if raw.io_type == OpType.METADATA:
+        io_type = raw.io_type
+        if io_type == _METADATA:
             if beyond(record):
                 if txn is None:
                     break
-            elif include_metadata and (tables is None or tables(raw.table)):
-                cols.add(record, txn.csn if txn else None, txn.xid if txn else None,
+            elif metadata is not None and metadata(record):
+                sink.add(record, txn.csn if txn else None, txn.xid if txn else None,
                          False, False)
             continue
         if record.starts_transaction:
             if txn is not None:  # the previous one never ended: its writer stopped
-                cols.truncate(txn.mark)
+                sink.truncate(txn.mark)
                 txn = None
             if beyond(record):
                 break
-            txn = _OpenTxn(raw.csn, raw.xid, cols.mark())
+            txn = _OpenTxn(raw.csn, raw.xid, sink.mark())
         elif txn is None:
             if beyond(record):
                 break
             continue  # the rest of a transaction that started before this range
-        change = record.change
-        if change is not None and (raw.io_type != OpType.COMMENT or include_metadata) and (
-                tables is None or tables(raw.table)):
-            cols.add(record, txn.csn, txn.xid, record.starts_transaction,
+        if io_type in _ROW_TYPES and keep(record):
+            sink.add(record, txn.csn, txn.xid, record.starts_transaction,
                      record.ends_transaction)
         if record.ends_transaction:
             txn = None
-            if len(cols) >= batch_rows:
-                yield cols.take()
+            if len(sink) >= batch_rows:
+                yield sink.take()
     if txn is not None:
-        cols.truncate(txn.mark)
-    if len(cols):
-        yield cols.take()
+        sink.truncate(txn.mark)
+    if len(sink):
+        yield sink.take()

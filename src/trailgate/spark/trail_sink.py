@@ -77,6 +77,7 @@ class SinkOptions:
     compatibility: int | None = None
     release: str | None = None
     byte_order: str | None = None
+    named_as: str | None = None  # the trail the headers name (a remote Pump's RMTTRAIL)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], default_run_id: str) -> SinkOptions:
@@ -107,7 +108,8 @@ class SinkOptions:
                    compatibility=int(options["compatibility"]) if options.get(
                        "compatibility") else None,
                    release=options.get("formatRelease") or None,
-                   byte_order=_byte_order(options.get("trailByteOrder")))
+                   byte_order=_byte_order(options.get("trailByteOrder")),
+                   named_as=options.get("namedAs") or None)
 
     def writer(self) -> TrailWriter:
         """A writer for this trail with the header fields the options ask for."""
@@ -117,7 +119,8 @@ class SinkOptions:
         elif self.compatibility is not None:
             extra["format"] = format_for_level(self.compatibility, self.byte_order)
         return TrailWriter(self.trail, megabytes=self.megabytes, producer=self.producer,
-                           home=self.home, uri_history=list(self.uri_history), **extra)
+                           home=self.home, uri_history=list(self.uri_history),
+                           named_as=self.named_as, **extra)
 
 
 def _byte_order(text: str | None) -> str | None:
@@ -231,9 +234,23 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
                 defines.append(table_def)
                 continue
             if not in_txn:
-                in_txn = True
                 txn_csn, txn_xid = int(cols.csns[i] or 0), cols.xids[i] or ""
                 skip = last.covers(txn_csn, txn_xid)
+                if not skip and op == OP_PACKED and lasts[i] and not defines:
+                    # a transaction of one packed row: of one record, most often
+                    name = cols.tables[i] or ""
+                    run, io_types = split_run(records[i] or b"")
+                    if len(run) == 1 and writer.write_only(
+                            txn_xid, txn_csn, run[0], tables.get(name), name,
+                            cols.io_times[i] or 0):
+                        key = (name, io_types[0])
+                        counts[key] = counts.get(key, 0) + 1
+                        last.add(txn_csn, txn_xid)
+                        tally.written += 1
+                        tally.notes.extend(notes)
+                        notes = []
+                        continue
+                in_txn = True
                 if not skip:
                     writer.begin_transaction(txn_xid, txn_csn)
             if not skip:

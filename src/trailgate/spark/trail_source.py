@@ -1,23 +1,29 @@
 """``spark.read.format("trail")`` and ``spark.readStream.format("trail")``.
 
-Batch reads plan one input partition per trail file so files are decoded in parallel;
-streaming reads cut micro-batches at transaction boundaries (offsets ``{"seqno", "rba"}``)
-and plan one partition per file inside the batch.  Rows are built as Arrow batches by
-:mod:`trailgate.spark.trail_rows`; the row rule there keeps every transaction whole and in
-exactly one partition.
+Batch reads plan a partition per trail file (big files cut at transaction boundaries);
+streams cut micro-batches at transaction boundaries (offsets ``{"seqno", "rba"}``).  Rows
+are Arrow batches from :mod:`trail_rows` (generic) or :mod:`typed_rows` (the ``table``
+option), which keep every transaction whole and in one partition.  Spark's Python sources
+get no column pruning, so only the columns of the schema given are built; batch reads take
+``op`` and ``table_name`` filters.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    EqualTo,
+    Filter,
+    In,
     InputPartition,
 )
 from pyspark.sql.streaming.datasource import (
@@ -27,8 +33,10 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from trailgate.model import TrailPosition
+from trailgate.errors import TrailFormatError
+from trailgate.model import TableDef, TrailPosition
 from trailgate.spark.batch_window import BatchWindow
+from trailgate.spark.trail_catalog import LIST_SCHEMA_DDL, find_table, list_batch
 from trailgate.spark.trail_offsets import (
     ScanState,
     end_of_data,
@@ -37,11 +45,14 @@ from trailgate.spark.trail_offsets import (
     scan_boundary,
 )
 from trailgate.spark.trail_options import TrailOptions, parse_options
-from trailgate.spark.trail_rows import SCHEMA_DDL, read_batches
+from trailgate.spark.trail_rows import ARROW_SCHEMA, SCHEMA_DDL, read_batches
+from trailgate.spark.trail_splits import definitions_at, split_file
+from trailgate.spark.typed_rows import TypedTable, read_typed_batches
 from trailgate.trail.naming import TrailName
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql.types import StructType
 
 __all__ = ["TrailDataSource", "TrailPartition"]
 
@@ -55,36 +66,173 @@ class TrailPartition(InputPartition):
     seqno: int
     lower: TrailPosition
     upper: TrailPosition | None
+    tables: tuple[TableDef, ...] = ()  # the definitions in force at ``lower`` (mid-file)
 
 
-def _read(options: TrailOptions, partition: TrailPartition) -> Iterator[pa.RecordBatch]:
+@dataclass(frozen=True, slots=True)
+class ReadShape:
+    """What a read builds: the typed table (None: the generic form), the columns (None:
+    all) and the ``op`` / ``table_name`` values Spark's filters keep (None: all)."""
+
+    typed: TypedTable | None = None
+    fields: tuple[str, ...] | None = None
+    ops: frozenset[str] | None = None
+    table_names: frozenset[str] | None = None
+
+
+def typed_table(options: TrailOptions) -> TypedTable:
+    """The ``table`` option's table, typed from the trail's definitions (``ValueError``
+    naming the trail's tables when it is not there)."""
+    assert options.table is not None
+    return TypedTable.of(find_table(options.trail, options.table, options.seqnos))
+
+
+def read_shape(options: TrailOptions, schema: StructType | None,
+               typed: TypedTable | None = None) -> ReadShape:
+    """The shape of a read whose Spark schema is ``schema``: the full one, or some of its
+    columns (a schema given with ``.schema(…)``), checked here by name and type
+    (``typed``: the table's typed schema when already known)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if typed is None and options.table is not None:
+        typed = typed_table(options)
+    full = typed.arrow_schema() if typed is not None else ARROW_SCHEMA
+    if schema is None:
+        return ReadShape(typed)
+    asked = to_arrow_schema(schema, timezone="UTC")
+    for field in asked:
+        index = full.get_field_index(field.name)
+        if index < 0 or not full.field(index).type.equals(field.type):
+            what = "has no column" if index < 0 else "gives another type for"
+            raise ValueError(
+                f"the schema given to the trail source {what} {field.name!r}: give some of "
+                f"its columns with their types ({_ddl(full)})")
+    names = tuple(asked.names)
+    return ReadShape(typed, None if names == tuple(full.names) else names)
+
+
+def _ddl(schema: pa.Schema) -> str:
+    from trailgate.spark.typed_values import quote, spark_ddl
+
+    if schema is ARROW_SCHEMA:
+        return SCHEMA_DDL
+    return ", ".join(f"{quote(f.name)} {spark_ddl(f.type)}" for f in schema)
+
+
+def _read(options: TrailOptions, shape: ReadShape, partition: TrailPartition
+          ) -> Iterator[pa.RecordBatch]:
+    if shape.typed is not None:
+        return read_typed_batches(partition.trail, partition.lower, partition.upper,
+                                  shape.typed, fields=shape.fields, ops=shape.ops,
+                                  batch_rows=options.batch_rows)
+    tables: Callable[[str], bool] | None = options.table_filter()
+    if shape.table_names is not None:
+        tables = _ExactTables(shape.table_names, tables)
     return read_batches(
-        partition.trail, partition.lower, partition.upper, tables=options.table_filter(),
-        include_metadata=options.include_metadata, batch_rows=options.batch_rows)
+        partition.trail, partition.lower, partition.upper, tables=tables,
+        include_metadata=options.include_metadata, batch_rows=options.batch_rows,
+        fields=shape.fields, ops=shape.ops,
+        definitions={t.qualified_name: t for t in partition.tables} or None)
+
+
+@dataclass(frozen=True, slots=True)
+class _ExactTables:
+    """A ``table_name`` filter from Spark, with the ``tables`` option's patterns."""
+
+    names: frozenset[str]
+    patterns: Callable[[str], bool] | None
+
+    def __call__(self, table: str) -> bool:
+        return table in self.names and (self.patterns is None or self.patterns(table))
+
+
+def _bool_option(options: Mapping[str, str], name: str) -> bool:
+    return (options.get(name) or "").strip().lower() in ("true", "1", "yes")
 
 
 class TrailDataSource(DataSource):
-    """The ``trail`` format: one row per change; see docs/spark.md for options and schema."""
+    """The ``trail`` format: one row per change (generic), or one table's changes with
+    typed columns (``table`` option); see docs/spark.md for options and schemas."""
 
     @classmethod
     def name(cls) -> str:
         return "trail"
 
     def schema(self) -> str:
+        if _bool_option(self.options, "listTables"):
+            return LIST_SCHEMA_DDL
+        if (self.options.get("table") or "").strip():
+            return self._typed_table().ddl()
         return SCHEMA_DDL
 
-    def reader(self, schema: Any) -> TrailBatchReader:
-        return TrailBatchReader(parse_options(self.options))
+    def _typed_table(self) -> TypedTable:
+        """The ``table`` option's typed schema, worked out once: Spark pickles this object
+        after ``schema()``, so the reader gets the same schema without another pass."""
+        typed: TypedTable | None = getattr(self, "_typed", None)
+        if typed is None:
+            try:  # the files a batch read selects (a glob), else all (a stream)
+                options = parse_options(self.options)
+            except (ValueError, TrailFormatError):
+                options = parse_options(self.options, streaming=True)
+            typed = self._typed = typed_table(options)
+        return typed
 
-    def streamReader(self, schema: Any) -> TrailStreamReader:
-        return TrailStreamReader(parse_options(self.options, streaming=True))
+    def reader(self, schema: StructType) -> DataSourceReader:
+        options = parse_options(self.options)
+        if options.list_tables:
+            return TrailListReader(options)
+        typed = self._typed_table() if options.table is not None else None
+        return TrailBatchReader(options, read_shape(options, schema, typed))
+
+    def streamReader(self, schema: StructType) -> TrailStreamReader:
+        options = parse_options(self.options, streaming=True)
+        if options.list_tables:
+            raise ValueError("option listTables lists a trail's tables in a batch read; "
+                             "use spark.read, not spark.readStream")
+        typed = self._typed_table() if options.table is not None else None
+        return TrailStreamReader(options, read_shape(options, schema, typed))
+
+
+class TrailListReader(DataSourceReader):
+    """``listTables``: one row per table of the selected files (a single partition)."""
+
+    def __init__(self, options: TrailOptions):
+        self.options = options
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield list_batch(self.options.trail, self.options.seqnos)
 
 
 class TrailBatchReader(DataSourceReader):
     """A batch read: every complete transaction starting in the selected files."""
 
-    def __init__(self, options: TrailOptions):
+    def __init__(self, options: TrailOptions, shape: ReadShape | None = None):
         self.options = options
+        self.shape = shape or ReadShape()
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Take ``op = …`` / ``op IN (…)`` (and, in the generic form, the same on
+        ``table_name``): the reader then skips other records before decoding them."""
+        shape = self.shape
+        for f in filters:
+            path: tuple[str, ...] = getattr(f, "attribute", ())
+            column = path[0] if len(path) == 1 else None
+            if isinstance(f, EqualTo) and isinstance(f.value, str):
+                values = frozenset({f.value})
+            elif isinstance(f, In) and all(isinstance(v, str) for v in f.value):
+                values = frozenset(f.value)
+            else:
+                yield f
+                continue
+            if column == "op":
+                ops = values if shape.ops is None else shape.ops & values
+                shape = dataclasses.replace(shape, ops=ops)
+            elif column == "table_name" and shape.typed is None:
+                names = values if shape.table_names is None else shape.table_names & values
+                shape = dataclasses.replace(shape, table_names=names)
+            else:
+                yield f
+        self.shape = shape
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.options
@@ -97,7 +245,13 @@ class TrailBatchReader(DataSourceReader):
             lower = TrailPosition(seq, 0)
             if opts.start is not None and seq == opts.start.seqno:
                 lower = opts.start
-            parts.append(TrailPartition(opts.trail, seq, lower, TrailPosition(seq + 1, 0)))
+            cuts = split_file(opts.trail, seq, lower, opts.split_bytes)
+            bounds = [lower, *cuts, TrailPosition(seq + 1, 0)]
+            for lo, hi in itertools.pairwise(bounds):
+                # a typed read knows its table's definitions; a generic one needs all
+                typed = self.shape.typed is not None
+                defs = definitions_at(opts.trail, lo) if lo.rba > 0 and not typed else ()
+                parts.append(TrailPartition(opts.trail, seq, lo, hi, defs))
         # Spark needs at least one partition; an empty range reads nothing.
         return parts or [TrailPartition(opts.trail, -1, TrailPosition(0, 0),
                                         TrailPosition(0, 0))]
@@ -106,7 +260,7 @@ class TrailBatchReader(DataSourceReader):
         assert isinstance(partition, TrailPartition)
         if partition.upper is not None and partition.lower >= partition.upper:
             return iter(())
-        return _read(self.options, partition)
+        return _read(self.options, self.shape, partition)
 
 
 class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -116,8 +270,9 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     its last boundary scan stopped and reads only what was appended since.
     """
 
-    def __init__(self, options: TrailOptions):
+    def __init__(self, options: TrailOptions, shape: ReadShape | None = None):
         self.options = options
+        self.shape = shape or ReadShape()
         self._target: TrailPosition | None = None
         self._target_set = False
         self._state: ScanState | None = None  # where the last boundary scan stopped
@@ -189,7 +344,7 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, TrailPartition)
-        return _read(self.options, partition)
+        return _read(self.options, self.shape, partition)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint stores the offsets (trailgate's own read

@@ -115,6 +115,7 @@ class TrailReader:
         tables: dict[str, TableDef] | None = None,
         max_compatibility: int = MAX_READ_LEVEL,
         single_file: bool = False,
+        values: bool = True,
     ):
         path = Path(trail)
         self.single_path: Path | None = path if single_file else None
@@ -138,6 +139,9 @@ class TrailReader:
         self.dropped_transactions = 0
         self._fixed: dict[str, frozenset[int]] = {}
         self._codec: FileDecoder | None = None  # the current file's, when it is 12c+
+        # False: row records are not decoded (``change`` stays None), for readers that need
+        # only record headers and table definitions
+        self.values = values
 
     @property
     def position(self) -> TrailPosition:
@@ -386,7 +390,7 @@ class TrailReader:
             self._fixed.pop(defined.qualified_name, None)
             record.table_def = defined
             return
-        if io_type in _NOT_CHANGES or io_type not in _KNOWN_OPS:
+        if io_type in _NOT_CHANGES or io_type not in _KNOWN_OPS or not self.values:
             return
         if record.fragments > 1 and self._codec is not None:
             try:

@@ -393,16 +393,17 @@ def with_t_area(record: bytes, csn: int, xid: str) -> bytes | None:
     """``record`` (one encoded without a T area, e.g. by ``encode_row_record``) with the T
     area a transaction's first record carries, as ``encode_record`` would place it (after
     the D area); ``None`` if it would no longer fit in one record."""
-    pos = 4
-    for _ in range(2):  # the H and D areas
-        pos += 4 + ((record[pos + 2] << 8) | record[pos + 3])
-    t_area = _t_area(None, csn, xid)
-    extra = _sub(TYPE_T, t_area)
-    total = len(record) + len(extra)
+    pos = 8 + ((record[6] << 8) | record[7])  # after the H area
+    pos += 4 + ((record[pos + 2] << 8) | record[pos + 3])  # and the D area
+    c, x = str(csn).encode("ascii"), xid.encode("ascii")
+    t_len = 8 + len(c) + len(x)  # _sub(TYPE_T, _t_area(None, csn, xid)), inline: once a
+    total = len(record) + 4 + t_len  # transaction, and most transactions are one record
     if total > MAX_RECORD:
         return None
     head = total.to_bytes(2, "big")
-    return (record[:2] + head + record[4:pos] + extra + record[pos:-2] + head)
+    return (record[:2] + head + record[4:pos] + _SUB.pack(TYPE_T, 0, t_len)
+            + _SUB.pack(TYPE_CSN, 0, len(c)) + c + _SUB.pack(TYPE_XID, 0, len(x)) + x
+            + record[pos:-2] + head)
 
 
 def split_records(blob: bytes) -> list[bytes]:

@@ -40,6 +40,7 @@ from trailgate.trail.release12 import FileEncoder, encode_change12
 __all__ = ["TrailWriter"]
 
 _NO_TABLE = frozenset({int(OpType.DDL), int(OpType.COMMENT), int(OpType.METADATA)})
+_ONLY = bytes((TransInd.ONLY,))
 
 _SPILL_BYTES = 4 << 20  # write (without fsync) once this much is buffered
 
@@ -219,6 +220,33 @@ class TrailWriter:
                     self._emit([record], table, name, io_time, last=False)
         self._pending = ([records[-1]], table, name, io_time)
 
+    def write_only(self, xid: str, csn: int, record: bytes, table: TableDef | None,
+                   name: str, io_time: int) -> bool:
+        """A whole transaction of one change already encoded (as :meth:`add_run` takes
+        it), written as ``begin_transaction``, ``add_run`` and ``commit_transaction``
+        would write it, when that is one record appended to the open file: the file has
+        the table's definition and room for the record.  Otherwise nothing is done and
+        the answer is ``False``: the caller takes the general path."""
+        if (self._txn is not None or self._enc is not None or self._fd is None
+                or table is None or self._after):
+            return False
+        known = self._tables_in_file.get(name)
+        if known is not table:
+            if known != table:
+                return False
+            self._tables_in_file[name] = table  # the same definition: compare by identity
+
+        patched = with_t_area(record, csn, xid)
+        if patched is None or self._file_len + len(patched) > self.max_bytes:
+            return False
+        off = self._trans_ind_offset
+        self._append(patched[:off] + _ONLY + patched[off + 1:])
+        self._txn_records = 1
+        self._has_data = True
+        self._last_csn = csn
+        self._last_io_time = io_time
+        return True
+
     def _with_t_area(self, record: bytes, table: TableDef | None) -> list[bytes]:
         """The first change's record(s) with the transaction's CSN and XID."""
         assert self._txn is not None
@@ -259,9 +287,11 @@ class TrailWriter:
                 if table is not None:
                     self._tables_in_file[name] = table
             records = self._enc.patch(records, name)
-        elif described and table is not None and self._tables_in_file.get(name) != table:
-            meta = encode_metadata_record(table, io_time)
-            self._tables_in_file[name] = table
+        elif described and table is not None and (known := self._tables_in_file.get(name)
+                                                  ) is not table:
+            if known != table:
+                meta = encode_metadata_record(table, io_time)
+            self._tables_in_file[name] = table  # equal or new: next time compared by identity
         for rec in meta:
             self._append(rec)
         after, self._after = self._after, []

@@ -129,6 +129,7 @@ class PgCapture:
         self._previous: CapturedTransaction | None = None
         self._encode_plan = encode_plan if fastpath.available else None
         self._plans: dict[int, tuple[CapturedRelation, bytes | bool | None]] = {}
+        self._plans_epoch = 0  # counts reset_plans: a capture loop asks its plan again
         self._stream = stream
         self._watch = watch
 
@@ -349,6 +350,7 @@ class PgCapture:
     def reset_plans(self) -> None:
         """Ask the encode plan again for every table (what it answers has changed)."""
         self._plans.clear()
+        self._plans_epoch += 1
 
     def republish_tables(self) -> None:
         """Hand out each table's definition again with its next transaction, as a new
@@ -382,6 +384,7 @@ class PgCapture:
         encode = fastpath.rows_encoder if self._encode_plan is not None else None
         next_mark = fastpath.next_mark
         watch, flagged = self._watch, False
+        epoch = self._plans_epoch
         try:
             for chunk, j, hi in spans:
                 while j < hi:
@@ -433,9 +436,25 @@ class PgCapture:
                         j += 1
                         continue
                     j += 1
-                    rel_key, run = None, None
+                    run = None
                     msg = pgo.decode(data, lsn=lsn)
-                    if isinstance(msg, pgo.Begin):
+                    if type(msg) is not pgo.Commit and type(msg) is not pgo.Begin:
+                        rel_key = None  # a Relation message, say: the next row looks again
+                    elif rel is not None and (watch or epoch != self._plans_epoch
+                                              or self._published.get(name) is not rel.table):
+                        rel_key = None  # flag, plan or definition: the next row looks again
+                    epoch = self._plans_epoch
+                    if type(msg) is pgo.Commit:  # first: every transaction has one
+                        if begin is None:
+                            raise SourceError(f"pgoutput Commit without Begin at LSN "
+                                              f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
+                        if not skip and buffer is not None:
+                            captured = self._finish(begin, msg, buffer, new_defs, origin,
+                                                    messages, io_time)
+                            captured.flagged = flagged
+                            yield captured
+                        buffer, begin = None, None
+                    elif type(msg) is pgo.Begin:
                         begin, origin, messages, new_defs = msg, None, [], []
                         flagged = False
                         io_time = julian_from_pg_micros(msg.commit_time)
@@ -453,16 +472,6 @@ class PgCapture:
                                 self._marks.append((msg.lsn, self._last_end_lsn))
                         elif msg.prefix.startswith(MESSAGE_PREFIX) and not skip:
                             messages.append(msg)
-                    elif isinstance(msg, pgo.Commit):
-                        if begin is None:
-                            raise SourceError(f"pgoutput Commit without Begin at LSN "
-                                              f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
-                        if not skip and buffer is not None:
-                            captured = self._finish(begin, msg, buffer, new_defs, origin,
-                                                    messages)
-                            captured.flagged = flagged
-                            yield captured
-                        buffer, begin = None, None
                     elif begin is None:
                         raise SourceError(f"pgoutput change outside a transaction at LSN "
                                           f"{pgo.format_lsn(lsn)} in slot {self.slot!r}")
@@ -475,11 +484,13 @@ class PgCapture:
 
     def _finish(self, begin: pgo.Begin, commit: pgo.Commit, buffer: ChangeBuffer,
                 new_defs: list[TableDef], origin: str | None,
-                messages: list[pgo.LogicalMessage]) -> CapturedTransaction:
-        commit_time = julian_from_pg_micros(commit.commit_time)
+                messages: list[pgo.LogicalMessage], io_time: int) -> CapturedTransaction:
+        """``io_time``: the Begin's commit time, as a Julian timestamp."""
+        commit_time = (io_time if commit.commit_time == begin.commit_time
+                       else julian_from_pg_micros(commit.commit_time))
         txn = Transaction(xid=str(begin.xid), csn=commit.commit_lsn, changes=[],
                           commit_time=commit_time)
-        txn.changes = buffer.finish(julian_from_pg_micros(begin.commit_time))
+        txn.changes = buffer.finish(io_time)
         self._delivered_lsn = commit.commit_lsn
         self._last_end_lsn = commit.end_lsn
         self._unacked[commit.commit_lsn] = commit.end_lsn
@@ -511,9 +522,10 @@ class PgCapture:
     def _use(self, rel: CapturedRelation, new_defs: list[TableDef]) -> None:
         name = rel.table.qualified_name
         published = self._published.get(name)
-        if published is not rel.table and published != rel.table:
-            self._published[name] = rel.table
-            new_defs.append(rel.table)
+        if published is not rel.table:
+            if published != rel.table:
+                new_defs.append(rel.table)
+            self._published[name] = rel.table  # equal or new: next time by identity
 
     def _changes(self, msg: pgo.Message, begin: pgo.Begin, lsn: int,
                  new_defs: list[TableDef]) -> Iterator[Change]:

@@ -14,7 +14,7 @@ import pickle
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from trailgate.capture.postgres.rows import EncodedRun, RawRow, decode_encoded, decode_row
 from trailgate.errors import SourceError
@@ -78,6 +78,15 @@ class CapturedChanges(TransactionChanges):
 
     def items(self) -> Iterator[Change | RawRow | EncodedRun]:
         return iter(self._items)
+
+    def runs(self) -> list[EncodedRun] | None:
+        """The items when there are some and every one is a run the C encoder made (most
+        transactions), else ``None``."""
+        items = self._items
+        for item in items:
+            if type(item) is not EncodedRun:
+                return None
+        return cast("list[EncodedRun]", items) if items else None
 
 
 class SpilledChanges(TransactionChanges):

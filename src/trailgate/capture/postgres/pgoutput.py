@@ -146,6 +146,10 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
+#: The two messages every transaction has, read in one unpack (proto_version 1 sizes).
+_BEGIN = struct.Struct(">qqI")
+_COMMIT = struct.Struct(">bqqq")
+_BEGIN_SIZE, _COMMIT_SIZE = 1 + _BEGIN.size, 1 + _COMMIT.size
 
 
 @dataclass(slots=True)
@@ -330,6 +334,11 @@ _DECODERS: dict[str, Callable[[_Reader], Message]] = {
 
 def decode(data: bytes | memoryview, *, lsn: int | None = None) -> Message:
     """Decode one pgoutput message; ``lsn`` only serves the error message."""
+    size = len(data)
+    if size == _BEGIN_SIZE and data[0] == 0x42:  # 'B', as _begin reads it
+        return Begin(*_BEGIN.unpack_from(data, 1))
+    if size == _COMMIT_SIZE and data[0] == 0x43:  # 'C', as _commit reads it
+        return Commit(*_COMMIT.unpack_from(data, 1))
     data = bytes(data)
     where = f" at LSN {format_lsn(lsn)}" if lsn is not None else ""
     if not data:

@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres.capture import CapturedTransaction, PgCapture
-from trailgate.capture.postgres.changes import TransactionChanges
+from trailgate.capture.postgres.changes import CapturedChanges, TransactionChanges
 from trailgate.capture.postgres.pgoutput import format_lsn
 from trailgate.capture.postgres.rows import EncodedRun, decode_row
 from trailgate.capture.postgres.walstream import WalStream
@@ -203,6 +203,13 @@ class _Emitter:
         the old one), or after the transaction when none does."""
         txn = t.transaction
         changes = txn.changes
+        if (not t.table_defs and not t.flagged and self.tracker is None
+                and type(changes) is CapturedChanges):
+            runs = changes.runs()
+            if runs is not None:  # only C-encoded rows: each run is a packed row
+                yield from _emit_runs(runs, rows, t.csn, txn.xid, changes.io_time,
+                                      batch_rows)
+                return
         pending: dict[str, list[TableDef]] = {}
         for d in t.table_defs:
             self.defs[d.qualified_name] = d
@@ -301,6 +308,20 @@ class _Emitter:
                     change = out
                 index += 1
                 yield table, change
+
+
+def _emit_runs(runs: list[EncodedRun], rows: ChangeRowBuilder, csn: int, xid: str,
+               io_time: int, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """``_Emitter.emit`` of a transaction that is only C-encoded runs and brings no
+    definition: the rows the general loop gives, without its bookkeeping."""
+    last = len(runs) - 1
+    for k, run in enumerate(runs):
+        rows.add_packed(run.table.qualified_name, csn, xid, k == last, io_time,
+                        b"".join(run.records))
+        if k != last and rows.full(batch_rows, BATCH_BYTES):
+            yield rows.take()
+    if rows.full(batch_rows, BATCH_BYTES):
+        yield rows.take()
 
 
 def _items(changes: Any) -> Iterator[Any]:

@@ -1,0 +1,195 @@
+"""The Extract's driver alone on a backlog of small transactions: the streamed slot read and
+the trail written, as the trail streamer does between micro-batches, without Spark.
+
+    ./dev bench extract_txns [--txns 20000] [--txn-rows 1] [--kind update|insert]
+                             [--repeat 3] [--profile N] [--keep DIR]
+
+One embedded server; a table like ``apply_pg``'s ``bench.orders`` captured by an Extract
+group's slot.  Each round commits ``--txns`` transactions of ``--txn-rows`` rows (updates of
+rows inserted before the slot's start, or inserts), then times, in this process, the
+reading of the whole backlog from the slot over the replication protocol
+(``StreamedSlot``, the C row encoding) and its writing to the trail (``TrailAppender``,
+fsynced once at the end, as a micro-batch's sync does): seconds, transactions and changes
+per second, and this process's CPU seconds per transaction split into the stream's reader
+thread and the rest.  ``--profile N`` prints cProfile's N most expensive functions of the
+main thread (what reads and writes; the socket reader thread is apart) of the last round.
+Where a single-row transaction's time goes is in docs/extract.md, "Performance".
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from trailgate.capture.postgres.slots import add_extract, slot_name  # noqa: E402
+from trailgate.capture.postgres.trandata import add_trandata  # noqa: E402
+from trailgate.db.cluster import Cluster  # noqa: E402
+from trailgate.db.connect import connect  # noqa: E402
+from trailgate.extract.postgres.source import (  # noqa: E402
+    SourceOptions,
+    StreamedSlot,
+    slot_state,
+)
+from trailgate.home import GroupInfo, Home, TrailInfo  # noqa: E402
+from trailgate.spark.trail_sink import SinkOptions, TrailAppender  # noqa: E402
+
+GROUP = "XB"
+
+
+def say(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of this process's threads, by name (Linux)."""
+    out: dict[str, float] = {}
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        name = names.get(int(task.name), "other")
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / 100
+    return out
+
+
+def proc_cpu(pid: int | None) -> float:
+    """CPU seconds of process ``pid`` (0 if it is gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / 100
+
+
+def walsender(conninfo: str) -> int | None:
+    """The pid of the walsender streaming the group's slot."""
+    with connect(conninfo) as conn:
+        row = conn.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s",
+                           (slot_name(GROUP),)).fetchone()
+    return row[0] if row else None
+
+
+def workload(conninfo: str, kind: str, txns: int, txn_rows: int, first: int) -> int:
+    """The round's transactions; returns a WAL position after the last commit."""
+    with connect(conninfo, autocommit=False) as conn:
+        for n in range(txns):
+            a = first + n * txn_rows
+            if kind == "update":
+                conn.execute("UPDATE bench.orders SET amount = amount + 1, note = 'upd' "
+                             "WHERE id BETWEEN %s AND %s", (a, a + txn_rows - 1))
+            else:
+                conn.execute("INSERT INTO bench.orders SELECT g, 'customer ' || g, g * 1.25, "
+                             "clock_timestamp(), md5(g::text) "
+                             "FROM generate_series(%s::bigint, %s::bigint) g",
+                             (a, a + txn_rows - 1))
+            conn.commit()
+        row = conn.execute("SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8"
+                           ).fetchone()
+        conn.commit()
+    return int(row[0]) if row else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--txns", type=int, default=20_000)
+    parser.add_argument("--txn-rows", type=int, default=1)
+    parser.add_argument("--kind", choices=("update", "insert"), default="update")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", type=int, default=0, metavar="N")
+    parser.add_argument("--sort", default="tottime", help="cProfile's order (cumulative, …)")
+    parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
+    args = parser.parse_args()
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tg-bench-xt-"))
+    work.mkdir(parents=True, exist_ok=True)
+    work.chmod(0o755)  # the server may run as another OS user
+    cluster = Cluster(work / "pg")
+    try:
+        cluster.create()
+        cluster.start()
+        conninfo = cluster.create_database("bench")
+        rows = args.txns * args.txn_rows
+        with connect(conninfo) as conn:
+            conn.execute("CREATE SCHEMA bench")
+            conn.execute("CREATE TABLE bench.orders (id bigint PRIMARY KEY, customer text, "
+                         "amount numeric(12,2), created timestamptz, note text)")
+            add_trandata(conn, "bench.orders")
+            if args.kind == "update":  # every round's rows, before the slot's start
+                conn.execute("INSERT INTO bench.orders SELECT g, 'customer ' || g, "
+                             "g * 1.25, clock_timestamp(), md5(g::text) "
+                             "FROM generate_series(1, %s::bigint) g", (rows * args.repeat,))
+        home = Home(work / "gg").create()
+        home.add_group(GroupInfo(GROUP, "EXTRACT", "TRANLOG"))
+        home.add_trail(GROUP, TrailInfo("./dirdat/aa", megabytes=500))
+        with connect(conninfo) as conn:
+            add_extract(conn, GROUP)
+            _, start, _ = slot_state(conn, slot_name(GROUP))
+        (home.dirprm / f"{GROUP.lower()}.prm").write_text(
+            f"EXTRACT {GROUP}\nSOURCEDB {conninfo}\nEXTTRAIL ./dirdat/aa\nTABLE bench.*;\n")
+        source = SourceOptions.parse({"home": str(home.path), "group": GROUP})
+        say(f"{args.txns:,} transactions of {args.txn_rows} row(s), {args.kind}s, per round")
+        for r in range(args.repeat):
+            end = workload(conninfo, args.kind, args.txns, args.txn_rows, 1 + r * rows)
+            run = f"run-{r}"
+            sink = SinkOptions.parse({"path": str(home.dirdat / "aa"), "home": str(home.path),
+                                      "group": GROUP, "runId": run}, run)
+            profiler = cProfile.Profile() if args.profile and r == args.repeat - 1 else None
+            slot = StreamedSlot(source)
+            cpu0, t0 = thread_cpu(), time.monotonic()
+            if profiler is not None:
+                profiler.enable()
+            appender = TrailAppender(sink)
+            slot.open_at(start)
+            sender = walsender(conninfo)
+            sender0 = proc_cpu(sender)
+            appender.append(slot.read(start, end, position=False))
+            msg = appender.sync(slot.position_row(end))
+            if profiler is not None:
+                profiler.disable()
+            seconds = time.monotonic() - t0
+            cpu1 = thread_cpu()
+            sender_cpu = proc_cpu(sender) - sender0
+            slot.confirm(end)
+            appender.close()
+            slot.close()
+            used = {k: v - cpu0.get(k, 0.0) for k, v in cpu1.items()}
+            total = sum(used.values())
+            reader = sum(v for k, v in used.items() if k != "MainThread")
+            say(f"  round {r + 1}: {msg.transactions:,} transactions in {seconds:.2f} s: "
+                f"{msg.transactions / seconds:,.0f} txns/s, {rows / seconds:,.0f} changes/s; "
+                f"CPU {total:.2f} s = {total / max(msg.transactions, 1) * 1e6:.1f} µs per "
+                f"transaction (main {used.get('MainThread', 0.0):.2f} s, stream reader "
+                f"{reader:.2f} s); the walsender {sender_cpu:.2f} s")
+            start = end
+            if profiler is not None:
+                out = io.StringIO()
+                pstats.Stats(profiler, stream=out).sort_stats(args.sort).print_stats(
+                    args.profile)
+                say(out.getvalue())
+    finally:
+        cluster.stop()
+        if not args.keep:
+            cluster.destroy()
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Reading the rows of a Delta table that a filter selects, whatever its string layout.
+
+Files written by a Delta merge may hold string columns as ``string_view``, which pyarrow's
+statistics pruning cannot compare with a filter's plain strings; this module keeps that
+detail away from the appliers (``apply.delta``, ``apply.delta_history``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = ["plain_strings", "rows_matching"]
+
+
+def rows_matching(dataset: Any, filt: Any, key_cols: list[str]) -> pa.Table:
+    """The rows of ``dataset`` that ``filt`` selects.
+
+    Files written by a Delta merge may hold string columns as ``string_view``, which pyarrow's
+    statistics pruning cannot compare with the filter's plain strings (no ``greater_equal``
+    kernel for string and string_view).  Then only the key columns are scanned and matched
+    here, and the matching rows are taken by position: still no full-row scan of the table.
+    """
+    try:
+        return plain_strings(dataset.to_table(filter=filt))
+    except pa.ArrowNotImplementedError:
+        pass
+    keys = plain_strings(dataset.to_table(columns=key_cols))
+    keys = keys.append_column("__row", pa.array(range(keys.num_rows), pa.int64()))
+    positions = keys.filter(filt).column("__row")
+    return plain_strings(dataset.take(positions))
+
+
+def plain_strings(table: pa.Table) -> pa.Table:
+    """``table`` with string_view/large_string columns as plain strings (comparable, stable)."""
+    fields = [
+        pa.field(f.name, pa.string(), f.nullable)
+        if pa.types.is_string_view(f.type) or pa.types.is_large_string(f.type) else f
+        for f in table.schema
+    ]
+    schema = pa.schema(fields)
+    return table if schema == table.schema else table.cast(schema)

@@ -1,0 +1,179 @@
+"""The tables a trail holds: their definitions in trail order and their change counts.
+
+A typed read needs a table's columns before Spark plans anything, and listing a trail's
+tables needs the same pass, so both come from here.  Each file is read once, headers and
+table definitions only (no column value is decoded), and remembered by path, size and
+modification time, so the planner's several calls and a growing trail's older files cost
+nothing more.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from trailgate.errors import TrailFormatError
+from trailgate.model import OpType, TableDef, TrailPosition
+from trailgate.params.names import match_table
+from trailgate.trail.metadata import decode_tabledef
+from trailgate.trail.naming import TrailName
+from trailgate.trail.reader import TrailReader
+
+__all__ = ["LIST_SCHEMA_DDL", "TrailTable", "find_table", "list_batch", "trail_tables"]
+
+_METADATA = int(OpType.METADATA)
+_ROWS = frozenset(int(op) for op in OpType if op.is_row_change)
+
+
+@dataclass(slots=True)
+class TrailTable:
+    """One table of a trail: its distinct definitions in the order they appear, where each
+    change of definition lies, and how many row changes (inserts, updates, deletes,
+    truncates) the trail holds for it."""
+
+    name: str
+    definitions: list[TableDef] = field(default_factory=list)
+    history: list[tuple[TrailPosition, TableDef]] = field(default_factory=list)
+    changes: int = 0
+
+    def add_definition(self, position: TrailPosition, table: TableDef) -> None:
+        if table not in self.definitions:
+            self.definitions.append(table)
+        if not self.history or self.history[-1][1] != table:
+            self.history.append((position, table))
+
+
+_cache: dict[tuple[str, int, int], list[TrailTable]] = {}
+_lock = threading.Lock()
+
+
+def _file_tables(trail: str, seqno: int) -> list[TrailTable]:
+    path = TrailName(trail).file(seqno)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    with _lock:
+        hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    found: dict[str, TrailTable] = {}
+    reader = TrailReader(trail, start=TrailPosition(seqno, 0), values=False)
+    for position, raw in reader.raw_records():
+        if position.seqno != seqno:
+            break
+        if reader.header is not None and reader.header.compatibility > 3:
+            return _file_tables_slow(trail, seqno, key)  # a 12c+ file: the codec's forms
+        io_type = raw.io_type
+        if io_type in _ROWS:
+            if raw.table:
+                found.setdefault(raw.table, TrailTable(raw.table)).changes += 1
+        elif io_type == _METADATA:
+            if raw.continued:
+                return _file_tables_slow(trail, seqno, key)  # a definition in fragments
+            if raw.data and raw.orig_node not in (1, 4):  # not a DDR/PNR record
+                try:
+                    table = decode_tabledef(raw.data)
+                except ValueError as exc:
+                    raise TrailFormatError(f"metadata record: {exc}", path=str(path),
+                                           rba=position.rba) from None
+                found.setdefault(table.qualified_name, TrailTable(
+                    table.qualified_name)).add_definition(position, table)
+    tables = list(found.values())
+    with _lock:
+        _cache[key] = tables
+    return tables
+
+
+def _file_tables_slow(trail: str, seqno: int, key: tuple[str, int, int]) -> list[TrailTable]:
+    """The tables of one file read as logical records (metadata split into fragments, the
+    12c+ formats' definitions)."""
+    found: dict[str, TrailTable] = {}
+    reader = TrailReader(trail, start=TrailPosition(seqno, 0), values=False)
+    for record in reader.records():
+        if record.position.seqno != seqno:
+            break
+        raw = record.raw
+        if raw.io_type == _METADATA:
+            if record.table_def is not None:
+                name = record.table_def.qualified_name
+                found.setdefault(name, TrailTable(name)).add_definition(record.position,
+                                                                          record.table_def)
+        elif raw.io_type in _ROWS and raw.table:
+            found.setdefault(raw.table, TrailTable(raw.table)).changes += 1
+    tables = list(found.values())
+    with _lock:
+        _cache[key] = tables
+    return tables
+
+
+def trail_tables(trail: str, seqnos: tuple[int, ...] | None = None) -> list[TrailTable]:
+    """The tables of ``trail`` (or of its files ``seqnos``), in the order they first
+    appear, each with its definitions and change count."""
+    seqs = seqnos if seqnos is not None else tuple(TrailName(trail).sequence_numbers())
+    merged: dict[str, TrailTable] = {}
+    for seq in seqs:
+        for table in _file_tables(trail, seq):
+            into = merged.setdefault(table.name, TrailTable(table.name))
+            for position, definition in table.history:
+                into.add_definition(position, definition)
+            into.changes += table.changes
+    return list(merged.values())
+
+
+#: The rows of ``option("listTables", "true")``: one per table of the trail.
+LIST_SCHEMA_DDL = ("table_name string, columns string, definitions int, changes long")
+
+
+def list_batch(trail: str, seqnos: tuple[int, ...] | None = None) -> pa.RecordBatch:
+    """The trail's tables as the rows of :data:`LIST_SCHEMA_DDL`: each table's name, its
+    typed columns (the union of its definitions, as the ``table`` option reads them; empty
+    when the trail has no definition of it), its number of definitions and of changes."""
+    from trailgate.spark.typed_values import arrow_type, quote, spark_ddl
+
+    rows: dict[str, list[object]] = {"table_name": [], "columns": [], "definitions": [],
+                                     "changes": []}
+    for table in trail_tables(trail, seqnos):
+        types: dict[str, str] = {}
+        for definition in table.definitions:
+            for column in definition.columns:
+                ddl = spark_ddl(arrow_type(column))
+                types[column.name] = ddl if types.get(column.name, ddl) == ddl else "string"
+        rows["table_name"].append(table.name)
+        rows["columns"].append(", ".join(f"{quote(n)} {t}" for n, t in types.items()))
+        rows["definitions"].append(len(table.definitions))
+        rows["changes"].append(table.changes)
+    schema = pa.schema([("table_name", pa.string()), ("columns", pa.string()),
+                        ("definitions", pa.int32()), ("changes", pa.int64())])
+    return pa.RecordBatch.from_arrays([pa.array(rows[n], schema.field(n).type)
+                                       for n in schema.names], schema=schema)
+
+
+def find_table(trail: str, pattern: str, seqnos: tuple[int, ...] | None = None) -> TrailTable:
+    """The one table of the trail ``pattern`` names (``SCHEMA.TABLE``, case-insensitive
+    unless quoted; a bare name matches any schema).  Raises ``ValueError`` naming the trail's
+    tables when none or several match, or when the table has no definition in the trail."""
+    spec = pattern.strip()
+    full = spec if "." in spec else f"*.{spec}"
+    tables = trail_tables(trail, seqnos)
+    try:
+        hits = [t for t in tables if match_table(full, t.name)]
+    except ValueError as exc:
+        raise ValueError(f"option table={pattern!r}: {exc}") from None
+    there = ", ".join(t.name for t in tables) or "none"
+    if not hits:
+        raise ValueError(f"option table={pattern!r}: no such table in trail {trail} "
+                         f"(its tables: {there})")
+    if len(hits) > 1:
+        raise ValueError(f"option table={pattern!r} matches {len(hits)} tables of trail "
+                         f"{trail} ({', '.join(t.name for t in hits)}); name one")
+    hit = hits[0]
+    if not hit.definitions:
+        raise ValueError(f"option table={pattern!r}: trail {trail} has no table definition "
+                         f"(metadata record) for {hit.name}, so its column types are "
+                         "unknown; read it without the table option")
+    return hit

@@ -1,0 +1,143 @@
+"""Trail-form column values to typed Arrow arrays, a whole column at a time.
+
+The type of a column comes from its table definition: PostgreSQL source types (the
+trail-format mapping) by name, others by their trail kind.  Values arrive as the trail's
+bytes; each column becomes one binary array and Arrow's compute kernels parse it (text to
+numbers, decimals, booleans, dates, timestamps), so no Python object is made per converted
+value.  A value a kernel refuses (PostgreSQL's ``NaN`` numeric, an ``infinity`` date) is
+converted alone and becomes null when the Spark type cannot hold it.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from trailgate.capture.postgres.types import classify
+from trailgate.model import Column, ColumnKind
+
+__all__ = ["arrow_type", "spark_ddl", "to_arrow"]
+
+_PG_SIMPLE: dict[str, pa.DataType] = {
+    "smallint": pa.int16(), "integer": pa.int32(), "bigint": pa.int64(), "oid": pa.int64(),
+    "real": pa.float32(), "double precision": pa.float64(), "boolean": pa.bool_(),
+    "date": pa.date32(), "bytea": pa.binary(),
+    "timestamp without time zone": pa.timestamp("us"),
+    "timestamp with time zone": pa.timestamp("us", tz="UTC"),
+}
+
+
+_PRECISION = re.compile(r"\(\s*(\d+)\s*(?:,\s*(-?\d+)\s*)?\)")
+
+
+def arrow_type(column: Column) -> pa.DataType:
+    """The Arrow (and so Spark) type of ``column``'s values."""
+    pg = classify(column.source_type)
+    if pg.kind is column.kind:  # a PostgreSQL source type
+        simple = _PG_SIMPLE.get(pg.base)
+        if simple is not None:
+            return simple
+        if pg.base == "numeric" and pg.precision is not None and pg.precision <= 38:
+            return pa.decimal128(pg.precision, pg.scale or 0)
+        return pa.string()  # text, char, varchar, json, uuid, unconstrained numeric, …
+    kind = column.kind
+    if kind is ColumnKind.NUMBER:
+        p, s = column.precision, column.scale
+        spelled = _PRECISION.search(column.source_type)
+        if p is None and spelled:  # NUMBER(10,2) with no precision in the definition
+            p, s = int(spelled[1]), int(spelled[2] or 0)
+        if p is not None and 0 < p <= 38 and 0 <= (s or 0) <= p:
+            return pa.decimal128(p, s or 0)
+        return pa.string()  # NUMBER without a precision: exact as its digits
+    if kind in (ColumnKind.DATE, ColumnKind.TIMESTAMP):
+        return pa.timestamp("us")  # an Oracle DATE has a time of day
+    if kind is ColumnKind.RAW:
+        return pa.binary()
+    return pa.string()
+
+
+_SPARK_NAMES = {
+    pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint", pa.float32(): "float",
+    pa.float64(): "double", pa.bool_(): "boolean", pa.date32(): "date",
+    pa.binary(): "binary", pa.string(): "string", pa.timestamp("us"): "timestamp_ntz",
+    pa.timestamp("us", tz="UTC"): "timestamp",
+}
+
+
+def spark_ddl(dtype: pa.DataType) -> str:
+    """Spark's DDL name of an Arrow type this module produces."""
+    if pa.types.is_decimal(dtype):
+        return f"decimal({dtype.precision},{dtype.scale})"
+    if pa.types.is_struct(dtype):
+        return "struct<" + ", ".join(f"{quote(f.name)}: {spark_ddl(f.type)}"
+                                     for f in dtype) + ">"
+    return _SPARK_NAMES[dtype]
+
+
+def quote(name: str) -> str:
+    """A column name quoted for Spark DDL."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def to_arrow(values: list[bytes | None], dtype: pa.DataType, raw_hex: bool = False
+             ) -> pa.Array:
+    """The trail-form ``values`` of one column as an array of ``dtype``.  ``raw_hex``: the
+    values are bytes (RAW) to show as hex text in a string column."""
+    data = pa.array(values, pa.binary())
+    if pa.types.is_binary(dtype):
+        return data
+    if raw_hex:
+        return pa.array([None if v is None else v.hex() for v in values], pa.string())
+    try:
+        return _convert(data, dtype)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.array([_one(v, dtype) for v in values], dtype)
+
+
+def _convert(data: pa.Array, dtype: pa.DataType) -> pa.Array:
+    text = data.cast(pa.string())
+    if pa.types.is_string(dtype):
+        return text
+    if pa.types.is_timestamp(dtype):
+        seconds = pc.strptime(pc.utf8_slice_codeunits(text, 0, 19), format="%Y-%m-%d:%H:%M:%S",
+                              unit="us")
+        micros = pc.utf8_rpad(pc.utf8_slice_codeunits(text, 20, 26), 6, "0").cast(pa.int64())
+        out = pc.add(seconds, micros.cast(pa.duration("us")))
+        return out.cast(dtype)
+    if pa.types.is_date(dtype):
+        return pc.utf8_slice_codeunits(text, 0, 10).cast(dtype)
+    return text.cast(dtype)
+
+
+def _one(value: bytes | None, dtype: pa.DataType) -> Any:
+    """One value the vectorized path refused, or None where the type cannot hold it."""
+    if value is None:
+        return None
+    text = value.decode("utf-8", "backslashreplace")
+    try:
+        if pa.types.is_string(dtype):
+            return text
+        if pa.types.is_integer(dtype):
+            return int(text)
+        if pa.types.is_floating(dtype):
+            return float(text)
+        if pa.types.is_boolean(dtype):
+            return text == "1"
+        if pa.types.is_decimal(dtype):
+            number = Decimal(text)
+            if not number.is_finite():
+                return None
+            return number.quantize(Decimal(1).scaleb(-dtype.scale))
+        if pa.types.is_date(dtype):
+            return date.fromisoformat(text[:10])
+        if pa.types.is_timestamp(dtype):
+            stamp = datetime.strptime(text[:19], "%Y-%m-%d:%H:%M:%S")
+            return stamp.replace(microsecond=int(text[20:26].ljust(6, "0") or 0))
+    except (ValueError, InvalidOperation, OverflowError):
+        return None
+    return None
