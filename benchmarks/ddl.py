@@ -3,7 +3,7 @@ same DML without DDL, in one run; and how long a DDL takes from the source's com
 target.
 
     ./dev bench ddl [--txns 2000] [--txn-rows 10] [--every 1000,100] [--repeat 2]
-                    [--backlog] [--keep DIR]
+                    [--backlog] [--stages] [--trigger "1 SECONDS"] [--keep DIR]
 
 Two embedded servers; DDL support installed in the source (ADD DDLSUPPORT) and the schema
 prepared (ADD SCHEMATRANDATA); the Extract takes ``DDL INCLUDE MAPPED``, the Data Pump
@@ -16,7 +16,9 @@ the target has its marker row (committed after the workload; the Replicat applie
 commit order), so rows/s includes the source's own work.  Variants alternate within each
 repeat and the best round of each counts (the machine is shared).  A thread polls the
 target's catalog every 10 ms for each DDL's column: its delay is from the source's COMMIT
-returning to the column being visible in the target.  The aim: within 10% of the no-DDL
+returning to the column being visible in the target; with ``--stages`` another thread
+tails the local and the remote trail for each DDL's statement, which splits that delay by
+group (Extract, Data Pump, Replicat).  The aim: within 10% of the no-DDL
 rows/s with a DDL every 1,000 transactions.
 
 A live round cannot be faster than the source's own workload: when the pipeline keeps up,
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
 import shutil
 import signal
 import statistics
@@ -79,6 +82,49 @@ class ColumnWatch(threading.Thread):
                         "'bench.t'::regclass AND attnum > 0 AND NOT attisdropped").fetchall():
                     self.seen.setdefault(name, now)
                 time.sleep(0.01)
+
+
+class TrailWatch(threading.Thread):
+    """Tails the trail files ``dirdat/PREFIX*`` (only the bytes added since the last look)
+    for the round's ``ADD COLUMN`` statements; when each column's was first seen, by
+    prefix."""
+
+    STATEMENT = re.compile(rb"ADD COLUMN (d\d+x\d+x\d+)")
+
+    def __init__(self, dirdat: Path, prefixes: tuple[str, ...]):
+        super().__init__(daemon=True)
+        self.dirdat, self.prefixes = dirdat, prefixes
+        self.seen: dict[str, dict[str, float]] = {p: {} for p in prefixes}
+        self.stop = threading.Event()
+        self._read: dict[Path, tuple[int, bytes]] = {}  # file: (bytes read, their tail)
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            now = time.monotonic()
+            for prefix in self.prefixes:
+                for path in sorted(self.dirdat.glob(prefix + "[0-9]*")):
+                    self._look(prefix, path, now)
+            time.sleep(0.01)
+
+    def _look(self, prefix: str, path: Path, now: float) -> None:
+        done, tail = self._read.get(path, (0, b""))
+        try:
+            with path.open("rb") as f:
+                f.seek(done)
+                new = f.read()
+        except OSError:
+            return
+        if not new:
+            return
+        for m in self.STATEMENT.finditer(tail + new):
+            self.seen[prefix].setdefault(m.group(1).decode(), now)
+        self._read[path] = (done + len(new), (tail + new)[-64:])
+
+
+def _delays(name: str, delays: list[float]) -> str:
+    delays = sorted(delays)
+    return (f"{name}: p50 {statistics.median(delays) * 1000:.0f} ms, max "
+            f"{delays[-1] * 1000:.0f} ms" if delays else f"{name}: none")
 
 
 def workload(conninfo: str, first: int, txns: int, txn_rows: int, every: int | None,
@@ -143,6 +189,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--backlog", action="store_true",
                     help="pause the groups during each workload; time the pipeline alone")
+    ap.add_argument("--stages", action="store_true",
+                    help="live rounds: also time each DDL into the local and remote trail")
+    ap.add_argument("--trigger", default="1 SECONDS",
+                    help="each group's SPARK TRIGGER (its micro-batch window)")
     ap.add_argument("--keep", help="keep the databases and home here")
     args = ap.parse_args()
     variants: list[int | None] = [None] + [int(n) for n in args.every.split(",") if n]
@@ -165,7 +215,7 @@ def main() -> int:
                             source_db="src", target_db="tgt", pump=True,
                             replicat_delta=False, extract="BEXT", pump_name="BPMP",
                             replicat_pg_name="BREP",
-                            ddl_schemas=["bench"])
+                            ddl_schemas=["bench"], trigger=args.trigger)
         pipeline = Pipeline(home, spec)
         setup, start = pipeline.write_files(Databases.login(source), Databases.login(target))
         mark = pipeline.event_mark()
@@ -179,8 +229,12 @@ def main() -> int:
         wait_marker(target, -1000000, pipeline, 600)
         watch = ColumnWatch(target)
         watch.start()
+        trails = TrailWatch(home.dirdat, ("lt", "rt")) if args.stages else None
+        if trails is not None:
+            trails.start()
         results: dict[int | None, list[float]] = {v: [] for v in variants}
         delays: list[float] = []
+        stages: dict[str, list[float]] = {"lt": [], "rt": []}
         first = 1
         for r in range(args.repeat):
             for variant in variants:
@@ -205,10 +259,16 @@ def main() -> int:
                 for column, committed in added.items():
                     if column in watch.seen and not args.backlog:
                         delays.append(watch.seen[column] - committed)
+                    for prefix, seen in (trails.seen if trails and not args.backlog
+                                         else {}).items():
+                        if column in seen:
+                            stages[prefix].append(seen[column] - committed)
                 label = "no DDL" if variant is None else f"DDL every {variant}"
                 say(f"  round {r + 1} {label:<16} {changes:>8} rows in {t1 - t0:6.1f} s "
                     f"= {rate:8.0f} rows/s ({len(added)} DDL)")
         watch.stop.set()
+        if trails is not None:
+            trails.stop.set()
         base = max(results[None])
         say("")
         say(f"{'backlog' if args.backlog else 'live'} rounds (time: "
@@ -226,6 +286,11 @@ def main() -> int:
             say(f"DDL end-to-end delay (source commit -> column in the target), {len(delays)} "
                 f"DDL: p50 {statistics.median(delays) * 1000:.0f} ms, max "
                 f"{delays[-1] * 1000:.0f} ms")
+        if stages["lt"] or stages["rt"]:
+            say("  by stage, from the source commit: "
+                + "; ".join((_delays("in the local trail (Extract)", stages["lt"]),
+                             _delays("in the remote trail (+ Data Pump)", stages["rt"]),
+                             _delays("in the target (+ Replicat)", delays))))
         ratio = max(results[1000]) / base if 1000 in results else None
         if ratio is not None:
             say(f"aim: DDL every 1,000 transactions within 10% of no DDL: ratio {ratio:.2f} "

@@ -151,11 +151,9 @@ class PgDdl:
         before = (cur.execute("SELECT " + ", ".join("current_setting(%s)" for _ in names),
                               names).fetchone() if names else ())
         with self.conn.transaction():
-            for name, value in wanted.items():
-                cur.execute("SELECT set_config(%s, %s, true)", (name, value))
+            _set_local(cur, list(wanted.items()))
             cur.execute(statement)  # the DDL as captured
-        for name, value in zip(names, before or (), strict=True):
-            cur.execute("SELECT set_config(%s, %s, true)", (name, value))
+        _set_local(cur, list(zip(names, before or (), strict=True)))
 
     def _rule(self, code: str, obj: DdlObject, scope: str) -> DdlErrorRule:
         return ddlerror_rule(self.params.ddl_errors, code, obj, scope)
@@ -203,6 +201,13 @@ def ddlerror_rule(rules: Sequence[DdlErrorRule], code: str, obj: DdlObject, scop
             if rule.error == wanted and applies(rule):
                 return rule
     return _DEFAULT_RULE
+
+
+def _set_local(cur: psycopg.Cursor[Any], pairs: list[tuple[str, str]]) -> None:
+    """Set each (setting, value) for the transaction, all in one round trip."""
+    if pairs:
+        cur.execute("SELECT " + ", ".join("set_config(%s, %s, true)" for _ in pairs),
+                    [part for pair in pairs for part in pair])
 
 
 def _schema_of(name: str) -> str:
