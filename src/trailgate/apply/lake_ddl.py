@@ -203,6 +203,11 @@ class LakeDdl:
         return moved
 
     # -- Delta schema evolution ------------------------------------------------------------
+    def _keeps_history(self, source: str) -> bool:
+        """True when ``source``'s MAP says ``SCD TYPE 2``: its table has validity columns."""
+        spec = find_map(self.params.maps, source, self.params.map_excludes)
+        return getattr(spec, "scd_type", 1) == 2
+
     def _evolve(self, path: Path, target: str, table: Any, renames: list[tuple[str, str]],
                 marker: DdlMarker) -> bool:
         from deltalake import DeltaTable, write_deltalake
@@ -210,6 +215,10 @@ class LakeDdl:
         from deltalake.schema import Field
 
         desired = [(c.name, arrow_type(pg_type_for_source(c))) for c in table.columns]
+        if self._keeps_history(table.qualified_name):
+            from trailgate.apply.delta_history import HISTORY_FIELDS
+
+            desired += [(f.name, f.type) for f in HISTORY_FIELDS]  # never dropped by a DDL
         try:
             dt = DeltaTable(str(path), storage_options=self.storage_options)
         except TableNotFoundError:
