@@ -30,10 +30,11 @@ def split_file(trail: str, seqno: int, lower: TrailPosition, piece_bytes: int
         return []
     cuts: list[TrailPosition] = []
     start = lower
+    state = None  # each scan goes on where the last stopped (a big transaction is read once)
     target = lower.rba + piece_bytes
     while target < size - piece_bytes // 4:  # no sliver of a piece at the end
-        boundary, _covered, _state = scan_boundary(trail, start,
-                                                   limit=TrailPosition(seqno, target))
+        boundary, _covered, state = scan_boundary(trail, start, state=state,
+                                                  limit=TrailPosition(seqno, target))
         if boundary > start and boundary.seqno == seqno:
             cuts.append(boundary)
             start = boundary
