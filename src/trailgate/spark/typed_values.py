@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
 import pyarrow as pa
@@ -84,19 +84,29 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def to_arrow(values: list[bytes | None], dtype: pa.DataType, raw_hex: bool = False
-             ) -> pa.Array:
-    """The trail-form ``values`` of one column as an array of ``dtype``.  ``raw_hex``: the
-    values are bytes (RAW) to show as hex text in a string column."""
+def to_arrow(values: list[bytes | None], dtype: pa.DataType) -> pa.Array:
+    """The trail-form ``values`` of one column as an array of ``dtype``; a value the type
+    cannot hold (not a number, out of its range) is null."""
     data = pa.array(values, pa.binary())
     if pa.types.is_binary(dtype):
         return data
-    if raw_hex:
-        return pa.array([None if v is None else v.hex() for v in values], pa.string())
     try:
         return _convert(data, dtype)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.array([_one(v, dtype) for v in values], dtype)
+        pass
+    converted = [_one(v, dtype) for v in values]
+    try:
+        return pa.array(converted, dtype)
+    except (pa.ArrowInvalid, OverflowError):  # a value out of the type's range
+        return pa.array([_fits(v, dtype) for v in converted], dtype)
+
+
+def _fits(value: Any, dtype: pa.DataType) -> Any:
+    try:
+        pa.array([value], dtype)
+    except (pa.ArrowInvalid, OverflowError):
+        return None
+    return value
 
 
 def _convert(data: pa.Array, dtype: pa.DataType) -> pa.Array:
@@ -129,10 +139,11 @@ def _one(value: bytes | None, dtype: pa.DataType) -> Any:
         if pa.types.is_boolean(dtype):
             return text == "1"
         if pa.types.is_decimal(dtype):
-            number = Decimal(text)
-            if not number.is_finite():
-                return None
-            return number.quantize(Decimal(1).scaleb(-dtype.scale))
+            with localcontext(prec=80):  # decimal(38, s) and beyond, not 28 digits
+                number = Decimal(text)
+                if not number.is_finite():
+                    return None
+                return number.quantize(Decimal(1).scaleb(-dtype.scale))
         if pa.types.is_date(dtype):
             return date.fromisoformat(text[:10])
         if pa.types.is_timestamp(dtype):
