@@ -228,3 +228,25 @@ def test_mgrport_finds_the_collector_the_manager_runs(tmp_path: Path) -> None:
     with pytest.raises(NetworkError, match=r"Manager 127.0.0.1:\d+: connection refused: is "
                                            r"the Manager running"):
         TrailMirror(str(local), _target(0, mgrport=free_port())).sync()
+
+
+def test_staging_files_gone_past_the_remote_trail_is_an_error_not_a_gap(tmp_path: Path
+                                                                         ) -> None:
+    """The collector's trail ends before the first staging file (its trail was reset, or
+    staging lost files it never had): shipping on would leave a hole in the remote trail."""
+    local = tmp_path / "src" / "rt"
+    remote = tmp_path / "dst" / "dirdat" / "rt"
+    _write(local, _txns(1, 10))
+    with running_collector(tmp_path / "dst") as collector:
+        mirror = TrailMirror(str(local), _target(collector.port))
+        mirror.sync()
+        mirror.close()
+        _write(local, _txns(11, 10))
+        _write(local, _txns(21, 10))  # two more runs: files 1 and 2
+        files = TrailName(local)
+        for seq in files.sequence_numbers()[:2]:
+            files.file(seq).unlink()
+        with pytest.raises(NetworkError, match="ends with file 0, but this Pump's staging "
+                                               "trail begins at file 2"):
+            TrailMirror(str(local), _target(collector.port)).sync()
+    assert TrailName(remote).sequence_numbers() == [0]

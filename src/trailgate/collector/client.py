@@ -229,7 +229,13 @@ class TrailMirror:
                                f"holds file {last}, beyond this Pump's last file {seqs[-1]}: "
                                f"another writer has written it; give the Pump a trail of "
                                f"its own")
-        start = last if last is not None and last >= seqs[0] else seqs[0]
+        if last is not None and last < seqs[0]:
+            raise NetworkError(f"{self.target.address}: remote trail {link.remote_path} ends "
+                               f"with file {last}, but this Pump's staging trail begins at "
+                               f"file {seqs[0]}: the files between are gone from both (the "
+                               f"collector's trail was reset or moved); restore them on the "
+                               f"collector, or re-position the Pump and its Replicat")
+        start = last if last is not None else seqs[0]
         for seq in seqs:
             if seq >= start:
                 self._ship(link, seq)

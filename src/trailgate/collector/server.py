@@ -151,6 +151,13 @@ class _Session:
             else:
                 log("WARNING", f"collector: session from {self.peer} ended: {exc}")
                 self._tell(str(exc))
+        except OSError as exc:  # the collector's own disk: full, read-only, permissions
+            where = f" ({exc.filename})" if exc.filename else ""
+            message = (f"writing remote trail {self.trail} failed: {exc.strerror or exc}{where}; "
+                       f"free space or correct permissions on the collector's host (the Pump "
+                       f"retries and resends what was not acknowledged)")
+            log("ERROR", f"collector: {message}")
+            self._tell(message)
         except Exception as exc:  # a bug must end one session, never the collector
             log("ERROR", f"collector: session from {self.peer} failed: "
                          f"{type(exc).__name__}: {exc}")
@@ -344,10 +351,14 @@ class Collector:
                     sock, addr = self._listener.accept()
                 except TimeoutError:
                     continue
-                except OSError:
+                except OSError as exc:
                     if self._stop.is_set():
                         break
-                    raise
+                    # out of file descriptors, say: the listener stays, sessions end
+                    self.log("ERROR", f"collector: accepting a connection failed: "
+                                      f"{exc.strerror or exc}; trying again in 1 s")
+                    self._stop.wait(1.0)
+                    continue
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 session = _Session(self, sock, f"{addr[0]}:{addr[1]}")
                 threading.Thread(target=session.run, name=f"collector-{addr[1]}",

@@ -95,8 +95,8 @@ class _Pump:
         """:meth:`sync_remote` from a micro-batch: its error marked for the driver."""
         try:
             self.sync_remote()
-        except NetworkError as exc:
-            raise NetworkError(marked(str(exc))) from None
+        except TrailgateError as exc:  # a network failure, or a TLS/credential setting
+            raise type(exc)(marked(str(exc))) from None
 
     def _purge_staging(self) -> None:
         from trailgate.trail.naming import TrailName
