@@ -23,7 +23,7 @@ from deltalake.exceptions import TableNotFoundError
 
 from trailgate.apply.arrow_types import arrow_type, converter, pg_type_of_arrow
 from trailgate.apply.delta_history import HISTORY_FIELDS, apply_history
-from trailgate.apply.delta_scan import rows_matching
+from trailgate.apply.delta_scan import quote, rows_matching
 from trailgate.apply.discard import DiscardWriter
 from trailgate.apply.mapping import MappedChange, Mapper, TableMapping, TargetColumn, TargetTable
 from trailgate.apply.planner import Folded, KeyT, fold
@@ -36,9 +36,6 @@ from trailgate.params.names import parse_name
 __all__ = ["DeltaApplier", "DeltaCatalog"]
 
 ACTION = "__trailgate_action"
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class DeltaCatalog:
@@ -230,11 +227,11 @@ class DeltaApplier:
         key_cols = [a.target.name for a in mapping.key]
         if mapping.all_columns_key:
             predicate = " AND ".join(
-                f"(t.{_quote(c)} = s.{_quote(c)} OR (t.{_quote(c)} IS NULL AND "
-                f"s.{_quote(c)} IS NULL))" for c in key_cols)
+                f"(t.{quote(c)} = s.{quote(c)} OR (t.{quote(c)} IS NULL AND "
+                f"s.{quote(c)} IS NULL))" for c in key_cols)
         else:
-            predicate = " AND ".join(f"t.{_quote(c)} = s.{_quote(c)}" for c in key_cols)
-        sets = {_quote(f.name): f"s.{_quote(f.name)}" for f in schema}
+            predicate = " AND ".join(f"t.{quote(c)} = s.{quote(c)}" for c in key_cols)
+        sets = {quote(f.name): f"s.{quote(f.name)}" for f in schema}
         merger = dt.merge(source, predicate, source_alias="s", target_alias="t",
                           commit_properties=CommitProperties(
                               app_transactions=[Transaction(app, batch_id)]))

@@ -17,10 +17,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction
 
-from trailgate.apply.delta_scan import rows_matching
+from trailgate.apply.delta_scan import quote, rows_matching
 from trailgate.apply.mapping import MappedChange, TableMapping
 from trailgate.apply.records import TableCounts
-from trailgate.apply.scd2 import HISTORY_COLUMNS, IS_CURRENT, START_CSN, History
+from trailgate.apply.scd2 import (
+    END_CSN,
+    END_TIME,
+    HISTORY_COLUMNS,
+    IS_CURRENT,
+    START_CSN,
+    START_TIME,
+    History,
+)
 from trailgate.errors import ConfigError, TargetError
 from trailgate.model import OpType
 
@@ -28,16 +36,13 @@ __all__ = ["HISTORY_FIELDS", "apply_history"]
 
 #: The validity columns of a table ``SCD TYPE 2`` creates.
 HISTORY_FIELDS = (
-    pa.field("__start_csn", pa.int64(), True),
-    pa.field("__end_csn", pa.int64(), True),
-    pa.field("__start_time", pa.timestamp("us", tz="UTC"), True),
-    pa.field("__end_time", pa.timestamp("us", tz="UTC"), True),
-    pa.field("__is_current", pa.bool_(), True),
+    pa.field(START_CSN, pa.int64(), True),
+    pa.field(END_CSN, pa.int64(), True),
+    pa.field(START_TIME, pa.timestamp("us", tz="UTC"), True),
+    pa.field(END_TIME, pa.timestamp("us", tz="UTC"), True),
+    pa.field(IS_CURRENT, pa.bool_(), True),
 )
 
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _config_error(mapping: TableMapping, message: str) -> ConfigError:
@@ -130,8 +135,8 @@ def _stored(dt: DeltaTable, history: History, changes: list[MappedChange]
 def _merge(dt: DeltaTable, mapping: TableMapping, schema: pa.Schema, rows: list[dict[str, Any]],
            key_cols: list[str], batch_id: int, app: str) -> None:
     source = pa.Table.from_pylist(rows, schema=schema)
-    predicate = " AND ".join(f"t.{_quote(c)} = s.{_quote(c)}" for c in [*key_cols, START_CSN])
-    sets = {_quote(f.name): f"s.{_quote(f.name)}" for f in schema}
+    predicate = " AND ".join(f"t.{quote(c)} = s.{quote(c)}" for c in [*key_cols, START_CSN])
+    sets = {quote(f.name): f"s.{quote(f.name)}" for f in schema}
     merger = dt.merge(source, predicate, source_alias="s", target_alias="t",
                       commit_properties=CommitProperties(
                           app_transactions=[Transaction(app, batch_id)]))

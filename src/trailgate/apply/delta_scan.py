@@ -2,7 +2,8 @@
 
 Files written by a Delta merge may hold string columns as ``string_view``, which pyarrow's
 statistics pruning cannot compare with a filter's plain strings; this module keeps that
-detail away from the appliers (``apply.delta``, ``apply.delta_history``).
+detail away from the appliers (``apply.delta``, ``apply.delta_history``), and quotes
+column names for their merges the same way.
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["plain_strings", "rows_matching"]
+__all__ = ["plain_strings", "quote", "rows_matching"]
+
+
+def quote(name: str) -> str:
+    """A column name quoted for a Delta merge's predicate and updates."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def rows_matching(dataset: Any, filt: Any, key_cols: list[str]) -> pa.Table:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 
 from trailgate.model import OpType, TrailPosition, TransInd
-from trailgate.replicat.range_apply import read_span
+from trailgate.replicat.range_apply import CLEAN_SCAN, read_span
 from trailgate.trail._accel import speedups
 from trailgate.trail.reader import TrailReader
 
@@ -79,7 +79,7 @@ def _ddl_spans_fast(trail: str, lower: TrailPosition, upper: TrailPosition
         return TrailPosition(seg.seqno, seg.rba + offset - seg.offset)
 
     spans: list[tuple[TrailPosition, TrailPosition]] = []
-    state = (False, 0, False, False, 0, False)
+    state = CLEAN_SCAN
     pos = previous = 0
     while pos < len(data):
         out = speedups.scan_records(data, pos, len(data), state, 1, ddl_mark, DDL_IO_TYPES)

@@ -44,7 +44,7 @@ class Segment:
 
 
 #: A scan's state at a file's first record (a transaction may go on in the next file).
-_CLEAN = (False, 0, False, False, 0, False)
+CLEAN_SCAN = (False, 0, False, False, 0, False)
 
 
 def read_span(trail: str, lower: TrailPosition, upper: TrailPosition
@@ -77,7 +77,7 @@ def read_span(trail: str, lower: TrailPosition, upper: TrailPosition
             if len(data) != stop - start:
                 return None
             if seq != upper.seqno:
-                scanned = speedups.scan_records(data, 0, len(data), _CLEAN, -1, None, None)
+                scanned = speedups.scan_records(data, 0, len(data), CLEAN_SCAN, -1, None, None)
                 if scanned is None:
                     return None
                 end, _, _, _, _, in_metadata, _, _, broken = scanned

@@ -15,6 +15,7 @@ import psycopg
 from psycopg import sql
 
 from trailgate.capture.postgres.ddl_sql import (
+    ALL_TRIGGERS,
     DDL_OBJECTS_SQL,
     DDL_TRIGGERS_SQL,
     EVENT_TRIGGERS,
@@ -90,7 +91,7 @@ def add_ddlsupport(conn: Conn, ggschema: str | None, *,
             # was SECURITY DEFINER granted ggs_ddl_capture to PUBLIC: this takes it back.
             conn.execute("REVOKE ALL ON FUNCTION " + ", ".join(
                 f"{ident.as_string(conn)}.{f}" for f in _FUNCTIONS) + " FROM PUBLIC")
-            for name, event, function in GUARD_TRIGGERS + EVENT_TRIGGERS:
+            for name, event, function in ALL_TRIGGERS:
                 conn.execute(sql.SQL("DROP EVENT TRIGGER IF EXISTS {}").format(
                     sql.Identifier(name)))
                 conn.execute(sql.SQL("CREATE EVENT TRIGGER {} ON {} EXECUTE FUNCTION {}.{}()"
@@ -103,7 +104,7 @@ def add_ddlsupport(conn: Conn, ggschema: str | None, *,
         f"MARKER SEQUENCE {schema}.ggs_marker_seq ... OK",
         f"DDL HISTORY TABLE {schema}.{HISTORY_TABLE} ... OK",
         *(f"DDL TRIGGER {name} ON {event} ... OK"
-          for name, event, _ in GUARD_TRIGGERS + EVENT_TRIGGERS),
+          for name, event, _ in ALL_TRIGGERS),
         f"PUBLICATION {publication}: {schema}.{MARKER_TABLE} and {schema}.{HISTORY_TABLE} "
         "... OK",
         _stamp(f"DDL support is installed in schema {schema} and enabled."),
@@ -131,7 +132,7 @@ def info_ddlsupport(conn: Conn, ggschema: str | None) -> list[str]:
         found = conn.execute("SELECT to_regclass(%s) IS NOT NULL",
                              (f"{ident}.{name}",)).fetchone()
         lines.append(f"{label} {schema}.{name} ... {'OK' if found and found[0] else 'MISSING'}")
-    every = GUARD_TRIGGERS + EVENT_TRIGGERS
+    every = ALL_TRIGGERS
     triggers = dict(conn.execute("SELECT evtname::text, evtenabled::text FROM pg_event_trigger "
                                  "WHERE evtname = ANY(%s)",
                                  ([n for n, _, _ in every],)).fetchall())
@@ -190,7 +191,7 @@ def delete_ddlsupport(conn: Conn, ggschema: str | None) -> list[str]:
     try:
         with conn.transaction():
             conn.execute("SET LOCAL trailgate.internal_ddl = 'on'")
-            for name, _, _ in GUARD_TRIGGERS + EVENT_TRIGGERS:
+            for name, _, _ in ALL_TRIGGERS:
                 conn.execute(sql.SQL("DROP EVENT TRIGGER IF EXISTS {}").format(
                     sql.Identifier(name)))
             for function in _FUNCTIONS:

@@ -9,8 +9,8 @@ string literal, ``@PUB@`` for the publication's as a literal.  Literals avoid ba
 
 from __future__ import annotations
 
-__all__ = ["DDL_OBJECTS_SQL", "DDL_TRIGGERS_SQL", "EVENT_TRIGGERS", "GUARD_TRIGGERS",
-           "SESSION_SETTINGS"]
+__all__ = ["ALL_TRIGGERS", "DDL_OBJECTS_SQL", "DDL_TRIGGERS_SQL", "EVENT_TRIGGERS",
+           "GUARD_TRIGGERS", "SESSION_SETTINGS"]
 
 #: The session settings a DDL statement's meaning depends on, recorded as C17/C18 pairs
 #: (PostgreSQL's counterpart of seed 004's NLS parameters).
@@ -27,6 +27,8 @@ EVENT_TRIGGERS = (("ggs_ddl_trigger_end", "ddl_command_end", "ggs_ddl_trigger"),
 GUARD_TRIGGERS = (("ggs_ddl_guard_end", "ddl_command_end", "ggs_ddl_guard"),
                   ("ggs_ddl_guard_drop", "sql_drop", "ggs_ddl_guard"))
 assert all(g < t for (g, _, _), (t, _, _) in zip(GUARD_TRIGGERS, EVENT_TRIGGERS, strict=True))
+#: Every event trigger DDL support has, guards first.
+ALL_TRIGGERS = GUARD_TRIGGERS + EVENT_TRIGGERS
 
 DDL_OBJECTS_SQL = """
 CREATE SCHEMA IF NOT EXISTS @S@;
