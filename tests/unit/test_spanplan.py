@@ -22,6 +22,7 @@ from trailgate.params import ReplicatParams, parse_params_text
 from trailgate.replicat.range_apply import plan_range, position_row
 from trailgate.replicat.task_rows import read_task_rows
 from trailgate.spark.trail_offsets import scan_boundary
+from trailgate.trail.header import decode_file_header
 from trailgate.trail.writer import TrailWriter
 
 pytestmark = pytest.mark.skipif(not available, reason="the C set planner is not built")
@@ -315,12 +316,39 @@ def test_definitions_after_a_span_are_remembered(tmp_path: Path) -> None:
                             {"public.notes": wider})
     upper, _, _ = scan_boundary(prefix, mid, max_records=1)
     assert plan_range(mapper(), prefix, mid, upper, ROUTER) is not None
-    remembered = rows_module._prefix_cache[(prefix, upper.seqno)]
+    remembered = rows_module._prefix_cache[(prefix, upper.seqno)][-1]
     assert remembered[0] == upper.rba
     assert remembered[1]["public.notes"] == wider
     assert remembered[1] == rows_module.definitions_before(prefix, upper)
     rows_module._prefix_cache.clear()
     assert rows_module.definitions_before(prefix, upper) == remembered[1]
+
+
+def test_a_small_range_read_again_does_not_scan_its_file_again(tmp_path: Path) -> None:
+    """A range too small for sets (a heartbeat's) is planned, which remembers its end, then
+    read by the Python path from its start: that start stays known, so the file before
+    it is not read again (here it is overwritten after the first look, so a second scan
+    would find no definitions and the change would have none)."""
+    from trailgate.changes import ranges as rows_module
+
+    prefix = str(tmp_path / "aa")
+    with TrailWriter(prefix, fsync=False) as w:
+        w.write_transaction(change_txn(ins(1)), DEFS)
+        w.write_transaction(change_txn(ins(2)), DEFS)
+        mid = w.position
+        w.write_transaction(change_txn(ins(3)), DEFS)
+    upper, _, _ = scan_boundary(prefix, mid)
+    assert rows_module.definitions_before(prefix, mid)["public.items"] == ITEMS
+    assert plan_range(mapper(), prefix, mid, upper, ROUTER) is not None  # remembers upper
+    path = tmp_path / "aa000000000"
+    data = bytearray(path.read_bytes())
+    header_end = decode_file_header(bytes(data)).length  # the definitions, the first changes
+    data[header_end:mid.rba] = bytes(mid.rba - header_end)
+    path.write_bytes(bytes(data))
+    task = read_task_rows(prefix, mid, upper, ROUTER)
+    changes = task.changes[0]
+    assert [tc.change.after[0] for tc in changes] == [b"3"]
+    assert task.definitions.for_changes(changes)["public.items"] == ITEMS
 
 
 def test_a_range_across_trail_files(tmp_path: Path) -> None:

@@ -35,21 +35,47 @@ def julian_to_iso(julian: int | None) -> str | None:
 # -- table definitions before a range's start ----------------------------------------------
 
 _prefix_lock = threading.Lock()
-_prefix_cache: dict[tuple[str, int], tuple[int, dict[str, TableDef]]] = {}
+#: Per (trail, file): snapshots ``(rba, definitions before rba)``, ascending by rba.
+_prefix_cache: dict[tuple[str, int], list[tuple[int, dict[str, TableDef]]]] = {}
+#: Snapshots kept per file: a range is often read twice (the set planner reads it and
+#: remembers its end, then the Python path reads it from its start), so the start must
+#: stay known beside the end.
+_SNAPSHOTS_PER_FILE = 4
+_FILES_CACHED = 64
+
+
+def _known_before(key: tuple[str, int], rba: int) -> tuple[int, dict[str, TableDef]]:
+    """The latest snapshot at or before ``rba`` (a copy), or the file's start."""
+    with _prefix_lock:
+        best: tuple[int, dict[str, TableDef]] = (0, {})
+        for done, tables in _prefix_cache.get(key, ()):
+            if done > rba:
+                break
+            best = (done, tables)
+        return best[0], dict(best[1])
+
+
+def _keep(key: tuple[str, int], rba: int, tables: dict[str, TableDef]) -> None:
+    with _prefix_lock:
+        snapshots = _prefix_cache.pop(key, [])
+        snapshots = [s for s in snapshots if s[0] != rba]
+        snapshots.append((rba, dict(tables)))
+        snapshots.sort(key=lambda s: s[0])
+        _prefix_cache[key] = snapshots[-_SNAPSHOTS_PER_FILE:]  # the newest file last
+        if len(_prefix_cache) > _FILES_CACHED:
+            _prefix_cache.pop(next(iter(_prefix_cache)))
 
 
 def definitions_before(trail: str, position: TrailPosition) -> dict[str, TableDef]:
     """Definitions in ``position``'s file before it (the writer puts each table's
     definition in every file before its first change).  Cached per process and file: a
-    later range of the same file scans only from where the last scan stopped."""
+    later range of the same file scans only from the latest known point before it."""
     if position.rba == 0:
         return {}
     key = (trail, position.seqno)
-    with _prefix_lock:
-        done, tables = _prefix_cache.get(key, (0, {}))
-        if done > position.rba:
-            done, tables = 0, {}
-        tables = dict(tables)
+    done, tables = _known_before(key, position.rba)
+    if done == position.rba:
+        return tables
     reader = TrailReader(trail, start=TrailPosition(position.seqno, done), single_file=False)
     pieces: list[bytes] = []
     last = done
@@ -69,10 +95,7 @@ def definitions_before(trail: str, position: TrailPosition) -> dict[str, TableDe
                 pass  # the reader of the range reports damage where it matters
         pieces = []
     if not pieces:
-        with _prefix_lock:
-            _prefix_cache[key] = (last, dict(tables))
-            if len(_prefix_cache) > 64:
-                _prefix_cache.pop(next(iter(_prefix_cache)))
+        _keep(key, last, tables)
     return tables
 
 
@@ -80,13 +103,7 @@ def remember_definitions(trail: str, position: TrailPosition,
                          tables: dict[str, TableDef]) -> None:
     """Record that ``tables`` are the definitions in ``position``'s file before it (a range
     read up to there): the next range, starting there, need not scan what was just read."""
-    key = (trail, position.seqno)
-    with _prefix_lock:
-        done, _ = _prefix_cache.get(key, (0, {}))
-        if position.rba >= done:
-            _prefix_cache[key] = (position.rba, dict(tables))
-            if len(_prefix_cache) > 64:
-                _prefix_cache.pop(next(iter(_prefix_cache)))
+    _keep((trail, position.seqno), position.rba, tables)
 
 
 @dataclass(slots=True)
