@@ -35,33 +35,31 @@ def julian_to_iso(julian: int | None) -> str | None:
 # -- table definitions before a range's start ----------------------------------------------
 
 _prefix_lock = threading.Lock()
-#: Per (trail, file): snapshots ``(rba, definitions before rba)``, ascending by rba.
+#: Per (trail, file): known points ``(rba, definitions before rba)``, the newest last.
 _prefix_cache: dict[tuple[str, int], list[tuple[int, dict[str, TableDef]]]] = {}
-#: Snapshots kept per file: a range is often read twice (the set planner reads it and
-#: remembers its end, then the Python path reads it from its start), so the start must
-#: stay known beside the end.
-_SNAPSHOTS_PER_FILE = 4
+#: Points kept per file: a range is often read twice (the set planner reads it and
+#: remembers its end, then the Python path reads it from its start), so its start must
+#: stay known beside its end.
+_POINTS_PER_FILE = 4
 _FILES_CACHED = 64
 
 
 def _known_before(key: tuple[str, int], rba: int) -> tuple[int, dict[str, TableDef]]:
-    """The latest snapshot at or before ``rba`` (a copy), or the file's start."""
+    """The nearest known point at or before ``rba`` (a copy), or the file's start."""
     with _prefix_lock:
         best: tuple[int, dict[str, TableDef]] = (0, {})
-        for done, tables in _prefix_cache.get(key, ()):
-            if done > rba:
-                break
-            best = (done, tables)
+        for point in _prefix_cache.get(key, ()):
+            if best[0] < point[0] <= rba:
+                best = point
         return best[0], dict(best[1])
 
 
 def _keep(key: tuple[str, int], rba: int, tables: dict[str, TableDef]) -> None:
+    """Add a known point; the file's oldest point and the least recently used file go."""
     with _prefix_lock:
-        snapshots = _prefix_cache.pop(key, [])
-        snapshots = [s for s in snapshots if s[0] != rba]
-        snapshots.append((rba, dict(tables)))
-        snapshots.sort(key=lambda s: s[0])
-        _prefix_cache[key] = snapshots[-_SNAPSHOTS_PER_FILE:]  # the newest file last
+        points = [p for p in _prefix_cache.pop(key, []) if p[0] != rba]
+        points.append((rba, dict(tables)))
+        _prefix_cache[key] = points[-_POINTS_PER_FILE:]
         if len(_prefix_cache) > _FILES_CACHED:
             _prefix_cache.pop(next(iter(_prefix_cache)))
 
