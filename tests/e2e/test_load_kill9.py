@@ -79,8 +79,12 @@ def _ranges_done(home: Home, table: int | None = None) -> int:
 
 
 def _table(home: Home, name: str, split: str) -> int:
-    manifest = Manifest.load(manifest_path(home.dirchk, "ELOAD"))
-    assert manifest is not None
+    """The table's number in the load's plan, once the run has written it (a run killed
+    during start-up may have left none)."""
+    deadline = time.monotonic() + 120
+    while (manifest := Manifest.load(manifest_path(home.dirchk, "ELOAD"))) is None:
+        assert time.monotonic() < deadline, "the load wrote no plan"
+        time.sleep(0.002)
     table = manifest.table(name)
     assert table is not None and table.split == split and len(table.ranges) > 2
     return table.number
@@ -104,7 +108,9 @@ def test_load_killed_at_several_points_then_cdc_is_exact(e2e_cluster, tmp_path, 
                 while not (home.dirchk / "REP.inst").exists():
                     assert time.monotonic() < deadline, log.read_text()[-3000:]
                     time.sleep(0.02)
-                time.sleep(rng.uniform(0, 4))
+                # a PostgreSQL target's ranges begin in the driver's threads at once (no
+                # Spark session to wait for): the run is still starting within a moment
+                time.sleep(rng.uniform(0, 0.2))
             else:
                 table = (_table(home, "app.items", "ctid") if "ctid" in point
                          else _table(home, "app.orders", "key"))
@@ -112,7 +118,7 @@ def test_load_killed_at_several_points_then_cdc_is_exact(e2e_cluster, tmp_path, 
                 deadline = time.monotonic() + 600
                 while _ranges_done(home, table) < want and proc.poll() is None:
                     assert time.monotonic() < deadline, log.read_text()[-3000:]
-                    time.sleep(0.02)
+                    time.sleep(0.002)  # driver threads load a small range in milliseconds
             assert proc.poll() is None, f"the load ended before the kill ({point}):\n" + \
                 log.read_text()[-3000:]
             os.kill(proc.pid, signal.SIGKILL)
