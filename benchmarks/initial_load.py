@@ -1,6 +1,7 @@
 """Initial load beside ``pg_dump --data-only | psql``, between the same two servers.
 
-    ./dev bench initial_load [--rows 5000000] [--repeat 2] [--keep DIR]
+    ./dev bench initial_load [--rows 5000000] [--repeat 2] [--threads N] [--spark-too]
+                             [--keep DIR]
 
 Two embedded PostgreSQL servers (source and target, ``fast`` settings for both), a set of
 three tables of ten columns (60/30/10 % of ``--rows``) on the source, the same empty tables
@@ -172,6 +173,8 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="work in DIR and leave it")
+    parser.add_argument("--threads", type=int, help="the load's driver threads (SPARK CONF "
+                        "trailgate.load.driverThreads; default: the master's 2 cores)")
     parser.add_argument("--spark-too", action="store_true",
                         help="also time a cold load that starts Spark beside its threads")
     args = parser.parse_args()
@@ -196,8 +199,10 @@ def main() -> int:
                 conn.execute(DDL.format(name=name))
         home = Home(work / "gg").create()
         tables = "".join(f"TABLE {t};\n" for t in TABLES)
-        for group, extra in (("eload", ""), ("espark",
-                                             "SPARK CONF trailgate.load.sparkRanges=0\n")):
+        threads = (f"SPARK CONF trailgate.load.driverThreads={args.threads}\n"
+                   if args.threads is not None else "")
+        for group, extra in (("eload", threads),
+                             ("espark", threads + "SPARK CONF trailgate.load.sparkRanges=0\n")):
             (home.dirprm / f"{group}.prm").write_text(
                 f"EXTRACT {group}\nSOURCEISTABLE\nSOURCEDB {src}\nRMTTASK REPLICAT, GROUP rep\n"
                 f"SPARK MASTER local[2]\n{extra}" + tables)
