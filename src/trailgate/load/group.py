@@ -13,6 +13,7 @@ import os
 import pickle
 import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -363,9 +364,19 @@ def _load(proc: GroupProcess, home: Home, cfg: LoadConfig, manifest: Manifest,
             if session[0] is not None:
                 session[0].sparkContext.cancelAllJobs()
 
+        spark_running, spark_redundant = threading.Event(), threading.Event()
+        wanted = {(t.table, t.range.index) for t in todo}
+
         def tick() -> None:
             if proc.stop_requested:
                 cancel()
+            elif (threads is not None and spark_running.is_set() and not threads.alive()
+                  and threads.error is None and wanted <= {
+                      (r[0], r[1]) for r in threads.results if not r[3]}):
+                # the threads loaded every range while the Spark job was still starting:
+                # its tasks could only skip them (a range a task holds is not among these)
+                spark_redundant.set()
+                session[0].sparkContext.cancelAllJobs()
 
         progress = Progress(manifest, progress_dir, out, tty=tty, on_tick=tick)
         progress.start()
@@ -384,9 +395,11 @@ def _load(proc: GroupProcess, home: Home, cfg: LoadConfig, manifest: Manifest,
                     rest = queue.rest()
                     if rest and session[0] is not None and not proc.stop_requested and (
                             threads is None or threads.error is None):
+                        spark_running.set()
                         results += _run_job(session[0], replace(job, tasks=tuple(rest)), work)
             except Exception as exc:
-                job_error = exc
+                if not spark_redundant.is_set():  # else: cancelled, every range loaded
+                    job_error = exc
                 if threads is not None:
                     threads.stop()
             if threads is not None:
