@@ -44,6 +44,26 @@ def test_values_convert_a_column_at_a_time_and_unholdable_ones_become_null():
     assert arrow_type(col("o", 0, n, "NUMBER(10,2)")) == pa.decimal128(10, 2)
 
 
+@pytest.mark.parametrize(("kind", "source", "expected"), [
+    (ColumnKind.NUMBER, "NUMBER(10)", pa.int64()),
+    (ColumnKind.NUMBER, "FLOAT", pa.float64()),
+    (ColumnKind.NUMBER, "BINARY_DOUBLE", pa.float64()),
+    (ColumnKind.NUMBER, "INTEGER", pa.decimal128(38, 0)),
+    (ColumnKind.NUMBER, "oid", pa.int64()),
+    (ColumnKind.TIMESTAMP, "TIMESTAMP(3)", pa.timestamp("us")),
+])
+def test_a_typed_read_has_the_types_a_lake_target_of_the_table_gets(kind, source, expected):
+    from trailgate.apply.changelog import change_log_schema
+
+    column = col("c", 0, kind, source)
+    assert arrow_type(column) == expected
+    table = TableDef("app", "t", [column], key=["c"])
+    assert change_log_schema(table).field("after").type.field("c").type == expected
+    text = {pa.int64(): b"42", pa.float64(): b"1.5E+10", pa.decimal128(38, 0): b"7",
+            pa.timestamp("us"): b"2024-02-29:12:00:00.123000"}[expected]
+    assert to_arrow([text], expected).to_pylist()[0] is not None
+
+
 V1 = TableDef("app", "t", [col("id", 0, ColumnKind.NUMBER, "integer"),
                            col("v", 1, ColumnKind.VARCHAR2, "text")], key=["id"])
 V2 = TableDef("app", "t", [*V1.columns, col("w", 2, ColumnKind.NUMBER, "bigint")], key=["id"])

@@ -18,14 +18,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from trailgate.apply.arrow_types import arrow_type, converter
+from trailgate.apply.arrow_types import column_arrow_type, converter
 from trailgate.apply.ddl_names import find_names
 from trailgate.apply.discard import DdlDiscard, DiscardWriter
 from trailgate.apply.lake_errors import LAKE_FAILURES, lake_sqlstate
 from trailgate.apply.parquet import table_directory
 from trailgate.apply.pg_ddl import DdlError, ddlerror_rule
 from trailgate.apply.records import ApplyResult, TrailChange
-from trailgate.apply.values import pg_type_for_source
 from trailgate.checkpoint import fsync_dir
 from trailgate.model import DdlObject
 from trailgate.params.ddl_rules import DdlFilter
@@ -214,7 +213,7 @@ class LakeDdl:
         from deltalake.exceptions import TableNotFoundError
         from deltalake.schema import Field
 
-        desired = [(c.name, arrow_type(pg_type_for_source(c))) for c in table.columns]
+        desired = [(c.name, column_arrow_type(c)) for c in table.columns]
         if self._keeps_history(table.qualified_name):
             from trailgate.apply.delta_history import HISTORY_FIELDS
 
