@@ -84,11 +84,9 @@ class LakeDdl:
     def apply(self, tc: TrailChange, table: Any, result: ApplyResult) -> bool:
         """Apply DDL record ``tc`` (``table``: the source definition the trail gives right
         after it, or None); True when it changed a table (mappings must be made anew)."""
+        # marker text that cannot be read comes with E1 saying so: DDLERROR's DEFAULT rules
+        # decide, as on PostgreSQL
         record = read_ddl(tc.change.text or "")
-        if record.unreadable is not None:
-            raise DdlError(f"DDL record at trail position {tc.position}, CSN {tc.csn}: its "
-                           f"marker text cannot be read ({record.unreadable}); the Replicat "
-                           "stops")
         marker, obj = record.marker, record.obj
         decision = self.filter.decide(obj)
         if self.options.report:
@@ -145,8 +143,10 @@ class LakeDdl:
         elif rule.response == "DISCARD":
             result.table(target).discards += 1
             if self.discard is not None:
-                self.discard.write([DdlDiscard(tc, marker.statement, text,
-                                               (code,) if code else ())])
+                # no target transaction holds this step: a replayed batch repeats it, and
+                # the entry is written once
+                self.discard.write_ddl_once(DdlDiscard(tc, marker.statement, text,
+                                                       (code,) if code else ()))
             log.info(report_line("WARNING", "", f"{text}; discarded ({rule.text()})."))
         else:
             hint = (f"add a DDLERROR rule for error {code} (IGNORE or DISCARD)" if code
