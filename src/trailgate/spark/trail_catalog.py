@@ -22,7 +22,8 @@ from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import TrailReader
 
-__all__ = ["LIST_SCHEMA_DDL", "TrailTable", "find_table", "list_batch", "trail_tables"]
+__all__ = ["LIST_SCHEMA_DDL", "TrailTable", "find_table", "list_batch", "tables_between",
+           "trail_tables"]
 
 _METADATA = int(OpType.METADATA)
 _ROWS = frozenset(int(op) for op in OpType if op.is_row_change)
@@ -61,20 +62,31 @@ def _file_tables(trail: str, seqno: int) -> list[TrailTable]:
         hit = _cache.get(key)
     if hit is not None:
         return hit
+    tables = tables_between(trail, seqno, 0, None)
+    with _lock:
+        _cache[key] = tables
+    return tables
+
+
+def tables_between(trail: str, seqno: int, start_rba: int, end_rba: int | None
+                   ) -> list[TrailTable]:
+    """The tables of file ``seqno`` from record boundary ``start_rba`` up to ``end_rba``
+    (None: its end), read as :func:`trail_tables` reads a whole file."""
+    path = TrailName(trail).file(seqno)
     found: dict[str, TrailTable] = {}
-    reader = TrailReader(trail, start=TrailPosition(seqno, 0), values=False)
+    reader = TrailReader(trail, start=TrailPosition(seqno, start_rba), values=False)
     for position, raw in reader.raw_records():
-        if position.seqno != seqno:
+        if position.seqno != seqno or (end_rba is not None and position.rba >= end_rba):
             break
         if reader.header is not None and reader.header.compatibility > 3:
-            return _file_tables_slow(trail, seqno, key)  # a 12c+ file: the codec's forms
+            return _tables_slow(trail, seqno, start_rba, end_rba)  # a 12c+ file
         io_type = raw.io_type
         if io_type in _ROWS:
             if raw.table:
                 found.setdefault(raw.table, TrailTable(raw.table)).changes += 1
         elif io_type == _METADATA:
             if raw.continued:
-                return _file_tables_slow(trail, seqno, key)  # a definition in fragments
+                return _tables_slow(trail, seqno, start_rba, end_rba)  # in fragments
             if raw.data and raw.orig_node not in (1, 4):  # not a DDR/PNR record
                 try:
                     table = decode_tabledef(raw.data)
@@ -83,32 +95,28 @@ def _file_tables(trail: str, seqno: int) -> list[TrailTable]:
                                            rba=position.rba) from None
                 found.setdefault(table.qualified_name, TrailTable(
                     table.qualified_name)).add_definition(position, table)
-    tables = list(found.values())
-    with _lock:
-        _cache[key] = tables
-    return tables
+    return list(found.values())
 
 
-def _file_tables_slow(trail: str, seqno: int, key: tuple[str, int, int]) -> list[TrailTable]:
-    """The tables of one file read as logical records (metadata split into fragments, the
+def _tables_slow(trail: str, seqno: int, start_rba: int, end_rba: int | None
+                 ) -> list[TrailTable]:
+    """:func:`tables_between` read as logical records (metadata split into fragments, the
     12c+ formats' definitions)."""
     found: dict[str, TrailTable] = {}
-    reader = TrailReader(trail, start=TrailPosition(seqno, 0), values=False)
+    reader = TrailReader(trail, start=TrailPosition(seqno, start_rba), values=False)
     for record in reader.records():
-        if record.position.seqno != seqno:
+        position = record.position
+        if position.seqno != seqno or (end_rba is not None and position.rba >= end_rba):
             break
         raw = record.raw
         if raw.io_type == _METADATA:
             if record.table_def is not None:
                 name = record.table_def.qualified_name
-                found.setdefault(name, TrailTable(name)).add_definition(record.position,
-                                                                          record.table_def)
+                found.setdefault(name, TrailTable(name)).add_definition(position,
+                                                                        record.table_def)
         elif raw.io_type in _ROWS and raw.table:
             found.setdefault(raw.table, TrailTable(raw.table)).changes += 1
-    tables = list(found.values())
-    with _lock:
-        _cache[key] = tables
-    return tables
+    return list(found.values())
 
 
 def trail_tables(trail: str, seqnos: tuple[int, ...] | None = None) -> list[TrailTable]:
