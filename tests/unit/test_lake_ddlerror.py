@@ -12,11 +12,11 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from trailgate.apply.ddl_errors import DdlError
 from trailgate.apply.discard import DiscardWriter
 from trailgate.apply.lake_ddl import LakeDdl
 from trailgate.apply.lake_errors import lake_sqlstate
 from trailgate.apply.parquet import table_directory
-from trailgate.apply.pg_ddl import DdlError
 from trailgate.apply.records import ApplyResult, TrailChange
 from trailgate.capture.postgres.types import classify
 from trailgate.model import Change, Column, OpType, TableDef, TrailPosition
