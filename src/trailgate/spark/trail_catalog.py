@@ -2,9 +2,10 @@
 
 A typed read needs a table's columns before Spark plans anything, and listing a trail's
 tables needs the same pass, so both come from here.  Each file is read once, headers and
-table definitions only (no column value is decoded), and remembered by path, size and
-modification time, so the planner's several calls and a growing trail's older files cost
-nothing more.
+table definitions only (no column value is decoded; the C codec frames the records and
+counts them without a Python object each, the reader takes what it leaves), and remembered
+by path, size and modification time, so the planner's several calls and a growing trail's
+older files cost nothing more.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ import pyarrow as pa
 from trailgate.errors import TrailFormatError
 from trailgate.model import OpType, TableDef, TrailPosition
 from trailgate.params.names import match_table
+from trailgate.trail._accel import speedups
+from trailgate.trail.header import decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import TrailReader
+from trailgate.trail.records import decode_record
 
 __all__ = ["LIST_SCHEMA_DDL", "TrailTable", "find_table", "list_batch", "tables_between",
            "trail_tables"]
@@ -72,6 +76,87 @@ def tables_between(trail: str, seqno: int, start_rba: int, end_rba: int | None
                    ) -> list[TrailTable]:
     """The tables of file ``seqno`` from record boundary ``start_rba`` up to ``end_rba``
     (None: its end), read as :func:`trail_tables` reads a whole file."""
+    found: dict[str, TrailTable] = {}
+    resume = _tables_fast(trail, seqno, start_rba, end_rba, found)
+    if resume is None:
+        return list(found.values())
+    if resume != start_rba:  # the C pass stopped at something the reader must judge
+        return _tables_slow(trail, seqno, resume, end_rba, found)
+    return _tables_python(trail, seqno, start_rba, end_rba)
+
+
+_CHUNK = 4 << 20
+_ROW_FLAGS = bytes(1 if n in _ROWS else 0 for n in range(256))
+
+
+def _tables_fast(trail: str, seqno: int, start_rba: int, end_rba: int | None,
+                 found: dict[str, TrailTable]) -> int | None:
+    """The C codec's pass (``scan_tables``) over the 11.2 records from ``start_rba``, a
+    chunk at a time: no Python object per record.  Returns where Python's reader must go
+    on (something for it to judge: a 12c+ file, fragments, damage, the file's growing end),
+    or None when the range is done."""
+    if speedups is None:
+        return start_rba
+    path = TrailName(trail).file(seqno)
+    try:
+        with open(path, "rb") as f:
+            try:
+                header = decode_file_header(f.read(0xFFFF))
+            except ValueError:
+                return start_rba  # still being written, or damaged: the reader says which
+            if header.compatibility > 3:
+                return start_rba
+            pos = max(start_rba, header.length)
+            f.seek(pos)
+            carry = b""
+            while True:
+                want = _CHUNK if end_rba is None else min(_CHUNK, end_rba - pos - len(carry))
+                chunk = f.read(want) if want > 0 else b""
+                if not chunk:
+                    break
+                buf = carry + chunk if carry else chunk
+                counts: dict[str, int] = {}
+                first: dict[str, int] = {}
+                out = speedups.scan_tables(buf, 0, len(buf), _ROW_FLAGS, counts, first)
+                if out is None:
+                    break
+                n, metadata, stop = out
+                events: list[tuple[int, str, TableDef | None]] = [
+                    (at, name, None) for name, at in first.items()]
+                for at, length in metadata:
+                    table = _definition(buf, at, length, path, pos + at)
+                    if table is not None:
+                        events.append((at, table.qualified_name, table))
+                for at, name, table in sorted(events, key=lambda e: e[0]):
+                    entry = found.setdefault(name, TrailTable(name))
+                    if table is not None:
+                        entry.add_definition(TrailPosition(seqno, pos + at), table)
+                for name, count in counts.items():
+                    found[name].changes += count
+                pos += n
+                carry = buf[n:]
+                if stop:
+                    return pos
+    except OSError:
+        return start_rba  # the reader says what is wrong with the file
+    return pos if carry else None
+
+
+def _definition(buf: bytes, at: int, length: int, path: object, rba: int) -> TableDef | None:
+    """The table definition in the metadata record at ``buf[at:]`` (None: a DDR or PNR
+    record, or one without data)."""
+    try:
+        raw = decode_record(buf, at, at + length)
+        if not raw.data or raw.orig_node in (1, 4):
+            return None
+        return decode_tabledef(raw.data)
+    except ValueError as exc:
+        raise TrailFormatError(f"metadata record: {exc}", path=str(path), rba=rba) from None
+
+
+def _tables_python(trail: str, seqno: int, start_rba: int, end_rba: int | None
+                   ) -> list[TrailTable]:
+    """:func:`tables_between`'s reference loop, one record at a time."""
     path = TrailName(trail).file(seqno)
     found: dict[str, TrailTable] = {}
     reader = TrailReader(trail, start=TrailPosition(seqno, start_rba), values=False)
@@ -79,14 +164,14 @@ def tables_between(trail: str, seqno: int, start_rba: int, end_rba: int | None
         if position.seqno != seqno or (end_rba is not None and position.rba >= end_rba):
             break
         if reader.header is not None and reader.header.compatibility > 3:
-            return _tables_slow(trail, seqno, start_rba, end_rba)  # a 12c+ file
+            return _tables_slow(trail, seqno, start_rba, end_rba, {})  # a 12c+ file
         io_type = raw.io_type
         if io_type in _ROWS:
             if raw.table:
                 found.setdefault(raw.table, TrailTable(raw.table)).changes += 1
         elif io_type == _METADATA:
             if raw.continued:
-                return _tables_slow(trail, seqno, start_rba, end_rba)  # in fragments
+                return _tables_slow(trail, seqno, start_rba, end_rba, {})  # fragments
             if raw.data and raw.orig_node not in (1, 4):  # not a DDR/PNR record
                 try:
                     table = decode_tabledef(raw.data)
@@ -98,11 +183,10 @@ def tables_between(trail: str, seqno: int, start_rba: int, end_rba: int | None
     return list(found.values())
 
 
-def _tables_slow(trail: str, seqno: int, start_rba: int, end_rba: int | None
-                 ) -> list[TrailTable]:
+def _tables_slow(trail: str, seqno: int, start_rba: int, end_rba: int | None,
+                 found: dict[str, TrailTable]) -> list[TrailTable]:
     """:func:`tables_between` read as logical records (metadata split into fragments, the
-    12c+ formats' definitions)."""
-    found: dict[str, TrailTable] = {}
+    12c+ formats' definitions), adding to what ``found`` holds before ``start_rba``."""
     reader = TrailReader(trail, start=TrailPosition(seqno, start_rba), values=False)
     for record in reader.records():
         position = record.position

@@ -79,6 +79,13 @@ class ReadShape:
     ops: frozenset[str] | None = None
     table_names: frozenset[str] | None = None
 
+    def names_columns(self) -> bool:
+        """Whether the read needs the definitions in force where a piece starts: a generic
+        read that builds ``before`` or ``after`` (a typed one knows its table's, and the
+        other columns are the records' own)."""
+        return self.typed is None and (self.fields is None or "before" in self.fields
+                                       or "after" in self.fields)
+
 
 def typed_table(options: TrailOptions) -> TypedTable:
     """The ``table`` option's table, typed from the trail's definitions (``ValueError``
@@ -248,9 +255,8 @@ class TrailBatchReader(DataSourceReader):
             cuts = split_file(opts.trail, seq, lower, opts.split_bytes)
             bounds = [lower, *cuts, TrailPosition(seq + 1, 0)]
             for lo, hi in itertools.pairwise(bounds):
-                # a typed read knows its table's definitions; a generic one needs all
-                typed = self.shape.typed is not None
-                defs = definitions_at(opts.trail, lo) if lo.rba > 0 and not typed else ()
+                defs = definitions_at(opts.trail, lo) if lo.rba > 0 and \
+                    self.shape.names_columns() else ()
                 parts.append(TrailPartition(opts.trail, seq, lo, hi, defs))
         # Spark needs at least one partition; an empty range reads nothing.
         return parts or [TrailPartition(opts.trail, -1, TrailPosition(0, 0),
@@ -349,7 +355,7 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The definitions in force at ``position`` inside its file, for a generic read
         (a typed one knows its table's).  Batches move forward, so each call reads on from
         where the last one stopped: a file's metadata is read once over the query's life."""
-        if position.rba == 0 or self.shape.typed is not None:
+        if position.rba == 0 or not self.shape.names_columns():
             return ()
         seq, at, found = self._defs
         if seq != position.seqno or at > position.rba:
