@@ -116,3 +116,25 @@ def test_damage_is_reported_by_the_reader_with_its_rba(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(TrailFormatError, match=f"RBA {ends[20].rba}"):
         _rows(trail_rows.header_batches(str(trail), TrailPosition(0, 0), None, ("op",), None))
+
+
+def test_a_typed_read_of_header_columns_equals_the_typed_reference(tmp_path):
+    from trailgate.spark import typed_rows
+    from trailgate.spark.trail_catalog import find_table
+
+    trail = tmp_path / "dirdat" / "ee"
+    _write(trail, _transactions(120), megabytes=1)
+    table = typed_rows.TypedTable.of(find_table(str(trail), "app.t"))
+    for fields, ops in ((("op", "rba"), None), (("seqno", "io_time", "op"),
+                                                frozenset({"FieldComp"}))):
+        fast = _rows(typed_rows.read_typed_batches(str(trail), TrailPosition(0, 0), None,
+                                                   table, fields=fields, ops=ops))
+        cols = typed_rows._TypedColumns(table, fields)
+        keep = ops or typed_rows._ROW_OPS
+
+        def mine(record: trail_rows.TrailRecord) -> bool:
+            return record.raw.table == "app.t" and trail_rows.op_label(
+                record.raw.io_type) in keep
+        want = _rows(trail_rows.drive(str(trail), TrailPosition(0, 0), None, cols,
+                                      keep=mine, values=cols.values))
+        assert fast == want and fast
