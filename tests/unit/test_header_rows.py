@@ -132,7 +132,7 @@ def test_a_typed_read_of_header_columns_equals_the_typed_reference(tmp_path):
         cols = typed_rows._TypedColumns(table, fields)
         keep = ops or typed_rows._ROW_OPS
 
-        def mine(record: trail_rows.TrailRecord) -> bool:
+        def mine(record: trail_rows.TrailRecord, keep: frozenset[str] = keep) -> bool:
             return record.raw.table == "app.t" and trail_rows.op_label(
                 record.raw.io_type) in keep
         want = _rows(trail_rows.drive(str(trail), TrailPosition(0, 0), None, cols,
