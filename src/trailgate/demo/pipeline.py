@@ -81,6 +81,8 @@ class PipelineSpec:
     trigger: str = "1 SECONDS"
     extract_master: str = "local[1]"
     replicat_master: str = "local[2]"
+    #: ``SPARK CONF key=value`` settings for every group (a shared cluster's share each)
+    spark_conf: list[str] = field(default_factory=list)
     batchsql: bool = True
     extra_replicat_params: list[str] = field(default_factory=list)
     extra_extract_params: list[str] = field(default_factory=list)
@@ -109,8 +111,9 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _spark_lines(master: str, trigger: str) -> list[str]:
-    return [f"SPARK MASTER {master}", f"SPARK TRIGGER {trigger}"]
+def _spark_lines(master: str, trigger: str, conf: list[str]) -> list[str]:
+    return [f"SPARK MASTER {master}", f"SPARK TRIGGER {trigger}",
+            *(f"SPARK CONF {setting}" for setting in conf)]
 
 
 class Pipeline:
@@ -144,16 +147,18 @@ class Pipeline:
             f"EXTTRAIL {s.local_trail}{s.local_trail_options}\n"
             "REPORTCOUNT EVERY 30 SECONDS, RATE\n"
             + "".join(f"{line}\n" for line in [*ddl, *s.extra_extract_params])
-            + "\n".join(_spark_lines(s.extract_master, s.trigger)) + "\n" + tables)
+            + "\n".join(_spark_lines(s.extract_master, s.trigger, s.spark_conf))
+            + "\n" + tables)
         if s.pump:
             home.param_file(s.pump_name).write_text(
                 f"EXTRACT {s.pump_name.lower()}\n"
                 f"RMTTRAIL {s.remote_trail}{s.remote_trail_options}\n"
                 "PASSTHRU\n"
-                + "\n".join(_spark_lines(s.extract_master, s.trigger)) + "\n" + tables)
+                + "\n".join(_spark_lines(s.extract_master, s.trigger, s.spark_conf))
+                + "\n" + tables)
         maps = "".join(f"MAP {src}, TARGET {tgt};\n" for src, tgt in s.maps)
         common = ["REPORTCOUNT EVERY 30 SECONDS, RATE", *ddl[1:], *s.extra_replicat_params,
-                  *_spark_lines(s.replicat_master, s.trigger)]
+                  *_spark_lines(s.replicat_master, s.trigger, s.spark_conf)]
         if s.replicat_pg:
             name = s.replicat_pg_name
             lines = [f"REPLICAT {name.lower()}", f"TARGETDB {s.target_db}, USERIDALIAS ggtgt",
