@@ -21,6 +21,7 @@ from trailgate.ggsci.executor import mask_secrets
 from trailgate.ggsci.shell import Shell, run
 from trailgate.home import GroupInfo, Home
 from trailgate.model import TrailPosition
+from trailgate.wallet import CredentialStore
 
 
 def ggsci(home: Path, script: str) -> tuple[int, str]:
@@ -361,13 +362,18 @@ INFO CREDENTIALSTORE
     assert status == 0, out
     assert "Credential store in " in out and "altered." in out
     assert "Userid: postgresql://gg:***@db:5432/app" in out and "s3cret" not in out
-    assert "Domain: Prod" in out and "Alias: tgt" in out
-    store = home.dircrd / "credentials.json"
+    assert "Default domain: OracleGoldenGate" in out and "Alias: src" in out
+    assert "Other domains:\n\n  Prod\n" in out and "Alias: tgt" not in out
+    status, out = ggsci(home.path, "INFO CREDENTIALSTORE DOMAIN Prod\n")
+    assert "Domain: Prod\n\n  Alias: tgt\n  Userid: gg2\n" in out, out
+    store = home.dircrd / "credentials.sealed"
     assert stat.S_IMODE(store.stat().st_mode) == 0o600
     assert stat.S_IMODE(home.dircrd.stat().st_mode) == 0o700
-    data = json.loads(store.read_text())
-    assert data["OracleGoldenGate"]["src"]["password"] == "p w"
-    assert "p w" not in home.ggserr_log.read_text() and "pw2" not in home.ggserr_log.read_text()
+    assert json.loads(store.read_text())["header"]["cipher"] == "AES-256-GCM"
+    assert CredentialStore(home.path).get("src").password == "p w"
+    for path in home.path.rglob("*"):  # sealed: no password in any file of the home
+        if path.is_file():
+            assert b"p w" not in path.read_bytes() and b"pw2" not in path.read_bytes(), path
     status, out = ggsci(home.path, "ALTER CREDENTIALSTORE ADD USER x PASSWORD y ALIAS src\n")
     assert status == 1 and "use ALTER CREDENTIALSTORE REPLACE" in out
     status, out = ggsci(home.path,
@@ -455,6 +461,8 @@ def test_mask_secrets_and_formats() -> None:
     assert mask_secrets("SOURCEDB host=x password=abc dbname=y") == \
         "SOURCEDB host=x password=*** dbname=y"
     assert mask_secrets("USER postgresql://gg:pw@db/app") == "USER postgresql://gg:***@db/app"
+    assert mask_secrets("ADD USER gg PASSWORD 'p''w' ALIAS a") == "ADD USER gg PASSWORD *** ALIAS a"
+    assert mask_secrets('PASSWORD "x""y" z') == "PASSWORD *** z"
     assert display.format_hms(0) == "00:00:00"
     assert display.format_hms(3 * 3600 + 61) == "03:01:01"
     assert display.format_hms(123 * 3600) == "123:00:00"

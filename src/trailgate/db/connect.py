@@ -4,16 +4,13 @@ Every connection trailgate opens goes through ``connect()``: it sets a connect t
 unreachable server is an error in seconds, never a hang) and turns libpq's failures into a
 ``SourceError`` that names the server without its password.
 
-Credential aliases (GoldenGate's credential store, ``USERIDALIAS``) live in
-``<home>/dircrd/credentials.json``, mode 0600 in a 0700 directory.
+Credential aliases (GoldenGate's credential store, ``USERIDALIAS``) are kept sealed by
+:mod:`trailgate.wallet`; ``credential_conninfo`` turns one into a connection string.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -21,13 +18,16 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from trailgate.errors import ConfigError, SourceError
+from trailgate.wallet import DEFAULT_DOMAIN, Credential, CredentialStore
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_DOMAIN",
     "Credential",
     "CredentialStore",
     "connect",
     "connect_failure",
+    "credential_conninfo",
     "describe",
     "login_conninfo",
     "query_value",
@@ -35,7 +35,6 @@ __all__ = [
 ]
 
 DEFAULT_CONNECT_TIMEOUT = 5
-DEFAULT_DOMAIN = "OracleGoldenGate"
 
 
 def describe(conninfo: str) -> str:
@@ -132,71 +131,7 @@ def login_conninfo(*, sourcedb: str | None = None, userid: str | None = None,
     return make_conninfo(**params)
 
 
-@dataclass(frozen=True, slots=True)
-class Credential:
-    """One alias: a user id (possibly with its server) and password."""
-
-    alias: str
-    domain: str
-    userid: str
-    password: str
-
-    def conninfo(self, sourcedb: str | None = None) -> str:
-        return login_conninfo(sourcedb=sourcedb, userid=self.userid, password=self.password)
-
-
-class CredentialStore:
-    """``ALTER CREDENTIALSTORE ADD USER … ALIAS …`` kept as JSON under ``<home>/dircrd``."""
-
-    def __init__(self, home: str | os.PathLike[str]):
-        self.directory = Path(home) / "dircrd"
-        self.path = self.directory / "credentials.json"
-
-    def _load(self) -> dict[str, dict[str, dict[str, str]]]:
-        try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot read credential store: {exc}", path=str(self.path)) from None
-        return data if isinstance(data, dict) else {}
-
-    def _save(self, data: dict[str, dict[str, dict[str, str]]]) -> None:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.directory, 0o700)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-
-    def add(self, alias: str, userid: str, password: str,
-            domain: str = DEFAULT_DOMAIN) -> None:
-        """Add or replace ``alias`` in ``domain``."""
-        data = self._load()
-        data.setdefault(domain, {})[alias] = {"userid": userid, "password": password}
-        self._save(data)
-
-    def delete(self, alias: str, domain: str = DEFAULT_DOMAIN) -> None:
-        data = self._load()
-        if alias not in data.get(domain, {}):
-            raise ConfigError(f"credential alias {alias!r} does not exist in domain {domain!r}",
-                              path=str(self.path))
-        del data[domain][alias]
-        self._save(data)
-
-    def get(self, alias: str, domain: str = DEFAULT_DOMAIN) -> Credential:
-        entry = self._load().get(domain, {}).get(alias)
-        if entry is None:
-            raise ConfigError(f"credential alias {alias!r} does not exist in domain {domain!r}: "
-                              "add it with ALTER CREDENTIALSTORE ADD USER … ALIAS "
-                              f"{alias}", path=str(self.path))
-        return Credential(alias, domain, entry["userid"], entry["password"])
-
-    def list(self) -> list[Credential]:
-        """Every alias (``INFO CREDENTIALSTORE``); show ``userid``, never the password."""
-        return [Credential(alias, domain, e["userid"], e["password"])
-                for domain, aliases in sorted(self._load().items())
-                for alias, e in sorted(aliases.items())]
+def credential_conninfo(credential: Credential, sourcedb: str | None = None) -> str:
+    """The connection string of a credential-store alias, on ``sourcedb`` if given."""
+    return login_conninfo(sourcedb=sourcedb, userid=credential.userid,
+                          password=credential.password)

@@ -13,7 +13,12 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from trailgate.changes.heartbeat import seed_name
-from trailgate.db.connect import CredentialStore, login_conninfo
+from trailgate.db.connect import (
+    DEFAULT_DOMAIN,
+    CredentialStore,
+    credential_conninfo,
+    login_conninfo,
+)
 from trailgate.errors import ConfigError, TrailgateError
 from trailgate.home import GroupInfo, Home
 from trailgate.params import MapSpec, ReplicatParams, parse_globals, parse_group_params
@@ -73,8 +78,8 @@ class ReplicatConfig:
 def target_conninfo(home: Home, params: ReplicatParams) -> str:
     if params.useridalias:
         cred = CredentialStore(home.path).get(params.useridalias,
-                                              params.domain or "OracleGoldenGate")
-        return cred.conninfo(params.targetdb)
+                                              params.domain or DEFAULT_DOMAIN)
+        return credential_conninfo(cred, params.targetdb)
     return login_conninfo(sourcedb=params.targetdb, userid=params.userid,
                           password=params.password)
 
