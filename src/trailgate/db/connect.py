@@ -11,6 +11,7 @@ Credential aliases (GoldenGate's credential store, ``USERIDALIAS``) are kept sea
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import psycopg
@@ -19,6 +20,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from trailgate.errors import ConfigError, SourceError
 from trailgate.wallet import DEFAULT_DOMAIN, Credential, CredentialStore
+from trailgate.wallet.masking import mask_secrets
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -72,7 +74,9 @@ def session_conninfo(conninfo: str, *, timeout: int = DEFAULT_CONNECT_TIMEOUT,
     try:
         params = conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as exc:
-        raise ConfigError(f"invalid PostgreSQL connection string: {exc}") from None
+        # libpq quotes the text around the fault, which may be a password: name it only
+        reason = re.sub(r'"[^"]*"', '"…"', mask_secrets(str(exc)))
+        raise ConfigError(f"invalid PostgreSQL connection string: {reason}") from None
     params.setdefault("connect_timeout", timeout)
     params.setdefault("application_name", application_name)
     if settings:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -28,15 +27,12 @@ from trailgate.ggsci.history import CommandHistory
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.process import lifecycle
 from trailgate.process.lifecycle import CommandFactory, Status
+from trailgate.wallet.masking import mask_secrets
 
 __all__ = ["Executor", "GgsciError", "TextOut", "mask_secrets"]
 
 _DEFAULT_MEGABYTES = 500
 _NOT_LOGGED_IN = "Not logged into database, use DBLOGIN."
-_SECRETS = (re.compile(r"(\bPASSWORD\s+)('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\S+)",
-                       re.IGNORECASE),
-            re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.IGNORECASE),
-            re.compile(r"(://[^:/@\s]+:)([^@\s]+)(?=@)"))
 
 
 class TextOut(Protocol):
@@ -53,13 +49,6 @@ class GgsciError(TrailgateError):
     def __init__(self, message: str, *, reported: bool = False):
         super().__init__(message)
         self.reported = reported
-
-
-def mask_secrets(text: str) -> str:
-    """``text`` with passwords replaced by ``***`` (for the event log and messages)."""
-    for pattern in _SECRETS:
-        text = pattern.sub(lambda m: m.group(1) + "***", text)
-    return text
 
 
 class Executor:
