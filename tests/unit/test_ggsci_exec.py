@@ -18,7 +18,7 @@ from trailgate.checkpoint import Checkpoint
 from trailgate.cli import main
 from trailgate.ggsci import display
 from trailgate.ggsci.executor import mask_secrets
-from trailgate.ggsci.shell import Shell, run
+from trailgate.ggsci.shell import Shell, history_line, run
 from trailgate.home import GroupInfo, Home
 from trailgate.model import TrailPosition
 from trailgate.wallet import CredentialStore
@@ -463,6 +463,12 @@ def test_mask_secrets_and_formats() -> None:
     assert mask_secrets("USER postgresql://gg:pw@db/app") == "USER postgresql://gg:***@db/app"
     assert mask_secrets("ADD USER gg PASSWORD 'p''w' ALIAS a") == "ADD USER gg PASSWORD *** ALIAS a"
     assert mask_secrets('PASSWORD "x""y" z') == "PASSWORD *** z"
+    # the interactive history file: the PASSWORD clause dropped (a recalled line prompts)
+    assert history_line("ALTER CREDENTIALSTORE ADD USER gg PASSWORD 'a''b c' ALIAS x") == \
+        "ALTER CREDENTIALSTORE ADD USER gg ALIAS x"
+    assert history_line("DBLOGIN USERID gg, PASSWORD s3cret") == "DBLOGIN USERID gg"
+    assert history_line("DBLOGIN SOURCEDB postgresql://u:pw@h/db") == \
+        "DBLOGIN SOURCEDB postgresql://u:***@h/db"
     assert display.format_hms(0) == "00:00:00"
     assert display.format_hms(3 * 3600 + 61) == "03:01:01"
     assert display.format_hms(123 * 3600) == "123:00:00"
