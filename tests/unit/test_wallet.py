@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import stat
 from pathlib import Path
 
@@ -205,3 +206,21 @@ def test_master_key_versions(tmp_path: Path) -> None:
     assert wallet.renew() == 3  # a version number is never used twice
     assert master_key(tmp_path, environ={}).version == 3
     _no_secret_in(tmp_path, first.key.hex())
+
+
+def test_a_groups_connection_string_names_the_alias_not_the_password(tmp_path: Path) -> None:
+    """What a group pickles into Spark tasks holds no password: the connection opens it."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    from trailgate.db.connect import alias_conninfo, describe, session_conninfo
+
+    CredentialStore(tmp_path).add("src", "gg@db:5433/app", SECRET, "Prod")
+    conninfo = alias_conninfo(tmp_path, "src", "Prod", "host=db2 sslmode=disable")
+    assert SECRET not in conninfo and SECRET.encode() not in pickle.dumps(conninfo)
+    assert describe(conninfo) == "gg@db:5433/app"
+    opened = conninfo_to_dict(session_conninfo(conninfo))
+    assert opened["password"] == SECRET and opened["sslmode"] == "disable"
+    CredentialStore(tmp_path).add("src", "gg@db:5433/app", "rotated", "Prod")
+    assert conninfo_to_dict(session_conninfo(conninfo))["password"] == "rotated"
+    with pytest.raises(ConfigError, match="alias 'nope' does not exist in domain 'Prod'"):
+        alias_conninfo(tmp_path, "nope", "Prod")

@@ -5,11 +5,15 @@ unreachable server is an error in seconds, never a hang) and turns libpq's failu
 ``SourceError`` that names the server without its password.
 
 Credential aliases (GoldenGate's credential store, ``USERIDALIAS``) are kept sealed by
-:mod:`trailgate.wallet`; ``credential_conninfo`` turns one into a connection string.
+:mod:`trailgate.wallet`; ``alias_conninfo`` names one in a connection string that holds no
+password (looked up by ``session_conninfo`` as each connection opens), so what a group
+hands to Spark carries none.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 from typing import Any
@@ -37,6 +41,7 @@ __all__ = [
 ]
 
 DEFAULT_CONNECT_TIMEOUT = 5
+_ALIAS_REF = "trailgate-alias:"  # the password keyword of an alias_conninfo
 
 
 def describe(conninfo: str) -> str:
@@ -77,6 +82,9 @@ def session_conninfo(conninfo: str, *, timeout: int = DEFAULT_CONNECT_TIMEOUT,
         # libpq quotes the text around the fault, which may be a password: name it only
         reason = re.sub(r'"[^"]*"', '"…"', mask_secrets(str(exc)))
         raise ConfigError(f"invalid PostgreSQL connection string: {reason}") from None
+    password = params.get("password")
+    if isinstance(password, str) and password.startswith(_ALIAS_REF):
+        params["password"] = _resolve_alias(password)
     params.setdefault("connect_timeout", timeout)
     params.setdefault("application_name", application_name)
     if settings:
@@ -136,6 +144,30 @@ def login_conninfo(*, sourcedb: str | None = None, userid: str | None = None,
 
 
 def credential_conninfo(credential: Credential, sourcedb: str | None = None) -> str:
-    """The connection string of a credential-store alias, on ``sourcedb`` if given."""
+    """The connection string of a credential-store alias, on ``sourcedb`` if given, with the
+    password in it (GGSCI's DBLOGIN; a group uses :func:`alias_conninfo`)."""
     return login_conninfo(sourcedb=sourcedb, userid=credential.userid,
                           password=credential.password)
+
+
+def alias_conninfo(home: str | os.PathLike[str], alias: str, domain: str = DEFAULT_DOMAIN,
+                   sourcedb: str | None = None) -> str:
+    """The connection string of a credential-store alias whose password stays in the store:
+    the ``password`` keyword names the alias, and :func:`session_conninfo` looks the password
+    up as a connection opens.  A group's configuration, pickled into Spark tasks and plans,
+    so carries no password; a task opens the store as the driver does (the home's wallet
+    key, or the passphrase in its environment)."""
+    cred = CredentialStore(home).get(alias, domain)
+    ref = json.dumps([os.path.abspath(home), domain, alias]).encode()
+    return login_conninfo(sourcedb=sourcedb, userid=cred.userid,
+                          password=_ALIAS_REF + base64.urlsafe_b64encode(ref).decode())
+
+
+def _resolve_alias(value: str) -> str:
+    """The password an :func:`alias_conninfo` reference names."""
+    try:
+        home, domain, alias = json.loads(base64.urlsafe_b64decode(value[len(_ALIAS_REF):]))
+    except (ValueError, TypeError):
+        raise ConfigError("a connection string names a credential alias in a form this "
+                          "trailgate does not read") from None
+    return CredentialStore(str(home)).get(str(alias), str(domain)).password
