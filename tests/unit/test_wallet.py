@@ -224,3 +224,51 @@ def test_a_groups_connection_string_names_the_alias_not_the_password(tmp_path: P
     assert conninfo_to_dict(session_conninfo(conninfo))["password"] == "rotated"
     with pytest.raises(ConfigError, match="alias 'nope' does not exist in domain 'Prod'"):
         alias_conninfo(tmp_path, "nope", "Prod")
+
+
+_CONVERT = """
+import sys
+from trailgate.wallet import CredentialStore
+store = CredentialStore(sys.argv[1], {})
+print("ready", flush=True)
+sys.stdin.readline()
+store.list()
+print("done", flush=True)
+"""
+
+
+def test_kill9_during_conversion_never_loses_an_alias(tmp_path: Path) -> None:
+    """A real kill -9 at random moments around the conversion: whatever is left, the
+    aliases are readable in one place, and the next use finishes the job."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rng = random.Random(22)
+    expected = {"console": "adm1n", "src": SECRET}
+    states = set()
+    for attempt in range(12):
+        home = tmp_path / f"h{attempt}"
+        home.mkdir()
+        plain = _plaintext_home(home)
+        child = subprocess.Popen([sys.executable, "-c", _CONVERT, str(home)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "ready"
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        time.sleep(rng.uniform(0, 0.03))
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        sealed = home / "dircrd" / "credentials.sealed"
+        states.add((plain.exists(), sealed.exists()))
+        assert plain.exists() or sealed.exists()
+        if plain.exists():  # never half-written: the plaintext is only ever removed
+            assert json.loads(plain.read_text())["OracleGoldenGate"]["src"]["password"] == SECRET
+        store = CredentialStore(home, {})
+        assert {c.alias: c.password for c in store.list()} == expected
+        assert not plain.exists() and sealed.exists()
+    assert (True, False) in states  # some kills came before the sealed copy was in place
+

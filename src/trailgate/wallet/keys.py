@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import os
 import stat
@@ -101,19 +102,27 @@ def read_key_file(path: Path) -> bytes:
 
 
 def load_or_create_key_file(path: Path) -> bytes:
-    """The key in ``path``, made (random, mode 0600, fsynced) if the file does not exist."""
+    """The key in ``path``, made if the file does not exist: written whole (random, mode
+    0600, fsynced) under a temporary name and linked into place, so a crash never leaves a
+    partial key file and two processes starting at once end up with the same key."""
     if path.exists():
         return read_key_file(path)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     key = os.urandom(KEY_BYTES)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it first: use that one
-        return read_key_file(path)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(f"{_KEY_FILE_HEADER} {base64.b64encode(key).decode()}\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(f"{_KEY_FILE_HEADER} {base64.b64encode(key).decode()}\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)  # atomic, and never replaces a key another process made
+        except FileExistsError:
+            return read_key_file(path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
     fsync_dir(path.parent)
     return key
 
