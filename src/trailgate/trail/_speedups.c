@@ -1362,6 +1362,132 @@ sp_scan_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                          pending_marked, marked, stop);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * scan_tables(buf, pos, end, row_types, counts, first) -> (pos, metadata, stop)
+ *
+ * trail_catalog's pass over the complete records in buf[pos:end] (one 11.2 file, past its
+ * header), without a RawRecord per record: each record whose IO type is flagged in
+ * `row_types` (256 bytes, one per IO type) and that names a table adds one to
+ * counts[table]; a table met for the first time (not yet in `counts`) gets
+ * first[table] = the offset of its first record; each metadata record is listed as
+ * (offset, length) for Python to decode.  It stops before a record cut short by `end`, and
+ * before one it leaves to Python's reader (`stop` True): inconsistent framing, a table
+ * name that is not UTF-8, a metadata record continued in fragments.
+ */
+static int
+add_run(PyObject *counts, PyObject *first, PyObject *name, long run, Py_ssize_t at)
+{
+    if (name == NULL || run == 0)
+        return 0;
+    PyObject *old = PyDict_GetItemWithError(counts, name); /* borrowed */
+    if (old == NULL && PyErr_Occurred())
+        return -1;
+    long base = 0;
+    if (old != NULL) {
+        base = PyLong_AsLong(old);
+        if (base == -1 && PyErr_Occurred())
+            return -1;
+    } else {
+        PyObject *where = PyLong_FromSsize_t(at);
+        if (where == NULL)
+            return -1;
+        int r = PyDict_SetItem(first, name, where);
+        Py_DECREF(where);
+        if (r < 0)
+            return -1;
+    }
+    PyObject *value = PyLong_FromLong(base + run);
+    if (value == NULL)
+        return -1;
+    int r = PyDict_SetItem(counts, name, value);
+    Py_DECREF(value);
+    return r;
+}
+
+static PyObject *
+sp_scan_tables(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "scan_tables(buf, pos, end, row_types, counts, first)");
+        return NULL;
+    }
+    PyObject *buf = args[0], *types = args[3], *counts = args[4], *first = args[5];
+    Py_ssize_t pos, end;
+    if (!PyBytes_Check(buf) || as_ssize(args[1], &pos) < 0 || as_ssize(args[2], &end) < 0
+        || !PyBytes_Check(types) || PyBytes_GET_SIZE(types) != 256 || !PyDict_Check(counts)
+        || !PyDict_Check(first))
+        Py_RETURN_NONE;
+    if (pos < 0 || pos > end || end > PyBytes_GET_SIZE(buf))
+        Py_RETURN_NONE;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(buf);
+    const unsigned char *rows = (const unsigned char *)PyBytes_AS_STRING(types);
+    PyObject *metadata = PyList_New(0);
+    if (metadata == NULL)
+        return NULL;
+    PyObject *name = NULL; /* the table of the current run of records */
+    const unsigned char *name_at = NULL;
+    Py_ssize_t name_len = 0, run_at = 0;
+    long run = 0;
+    int stop = 0;
+    for (;;) {
+        Frame f;
+        int found = frame_at(b, pos, end, &f);
+        if (found == FRAME_SHORT)
+            break;
+        if (found == FRAME_BAD) {
+            stop = 1;
+            break;
+        }
+        unsigned io_type = f.h[6];
+        if (io_type == IO_METADATA) {
+            if (f.h[32] != 0) { /* continued in fragments: the reader joins them */
+                stop = 1;
+                break;
+            }
+            PyObject *item = Py_BuildValue("(nn)", pos, f.length);
+            if (item == NULL || PyList_Append(metadata, item) < 0) {
+                Py_XDECREF(item);
+                goto fail;
+            }
+            Py_DECREF(item);
+        } else if (rows[io_type] && f.name_len > 0) {
+            if (name == NULL || name_len != f.name_len
+                || memcmp(name_at, f.name, (size_t)f.name_len) != 0) {
+                PyObject *next = PyUnicode_DecodeUTF8((const char *)f.name, f.name_len, NULL);
+                if (next == NULL) {
+                    if (!PyErr_ExceptionMatches(PyExc_ValueError))
+                        goto fail;
+                    PyErr_Clear(); /* Python's reader reports the bad name */
+                    stop = 1;
+                    break;
+                }
+                if (add_run(counts, first, name, run, run_at) < 0) {
+                    Py_DECREF(next);
+                    goto fail;
+                }
+                Py_XDECREF(name);
+                name = next;
+                name_at = f.name;
+                name_len = f.name_len;
+                run = 0;
+                run_at = pos;
+            }
+            run++;
+        }
+        pos += f.length;
+    }
+    if (add_run(counts, first, name, run, run_at) < 0)
+        goto fail;
+    Py_XDECREF(name);
+    return Py_BuildValue("(nNi)", pos, metadata, stop);
+fail:
+    Py_XDECREF(name);
+    Py_DECREF(metadata);
+    return NULL;
+}
+
 /* split_records(blob) -> (records: list[bytes], io_types: bytes) | None
  * Whole G records laid end to end (records.split_records) as a list, with each record's IO
  * type (records.IO_TYPE_OFFSET), one byte per record, for tallies.  None when the lengths do
@@ -1425,6 +1551,8 @@ static PyMethodDef speedups_methods[] = {
      "decode_change(record, fixed, data, change_class, op_types) -> change | None"},
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL,
      "scan_records(buf, pos, end, state, max_records, mark, mark_types) -> tuple | None"},
+    {"scan_tables", (PyCFunction)(void (*)(void))sp_scan_tables, METH_FASTCALL,
+     "scan_tables(buf, pos, end, row_types, counts, first) -> (pos, metadata, stop)"},
     {"split_records", (PyCFunction)(void (*)(void))sp_split_records, METH_FASTCALL,
      "split_records(blob) -> (records, io_types) | None"},
     {"register_dataclass", sp_register_dataclass, METH_O,
