@@ -4,6 +4,7 @@ credential store, history, obey files and the error policy (no database, no proc
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import os
@@ -21,7 +22,7 @@ from trailgate.ggsci.executor import mask_secrets
 from trailgate.ggsci.shell import Shell, history_line, run
 from trailgate.home import GroupInfo, Home
 from trailgate.model import TrailPosition
-from trailgate.wallet import CredentialStore
+from trailgate.wallet import CredentialStore, MasterKeyWallet, master_key
 
 
 def ggsci(home: Path, script: str) -> tuple[int, str]:
@@ -384,6 +385,41 @@ INFO CREDENTIALSTORE
     assert "Userid: x" in out and "tgt" not in out
     status, out = ggsci(home.path, "DELETE CREDENTIALSTORE\nINFO CREDENTIALSTORE\n")
     assert status == 1 and "does not exist; ADD CREDENTIALSTORE creates it." in out
+
+
+def test_master_key_wallet(home: Home) -> None:
+    status, out = ggsci(home.path, "ADD MASTERKEY\n")
+    assert status == 1 and "The wallet is not open; use OPEN WALLET (or CREATE WALLET)" in out
+    status, out = ggsci(home.path, "OPEN WALLET\n")
+    assert status == 1 and "There is no wallet at location './dirwlt'" in out
+    status, out = ggsci(home.path, "CREATE WALLET\nADD MASTERKEY\nRENEW MASTERKEY\n"
+                                   "RENEW MASTERKEY\nDELETE MASTERKEY VERSION 1\nINFO MASTERKEY\n"
+                                   "INFO MASTERKEY VERSION 3\n")
+    assert status == 0, out
+    assert "Created wallet at location './dirwlt'.\nOpened wallet at location './dirwlt'." in out
+    assert "Master key 'OGG_DEFAULT_MASTERKEY' added to wallet at location './dirwlt'." in out
+    assert "Masterkey 'OGG_DEFAULT_MASTERKEY' renewed to version 3 in wallet at location " \
+           "'./dirwlt'." in out
+    assert "Version 1 of Masterkey 'OGG_DEFAULT_MASTERKEY' deleted from wallet" in out
+    assert re.search(r"Masterkey Name: +OGG_DEFAULT_MASTERKEY\n", out)
+    assert re.search(r"\n1 +\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4} +Deleted\n2 .* +Available\n"
+                     r"3 .* +Current\n", out), out
+    key = master_key(home.path)
+    assert key.version == 3
+    assert f"Key Hash (SHA1):                0x{hashlib.sha1(key.key).hexdigest().upper()}" in out
+    assert key.key.hex().upper() not in out.upper()
+    # a new session: the wallet must be opened again; PURGE removes the marked version
+    status, out = ggsci(home.path, "RENEW MASTERKEY\n")
+    assert status == 1 and "not open" in out
+    status, out = ggsci(home.path, "OPEN WALLET\nUNDELETE MASTERKEY VERSION 1\n"
+                                   "DELETE MASTERKEY RANGE FROM 1 TO 2\nPURGE WALLET\n"
+                                   "INFO MASTERKEY\nADD MASTERKEY\n")
+    assert status == 1  # ADD MASTERKEY: the wallet has one
+    assert "Version 1 of Masterkey 'OGG_DEFAULT_MASTERKEY' undeleted from wallet" in out
+    assert "purged: versions 1, 2 removed." in out and "RENEW MASTERKEY makes a new version" in out
+    assert [v.version for v in MasterKeyWallet(home.path).versions()] == [3]
+    assert "OPEN WALLET" not in home.ggserr_log.read_text()  # logged: what changes something
+    assert "PURGE WALLET" in home.ggserr_log.read_text()
 
 
 def test_history_and_repeat(home: Home) -> None:
