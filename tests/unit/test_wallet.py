@@ -32,6 +32,9 @@ def _no_secret_in(directory: Path, secret: str = SECRET) -> None:
 
 
 def test_store_is_sealed_with_an_owner_only_key_file(tmp_path: Path) -> None:
+    from trailgate.home import Home
+
+    assert stat.S_IMODE(Home(tmp_path).create().dircrd.stat().st_mode) == 0o700
     store = CredentialStore(tmp_path, environ={})
     assert store.create() and not store.create()
     store.add("src", "gg@db:5432/app", SECRET)
