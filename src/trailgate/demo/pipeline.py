@@ -23,6 +23,7 @@ from trailgate.errors import TrailgateError
 from trailgate.home import Home
 from trailgate.process import lifecycle
 from trailgate.process.lifecycle import Status
+from trailgate.wallet import CredentialStore
 
 if TYPE_CHECKING:
     from trailgate.ggsci.executor import TextOut
@@ -106,11 +107,6 @@ class PipelineSpec:
         return out
 
 
-def _quoted(text: str) -> str:
-    """A GGSCI string: a generated password may hold ``--``, which would start a comment."""
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _spark_lines(master: str, trigger: str, conf: list[str]) -> list[str]:
     return [f"SPARK MASTER {master}", f"SPARK TRIGGER {trigger}",
             *(f"SPARK CONF {setting}" for setting in conf)]
@@ -134,8 +130,9 @@ class Pipeline:
     # -- files --------------------------------------------------------------------------
     def write_files(self, source_login: tuple[str, str], target_login: tuple[str, str],
                     ) -> tuple[Path, Path]:
-        """GLOBALS, one parameter file per group, and the obey files ``setup.oby`` (credential
-        store, TRANDATA, groups) and ``start.oby``; returns the two obey files."""
+        """GLOBALS, one parameter file per group, the two logins in the credential store
+        (aliases ``ggsrc`` and ``ggtgt``), and the obey files ``setup.oby`` (TRANDATA, groups)
+        and ``start.oby``; returns the two obey files."""
         s, home = self.spec, self.home
         home.create()
         home.globals_file.write_text(f"GGSCHEMA ggadmin\nCHECKPOINTTABLE {s.checkpoint_table}\n")
@@ -172,12 +169,16 @@ class Pipeline:
                      f"DISCARDFILE ./dirdsc/{name.lower()}.dsc, PURGE", *common]
             home.param_file(name).write_text("\n".join(lines) + "\n" + maps)
 
-        (src_user, src_pw), (tgt_user, tgt_pw) = source_login, target_login
+        # the passwords go straight into the sealed credential store, never into a file
+        store = CredentialStore(home.path)
+        store.create()
+        store.add("ggsrc", *source_login)
+        store.add("ggtgt", *target_login)
         setup = [
-            "-- trailgate demo: credentials, supplemental logging, groups and trails",
-            "ADD CREDENTIALSTORE",
-            f"ALTER CREDENTIALSTORE ADD USER {src_user} PASSWORD {_quoted(src_pw)} ALIAS ggsrc",
-            f"ALTER CREDENTIALSTORE ADD USER {tgt_user} PASSWORD {_quoted(tgt_pw)} ALIAS ggtgt",
+            "-- trailgate demo: supplemental logging, groups and trails. The aliases ggsrc and",
+            "-- ggtgt are in the credential store already (ALTER CREDENTIALSTORE ADD USER …",
+            "-- ALIAS …): no password is written in any file.",
+            "INFO CREDENTIALSTORE",
             "DBLOGIN USERIDALIAS ggsrc",
             *(["ADD DDLSUPPORT"] if s.ddl_schemas else []),
             *(f"ADD SCHEMATRANDATA {schema}" for schema in s.ddl_schemas),
@@ -199,7 +200,6 @@ class Pipeline:
         start = [f"START {g.kind} {g.name.lower()}" for g in self.groups] + ["INFO ALL"]
         setup_file, start_file = home.path / "setup.oby", home.path / "start.oby"
         setup_file.write_text("\n".join(setup) + "\n")
-        setup_file.chmod(0o600)  # it holds the passwords the credential store keeps
         start_file.write_text("\n".join(start) + "\n")
         return setup_file, start_file
 
