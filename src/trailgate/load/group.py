@@ -2,7 +2,8 @@
 
 The driver resolves tables and targets, plans or reuses the ranges, learns from the targets
 which are done, takes the cut (a slot created with an exported snapshot) and runs the
-unfinished ranges as one Spark job whose tasks import that snapshot; then the manifest, the
+unfinished ranges, each reader importing that snapshot, along the route ``route`` chooses:
+the driver's threads, a Spark job, or both sharing one queue; then the manifest, the
 Replicats' instantiation registries, STATS and the summary.  A kill -9 leaves committed
 ranges done and nothing else.
 """

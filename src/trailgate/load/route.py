@@ -1,13 +1,11 @@
 """Which way a load's ranges run: threads of the driver, a Spark job, or both at once.
 
-A range into a PostgreSQL target is a binary COPY moved between two libpq connections by
-the C pump, outside Python's lock: a thread of the driver runs it as fast as a Spark task
-would, and needs no Spark session, whose start and first job cost more than a whole
-small load.  So such ranges begin in the driver's threads at once, and a Spark job joins
-only when its start-up pays for itself: many ranges, or a cluster whose executors add
-machines.  A lake or trail target parses rows in Python (Arrow), and without the C pump
-the copy loop is Python too: those need Spark's worker processes, so they stay one Spark
-job.  The rule is stated in ``docs/instantiation.md``.
+A range into PostgreSQL is a binary COPY pumped between two libpq connections in C,
+outside Python's lock: a driver thread runs it as fast as a Spark task, without a session
+whose start and first job cost more than a small load.  Such ranges begin in the driver's
+threads at once; a Spark job joins only when that pays (many ranges, or a cluster).  Lake
+and trail targets parse rows in Python, as does the copy without the C pump: those stay
+one Spark job.  ``docs/instantiation.md`` states the rule.
 """
 
 from __future__ import annotations
