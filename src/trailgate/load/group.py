@@ -14,9 +14,8 @@ import os
 import pickle
 import shutil
 import sys
-import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,18 +28,17 @@ from trailgate.capture.postgres.ranges import plan_ranges
 from trailgate.capture.postgres.slots import slot_name
 from trailgate.checkpoint import Checkpoint, TableStats
 from trailgate.db.connect import connect
-from trailgate.errors import ConfigError, SourceError, TrailgateError
+from trailgate.errors import ConfigError, SourceError
 from trailgate.home import Home
 from trailgate.load.config import LoadConfig, load_load_config
-from trailgate.load.driver_threads import DriverThreads, RangeQueue
 from trailgate.load.job import LoadJob, SinkSpec, Task
 from trailgate.load.manifest import Manifest, RangeState, TableState, manifest_path
 from trailgate.load.progress import Progress, summary_lines
+from trailgate.load.range_runner import RangeRunner
 from trailgate.load.route import Route, choose_route
 from trailgate.load.sink_driver import SinkDriver
 from trailgate.load.task import Summary
 from trailgate.model import julian_from_unix_micros
-from trailgate.process.query import query_failure
 from trailgate.process.runtime import GroupProcess
 
 __all__ = ["LoadOptions", "run_load"]
@@ -354,73 +352,22 @@ def _load(proc: GroupProcess, home: Home, cfg: LoadConfig, manifest: Manifest,
         proc.started()
         job = _job(cfg, manifest, sink, exported, todo, progress_dir)
         tty = hasattr(out, "isatty") and out.isatty()
-        queue = RangeQueue(todo)
-        session: list[Any] = [spark]
-        threads: DriverThreads | None = None
-
-        def cancel() -> None:
-            if threads is not None:
-                threads.stop()
-            if session[0] is not None:
-                session[0].sparkContext.cancelAllJobs()
-
-        spark_running, spark_redundant = threading.Event(), threading.Event()
-        wanted = {(t.table, t.range.index) for t in todo}
-
-        def tick() -> None:
-            if proc.stop_requested:
-                cancel()
-            elif (threads is not None and spark_running.is_set() and not threads.alive()
-                  and threads.error is None and wanted <= {
-                      (r[0], r[1]) for r in threads.results if not r[3]}):
-                # the threads loaded every range while the Spark job was still starting:
-                # its tasks could only skip them (a range a task holds is not among these)
-                spark_redundant.set()
-                session[0].sparkContext.cancelAllJobs()
-
-        progress = Progress(manifest, progress_dir, out, tty=tty, on_tick=tick)
+        runner = RangeRunner(job, route, spark,
+                             lambda: proc.start_spark(cfg.params.spark.master,
+                                                      _spark_conf(cfg)),
+                             lambda: proc.stop_requested,
+                             lambda session, part: _run_job(session, part, work))
+        progress = Progress(manifest, progress_dir, out, tty=tty, on_tick=runner.tick)
         progress.start()
-        reason = "the initial load is complete"
-        results: list[Summary] = []
-        job_error: Exception | None = None
         try:
-            try:
-                if route.threads:
-                    threads = DriverThreads(job, queue, route.threads, on_error=cancel).start()
-                if route.spark:
-                    if session[0] is None and not proc.stop_requested:
-                        session[0] = proc.start_spark(cfg.params.spark.master,
-                                                      _spark_conf(cfg))
-                        started_spark = True  # the threads copy meanwhile
-                    rest = queue.rest()
-                    if rest and session[0] is not None and not proc.stop_requested and (
-                            threads is None or threads.error is None):
-                        spark_running.set()
-                        results += _run_job(session[0], replace(job, tasks=tuple(rest)), work)
-            except Exception as exc:
-                if not spark_redundant.is_set():  # else: cancelled, every range loaded
-                    job_error = exc
-                if threads is not None:
-                    threads.stop()
-            if threads is not None:
-                results += threads.join()
+            results = runner.run()
         finally:
             progress.stop()
-        if threads is not None and threads.error is not None:
-            # the first failure: a Spark job cancelled because of it says less
-            failure = threads.error
-            if isinstance(failure, TrailgateError):
-                raise failure
-            raise SourceError(f"a range of the load failed in the driver: {failure}")
-        if job_error is not None:
-            if isinstance(job_error, TrailgateError):
-                raise job_error
-            if not proc.stop_requested:
-                raise query_failure(job_error, SourceError) from None
-            reason = proc.stop_reason or "stop requested"
-        by_driver = sum(1 for r in (threads.results if threads else []) if not r[3])
-        by_spark = sum(1 for r in results if not r[3]) - by_driver
-        if threads is not None and route.spark:
+        started_spark = started_spark or runner.started_spark
+        reason = (proc.stop_reason or "stop requested") if runner.stopped else \
+            "the initial load is complete"
+        if route.threads and route.spark:
+            by_driver, by_spark = runner.counts()
             report.line(f"Ranges:           {by_driver} copied by the driver's threads, "
                         f"{by_spark} by Spark tasks")
         longest: dict[int, float] = {}
