@@ -1,0 +1,167 @@
+"""Encrypted 11.2 records: sealing a G record's data and tokens, and opening them again.
+
+A sealed record keeps what a reader needs to frame and position it in the clear — the G
+header and Z trailer, the ``H`` area (operation, TransInd, times, table name) and the ``T``
+area (CSN, XID, ROWID) — and replaces its ``D`` and ``U`` areas by one ``E`` area: a 12-byte
+nonce, the AES-GCM ciphertext of those two sub-records, and the 16-byte tag, with every
+clear byte of the record as associated data, so a change to any byte is refused.  The nonce
+is derived from the record (an HMAC of its clear bytes and plaintext), so the same record
+sealed with the same key gives the same bytes: a Data Pump passing an encrypted trail
+through writes the bytes it read.  Opening gives the plain record *at the same length*
+(an ``S`` area holds the nonce and tag where the ``E`` area's overhead was), so positions
+and every offset-based scan stay valid on the opened bytes.  docs/trail-format.md.
+"""
+
+from __future__ import annotations
+
+import hmac
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from trailgate.trail.header import TrailEncryption
+from trailgate.trail.keys import TrailKey
+
+__all__ = [
+    "CIPHERS",
+    "SEAL_OVERHEAD",
+    "RecordOpener",
+    "RecordSealer",
+    "TrailEncryption",
+    "is_sealed",
+    "sealed_area",
+]
+
+#: Cipher names (ENCRYPTTRAIL's) and their AES key lengths in bytes.
+CIPHERS = {"AES128": 16, "AES192": 24, "AES256": 32}
+NONCE = 12
+TAG = 16
+#: Bytes a sealed record is longer than the plain one: the E header, nonce and tag, less
+#: nothing (D and U sub-record headers travel inside the ciphertext).
+SEAL_OVERHEAD = 4 + NONCE + TAG
+TYPE_E = 0x45  # the sealed area
+TYPE_S = 0x53  # an opened record's filler: the nonce and tag, keeping its length
+_D, _T, _U, _Z = 0x44, 0x54, 0x55, 0x5A
+
+
+def _derive(key: TrailKey, cipher: str) -> tuple[AESGCM, bytes]:
+    size = CIPHERS[cipher]
+    enc = hmac.digest(key.secret, b"trailgate trail record key " + cipher.encode(),
+                      "sha256")[:size]
+    mac = hmac.digest(key.secret, b"trailgate trail record nonce", "sha256")
+    return AESGCM(enc), mac
+
+
+def sealed_area(buf: bytes | bytearray | memoryview, pos: int, length: int
+                ) -> tuple[int, int] | None:
+    """(start, end) of the E area's value in the record at ``pos``, or ``None`` for a plain
+    record.  The record's framing is assumed checked."""
+    p = pos + 8 + ((buf[pos + 6] << 8) | buf[pos + 7])  # after the H area
+    body_end = pos + length - 4
+    while p + 4 <= body_end:
+        slen = (buf[p + 2] << 8) | buf[p + 3]
+        if buf[p] == TYPE_E:
+            return p + 4, p + 4 + slen
+        p += 4 + slen
+    return None
+
+
+def is_sealed(buf: bytes | bytearray | memoryview, pos: int, length: int) -> bool:
+    """Whether the (framed) record at ``pos`` is encrypted."""
+    return sealed_area(buf, pos, length) is not None
+
+
+class RecordSealer:
+    """Seals plain 11.2 records with one key (a writer's, for the files it opens)."""
+
+    def __init__(self, cipher: str, key: TrailKey):
+        if cipher not in CIPHERS:
+            raise ValueError(f"unknown cipher {cipher}: use one of {', '.join(CIPHERS)}")
+        self.key = key
+        self.info = TrailEncryption(cipher, key.name, key.version, key.fingerprint)
+        self._aead, self._mac = _derive(key, cipher)
+
+    def seal(self, record: bytes) -> bytes:
+        """The sealed form of one plain record (``len(record) + SEAL_OVERHEAD`` bytes; the
+        caller keeps records short enough, see ``records.split_for_room``)."""
+        n = len(record)
+        total = n + SEAL_OVERHEAD
+        if total > 0xFFFF:
+            raise ValueError(f"record of {n} bytes is too long to seal")
+        hend = 8 + ((record[6] << 8) | record[7])
+        clear = [record[4:hend]]
+        secret = []
+        p, body_end = hend, n - 4
+        while p < body_end:
+            slen = (record[p + 2] << 8) | record[p + 3]
+            sub = record[p:p + 4 + slen]
+            (secret if record[p] in (_D, _U) else clear).append(sub)
+            p += 4 + slen
+        plain = b"".join(secret)
+        head = record[:2] + total.to_bytes(2, "big")
+        e_head = bytes((TYPE_E, 0)) + (NONCE + len(plain) + TAG).to_bytes(2, "big")
+        tail = record[n - 4:n - 2] + total.to_bytes(2, "big")
+        aad = head + b"".join(clear) + e_head + tail
+        nonce = hmac.digest(self._mac, aad + plain, "sha256")[:NONCE]
+        return aad[:-4] + nonce + self._aead.encrypt(nonce, plain, aad) + tail
+
+
+class RecordOpener:
+    """Opens the sealed records of files written with one key."""
+
+    def __init__(self, info: TrailEncryption, key: TrailKey):
+        self.info = info
+        self._aead, _ = _derive(key, info.cipher)
+
+    def open(self, buf: bytes | bytearray | memoryview, pos: int, length: int) -> bytes | None:
+        """The plain record (same length) for the sealed record at ``pos``; ``None`` when it
+        is not sealed.  ``ValueError`` when it fails its authentication."""
+        area = sealed_area(buf, pos, length)
+        if area is None:
+            return None
+        start, end = area
+        record = bytes(buf[pos:pos + length])
+        start, end = start - pos, end - pos
+        if end - start < NONCE + TAG:
+            raise ValueError("encrypted area too short for its nonce and tag")
+        aad = record[:start] + record[end:]
+        nonce = record[start:start + NONCE]
+        try:
+            plain = self._aead.decrypt(nonce, record[start + NONCE:end], aad)
+        except InvalidTag:
+            raise ValueError(
+                f"the encrypted record fails its authentication check ({self.info.describe()}):"
+                " a byte of it was changed or damaged, or the key is not the one it was "
+                "written with; it is not applied") from None
+        if len(plain) < 4 or plain[0] != _D:
+            raise ValueError("the decrypted record does not start with its D area")
+        d_end = 4 + ((plain[2] << 8) | plain[3])
+        if d_end > len(plain):
+            raise ValueError("the decrypted D area runs past its record")
+        return _reassemble(record, start - 4, end, plain, d_end, nonce)
+
+    def open_all(self, buf: bytes, start: int = 0, end: int | None = None) -> bytes:
+        """``buf[start:end]`` (whole records end to end) with every sealed record opened."""
+        end = len(buf) if end is None else end
+        out = bytearray()
+        pos = start
+        while pos < end:
+            if end - pos < 8:
+                raise ValueError(f"a record cut short at byte {pos}")
+            length = (buf[pos + 2] << 8) | buf[pos + 3]
+            if length < 8 or pos + length > end:
+                raise ValueError(f"a record of {length} bytes at byte {pos} runs past the end")
+            opened = self.open(buf, pos, length)
+            out += buf[pos:pos + length] if opened is None else opened
+            pos += length
+        return bytes(out)
+
+
+def _reassemble(record: bytes, e_head: int, e_end: int, plain: bytes, d_end: int,
+                nonce: bytes) -> bytes:
+    """H, D, T (and what else was clear), U, then the S filler: the original order of a
+    plain record's areas, at the sealed record's length."""
+    hend = 8 + ((record[6] << 8) | record[7])
+    tag = record[e_end - TAG:e_end]
+    return (record[:hend] + plain[:d_end] + record[hend:e_head] + record[e_end:-4]
+            + plain[d_end:] + bytes((TYPE_S, 0, 0, NONCE + TAG)) + nonce + tag
+            + record[-4:])
