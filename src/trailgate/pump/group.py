@@ -124,10 +124,12 @@ class _Pump:
 
     def sink_options(self, run_id: str, header: list[Any]) -> dict[str, str]:
         """The output's options: the input's format (CompatibilityLevel, and byte order as
-        GoldenGate's pump keeps it), unless the output names a FORMAT RELEASE."""
+        GoldenGate's pump keeps it), unless the output names a FORMAT RELEASE; the input's
+        encryption, unless DECRYPTTRAIL or the output's own ENCRYPTTRAIL says otherwise (an
+        encrypted trail passes through encrypted)."""
         from trailgate.trail.release12 import input_byte_order
 
-        compatibility, uri, history = header
+        compatibility, uri, history, encryption = header
         options = {"path": self.cfg.trail, "trailLabel": self.cfg.trail_label,
                    "megabytes": str(self.cfg.megabytes), "home": self.cfg.home,
                    "group": self.cfg.group, "runId": run_id, "producer": self.cfg.group,
@@ -138,6 +140,8 @@ class _Pump:
         order = input_byte_order(self.cfg.source, self.position().seqno)
         if order is not None and compatibility > 3:
             options["trailByteOrder"] = order
+        if encryption is not None and self.cfg.params.decrypt is None:
+            options["encryptTrail"], options["keyName"] = encryption
         return {**options, **self.cfg.format_options}
 
     def start(self, spark: Any, run_id: str, header: list[Any]) -> Any:

@@ -78,6 +78,8 @@ class SinkOptions:
     release: str | None = None
     byte_order: str | None = None
     named_as: str | None = None  # the trail the headers name (a remote Pump's RMTTRAIL)
+    encrypt: str | None = None  # ENCRYPTTRAIL's cipher (AES256…); None: in the clear
+    key_name: str | None = None  # ENCRYPTTRAIL … KEYNAME; None: the master key
 
     @classmethod
     def parse(cls, options: Mapping[str, str], default_run_id: str) -> SinkOptions:
@@ -109,7 +111,9 @@ class SinkOptions:
                        "compatibility") else None,
                    release=options.get("formatRelease") or None,
                    byte_order=_byte_order(options.get("trailByteOrder")),
-                   named_as=options.get("namedAs") or None)
+                   named_as=options.get("namedAs") or None,
+                   encrypt=options.get("encryptTrail") or None,
+                   key_name=options.get("keyName") or None)
 
     def writer(self) -> TrailWriter:
         """A writer for this trail with the header fields the options ask for."""
@@ -120,7 +124,8 @@ class SinkOptions:
             extra["format"] = format_for_level(self.compatibility, self.byte_order)
         return TrailWriter(self.trail, megabytes=self.megabytes, producer=self.producer,
                            home=self.home, uri_history=list(self.uri_history),
-                           named_as=self.named_as, **extra)
+                           named_as=self.named_as, encrypt=self.encrypt,
+                           key_name=self.key_name, **extra)
 
 
 def _byte_order(text: str | None) -> str | None:

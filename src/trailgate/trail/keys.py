@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -35,6 +35,7 @@ __all__ = [
     "add_key",
     "enckeys_path",
     "home_of_trail",
+    "require_keys",
     "keyring_for",
     "set_master_key_source",
 ]
@@ -250,6 +251,13 @@ def home_of_trail(trail_dir: Path) -> Path:
     """The home a trail directory belongs to: ``HOME/dirdat`` → ``HOME``; a directory
     elsewhere is its own parent's (GoldenGate keeps ENCKEYS in the installation)."""
     return trail_dir.absolute().parent
+
+
+def require_keys(home: Path, crypts: Iterable[object]) -> None:
+    """Check at a group's start that each ENCRYPTTRAIL's key is there (``crypts``: the
+    parameter file's TrailCrypt values); a ConfigError says how to make a missing one."""
+    for crypt in crypts:
+        keyring_for(home).current(getattr(crypt, "key_name", None))
 
 
 def add_key(path: Path, name: str, bits: int = 256) -> TrailKey:

@@ -129,14 +129,24 @@ def resolve_format(release: str | None, byte_order: str | None) -> TrailFormat:
     return fmt
 
 
-def sink_format_options(spec: Any) -> dict[str, str]:
+def sink_format_options(spec: Any, crypt: Any = None) -> dict[str, str]:
     """The trail sink's options for a trail's ``FORMAT RELEASE``/``TRAILBYTEORDER``
-    (``spec``: the parameter file's TrailOptions, or ``None``: the default 11.2 format);
-    a ConfigError names the parameter file's line."""
+    (``spec``: the parameter file's TrailOptions, or ``None``: the default 11.2 format)
+    and its ``ENCRYPTTRAIL`` (``crypt``: a TrailCrypt, or ``None``); a ConfigError names
+    the parameter file's line."""
+    out: dict[str, str] = {}
+    if crypt is not None:
+        out["encryptTrail"] = crypt.cipher
+        if crypt.key_name:
+            out["keyName"] = crypt.key_name
     if spec is None:
-        return {}
+        return out
     try:
         fmt = resolve_format(spec.release, spec.byte_order)
     except ValueError as exc:
         raise ConfigError(str(exc), path=spec.path, line=spec.line) from None
-    return {"formatRelease": fmt.release, "trailByteOrder": fmt.byte_order}
+    if crypt is not None and not fmt.seed_layout:
+        raise ConfigError(f"ENCRYPTTRAIL with FORMAT RELEASE {fmt.release}: trailgate "
+                          "encrypts trails in the 11.2 format only; drop one of the two",
+                          path=spec.path, line=spec.line)
+    return {**out, "formatRelease": fmt.release, "trailByteOrder": fmt.byte_order}
