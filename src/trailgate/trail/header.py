@@ -21,12 +21,12 @@ from trailgate.trail.release import MAX_READ_LEVEL
 __all__ = [
     "COMPATIBILITY_LEVEL",
     "SIGNATURE",
-    "TrailEncryption",
     "DatabaseInfo",
     "FileHeader",
     "HeaderToken",
     "MachineInfo",
     "ProducerInfo",
+    "TrailEncryption",
     "decode_file_header",
     "home_uri",
 ]
@@ -418,16 +418,23 @@ def _apply(h: FileHeader, group: int, ttype: int, flag: int, v: bytes, offset: i
     elif group == 0x34 and ttype == 0x30:
         h.recovery_mode = _int(v)
     elif group == 0x35:
-        e = h.encryption or TrailEncryption("", "", 0, b"")
-        if ttype == 0x30:
-            e = TrailEncryption(_string(v), e.key_name, e.key_version, e.fingerprint)
-        elif ttype == 0x31:
-            e = TrailEncryption(e.cipher, _string(v), e.key_version, e.fingerprint)
-        elif ttype == 0x32:
-            e = TrailEncryption(e.cipher, e.key_name, _int(v), e.fingerprint)
-        elif ttype == 0x33:
-            e = TrailEncryption(e.cipher, e.key_name, e.key_version, bytes(v))
-        h.encryption = e
+        h.encryption = _encryption(h.encryption, ttype, v)
+
+
+def _encryption(old: TrailEncryption | None, ttype: int, v: bytes) -> TrailEncryption:
+    """The EncryptionInfo group so far, with token ``ttype`` applied."""
+    cipher, name, version, fingerprint = (
+        (old.cipher, old.key_name, old.key_version, old.fingerprint) if old is not None
+        else ("", "", 0, b""))
+    if ttype == 0x30:
+        cipher = _string(v)
+    elif ttype == 0x31:
+        name = _string(v)
+    elif ttype == 0x32:
+        version = _int(v)
+    elif ttype == 0x33:
+        fingerprint = bytes(v)
+    return TrailEncryption(cipher, name, version, fingerprint)
 
 
 def _subtokens(value: bytes) -> list[HeaderToken]:

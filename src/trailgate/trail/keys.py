@@ -35,8 +35,8 @@ __all__ = [
     "add_key",
     "enckeys_path",
     "home_of_trail",
-    "require_keys",
     "keyring_for",
+    "require_keys",
     "set_master_key_source",
 ]
 

@@ -36,7 +36,7 @@ from trailgate.trail.records import RawRecord, decode_change, decode_lob_piece, 
 from trailgate.trail.release import MAX_READ_LEVEL
 from trailgate.trail.release12 import FileDecoder
 from trailgate.trail.release12.priming import primed_decoder
-from trailgate.trail.sealing import CIPHERS, RecordOpener
+from trailgate.trail.sealing import CIPHERS, Buffer, RecordOpener
 
 __all__ = ["ReadTransaction", "TrailReader", "TrailRecord", "find_next_record",
            "opener_for", "read_header", "record_bytes"]
@@ -118,7 +118,7 @@ def opener_for(header: FileHeader, path: str | Path, keyring: KeyRing | None = N
     return opener
 
 
-def open_record(opener: RecordOpener, buf: bytes | bytearray | memoryview, pos: int,
+def open_record(opener: RecordOpener, buf: Buffer, pos: int,
                 length: int, path: str, rba: int) -> bytes:
     """The plain bytes of the record at ``pos`` of an encrypted file, or
     ``TrailFormatError`` naming the file and RBA (damaged, tampered with, wrong key, or a

@@ -15,8 +15,8 @@ and every offset-based scan stay valid on the opened bytes.  docs/trail-format.m
 from __future__ import annotations
 
 import hmac
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+import mmap
+from typing import Any
 
 from trailgate.trail.header import TrailEncryption
 from trailgate.trail.keys import TrailKey
@@ -31,6 +31,8 @@ __all__ = [
     "sealed_area",
 ]
 
+#: What records are read from: a file's bytes, or its mapping (Logdump).
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 #: Cipher names (ENCRYPTTRAIL's) and their AES key lengths in bytes.
 CIPHERS = {"AES128": 16, "AES192": 24, "AES256": 32}
 NONCE = 12
@@ -43,7 +45,11 @@ TYPE_S = 0x53  # an opened record's filler: the nonce and tag, keeping its lengt
 _D, _T, _U, _Z = 0x44, 0x54, 0x55, 0x5A
 
 
-def _derive(key: TrailKey, cipher: str) -> tuple[AESGCM, bytes]:
+def _derive(key: TrailKey, cipher: str) -> tuple[Any, bytes]:
+    """The AES-GCM of ``cipher``'s key derived from ``key``, and the nonce key.  (The
+    ``cryptography`` import is here: readers of plain trails never pay for it.)"""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     size = CIPHERS[cipher]
     enc = hmac.digest(key.secret, b"trailgate trail record key " + cipher.encode(),
                       "sha256")[:size]
@@ -51,7 +57,7 @@ def _derive(key: TrailKey, cipher: str) -> tuple[AESGCM, bytes]:
     return AESGCM(enc), mac
 
 
-def sealed_area(buf: bytes | bytearray | memoryview, pos: int, length: int
+def sealed_area(buf: Buffer, pos: int, length: int
                 ) -> tuple[int, int] | None:
     """(start, end) of the E area's value in the record at ``pos``, or ``None`` for a plain
     record.  The record's framing is assumed checked."""
@@ -65,7 +71,7 @@ def sealed_area(buf: bytes | bytearray | memoryview, pos: int, length: int
     return None
 
 
-def is_sealed(buf: bytes | bytearray | memoryview, pos: int, length: int) -> bool:
+def is_sealed(buf: Buffer, pos: int, length: int) -> bool:
     """Whether the (framed) record at ``pos`` is encrypted."""
     return sealed_area(buf, pos, length) is not None
 
@@ -89,7 +95,7 @@ class RecordSealer:
             raise ValueError(f"record of {n} bytes is too long to seal")
         hend = 8 + ((record[6] << 8) | record[7])
         clear = [record[4:hend]]
-        secret = []
+        secret: list[bytes] = []
         p, body_end = hend, n - 4
         while p < body_end:
             slen = (record[p + 2] << 8) | record[p + 3]
@@ -102,17 +108,21 @@ class RecordSealer:
         tail = record[n - 4:n - 2] + total.to_bytes(2, "big")
         aad = head + b"".join(clear) + e_head + tail
         nonce = hmac.digest(self._mac, aad + plain, "sha256")[:NONCE]
-        return aad[:-4] + nonce + self._aead.encrypt(nonce, plain, aad) + tail
+        sealed: bytes = self._aead.encrypt(nonce, plain, aad)
+        return aad[:-4] + nonce + sealed + tail
 
 
 class RecordOpener:
     """Opens the sealed records of files written with one key."""
 
     def __init__(self, info: TrailEncryption, key: TrailKey):
+        from cryptography.exceptions import InvalidTag
+
         self.info = info
         self._aead, _ = _derive(key, info.cipher)
+        self._invalid = InvalidTag
 
-    def open(self, buf: bytes | bytearray | memoryview, pos: int, length: int) -> bytes | None:
+    def open(self, buf: Buffer, pos: int, length: int) -> bytes | None:
         """The plain record (same length) for the sealed record at ``pos``; ``None`` when it
         is not sealed.  ``ValueError`` when it fails its authentication."""
         area = sealed_area(buf, pos, length)
@@ -127,7 +137,7 @@ class RecordOpener:
         nonce = record[start:start + NONCE]
         try:
             plain = self._aead.decrypt(nonce, record[start + NONCE:end], aad)
-        except InvalidTag:
+        except self._invalid:
             raise ValueError(
                 f"the encrypted record fails its authentication check ({self.info.describe()}):"
                 " a byte of it was changed or damaged, or the key is not the one it was "

@@ -28,8 +28,8 @@ from trailgate.trail.header import (
 from trailgate.trail.keys import KeyRing, home_of_trail, keyring_for
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import (
-    decode_change,
     MAX_RECORD,
+    decode_change,
     decode_record,
     encode_change_records,
     encode_metadata_record,
