@@ -1,13 +1,11 @@
 """Trail encryption keys: the ENCKEYS file, and the key ring writers and readers ask.
 
 A writer asks for the *current* key of a name (new files use it); a reader asks for the key
-a file's header names, by name and version, and checks it against the header's
-fingerprint, so a file stays readable with its own key after a newer one is added.  The
-ENCKEYS file is GoldenGate's (``NAME 0x<hex>`` lines); a name given more than once has
-versions, numbered from 1 in file order, the last being current.  A master-key source (the
-credential wallet) plugs in beside it through :func:`set_master_key_source`; until one does,
-``ENCRYPTTRAIL`` without ``KEYNAME`` uses the ENCKEYS key named ``DEFAULT``, as GoldenGate
-for NonStop does.  Keys are never written to a trail, a report or a message.
+a file's header names, by name and version, checked against the header's fingerprint, so
+old files stay readable after a newer key is added.  ENCKEYS is GoldenGate's (``NAME
+0x<hex>`` lines); a name repeated has versions, the last current.  A master-key source
+(the wallet) plugs in through :func:`set_master_key_source`.  Keys never reach a trail, a
+report or a message.
 """
 
 from __future__ import annotations

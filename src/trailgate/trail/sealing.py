@@ -1,15 +1,11 @@
 """Encrypted 11.2 records: sealing a G record's data and tokens, and opening them again.
 
-A sealed record keeps what a reader needs to frame and position it in the clear — the G
-header and Z trailer, the ``H`` area (operation, TransInd, times, table name) and the ``T``
-area (CSN, XID, ROWID) — and replaces its ``D`` and ``U`` areas by one ``E`` area: a 12-byte
-nonce, the AES-GCM ciphertext of those two sub-records, and the 16-byte tag, with every
-clear byte of the record as associated data, so a change to any byte is refused.  The nonce
-is derived from the record (an HMAC of its clear bytes and plaintext), so the same record
-sealed with the same key gives the same bytes: a Data Pump passing an encrypted trail
-through writes the bytes it read.  Opening gives the plain record *at the same length*
-(an ``S`` area holds the nonce and tag where the ``E`` area's overhead was), so positions
-and every offset-based scan stay valid on the opened bytes.  docs/trail-format.md.
+What a reader needs to frame and position a record stays in the clear (G and Z, the ``H``
+and ``T`` areas); ``D`` and ``U`` become one ``E`` area — nonce, AES-GCM ciphertext, tag —
+with every clear byte as associated data, so any changed byte is refused.  The nonce is
+derived from the record, so sealing is deterministic: a Pump passing an encrypted trail
+through writes the bytes it read.  An opened record keeps its length (an ``S`` area holds
+nonce and tag), so positions and offset scans hold.  docs/trail-format.md.
 """
 
 from __future__ import annotations
