@@ -19,7 +19,7 @@ from trailgate.logdump.cli import run_lines
 from trailgate.logdump.session import Session
 from trailgate.model import Change, OpType, Transaction
 from trailgate.params.parser import parse_params_text
-from trailgate.trail import TrailReader, TrailWriter, read_header
+from trailgate.trail import TrailReader, TrailWriter, read_header, sealing
 from trailgate.trail.header import decode_file_header
 from trailgate.trail.keys import ENCKEYS_FILE, EncKeysFile, add_key
 from trailgate.trail.records import decode_record
@@ -270,3 +270,30 @@ def test_enckeys_readable_by_others_is_still_read(tmp_path):
     os.chmod(home / ENCKEYS_FILE, 0o644)
     trail = _write(home, _txns(1))
     assert len(_changes(trail)) == 1
+
+
+@pytest.mark.skipif(sealing._c is None, reason="the C sealer (_seal.c) was not compiled")
+def test_c_sealer_and_opener_match_python_byte_for_byte(tmp_path, monkeypatch):
+    key = add_key(tmp_path / ENCKEYS_FILE, "K")
+    plain = main_trail(tmp_path / "p").with_name("aa000000000").read_bytes()
+    start = decode_file_header(plain).length
+    records, pos = [], start
+    while pos < len(plain):
+        length = (plain[pos + 2] << 8) | plain[pos + 3]
+        if length + SEAL_OVERHEAD <= 0xFFFF:
+            records.append(plain[pos:pos + length])
+        pos += length
+    for cipher in ("AES128", "AES192", "AES256"):
+        sealer = RecordSealer(cipher, key)
+        by_c = [sealer.seal(r) for r in records]
+        blob = b"".join(by_c)
+        opened_c = RecordOpener(sealer.info, key).open_run(blob, 0, len(blob))
+        with monkeypatch.context() as m:
+            m.setattr(sealing, "_c", None)
+            assert [sealer.seal(r) for r in records] == by_c
+            opened_py = RecordOpener(sealer.info, key).open_run(blob, 0, len(blob))
+        assert opened_c == opened_py and opened_c[1:] == (len(blob), False)
+        bad = bytearray(blob)
+        bad[len(by_c[0]) + 40] ^= 1  # the second record
+        opened, stop, failed = RecordOpener(sealer.info, key).open_run(bytes(bad), 0, len(bad))
+        assert (stop, failed) == (len(by_c[0]), True) and opened == opened_c[0][:stop]

@@ -280,6 +280,7 @@ class TrailReader:
             f.seek(base)
             buf = b""
             pos = 0
+            opened_to = base  # an encrypted file: records before this are opened in buf
             while True:
                 chunk = f.read(_CHUNK)
                 if chunk:
@@ -315,8 +316,15 @@ class TrailReader:
                             raise TrailFormatError(f"impossible record length {length}",
                                                    path=name, rba=base + pos)
                         break
+                    if opener is not None and base + pos >= opened_to:
+                        # open the whole records from here in one go (same length: the
+                        # offsets hold); one that cannot be opened is read alone below
+                        opened, stop, _ = opener.open_run(buf, pos, end)
+                        if stop > pos:
+                            buf = buf[:pos] + opened + buf[stop:]
+                        opened_to = base + stop
                     try:
-                        if opener is None:
+                        if opener is None or base + pos < opened_to:
                             rec = decode_record(buf, pos, end)
                         else:
                             plain = open_record(opener, buf, pos, length, name, base + pos)
