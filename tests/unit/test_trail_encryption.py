@@ -297,3 +297,15 @@ def test_c_sealer_and_opener_match_python_byte_for_byte(tmp_path, monkeypatch):
         bad[len(by_c[0]) + 40] ^= 1  # the second record
         opened, stop, failed = RecordOpener(sealer.info, key).open_run(bytes(bad), 0, len(bad))
         assert (stop, failed) == (len(by_c[0]), True) and opened == opened_c[0][:stop]
+
+
+def test_trail_export_reads_an_encrypted_trail(tmp_path, capsys):
+    home = _home(tmp_path)
+    trail = _write(home, _txns(2))
+    assert trailgate_main(["trail", "export", str(trail)]) == 0
+    out = capsys.readouterr().out
+    assert "card-4111-1111-1111-1111-1" in out and "secret-host" in out
+    (home / ENCKEYS_FILE).unlink()
+    assert trailgate_main(["trail", "export", str(trail)]) != 0
+    err = capsys.readouterr().err
+    assert "key K1 version 1" in err and "ee000000000 at RBA 0" in err
