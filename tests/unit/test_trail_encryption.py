@@ -309,3 +309,18 @@ def test_trail_export_reads_an_encrypted_trail(tmp_path, capsys):
     assert trailgate_main(["trail", "export", str(trail)]) != 0
     err = capsys.readouterr().err
     assert "key K1 version 1" in err and "ee000000000 at RBA 0" in err
+
+
+def test_a_trail_outside_the_home_is_read_with_the_running_groups_keys(tmp_path, monkeypatch):
+    from trailgate.trail.keys import KEYS_HOME_ENV, use_home
+
+    monkeypatch.setenv(KEYS_HOME_ENV, "")  # restored after the test
+    group_home = _home(tmp_path / "home")
+    trail = tmp_path / "mnt" / "dr" / "rt"  # its "home" /mnt has no ENCKEYS
+    with TrailWriter(trail, encrypt="AES256", key_name="K1", home=group_home,
+                     fsync=False) as w:
+        w.write_transaction(_txns(1)[0], TABLES)
+    with pytest.raises(TrailKeyError, match=str(tmp_path / "mnt" / ENCKEYS_FILE)):
+        _changes(trail)
+    use_home(group_home)
+    assert len(_changes(trail)) == 1

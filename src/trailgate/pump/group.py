@@ -286,6 +286,9 @@ def _echo(proc: GroupProcess, cfg: PumpConfig) -> None:
 def run_pump(home: Home, name: str, args: argparse.Namespace, *, spark: Any = None) -> int:
     """Run the data pump ``name`` in the foreground until it is stopped."""
     from trailgate.spark import stop_spark
+    from trailgate.trail.keys import use_home
+
+    use_home(home.path)  # an encrypted input outside the home is read with its keys
 
     with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc, proc.report_log():
         cfg = load_pump_config(home, name)

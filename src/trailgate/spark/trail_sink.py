@@ -40,6 +40,7 @@ from trailgate.spark.trail_sink_state import (
     save_state,
 )
 from trailgate.spark.trail_source import TrailDataSource as _TrailSource
+from trailgate.trail.keys import use_home
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import split_run
 from trailgate.trail.release import format_for_level, parse_release
@@ -117,6 +118,8 @@ class SinkOptions:
 
     def writer(self) -> TrailWriter:
         """A writer for this trail with the header fields the options ask for."""
+        if self.home:
+            use_home(Path(self.home))  # its recovery scan reads the trail with these keys
         extra: dict[str, Any] = {}
         if self.release is not None:
             extra["format"] = parse_release(self.release, self.byte_order)

@@ -34,8 +34,10 @@ __all__ = [
     "enckeys_path",
     "home_of_trail",
     "keyring_for",
+    "reader_keyring",
     "require_keys",
     "set_master_key_source",
+    "use_home",
 ]
 
 log = logging.getLogger("trailgate.trail")
@@ -162,12 +164,14 @@ def set_master_key_source(factory: MasterKeyFactory | None) -> None:
 class KeyRing:
     """The keys a process may use: the master-key source, if any, then the ENCKEYS file."""
 
-    def __init__(self, enckeys: EncKeysFile, master: KeySource | None = None):
+    def __init__(self, enckeys: EncKeysFile, master: KeySource | None = None,
+                 also: tuple[KeySource, ...] = ()):
         self.enckeys = enckeys
         self.master = master
+        self.also = also  # where a reader looks next (the running group's home)
 
     def _sources(self) -> list[KeySource]:
-        return [s for s in (self.master, self.enckeys) if s is not None]
+        return [s for s in (self.master, self.enckeys, *self.also) if s is not None]
 
     def current(self, name: str | None) -> TrailKey:
         """The key new files are written with: ``name``'s newest version, or (``None``) the
@@ -242,6 +246,29 @@ def keyring_for(home: Path | None) -> KeyRing:
         if len(_CACHE) > 64:
             _CACHE.clear()
         _CACHE[cache_key] = ring
+    return ring
+
+
+#: The home of the group this process runs (and its Spark workers, which inherit it).
+KEYS_HOME_ENV = "TRAILGATE_KEYS_HOME"
+
+
+def use_home(home: Path) -> None:
+    """Make ``home``'s ENCKEYS a place this process's readers look for keys, after the
+    trail's own home: a group reading a trail kept outside its home (RMTTRAIL /mnt/dr/…)
+    reads it with its own keys, as GoldenGate's processes use their installation's."""
+    os.environ[KEYS_HOME_ENV] = str(Path(home).absolute())
+
+
+def reader_keyring(trail_dir: Path) -> KeyRing:
+    """The keys a reader of a trail in ``trail_dir`` may use: those of the trail's home,
+    then those of the running group's home (:func:`use_home`)."""
+    ring = keyring_for(home_of_trail(trail_dir))
+    other = os.environ.get(KEYS_HOME_ENV)
+    if other:
+        extra = keyring_for(Path(other))
+        if extra.enckeys.path != ring.enckeys.path:
+            return KeyRing(ring.enckeys, ring.master, (extra.enckeys,))
     return ring
 
 

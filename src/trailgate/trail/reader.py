@@ -29,7 +29,7 @@ from trailgate.model import (
 )
 from trailgate.trail.cut import cut_record_problem
 from trailgate.trail.header import FileHeader, decode_file_header
-from trailgate.trail.keys import KeyRing, home_of_trail, keyring_for
+from trailgate.trail.keys import KeyRing, reader_keyring
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import RawRecord, decode_change, decode_lob_piece, decode_record
@@ -107,7 +107,7 @@ def opener_for(header: FileHeader, path: str | Path, keyring: KeyRing | None = N
     if header.compatibility > 3:
         raise TrailFormatError("an encrypted file in a 12c+ format: trailgate encrypts only "
                                "11.2-format trails", path=name, rba=0)
-    ring = keyring or keyring_for(home_of_trail(Path(path).parent))
+    ring = keyring or reader_keyring(Path(path).parent)
     key = ring.key_for(enc.key_name, enc.key_version, enc.fingerprint, path=name)
     cache_key = (enc.cipher, key.secret)
     opener = _OPENERS.get(cache_key)
