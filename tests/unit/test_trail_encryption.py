@@ -324,3 +324,13 @@ def test_a_trail_outside_the_home_is_read_with_the_running_groups_keys(tmp_path,
         _changes(trail)
     use_home(group_home)
     assert len(_changes(trail)) == 1
+
+
+def test_trail_dump_annotates_an_encrypted_record_without_opening_it(tmp_path, capsys):
+    home = _home(tmp_path)
+    trail = _write(home, _txns(1))
+    assert trailgate_main(["trail", "dump", "--annotate",
+                           str(trail.with_name("ee000000000"))]) == 0
+    out = capsys.readouterr().out
+    assert "Encrypted area" in out and "Nonce" in out and "Tag" in out
+    assert "Object US03.COURSE" in out and "card-4111" not in out
