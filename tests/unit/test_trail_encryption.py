@@ -11,6 +11,8 @@ import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_logdump_trails import LONG_BODY, TABLES, WIDE_ROW, main_trail
 
 from trailgate.cli import main as trailgate_main
@@ -334,3 +336,47 @@ def test_trail_dump_annotates_an_encrypted_record_without_opening_it(tmp_path, c
     out = capsys.readouterr().out
     assert "Encrypted area" in out and "Nonce" in out and "Tag" in out
     assert "Object US03.COURSE" in out and "card-4111" not in out
+
+
+@pytest.mark.heavy
+@given(st.data())
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_fuzzed_encrypted_trails_give_only_trail_errors_and_never_other_values(tmp_path,
+                                                                              data):
+    """Random byte changes, insertions and cuts in an encrypted file: the reader either
+    raises TrailFormatError or, when the change fell where nothing is read (a cut at a
+    record boundary), gives a prefix of the original transactions — never changed values."""
+    home = tmp_path / "fuzz"
+    if not (home / ENCKEYS_FILE).exists():
+        _home(home)
+        _write(home, _txns(4))
+    path = home / "dirdat" / "ee000000000"
+    original = _ENC_BASE.setdefault(str(path), path.read_bytes())
+    good = _changes_of(home, original)
+    start = decode_file_header(original).length
+    blob = bytearray(original)
+    for _ in range(data.draw(st.integers(1, 4))):
+        kind = data.draw(st.sampled_from(["flip", "insert", "cut"]))
+        at = data.draw(st.integers(start, len(blob) - 1))
+        if kind == "flip":
+            blob[at] ^= data.draw(st.integers(1, 255))
+        elif kind == "insert":
+            blob[at:at] = data.draw(st.binary(min_size=1, max_size=40))
+        else:
+            del blob[at:]
+            break
+    try:
+        got = _changes_of(home, bytes(blob))
+    except TrailFormatError:
+        return
+    assert got == good[:len(got)]
+
+
+_ENC_BASE: dict[str, bytes] = {}
+
+
+def _changes_of(home: Path, data: bytes) -> list:
+    path = home / "dirdat" / "ee000000000"
+    path.write_bytes(data)
+    return _changes(home / "dirdat" / "ee")
