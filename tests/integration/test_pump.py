@@ -117,6 +117,10 @@ def test_an_encrypted_input_passes_through_encrypted_unless_decrypttrail(
     assert (enc.cipher, enc.key_name) == expected if enc is not None else expected is None
     if case == "passthru":  # sealing is deterministic: the bytes it read
         assert record_bytes(remote / "rt") == record_bytes(home.dirdat / "aa")
+    report = home.report_file("PUMP1").read_text()
+    assert {"passthru": "Encryption:       as the input (an encrypted input stays encrypted",
+            "decrypt": "Encryption:       none (DECRYPTTRAIL: written in the clear)",
+            "rekey": "Encryption:       ENCRYPTTRAIL AES128-GCM, key OTHER"}[case] in report
 
 
 def test_pump_filters_and_renames_tables(tmp_path: Path, spark: object,

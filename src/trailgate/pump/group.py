@@ -26,6 +26,7 @@ from trailgate.process.query import query_failure, watch
 from trailgate.process.runtime import GroupProcess
 from trailgate.pump.config import PumpConfig, load_pump_config
 from trailgate.spark.trail_changes import header_key
+from trailgate.trail.release import encryption_line
 
 __all__ = ["input_header", "run_pump"]
 
@@ -273,6 +274,7 @@ def _echo(proc: GroupProcess, cfg: PumpConfig) -> None:
     report.line(f"Input trail:      {cfg.source_label} ({cfg.source})")
     report.line(f"Output trail:     {cfg.trail_label} ({cfg.trail}, {cfg.megabytes} MB files)")
     report.line(f"Mode:             {'PASSTHRU' if cfg.params.passthru else 'NOPASSTHRU'}")
+    report.line(f"Encryption:       {encryption_line(cfg.params, cfg.trail_label, pump=True)}")
     if cfg.remote is not None:
         r = cfg.remote
         security = ("TLS" + (" with a client certificate" if r.tls.cert else "")

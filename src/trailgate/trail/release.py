@@ -22,6 +22,7 @@ __all__ = [
     "MAX_READ_LEVEL",
     "RELEASES",
     "TrailFormat",
+    "encryption_line",
     "format_for_level",
     "parse_byte_order",
     "parse_release",
@@ -150,3 +151,14 @@ def sink_format_options(spec: Any, crypt: Any = None) -> dict[str, str]:
                           "encrypts trails in the 11.2 format only; drop one of the two",
                           path=spec.path, line=spec.line)
     return {**out, "formatRelease": fmt.release, "trailByteOrder": fmt.byte_order}
+
+
+def encryption_line(params: Any, label: str, *, pump: bool = False) -> str:
+    """The report's line on how ``label`` (an output trail) is encrypted: its
+    ENCRYPTTRAIL, and for a Data Pump what DECRYPTTRAIL makes of an encrypted input."""
+    crypt = params.encrypt.get(label)
+    if crypt is not None:
+        return f"ENCRYPTTRAIL {crypt.cipher}-GCM, key {crypt.key_name or 'DEFAULT (master)'}"
+    if pump and params.decrypt is None:
+        return "as the input (an encrypted input stays encrypted, with its key)"
+    return "none" + (" (DECRYPTTRAIL: written in the clear)" if pump else "")
