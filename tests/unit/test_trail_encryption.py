@@ -380,3 +380,35 @@ def _changes_of(home: Path, data: bytes) -> list:
     path = home / "dirdat" / "ee000000000"
     path.write_bytes(data)
     return _changes(home / "dirdat" / "ee")
+
+
+def test_a_master_key_source_plugs_in_for_encrypttrail_without_keyname(tmp_path):
+    """The wallet's hook (trail.keys.set_master_key_source): ENCRYPTTRAIL without KEYNAME
+    seals with the master key; readers find it by the name and version the header gives."""
+    from trailgate.trail.keys import TrailKey, set_master_key_source
+
+    class Wallet:
+        where = "the test wallet"
+        versions = [TrailKey("OGG_DEFAULT_MASTERKEY", 1, b"m" * 32)]
+
+        def current(self, name):
+            return self.versions[-1] if name in (None, "OGG_DEFAULT_MASTERKEY") else None
+
+        def key_for(self, name, version):
+            ok = name == "OGG_DEFAULT_MASTERKEY" and 0 < version <= len(self.versions)
+            return self.versions[version - 1] if ok else None
+
+    set_master_key_source(lambda home: Wallet())
+    try:
+        trail = _write(tmp_path, _txns(1), key=None)
+        enc = read_header(trail.with_name("ee000000000")).encryption
+        assert (enc.key_name, enc.key_version) == ("OGG_DEFAULT_MASTERKEY", 1)
+        assert len(_changes(trail)) == 1
+        Wallet.versions.append(TrailKey("OGG_DEFAULT_MASTERKEY", 2, b"n" * 32))  # RENEW
+        _write(tmp_path, _txns(2)[1:], key=None)
+        assert read_header(trail.with_name("ee000000001")).encryption.key_version == 2
+        assert len(_changes(trail)) == 2  # the old file with version 1, the new with 2
+    finally:
+        set_master_key_source(None)
+    with pytest.raises(TrailKeyError, match="OGG_DEFAULT_MASTERKEY version 1"):
+        _changes(trail)

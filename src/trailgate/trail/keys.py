@@ -176,8 +176,8 @@ class KeyRing:
     def current(self, name: str | None) -> TrailKey:
         """The key new files are written with: ``name``'s newest version, or (``None``) the
         master key, else the ENCKEYS key ``DEFAULT``.  ``ConfigError`` when there is none."""
-        if name is None and self.master is not None:
-            key = self.master.current(None)
+        if self.master is not None:  # the master key, or a key of the wallet by name
+            key = self.master.current(name)
             if key is not None:
                 return key
         key = self.enckeys.current(name)
