@@ -387,16 +387,17 @@ def test_a_master_key_source_plugs_in_for_encrypttrail_without_keyname(tmp_path)
     seals with the master key; readers find it by the name and version the header gives."""
     from trailgate.trail.keys import TrailKey, set_master_key_source
 
+    versions = [TrailKey("OGG_DEFAULT_MASTERKEY", 1, b"m" * 32)]
+
     class Wallet:
         where = "the test wallet"
-        versions = [TrailKey("OGG_DEFAULT_MASTERKEY", 1, b"m" * 32)]
 
         def current(self, name):
-            return self.versions[-1] if name in (None, "OGG_DEFAULT_MASTERKEY") else None
+            return versions[-1] if name in (None, "OGG_DEFAULT_MASTERKEY") else None
 
         def key_for(self, name, version):
-            ok = name == "OGG_DEFAULT_MASTERKEY" and 0 < version <= len(self.versions)
-            return self.versions[version - 1] if ok else None
+            ok = name == "OGG_DEFAULT_MASTERKEY" and 0 < version <= len(versions)
+            return versions[version - 1] if ok else None
 
     set_master_key_source(lambda home: Wallet())
     try:
@@ -404,7 +405,7 @@ def test_a_master_key_source_plugs_in_for_encrypttrail_without_keyname(tmp_path)
         enc = read_header(trail.with_name("ee000000000")).encryption
         assert (enc.key_name, enc.key_version) == ("OGG_DEFAULT_MASTERKEY", 1)
         assert len(_changes(trail)) == 1
-        Wallet.versions.append(TrailKey("OGG_DEFAULT_MASTERKEY", 2, b"n" * 32))  # RENEW
+        versions.append(TrailKey("OGG_DEFAULT_MASTERKEY", 2, b"n" * 32))  # RENEW MASTERKEY
         _write(tmp_path, _txns(2)[1:], key=None)
         assert read_header(trail.with_name("ee000000001")).encryption.key_version == 2
         assert len(_changes(trail)) == 2  # the old file with version 1, the new with 2
