@@ -413,3 +413,37 @@ def test_a_master_key_source_plugs_in_for_encrypttrail_without_keyname(tmp_path)
         set_master_key_source(None)
     with pytest.raises(TrailKeyError, match="OGG_DEFAULT_MASTERKEY version 1"):
         _changes(trail)
+
+
+def fake_master_source(home):
+    """A master-key factory named by TRAILGATE_MASTER_KEY_SOURCE (the test below)."""
+    from trailgate.trail.keys import TrailKey
+
+    class Source:
+        where = "the environment's master key source"
+        key = TrailKey("ENVMASTER", 1, b"e" * 32)
+
+        def current(self, name):
+            return self.key if name in (None, "ENVMASTER") else None
+
+        def key_for(self, name, version):
+            return self.key if (name, version) == ("ENVMASTER", 1) else None
+
+    return Source()
+
+
+def test_a_master_key_source_named_in_the_environment(tmp_path, monkeypatch):
+    from trailgate.trail import keys
+
+    monkeypatch.setenv(keys.MASTER_KEY_SOURCE_ENV, "test_trail_encryption:fake_master_source")
+    keys._CACHE.clear()
+    try:
+        trail = _write(tmp_path, _txns(1), key=None)
+        assert read_header(trail.with_name("ee000000000")).encryption.key_name == "ENVMASTER"
+        assert len(_changes(trail)) == 1
+        monkeypatch.setenv(keys.MASTER_KEY_SOURCE_ENV, "no_such_module:f")
+        keys._CACHE.clear()
+        with pytest.raises(ConfigError, match="TRAILGATE_MASTER_KEY_SOURCE=no_such_module"):
+            _changes(trail)
+    finally:
+        keys._CACHE.clear()

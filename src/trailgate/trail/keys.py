@@ -11,6 +11,7 @@ report or a message.
 from __future__ import annotations
 
 import hmac
+import importlib
 import logging
 import os
 import re
@@ -26,6 +27,7 @@ __all__ = [
     "DEFAULT_KEY_NAME",
     "ENCKEYS_ENV",
     "ENCKEYS_FILE",
+    "MASTER_KEY_SOURCE_ENV",
     "EncKeysFile",
     "KeyRing",
     "KeySource",
@@ -151,6 +153,24 @@ MasterKeyFactory = Callable[[Path | None], KeySource | None]
 _master_factory: MasterKeyFactory | None = None
 
 
+#: ``module:function`` of a :data:`MasterKeyFactory`, for processes that cannot be handed
+#: one (Spark's Python workers inherit the environment, not the driver's calls).
+MASTER_KEY_SOURCE_ENV = "TRAILGATE_MASTER_KEY_SOURCE"
+
+
+def _master_for(home: Path | None) -> KeySource | None:
+    factory = _master_factory
+    named = os.environ.get(MASTER_KEY_SOURCE_ENV)
+    if factory is None and named:
+        module, _, function = named.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), function)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"{MASTER_KEY_SOURCE_ENV}={named}: not a module:function "
+                              f"trailgate can import ({exc})") from None
+    return factory(home) if factory is not None else None
+
+
 def set_master_key_source(factory: MasterKeyFactory | None) -> None:
     """Plug in the master-key source (the credential wallet): called with the home (or
     ``None``), it returns a :class:`KeySource` whose ``current(None)`` is the master key,
@@ -241,7 +261,7 @@ def keyring_for(home: Path | None) -> KeyRing:
     cache_key = (str(path), *stamp, str(home))
     ring = _CACHE.get(cache_key)
     if ring is None:
-        master = _master_factory(home) if _master_factory is not None else None
+        master = _master_for(home)
         ring = KeyRing(EncKeysFile(path), master)
         if len(_CACHE) > 64:
             _CACHE.clear()
