@@ -2,11 +2,8 @@
 
 Entries follow GoldenGate's discard file: the time, the error, the table, the operation and
 its trail position, then the key and values.  Several Spark tasks may write one file, so each
-entry is one ``write`` on a file opened with ``O_APPEND`` (no interleaving), fsynced.  The
-PostgreSQL applier writes entries after its transaction commits, so a rolled-back partition
-leaves none (a crash between commit and write can lose that partition's entries).  A lake
-target's DDL step has no transaction to commit with; a replayed batch repeats it, so its
-entry is written once, known by its trail position.
+entry is one ``write`` on a file opened with ``O_APPEND`` (no interleaving), fsynced.  When
+entries are written relative to the target's commit, per target, is in docs/replicat.md.
 """
 
 from __future__ import annotations

@@ -112,6 +112,14 @@ def run_manager(home: Home, *, port: int | None = None) -> int:
 
         for warning in params.warnings:
             log("WARNING", EVENT_PARAMETER, warning)
+        store = CredentialStore(home.path)
+        if store.exists():  # console users: say now if the store cannot be opened
+            try:
+                store.list()
+            except ConfigError as exc:
+                log("WARNING", EVENT_PARAMETER, f"the credential store cannot be opened, so "
+                                                f"its console users (domain Manager) cannot "
+                                                f"log in; the token still works: {exc}")
         sock = bind(params.bind_address, port, params.path)
         supervisor = Supervisor(home, params, log)
         lag = LagMonitor(home, params, log)

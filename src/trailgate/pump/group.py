@@ -269,7 +269,7 @@ class _Pump:
 def _echo(proc: GroupProcess, cfg: PumpConfig) -> None:
     report = proc.report
     assert report is not None
-    report.parameters(cfg.params.files or [cfg.params.path])
+    proc.echo_parameters(cfg.params.files or [cfg.params.path])
     report.section("Input and output")
     report.line(f"Input trail:      {cfg.source_label} ({cfg.source})")
     report.line(f"Output trail:     {cfg.trail_label} ({cfg.trail}, {cfg.megabytes} MB files)")

@@ -46,10 +46,7 @@ class RunOptions:
 
 
 def _echo_parameters(proc: GroupProcess, cfg: ReplicatConfig) -> None:
-    report = proc.report
-    assert report is not None
-    report.parameters(cfg.params.files or [cfg.params.path])
-    report.line()
+    proc.echo_parameters(cfg.params.files or [cfg.params.path])
 
 
 def _validate_target(proc: GroupProcess, cfg: ReplicatConfig) -> list[str]:

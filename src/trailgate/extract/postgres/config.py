@@ -19,7 +19,7 @@ from trailgate.capture.postgres.ddl_setup import ddl_schema
 from trailgate.capture.postgres.slots import slot_name
 from trailgate.capture.postgres.trandata import DEFAULT_PUBLICATION
 from trailgate.changes.heartbeat import seed_name
-from trailgate.db.connect import CredentialStore, login_conninfo
+from trailgate.db.connect import DEFAULT_DOMAIN, alias_conninfo, login_conninfo
 from trailgate.errors import ConfigError
 from trailgate.extract.ddl import ExtractDdl
 from trailgate.extract.tables import TableRules
@@ -64,9 +64,8 @@ class ExtractConfig:
 
 def source_conninfo(home: Home, params: ExtractParams) -> str:
     if params.useridalias:
-        cred = CredentialStore(home.path).get(params.useridalias,
-                                              params.domain or "OracleGoldenGate")
-        return cred.conninfo(params.sourcedb)
+        return alias_conninfo(home.path, params.useridalias, params.domain or DEFAULT_DOMAIN,
+                              params.sourcedb)
     if params.userid or params.sourcedb:
         return login_conninfo(sourcedb=params.sourcedb, userid=params.userid,
                               password=params.password)
