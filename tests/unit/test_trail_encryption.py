@@ -168,7 +168,8 @@ def test_a_wrong_or_missing_key_is_a_clear_error(tmp_path):
     keys.unlink()
     with pytest.raises(TrailKeyError, match=r"not in the ENCKEYS file .*copy the writer's"):
         _changes(trail)
-    with pytest.raises(ConfigError, match=r"no key K9 .*trailgate keygen --name K9"):
+    with pytest.raises(ConfigError,
+                       match=r"the key K9 of the ENCKEYS file .*trailgate keygen --name K9"):
         TrailWriter(home / "dirdat" / "ff", encrypt="AES256", key_name="K9")
 
 
@@ -447,3 +448,26 @@ def test_a_master_key_source_named_in_the_environment(tmp_path, monkeypatch):
             _changes(trail)
     finally:
         keys._CACHE.clear()
+
+
+def test_encrypttrail_without_keyname_uses_the_wallets_master_key(tmp_path, monkeypatch):
+    """The home's master-key wallet (CREATE WALLET, ADD MASTERKEY, RENEW MASTERKEY): new
+    files use the current version, each file names its own, all stay readable."""
+    from trailgate.wallet import KEY_FILE_ENV, PASSPHRASE_ENV, MasterKeyWallet
+
+    monkeypatch.delenv(KEY_FILE_ENV, raising=False)
+    monkeypatch.delenv(PASSPHRASE_ENV, raising=False)
+    with pytest.raises(ConfigError, match=r"wallet's master key .*ADD MASTERKEY"):
+        TrailWriter(tmp_path / "dirdat" / "ee", encrypt="AES256")
+    wallet = MasterKeyWallet(tmp_path)
+    wallet.create()
+    wallet.add()
+    trail = _write(tmp_path, _txns(1), key=None)
+    wallet.renew()
+    _write(tmp_path, _txns(2)[1:], key=None)
+    names = [(e.key_name, e.key_version) for e in (
+        read_header(trail.with_name(f"ee00000000{i}")).encryption for i in range(2))]
+    assert names == [("OGG_DEFAULT_MASTERKEY", 1), ("OGG_DEFAULT_MASTERKEY", 2)]
+    assert [c[0] for c in _changes(trail)] == [500, 501]
+    data = trail.with_name("ee000000000").read_bytes()
+    assert wallet.get(1).key not in data and SECRET not in data

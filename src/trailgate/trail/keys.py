@@ -4,8 +4,8 @@ A writer asks for the *current* key of a name (new files use it); a reader asks 
 a file's header names, by name and version, checked against the header's fingerprint, so
 old files stay readable after a newer key is added.  ENCKEYS is GoldenGate's (``NAME
 0x<hex>`` lines); a name repeated has versions, the last current.  A master-key source
-(the wallet) plugs in through :func:`set_master_key_source`.  Keys never reach a trail, a
-report or a message.
+(the home's wallet, by default) stands beside it: ``ENCRYPTTRAIL`` without ``KEYNAME`` uses
+its master key.  Keys never reach a trail, a report or a message.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ __all__ = [
     "KeyRing",
     "KeySource",
     "TrailKey",
+    "WalletMasterKey",
     "add_key",
     "enckeys_path",
     "home_of_trail",
@@ -68,7 +69,7 @@ class TrailKey:
 
 
 class KeySource(Protocol):
-    """Where keys come from (an ENCKEYS file; later the wallet's master key)."""
+    """Where keys come from (an ENCKEYS file, the wallet's master key)."""
 
     @property
     def where(self) -> str:
@@ -148,9 +149,48 @@ def _key_value(text: str) -> bytes | None:
     return None
 
 
+class WalletMasterKey:
+    """The home's master-key wallet (``trailgate.wallet``, ``ADD``/``RENEW MASTERKEY``) as a
+    key source: ``ENCRYPTTRAIL`` without ``KEYNAME`` seals with its current version, and a
+    file names the version a reader asks it for."""
+
+    def __init__(self, home: Path):
+        # imported here: the wallet needs the cryptography package, which a reader of
+        # plain trails (Logdump, Spark's workers) never loads
+        from trailgate.wallet import DEFAULT_MASTERKEY_NAME, MasterKeyWallet
+
+        self.wallet = MasterKeyWallet(home)
+        self.name = DEFAULT_MASTERKEY_NAME
+
+    @property
+    def where(self) -> str:
+        return f"the master-key wallet {self.wallet.path}"
+
+    def current(self, name: str | None) -> TrailKey | None:
+        if name not in (None, self.name) or not self.wallet.exists():
+            return None
+        key = self.wallet.get()  # a ConfigError says what to run (no key, all deleted)
+        return TrailKey(key.name, key.version, key.key)
+
+    def key_for(self, name: str, version: int) -> TrailKey | None:
+        if name.upper() != self.name or not self.wallet.exists():
+            return None
+        try:
+            key = self.wallet.get(version)
+        except ConfigError:
+            return None  # purged, or never made: the reader names the file and the version
+        return TrailKey(key.name, key.version, key.key)
+
+
 #: A master-key source for ENCRYPTTRAIL without KEYNAME, made for a home (None: none there).
 MasterKeyFactory = Callable[[Path | None], KeySource | None]
-_master_factory: MasterKeyFactory | None = None
+
+
+def _wallet_source(home: Path | None) -> KeySource | None:
+    return WalletMasterKey(home) if home is not None else None
+
+
+_master_factory: MasterKeyFactory | None = _wallet_source
 
 
 #: ``module:function`` of a :data:`MasterKeyFactory`, for processes that cannot be handed
@@ -161,7 +201,7 @@ MASTER_KEY_SOURCE_ENV = "TRAILGATE_MASTER_KEY_SOURCE"
 def _master_for(home: Path | None) -> KeySource | None:
     factory = _master_factory
     named = os.environ.get(MASTER_KEY_SOURCE_ENV)
-    if factory is None and named:
+    if named and factory is _wallet_source:
         module, _, function = named.partition(":")
         try:
             factory = getattr(importlib.import_module(module), function)
@@ -172,12 +212,13 @@ def _master_for(home: Path | None) -> KeySource | None:
 
 
 def set_master_key_source(factory: MasterKeyFactory | None) -> None:
-    """Plug in the master-key source (the credential wallet): called with the home (or
-    ``None``), it returns a :class:`KeySource` whose ``current(None)`` is the master key,
-    or ``None`` when the home has no wallet.  Until one is set, the ENCKEYS key ``DEFAULT``
-    stands in for the master key."""
+    """Plug in another master-key source (the default is the home's wallet,
+    :class:`WalletMasterKey`): called with the home (or ``None``), it returns a
+    :class:`KeySource` whose ``current(None)`` is the master key, or ``None`` when the home
+    has none; ``None`` puts the wallet back.  Without a master key, the ENCKEYS key
+    ``DEFAULT`` stands in for it."""
     global _master_factory
-    _master_factory = factory
+    _master_factory = factory if factory is not None else _wallet_source
     _CACHE.clear()
 
 
@@ -203,10 +244,12 @@ class KeyRing:
         key = self.enckeys.current(name)
         if key is None:
             wanted = (name or DEFAULT_KEY_NAME).upper()
+            master = ("without KEYNAME it uses the wallet's master key (OPEN WALLET and ADD "
+                      "MASTERKEY in GGSCI), else " if name is None else "")
             raise ConfigError(
-                f"ENCRYPTTRAIL: there is no key {wanted} in {self.enckeys.where}; make one "
-                f"with 'trailgate keygen --name {wanted}' (or add a line '{wanted} 0x<hex>'), "
-                f"or set {ENCKEYS_ENV} to the ENCKEYS file that has it")
+                f"ENCRYPTTRAIL: {master}the key {wanted} of {self.enckeys.where}, which has "
+                f"none: make one with 'trailgate keygen --name {wanted}' (or add a line "
+                f"'{wanted} 0x<hex>'), or set {ENCKEYS_ENV} to the ENCKEYS file that has it")
         return key
 
     def key_for(self, name: str, version: int, fingerprint: bytes, *, path: str,
@@ -220,7 +263,8 @@ class KeyRing:
                 found = key
                 if key.fingerprint == fingerprint:
                     return key
-        places = " or ".join(s.where for s in self._sources())
+        places = " or ".join(s.where for s in self._sources()  # a wallet: its own name only
+                             if getattr(s, "name", name.upper()) == name.upper())
         if found is not None:
             raise TrailKeyError(
                 f"the file was encrypted with key {name} version {version} (fingerprint "
