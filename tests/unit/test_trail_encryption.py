@@ -24,6 +24,7 @@ from trailgate.params.parser import parse_params_text
 from trailgate.trail import TrailReader, TrailWriter, read_header, sealing
 from trailgate.trail.header import decode_file_header
 from trailgate.trail.keys import ENCKEYS_FILE, EncKeysFile, add_key
+from trailgate.trail.naming import TrailName
 from trailgate.trail.records import decode_record
 from trailgate.trail.sealing import SEAL_OVERHEAD, RecordOpener, RecordSealer
 
@@ -471,3 +472,28 @@ def test_encrypttrail_without_keyname_uses_the_wallets_master_key(tmp_path, monk
     assert [c[0] for c in _changes(trail)] == [500, 501]
     data = trail.with_name("ee000000000").read_bytes()
     assert wallet.get(1).key not in data and SECRET not in data
+
+
+def test_runs_of_encoded_records_are_sealed_once_across_a_rollover(tmp_path):
+    """add_run (the Extract's packed rows): a run that fits is sealed as it is appended,
+    one that crosses the file's size limit goes record by record — each sealed once."""
+    from trailgate.trail.records import encode_row_record
+    from trailgate.trail.values import encode_columns
+
+    home = _home(tmp_path)
+    table = TABLES["US03.COURSE"]
+    records = [encode_row_record(OpType.INSERT, "US03.COURSE",
+                                 encode_columns({0: b"U%d" % i, 1: b"s" * 200, 2: b"1"},
+                                                None, None),
+                                 212_000_000_000_000_000 + i, 0, 0, None, None)
+               for i in range(9_000)]
+    trail = home / "dirdat" / "ee"
+    with TrailWriter(trail, encrypt="AES256", key_name="K1", megabytes=1, fsync=False) as w:
+        for start in range(0, len(records), 3_000):
+            w.begin_transaction(f"1.{start}.1", 700 + start)
+            w.add_run(records[start:start + 3_000], table, "US03.COURSE", 0)
+            w.commit_transaction()
+    got = _changes(trail)
+    assert [len(t[2]) for t in got] == [3_000] * 3
+    assert got[2][2][-1][1][0] == b"U8999"
+    assert len(TrailName(trail).sequence_numbers()) >= 2  # it rolled over

@@ -256,9 +256,11 @@ class TrailWriter:
         if body:
             size = sum(map(len, body))
             if self._sealer is not None:
-                body = [self._sealed(r) for r in body]
-                size = sum(map(len, body))
+                size += SEAL_OVERHEAD * len(body)
             if self._file_len + size <= self.max_bytes:  # all MIDDLE, no rollover: as is
+                if self._sealer is not None:  # (the other branch seals them in _append)
+                    body = [self._sealed(r) for r in body]
+                    size = sum(map(len, body))
                 self._buf += b"".join(body)
                 self._file_len += size
                 if len(self._buf) >= _SPILL_BYTES:
