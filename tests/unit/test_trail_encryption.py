@@ -497,3 +497,17 @@ def test_runs_of_encoded_records_are_sealed_once_across_a_rollover(tmp_path):
     assert [len(t[2]) for t in got] == [3_000] * 3
     assert got[2][2][-1][1][0] == b"U8999"
     assert len(TrailName(trail).sequence_numbers()) >= 2  # it rolled over
+
+
+def test_logdump_save_of_an_encrypted_file_writes_the_records_opened(tmp_path):
+    home = _home(tmp_path)
+    trail = _write(home, _txns(3))
+    path = trail.with_name("ee000000000")
+    saved = home / "dirdat" / "sv000000000"
+    refused = _logdump(path, f"save {saved} 4 records")
+    assert "DECRYPT ON first" in refused and not saved.exists()
+    _logdump(path, "decrypt on", f"save {saved} 4 records")
+    got = _changes(home / "dirdat" / "sv")
+    inserts = [ch[1][1] for t in got for ch in t[2] if ch[0] == OpType.INSERT]
+    assert inserts == [SECRET + b"-%d" % i for i in range(3)]
+    assert read_header(saved).encryption is None

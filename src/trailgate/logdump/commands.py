@@ -266,6 +266,10 @@ def _save(s: Session, args: list[str]) -> None:
     if target.resolve() == file.path.resolve():
         s.say("Error: SAVE cannot write into the file being read")
         return
+    if file.header is not None and file.header.encryption is not None and not file.decrypt:
+        s.say("Error: the file is encrypted (ENCRYPTTRAIL): DECRYPT ON first; the saved file "
+              "holds the records opened, in the clear")
+        return
     raws: list[bytes] = []
     tables: list[str] = []
     defined: set[str] = set()
