@@ -27,7 +27,7 @@ from kill9_support import TrailFeeder, wait_for
 from replicat_support import ROOT, Increments, replicat_home, run_group, start_group
 from test_pump_kill9 import _in_batch, _transactions, _written
 
-from trailgate.collector.cli import TOKEN_DOMAIN
+from trailgate.collector.tokens import TOKEN_DOMAIN
 from trailgate.db.connect import CredentialStore
 from trailgate.home import GroupInfo, Home, TrailInfo
 

@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 from replicat_support import Increments, replicat_home, write_trail
 from spark_conftest import spark_session  # noqa: F401
 
-from trailgate.collector.cli import TOKEN_DOMAIN
+from trailgate.collector.tokens import TOKEN_DOMAIN
 from trailgate.db.connect import CredentialStore
 from trailgate.errors import ConfigError
 from trailgate.home import GroupInfo, Home, TrailInfo
