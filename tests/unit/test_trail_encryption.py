@@ -511,3 +511,14 @@ def test_logdump_save_of_an_encrypted_file_writes_the_records_opened(tmp_path):
     inserts = [ch[1][1] for t in got for ch in t[2] if ch[0] == OpType.INSERT]
     assert inserts == [SECRET + b"-%d" % i for i in range(3)]
     assert read_header(saved).encryption is None
+
+
+def test_an_encrypted_record_cut_by_a_crash_is_read_past_as_a_plain_one(tmp_path):
+    home = _home(tmp_path)
+    trail = _write(home, _txns(3))
+    path = trail.with_name("ee000000000")
+    last = [r for _, r in TrailReader(trail).raw_records()][-1]
+    path.write_bytes(path.read_bytes()[:last.rba + last.length - 10])  # a crash mid-record
+    assert [c[0] for c in _changes(trail)] == [500, 501]
+    _write(home, _txns(4)[3:])  # the restarted writer's new file
+    assert [c[0] for c in _changes(trail)] == [500, 501, 503]
