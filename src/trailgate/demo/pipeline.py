@@ -23,6 +23,7 @@ from trailgate.errors import TrailgateError
 from trailgate.home import Home
 from trailgate.process import lifecycle
 from trailgate.process.lifecycle import Status
+from trailgate.trail.keys import DEFAULT_KEY_NAME, EncKeysFile, add_key, enckeys_path
 from trailgate.wallet import CredentialStore
 
 if TYPE_CHECKING:
@@ -77,6 +78,9 @@ class PipelineSpec:
     #: options after EXTTRAIL/RMTTRAIL, e.g. ", FORMAT RELEASE 21.1" (docs/trail-format.md)
     local_trail_options: str = ""
     remote_trail_options: str = ""
+    #: ENCRYPTTRAIL before the Extract's EXTTRAIL (e.g. "AES256, KEYNAME demo"): the key is
+    #: made in the home's ENCKEYS file; the Pump passes the trail through encrypted
+    encrypt_trail: str = ""
     delta_dir: str = "./delta"
     checkpoint_table: str = "ggadmin.ggs_checkpoint"
     trigger: str = "1 SECONDS"
@@ -105,6 +109,16 @@ class PipelineSpec:
         if self.replicat_delta:
             out.append(Group("REPLICAT", self.replicat_delta_name, "Replicat → Delta Lake"))
         return out
+
+
+def _make_key(home: Home, encrypt: str) -> None:
+    """The ENCKEYS key ``ENCRYPTTRAIL encrypt`` names, made unless the home has it."""
+    words = encrypt.replace(",", " ").split()
+    upper = [w.upper() for w in words]
+    name = words[upper.index("KEYNAME") + 1] if "KEYNAME" in upper[:-1] else DEFAULT_KEY_NAME
+    path = enckeys_path(home.path)
+    if EncKeysFile(path).current(name) is None:
+        add_key(path, name)
 
 
 def _spark_lines(master: str, trigger: str, conf: list[str]) -> list[str]:
@@ -136,12 +150,15 @@ class Pipeline:
         s, home = self.spec, self.home
         home.create()
         home.globals_file.write_text(f"GGSCHEMA ggadmin\nCHECKPOINTTABLE {s.checkpoint_table}\n")
+        if s.encrypt_trail:
+            _make_key(home, s.encrypt_trail)
         tables = "".join(f"TABLE {t};\n" for t in s.tables)
         ddl = ["DDL INCLUDE MAPPED", "DDLOPTIONS REPORT"] if s.ddl_schemas else []
         home.param_file(s.extract).write_text(
             f"EXTRACT {s.extract.lower()}\n"
             f"SOURCEDB {s.source_db}, USERIDALIAS ggsrc\n"
-            f"EXTTRAIL {s.local_trail}{s.local_trail_options}\n"
+            + (f"ENCRYPTTRAIL {s.encrypt_trail}\n" if s.encrypt_trail else "")
+            + f"EXTTRAIL {s.local_trail}{s.local_trail_options}\n"
             "REPORTCOUNT EVERY 30 SECONDS, RATE\n"
             + "".join(f"{line}\n" for line in [*ddl, *s.extra_extract_params])
             + "\n".join(_spark_lines(s.extract_master, s.trigger, s.spark_conf))

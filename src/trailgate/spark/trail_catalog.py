@@ -104,8 +104,8 @@ def _tables_fast(trail: str, seqno: int, start_rba: int, end_rba: int | None,
                 header = decode_file_header(f.read(0xFFFF))
             except ValueError:
                 return start_rba  # still being written, or damaged: the reader says which
-            if header.compatibility > 3:
-                return start_rba
+            if header.compatibility > 3 or header.encryption is not None:
+                return start_rba  # the reader decodes 12c+ and opens encrypted records
             pos = max(start_rba, header.length)
             f.seek(pos)
             carry = b""

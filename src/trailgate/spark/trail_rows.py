@@ -400,8 +400,8 @@ def _header_file(path: Path, seq: int, scan: _FileScan, stop_at: int, keep: byte
             header = decode_file_header(f.read(0xFFFF))
         except ValueError:
             return  # still being written, or damaged: the reader says which
-        if header.compatibility > 3:
-            return
+        if header.compatibility > 3 or header.encryption is not None:
+            return  # 12c+, or encrypted: drive's reader opens and authenticates each record
         pos = scan.pos = max(scan.pos, header.length)
         names: dict[bytes, int] = {}
         f.seek(pos)

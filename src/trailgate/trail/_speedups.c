@@ -652,6 +652,11 @@ sp_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             if (status != OK)
                 goto done;
         }
+        else if (stype == 'E') {
+            /* an encrypted record (trail/sealing.py): Python refuses it or reads its header */
+            status = INCONSISTENT;
+            goto done;
+        }
     }
     if (data == NULL && (data = PyBytes_FromStringAndSize(NULL, 0)) == NULL) {
         status = FAILED;

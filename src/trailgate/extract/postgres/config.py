@@ -26,6 +26,7 @@ from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_globals, parse_group_params
+from trailgate.trail.keys import require_keys
 from trailgate.trail.release import sink_format_options
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "extract_ddl", "load_extract_config",
@@ -119,6 +120,7 @@ def load_extract_config(home: Home, group: str, *,
                               path=spec.path, line=spec.line)
         check_tokens(spec)
     trail, label, megabytes = _trail(home, info, params)
+    require_keys(home.path, params.encrypt.values())
     env = GroupEnv(group=info.name, description=info.description or "",
                    hostname=socket.gethostname(), os_user=getpass.getuser(),
                    process_id=process_id or os.getpid())
@@ -132,7 +134,8 @@ def load_extract_config(home: Home, group: str, *,
         spill_dir=str(Path(home.dirtmp) / info.name.lower()),
         memory_limit_bytes=memory_limit_bytes, params=params, info=info,
         heartbeat_schema=schema,
-        format_options=sink_format_options(params.trail_options.get(label)),
+        format_options=sink_format_options(params.trail_options.get(label),
+                                           params.encrypt.get(label)),
         ggschema=_ggschema(home, params))
 
 
