@@ -102,11 +102,16 @@ def _header_json(header: FileHeader) -> dict[str, Any]:
     fields["database"] = dataclasses.asdict(header.database)
     fields["producer"] = dataclasses.asdict(header.producer)
     fields["producer"]["version"] = list(header.producer.version)
+    enc = header.encryption  # which key the file was encrypted with: its values are here
+    fields["encryption"] = None if enc is None else {
+        "cipher": enc.cipher, "key_name": enc.key_name, "key_version": enc.key_version,
+        "fingerprint": enc.fingerprint.hex()}
     return fields
 
 
 def _header_from_json(data: dict[str, Any]) -> FileHeader:
     fields = dict(data)
+    fields.pop("encryption", None)  # an import writes the clear: ENCRYPTTRAIL is a writer's
     fields["machine"] = MachineInfo(**fields.get("machine", {}))
     fields["database"] = DatabaseInfo(**fields.get("database", {}))
     producer = dict(fields.get("producer", {}))
