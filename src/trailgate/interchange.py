@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from trailgate.errors import ConfigError
 from trailgate.model import (
@@ -239,6 +239,10 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"not JSON: {exc.msg}", path=source, line=number) from None
+            if not isinstance(obj, dict):
+                raise ConfigError(f"a JSON {type(obj).__name__} where a record object "
+                                  '({"record": ...}) should be; docs/interchange.md shows the '
+                                  "format", path=source, line=number)
             kind = obj.get("record", "change")
             if kind != "metadata":
                 if commit_after_ddl and writer is not None:
@@ -322,14 +326,27 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _utf8_lines(handle: BinaryIO, source: str) -> Iterator[str]:
+    """The lines of ``handle`` as text; a line that is not UTF-8 is a ``ConfigError`` naming
+    it (JSON Lines are UTF-8)."""
+    for number, raw in enumerate(handle, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"byte {exc.start + 1} of the line is not UTF-8 ({exc.reason}): "
+                              "JSON Lines are UTF-8; convert the file (iconv -t UTF-8)",
+                              path=source, line=number) from None
+
+
 def run_import(args: argparse.Namespace) -> int:
     if args.file == "-":
-        count = import_records(sys.stdin, args.trail, megabytes=args.megabytes)
+        count = import_records(_utf8_lines(sys.stdin.buffer, "<stdin>"), args.trail,
+                               megabytes=args.megabytes)
     else:
         try:
-            with open(args.file, encoding="utf-8") as handle:
-                count = import_records(handle, args.trail, source=args.file,
-                                       megabytes=args.megabytes)
+            with open(args.file, "rb") as handle:
+                count = import_records(_utf8_lines(handle, args.file), args.trail,
+                                       source=args.file, megabytes=args.megabytes)
         except OSError as exc:
             raise ConfigError(f"cannot read: {exc.strerror}", path=args.file) from None
     print(f"Imported {count} changes into {args.trail}.", file=sys.stderr)
