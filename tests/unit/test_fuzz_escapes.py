@@ -30,3 +30,12 @@ def test_json_lines_value_not_an_object_names_the_line(
     err = _import(tmp_path, line + b"\n", capsys)
     assert f"{tmp_path / 'in.jsonl'}, line 1: a JSON" in err
     assert "record object" in err
+
+
+def test_ggsci_obey_file_not_utf8_names_the_line(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    obey = tmp_path / "setup.oby"
+    obey.write_bytes(b"INFO ALL\nINFO \xc6ANAGER\n")
+    assert main(["--home", str(tmp_path), "ggsci", str(obey)]) == 1
+    out = capsys.readouterr().out
+    assert f"obey file {obey}, line 2: not UTF-8" in out

@@ -171,9 +171,15 @@ class Shell:
             chain = " -> ".join(str(p) for p in [*self._obey_stack, file])
             raise GgsciError(f"OBEY loop: {chain}.")
         try:
-            text = file.read_text("utf-8")
+            data = file.read_bytes()
         except OSError as exc:
             raise GgsciError(f"cannot read obey file {file}: {exc.strerror}.") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise GgsciError(f"obey file {file}, line {line}: not UTF-8 ({exc.reason}); save "
+                             "it as UTF-8.") from None
         return self.run_script(text, str(path), origin=file)
 
     def _obey(self, path: str) -> None:
