@@ -4,6 +4,8 @@ ended in a traceback."""
 
 from __future__ import annotations
 
+import argparse
+import io
 from pathlib import Path
 
 import pytest
@@ -39,3 +41,28 @@ def test_ggsci_obey_file_not_utf8_names_the_line(tmp_path: Path,
     assert main(["--home", str(tmp_path), "ggsci", str(obey)]) == 1
     out = capsys.readouterr().out
     assert f"obey file {obey}, line 2: not UTF-8" in out
+
+
+def _strict_stdin(data: bytes) -> io.TextIOWrapper:
+    """stdin as Python opens it under a UTF-8 locale such as en_US.UTF-8 (errors strict)."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="strict")
+
+
+def test_logdump_commands_on_stdin_not_utf8_are_unknown_commands() -> None:
+    from trailgate.logdump.cli import run
+
+    out = io.StringIO()
+    run(argparse.Namespace(file=None), stdin=_strict_stdin(b"ghdr on\n\xff\xfe n\nenv\n"),
+        stdout=out)
+    assert "Error: unknown command" in out.getvalue()
+    assert "GHDR" in out.getvalue().upper()  # the lines after it still ran (ENV)
+
+
+def test_ggsci_script_on_stdin_not_utf8_stops_at_its_line(tmp_path: Path) -> None:
+    from trailgate.ggsci.shell import run
+
+    out = io.StringIO()
+    status = run(argparse.Namespace(home=str(tmp_path), obey=None),
+                 stdin=_strict_stdin(b"INFO ALL\nINFO \xc6X\n"), stdout=out)
+    assert status == 1
+    assert "stdin, line 2" in out.getvalue()

@@ -11,6 +11,7 @@ setup script never half-runs past a mistake unnoticed.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import socket
 import sys
@@ -248,6 +249,8 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None,
     """Entry point for ``trailgate ggsci``: 0 on success, 1 when a script stopped at an
     error."""
     stdin = stdin if stdin is not None else sys.stdin
+    if isinstance(stdin, io.TextIOWrapper):  # a byte that is not UTF-8: a command in error
+        stdin.reconfigure(errors="replace")
     out = stdout if stdout is not None else sys.stdout
     home = Home.locate(getattr(args, "home", None))
     obey = getattr(args, "obey", None)
