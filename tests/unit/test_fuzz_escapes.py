@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,45 @@ def test_ggsci_script_on_stdin_not_utf8_stops_at_its_line(tmp_path: Path) -> Non
                  stdin=_strict_stdin(b"INFO ALL\nINFO \xc6X\n"), stdout=out)
     assert status == 1
     assert "stdin, line 2" in out.getvalue()
+
+
+_CHANGE = {"record": "change", "op": "Insert", "table": "APP.T", "trans_ind": "only",
+           "columns": [{"index": 0, "value": "1"}]}
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("tokens", ["a"], '"tokens" must be an object of strings'),
+    ("rowid", {"a": 1}, "'rowid' cannot be an object"),
+    ("table", 1.5, "'table' cannot be a number"),
+    ("text", {}, "'text' cannot be an object"),
+    ("xid", [], "'xid' cannot be an array"),
+    ("io_time", 2**70, "a number out of the trail format's range"),
+])
+def test_json_lines_field_of_the_wrong_type_names_the_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object,
+        said: str) -> None:
+    line = json.dumps({**_CHANGE, field: value})
+    err = _import(tmp_path, b"\n" + line.encode() + b"\n", capsys)
+    assert f"in.jsonl, line 2: {said}" in err
+
+
+@pytest.mark.parametrize(("header", "said"), [
+    ({"filename": 7}, "the file header: 'filename' cannot be a number"),
+    ({"machine": {"hostname": []}}, "header.machine: 'hostname' cannot be an array"),
+    ({"producer": "x"}, "header.producer must be a JSON object, not a string"),
+    ({"nonsense": 1}, "the file header has no field 'nonsense'"),
+])
+def test_json_lines_file_header_of_the_wrong_shape_names_the_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], header: dict, said: str) -> None:
+    line = json.dumps({"record": "file", "format": 1, "header": header})
+    err = _import(tmp_path, line.encode() + b"\n", capsys)
+    assert f"in.jsonl, line 1: {said}" in err
+
+
+def test_json_lines_definition_of_the_wrong_shape_names_the_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = json.dumps({"record": "metadata", "definition": {
+        "schema": "APP", "name": 5, "columns": [{"name": "ID", "index": 0, "kind": "NUMBER",
+                                                 "source_type": "NUMBER"}]}})
+    err = _import(tmp_path, line.encode() + b"\n", capsys)
+    assert "in.jsonl, line 1: the definition: 'name' cannot be a number" in err
