@@ -109,3 +109,57 @@ def test_json_lines_definition_of_the_wrong_shape_names_the_line(
                                                  "source_type": "NUMBER"}]}})
     err = _import(tmp_path, line.encode() + b"\n", capsys)
     assert "in.jsonl, line 1: the definition: 'name' cannot be a number" in err
+
+
+def _trail_with_damage(tmp_path: Path, how: str) -> tuple[str, int]:
+    """A one-file 11.2 trail whose second transaction's record is damaged ``how``; the
+    trail and the damaged record's RBA."""
+    from trailgate.sample import COURSE, STUDENT, seed_transactions
+    from trailgate.trail import TrailReader, TrailWriter
+
+    tables = {STUDENT.qualified_name: STUDENT, COURSE.qualified_name: COURSE}
+    with TrailWriter(tmp_path / "aa", fsync=False) as w:
+        for txn in seed_transactions()[:3]:
+            w.write_transaction(txn, tables)
+    rows = [pos.rba for pos, raw in TrailReader(tmp_path / "aa").raw_records()
+            if raw.io_type != 170 and raw.trans_ind in (0, 3)]
+    path = tmp_path / "aa000000000"
+    data = bytearray(path.read_bytes())
+    pos = rows[1]
+    hlen = int.from_bytes(data[pos + 6:pos + 8], "big")
+    body = pos + 8 + hlen  # the D sub-record, then T (and U)
+    dlen = int.from_bytes(data[body + 2:body + 4], "big")
+    tarea = body + 4 + dlen  # the T sub-record: R, L, 6 inside
+    if how == "sub-record past its record":
+        data[tarea + 2:tarea + 4] = b"\x27\x2c"
+    elif how == "table name not UTF-8":
+        data[pos + 8 + 34] = 0xFF  # the H area: 34 fixed bytes, then the name
+    elif how == "D length not RecLength":
+        data[pos + 8 + 4:pos + 8 + 6] = (dlen + 1).to_bytes(2, "big")  # RecLength
+    elif how == "CSN not digits":
+        at = data.index(b"L\x00", tarea + 4)
+        data[at + 4] = ord("x")
+    path.write_bytes(bytes(data))
+    return str(tmp_path / "aa"), pos
+
+
+@pytest.mark.parametrize("how", ["sub-record past its record", "table name not UTF-8",
+                                 "D length not RecLength", "CSN not digits"])
+def test_the_c_boundary_scan_stops_where_the_reader_raises(tmp_path: Path, how: str) -> None:
+    """The Spark source's boundary scan in C passed over records whose framing was sound
+    but whose sub-records the reader refuses, and found a boundary after them where the
+    pure-Python scan raises: both now raise TrailFormatError at the record."""
+    from trailgate.errors import TrailFormatError
+    from trailgate.model import TrailPosition
+    from trailgate.replicat.range_apply import CLEAN_SCAN
+    from trailgate.spark.trail_offsets import scan_boundary
+    from trailgate.trail._accel import speedups
+
+    trail, rba = _trail_with_damage(tmp_path, how)
+    with pytest.raises(TrailFormatError, match=f"at RBA {rba}"):
+        scan_boundary(trail, TrailPosition(0, 0))
+    if speedups is not None:
+        data = Path(trail + "000000000").read_bytes()
+        first = data.index(b"G\x01")
+        out = speedups.scan_records(data, first, len(data), CLEAN_SCAN, -1, None, None)
+        assert out is not None and out[0] == rba and out[-1] == 1  # stopped there
