@@ -11,6 +11,7 @@ The parent bounds each example's time and sees a crash as the pipe closing.  Run
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import io
@@ -314,6 +315,87 @@ def _oracle(tmp: Path, payload: dict[str, Any]) -> None:
               str(tmp / f"ox{unknown}" / "ox"), "--on-unknown", unknown, str(dump)])
 
 
+_MANAGER: dict[str, Any] = {}
+
+
+def _manager_app() -> tuple[Any, str]:
+    """The Manager's ASGI application over a home holding the pump PMP1 (made once per
+    worker, kept for its life: requests only read it), and its token."""
+    if not _MANAGER:
+        from trailgate.home import Home
+        from trailgate.manager.api import create_app
+        from trailgate.manager.auth import ensure_token
+        from trailgate.manager.lag import LagMonitor
+        from trailgate.manager.params import parse_manager_params
+        from trailgate.manager.state import ManagerState
+        from trailgate.manager.supervisor import Supervisor
+
+        home_dir = Path(tempfile.mkdtemp(prefix="tgfuzz-mgr-"))
+        obey = home_dir / "setup.oby"
+        obey.write_text("ADD EXTRACT pmp1, EXTTRAILSOURCE ./dirdat/lt\n"
+                        "ADD RMTTRAIL ./dirdat/rt, EXTRACT pmp1\n", "utf-8")
+        _cli("GGSCI setup", ["--home", str(home_dir), "ggsci", str(obey)])
+        home = Home(home_dir)
+        if home.group("PMP1") is None:
+            raise Escape("the Manager's home could not be set up (ADD EXTRACT pmp1)")
+        params = parse_manager_params(home)
+
+        def log(level: str, code: str, message: str) -> None:
+            pass
+
+        state = ManagerState(home, params, Supervisor(home, params, log),
+                             LagMonitor(home, params, log), ensure_token(home), 7809)
+        # one event loop for the worker's life, as a server has (anyio's file threads stay
+        # with the loop that started them)
+        _MANAGER.update(app=create_app(state), token=state.token,
+                        loop=asyncio.new_event_loop())
+    return _MANAGER["app"], _MANAGER["token"]
+
+
+def _rest(tmp: Path, payload: dict[str, Any]) -> None:
+    """HTTP requests (``payload["requests"]``: method, path, query, headers) to the Manager's
+    REST API: any answer but a server error (500: an exception in a handler)."""
+    from urllib.parse import quote
+
+    app, token = _manager_app()
+
+    async def call(method: str, path: str, query: bytes, headers: list[tuple[bytes, bytes]]
+                   ) -> int:
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": method, "scheme": "http", "path": path, "root_path": "",
+                 "raw_path": quote(path, safe="/", errors="surrogatepass").encode("ascii"),
+                 "query_string": query, "headers": headers, "client": ("127.0.0.1", 5),
+                 "server": ("127.0.0.1", 7809)}
+        sent: list[dict[str, Any]] = []
+        done = asyncio.Event()
+        asked: list[bool] = []
+
+        async def receive() -> dict[str, Any]:  # the request, then a disconnect once answered
+            if not asked:
+                asked.append(True)
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await done.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                done.set()
+
+        await app(scope, receive, send)
+        return int(next(m["status"] for m in sent if m["type"] == "http.response.start"))
+
+    for method, path, query, auth in payload["requests"]:
+        headers = [(b"host", b"127.0.0.1")]
+        if auth is not None:
+            headers.append((b"authorization", auth.replace(b"TOKEN", token.encode())))
+        label = f"{method} {path[:100]!r}?{query[:60]!r}"
+        status = clean(label, lambda method=method, path=path, query=query, headers=headers:
+                       _MANAGER["loop"].run_until_complete(call(method, path, query, headers)))
+        if isinstance(status, int) and status >= 500:
+            raise Escape(f"{label}: HTTP {status}")
+
+
 def _probe(tmp: Path, payload: dict[str, Any]) -> None:
     """What the harness must catch, on request: a clean error, an escape, a crash, a hang."""
     from trailgate.errors import TrailFormatError
@@ -337,7 +419,7 @@ def _probe(tmp: Path, payload: dict[str, Any]) -> None:
 
 TARGETS: dict[str, Callable[[Path, dict[str, Any]], None]] = {
     "trail": _trail, "logdump": _logdump_commands, "jsonl": _jsonl, "params": _params,
-    "ggsci": _ggsci, "oracle": _oracle, "probe": _probe,
+    "ggsci": _ggsci, "oracle": _oracle, "rest": _rest, "probe": _probe,
 }
 
 

@@ -259,3 +259,46 @@ def test_the_worker_catches_escapes_crashes_and_hangs(how: str, expected: str) -
     with pytest.raises(AssertionError, match=expected):
         worker().check("probe", {"do": how}, timeout=3)
     worker().check("probe", {"do": "clean"})
+
+
+# -- the Manager's REST API ----------------------------------------------------------------------
+
+_ROUTES = ["/api/groups/{}", "/api/groups/{}/stats", "/api/groups/{}/lag",
+           "/api/groups/{}/report", "/api/groups/{}/start", "/api/groups/{}/stop",
+           "/api/groups", "/api/manager", "/api/lag", "/api/events", "/metrics", "/collector",
+           "/", "/console/", "/console/{}", "/openapi.json", "/{}"]
+
+
+def _requests() -> st.SearchStrategy[list[tuple[str, str, bytes, bytes | None]]]:
+    names = st.one_of(st.sampled_from(["pmp1", "PMP1", "PMP*", "*", "", ".", "..", "a" * 300,
+                                       "pmp1/../..", "%00", "pmp1\x00", "nogroup"]),
+                      st.text(max_size=40))
+    auth = st.one_of(st.none(), st.sampled_from([b"Bearer TOKEN", b"Bearer", b"Basic",
+                                                 b"Basic ====", b"Basic " + b"QQ==" * 3000,
+                                                 b"bearer TOKEN ", b"Digest x"]),
+                     st.binary(max_size=80).map(lambda b: b"Basic " + b),
+                     st.binary(max_size=80))
+    query = st.one_of(st.sampled_from([b"", b"lines=1", b"lines=0", b"lines=-1",
+                                       b"lines=100001", b"lines=99999999999999999999999",
+                                       b"lines=x", b"lines=1&lines=2", b"lines"]),
+                      st.binary(max_size=40))
+
+    def request(method: str, route: str, name: str, q: bytes, a: bytes | None
+                ) -> tuple[str, str, bytes, bytes | None]:
+        if method == "POST" and "PMP" in name.upper():
+            a = b"Bearer wrong"  # never a real START or STOP of the home's pump
+        return method, route.format(name), q, a
+
+    return st.lists(st.builds(request, st.sampled_from(["GET", "GET", "POST", "HEAD", "PUT"]),
+                              st.sampled_from(_ROUTES), names, query, auth),
+                    min_size=1, max_size=6)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_fuzz_manager_rest_requests(profile: dict) -> None:
+    @fuzz_settings(profile)
+    @given(_requests())
+    def check(requests: list) -> None:
+        worker().check("rest", {"requests": requests})
+
+    check()
