@@ -165,9 +165,14 @@ def _tabledef_json(table: TableDef) -> dict[str, Any]:
 def _tabledef_from_json(data: Any) -> TableDef:
     if not isinstance(data, dict) or not isinstance(data.get("columns"), list):
         raise ValueError("a definition must be a JSON object with a \"columns\" array")
-    columns = [_built(Column, c, "a column", kind=ColumnKind(c.get("kind"))
-                      if isinstance(c, dict) else None) for c in data["columns"]]
+    columns = [_column_from_json(c) for c in data["columns"]]
     return _built(TableDef, data, "the definition", columns=columns)
+
+
+def _column_from_json(data: Any) -> Column:
+    if not isinstance(data, dict):
+        raise ValueError(f"a column must be a JSON object, not {_json_type(data)}")
+    return _built(Column, data, "a column", kind=ColumnKind(str(data.get("kind"))))
 
 
 def export_records(trail: str | Path, start: TrailPosition | None = None,

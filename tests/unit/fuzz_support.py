@@ -231,7 +231,8 @@ def line_anchors(data: bytes) -> list[int]:
 
 @dataclass(frozen=True)
 class TrailBase:
-    """A trail written by trailgate: its files and the record starts in each."""
+    """A trail written by trailgate: its files, and in each where to aim damage (points in
+    its file header and each record's start)."""
 
     name: str
     files: tuple[bytes, ...]
@@ -249,6 +250,7 @@ def trail_base(release: str | None, order: str | None = None, big: bool = False
     from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, Transaction
     from trailgate.sample import COURSE, STUDENT, seed_transactions
     from trailgate.trail import TrailReader, TrailWriter
+    from trailgate.trail.header import decode_file_header
     from trailgate.trail.release import parse_release
 
     key = f"{release}-{order}-{big}"
@@ -285,7 +287,9 @@ def trail_base(release: str | None, order: str | None = None, big: bool = False
             w.write_transaction(Transaction("9.1.1", 99, [change] * 2), tables)
         seqs = sorted(Path(tmp).iterdir())
         files = tuple(p.read_bytes() for p in seqs)
-        anchors: list[list[int]] = [[0] for _ in files]
+        # the file header's fields (every 24 bytes of it), then each record's start
+        anchors: list[list[int]] = [list(range(0, decode_file_header(f).length, 24))
+                                    for f in files]
         for pos, _ in TrailReader(f"{tmp}/aa").raw_records():
             anchors[pos.seqno].append(pos.rba)
     base = TrailBase(key, files, tuple(tuple(a) for a in anchors))
