@@ -129,6 +129,7 @@ def _logdump(label: str, path: Path, script: list[str]) -> None:
 
 def _trail(tmp: Path, payload: dict[str, Any]) -> None:
     """Every reader of a trail over ``payload["files"]`` (bytes per file, in order)."""
+    from trailgate.model import TrailPosition
     from trailgate.trail import TrailReader, find_next_record
 
     d = tmp / "dirdat"
@@ -154,6 +155,9 @@ def _trail(tmp: Path, payload: dict[str, Any]) -> None:
           lambda: drain(TrailReader(first, single_file=True, values=False).records()),
           place=_located)
 
+    start = payload.get("start", 0)  # a position anywhere in the first file (--from)
+    clean(f"TrailReader.records from 0:{start}",
+          lambda: drain(TrailReader(trail, TrailPosition(0, start)).records()), place=_located)
     data = files[0]
 
     def scan_headers() -> None:
@@ -168,7 +172,7 @@ def _trail(tmp: Path, payload: dict[str, Any]) -> None:
     _boundaries(trail, len(data))
     _logdump("Logdump", first, payload.get("logdump", LOGDUMP_SCRIPT))
     _cli("trail export", ["trail", "export", trail])
-    _cli("trail export FILE", ["trail", "export", str(first), "--from", "0:0"])
+    _cli("trail export FILE --from", ["trail", "export", str(first), "--from", f"0:{start}"])
     _cli("trail dump --annotate", ["trail", "dump", "--annotate", str(first)])
     _cli("trail dump", ["trail", "dump", str(first), "--count", "40"])
     _direct_c(data)

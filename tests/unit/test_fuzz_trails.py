@@ -33,12 +33,14 @@ PROFILES = [pytest.param(QUICK, id="quick"),
 @pytest.mark.parametrize("profile", PROFILES)
 def test_fuzz_damaged_trails(profile: dict) -> None:
     @fuzz_settings(profile)
-    @given(st.sampled_from(TRAIL_FORMATS), st.integers(0, 1), edits())
-    def check(fmt: tuple, which: int, changes: list) -> None:
+    @given(st.sampled_from(TRAIL_FORMATS), st.integers(0, 1), edits(),
+           st.integers(0, 1 << 16), st.integers(-4, 8))
+    def check(fmt: tuple, which: int, changes: list, anchor: int, offset: int) -> None:
         base = trail_base(*fmt)
         files = list(base.files)
         files[which] = apply_edits(files[which], list(base.anchors[which]), changes)
-        same_on_both_paths("trail", {"files": files})
+        start = max(0, base.anchors[0][anchor % len(base.anchors[0])] + offset)
+        same_on_both_paths("trail", {"files": files, "start": start})
 
     check()
 
