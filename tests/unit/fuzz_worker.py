@@ -3,10 +3,11 @@
 A fuzzed input may crash the C codec (a segfault ends the process), hang a loop or eat the
 memory, so it is tried here, not in pytest's process: the parent sends ``(target,
 payload)`` frames on stdin, each target runs the input through every entry point a user or
-a peer reaches with it, and the reply is ``("ok", "")`` when each entry point either worked
-or raised one of trailgate's own errors naming where, and ``("escape", what)`` otherwise.
-The parent bounds each example's time and sees a crash as the pipe closing.  Run with
-``TRAILGATE_PURE_PYTHON=1`` for the pure-Python codec.
+a peer reaches with it, and the reply is ``("ok", outcomes)`` when each entry point either
+worked or raised one of trailgate's own errors naming where (``outcomes``: a line per entry
+point, a hash of its result or its error, for comparing the C and pure-Python codecs), and
+``("escape", what)`` otherwise.  The parent bounds each example's time and sees a crash as
+the pipe closing.  Run with ``TRAILGATE_PURE_PYTHON=1`` for the pure-Python codec.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ def _logdump(label: str, path: Path, script: list[str]) -> None:
         clean(f"{label} close", session.close)
     if "Traceback" in out.getvalue():
         raise Escape(f"{label}: Logdump printed a traceback:\n{out.getvalue()[-3000:]}")
+    OUTCOMES.append(f"{label} shows {_digest(out.getvalue())}")
 
 
 def _trail(tmp: Path, payload: dict[str, Any]) -> None:
