@@ -88,9 +88,28 @@ class GroupInfo:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GroupInfo:
+        """The group a registry entry describes; ``TypeError`` names a field of the wrong
+        type (a registry edited by hand or damaged)."""
         values = dict(data)
         values["trails"] = [TrailInfo(**t) for t in values.get("trails", [])]
-        return cls(**values)
+        info = cls(**values)
+        for name, kinds in _FIELD_TYPES.items():
+            if not isinstance(getattr(info, name), kinds):
+                raise TypeError(f"group {info.name!r}: {name} cannot be "
+                                f"{type(getattr(info, name)).__name__}")
+        for trail in info.trails:
+            if not isinstance(trail.path, str) or not isinstance(trail.kind, str) or \
+                    type(trail.megabytes) is not int:
+                raise TypeError(f"group {info.name!r}: trail {trail} has a field of the "
+                                "wrong type")
+        return info
+
+
+#: the JSON types of a registry entry's fields (GroupInfo's, but for its trails)
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "name": str, "kind": str, "source": str, "source_path": (str, type(None)),
+    "checkpoint_table": (str, type(None)), "begin": (str, dict, type(None)),
+    "description": (str, type(None)), "created": str}
 
 
 class Home:
@@ -250,6 +269,8 @@ class Home:
             return {}
         try:
             data = json.loads(raw)
+            if not isinstance(data, dict) or not isinstance(data.get("groups"), dict):
+                raise TypeError('not a JSON object with a "groups" object')
             return {n: GroupInfo.from_json(g) for n, g in data["groups"].items()}
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(

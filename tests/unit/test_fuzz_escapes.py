@@ -163,3 +163,27 @@ def test_the_c_boundary_scan_stops_where_the_reader_raises(tmp_path: Path, how: 
         first = data.index(b"G\x01")
         out = speedups.scan_records(data, first, len(data), CLEAN_SCAN, -1, None, None)
         assert out is not None and out[0] == rba and out[-1] == 1  # stopped there
+
+
+@pytest.mark.parametrize("registry", [
+    {"version": 1, "groups": []},
+    {"version": 1, "groups": {"PMP1": {"name": "PMP1", "kind": 3, "source": "TRANLOG"}}},
+    {"version": 1, "groups": {"PMP1": {"name": "PMP1", "kind": "EXTRACT",
+                                       "source": "EXTTRAILSOURCE", "trails": [{"path": 7}]}}},
+])
+def test_a_damaged_group_registry_is_named_not_an_internal_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], registry: dict) -> None:
+    """dirchk/groups.json edited by hand or damaged: GGSCI said "internal error
+    (AttributeError …)" for a groups list, and took fields of the wrong type."""
+    from trailgate.errors import ConfigError
+    from trailgate.home import Home
+
+    (tmp_path / "dirchk").mkdir()
+    (tmp_path / "dirchk" / "groups.json").write_text(json.dumps(registry), "utf-8")
+    with pytest.raises(ConfigError, match="the group registry is corrupt"):
+        Home(tmp_path).groups()
+    obey = tmp_path / "info.oby"
+    obey.write_text("INFO ALL\n", "utf-8")
+    assert main(["--home", str(tmp_path), "ggsci", str(obey)]) == 1
+    out = capsys.readouterr().out
+    assert "the group registry is corrupt" in out and "internal error" not in out
