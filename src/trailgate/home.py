@@ -264,11 +264,11 @@ class Home:
 
     def _read_registry(self) -> dict[str, GroupInfo]:
         try:
-            raw = self.registry_file.read_text("utf-8")
+            raw = self.registry_file.read_bytes()
         except FileNotFoundError:
             return {}
         try:
-            data = json.loads(raw)
+            data = json.loads(raw.decode("utf-8"))  # not UTF-8: a ValueError, reported below
             if not isinstance(data, dict) or not isinstance(data.get("groups"), dict):
                 raise TypeError('not a JSON object with a "groups" object')
             return {n: GroupInfo.from_json(g) for n, g in data["groups"].items()}

@@ -86,8 +86,9 @@ def _cli(label: str, argv: list[str], stdin: bytes = b"") -> str:
     finally:
         sys.stdin = old_stdin
     text = err.getvalue()
-    if "Traceback" in text:
-        raise Escape(f"{label}: printed a traceback:\n{text}")
+    if "Traceback" in text or "internal error" in out.getvalue():
+        raise Escape(f"{label}: printed a traceback or an internal error:\n{text}"
+                     f"{out.getvalue()[-2000:]}")
     if status not in (0, 1):
         raise Escape(f"{label}: exit status {status}: {text}")
     OUTCOMES.append(f"{label}: output {_digest(out.getvalue())}, {text.strip()[:300]}")
@@ -322,40 +323,71 @@ def _oracle(tmp: Path, payload: dict[str, Any]) -> None:
 
 
 _MANAGER: dict[str, Any] = {}
+#: a home's groups: a pump and a Replicat (what GGSCI writes to dirchk/groups.json)
+HOME_SETUP = ("ADD EXTRACT pmp1, EXTTRAILSOURCE ./dirdat/lt\n"
+              "ADD RMTTRAIL ./dirdat/rt, EXTRACT pmp1\n"
+              "ADD REPLICAT rep1, EXTTRAIL ./dirdat/rt, NODBCHECKPOINT\n")
+
+
+def _home(where: Path) -> Path:
+    """A home at ``where`` holding PMP1 and REP1, set up by GGSCI."""
+    from trailgate.home import Home
+
+    where.mkdir(parents=True, exist_ok=True)
+    obey = where / "setup.oby"
+    obey.write_text(HOME_SETUP, "utf-8")
+    _cli("GGSCI setup", ["--home", str(where), "ggsci", str(obey)])
+    if Home(where).group("PMP1") is None:
+        raise Escape("the home could not be set up (ADD EXTRACT pmp1)")
+    return where
+
+
+def _manager_state(home_dir: Path) -> Any:
+    from trailgate.home import Home
+    from trailgate.manager.auth import ensure_token
+    from trailgate.manager.lag import LagMonitor
+    from trailgate.manager.params import parse_manager_params
+    from trailgate.manager.state import ManagerState
+    from trailgate.manager.supervisor import Supervisor
+
+    home = Home(home_dir)
+    params = parse_manager_params(home)
+
+    def log(level: str, code: str, message: str) -> None:
+        pass
+
+    return ManagerState(home, params, Supervisor(home, params, log),
+                        LagMonitor(home, params, log), ensure_token(home), 7809)
 
 
 def _manager_app() -> tuple[Any, str]:
     """The Manager's ASGI application over a home holding the pump PMP1 (made once per
     worker, kept for its life: requests only read it), and its token."""
     if not _MANAGER:
-        from trailgate.home import Home
         from trailgate.manager.api import create_app
-        from trailgate.manager.auth import ensure_token
-        from trailgate.manager.lag import LagMonitor
-        from trailgate.manager.params import parse_manager_params
-        from trailgate.manager.state import ManagerState
-        from trailgate.manager.supervisor import Supervisor
 
-        home_dir = Path(tempfile.mkdtemp(prefix="tgfuzz-mgr-"))
-        obey = home_dir / "setup.oby"
-        obey.write_text("ADD EXTRACT pmp1, EXTTRAILSOURCE ./dirdat/lt\n"
-                        "ADD RMTTRAIL ./dirdat/rt, EXTRACT pmp1\n", "utf-8")
-        _cli("GGSCI setup", ["--home", str(home_dir), "ggsci", str(obey)])
-        home = Home(home_dir)
-        if home.group("PMP1") is None:
-            raise Escape("the Manager's home could not be set up (ADD EXTRACT pmp1)")
-        params = parse_manager_params(home)
-
-        def log(level: str, code: str, message: str) -> None:
-            pass
-
-        state = ManagerState(home, params, Supervisor(home, params, log),
-                             LagMonitor(home, params, log), ensure_token(home), 7809)
+        state = _manager_state(_home(Path(tempfile.mkdtemp(prefix="tgfuzz-mgr-"))))
         # one event loop for the worker's life, as a server has (anyio's file threads stay
         # with the loop that started them)
         _MANAGER.update(app=create_app(state), token=state.token,
                         loop=asyncio.new_event_loop())
     return _MANAGER["app"], _MANAGER["token"]
+
+
+def _registry(tmp: Path, payload: dict[str, Any]) -> None:
+    """A group registry (dirchk/groups.json, bytes) as a hand edit or a damaged disk leaves
+    it: what GGSCI's INFO and VIEW and the Manager's status make of it."""
+    from trailgate.home import Home
+
+    home = _home(tmp / "home")
+    (home / "dirchk" / "groups.json").write_bytes(payload["data"])
+    clean("Home.groups", lambda: Home(home).groups(),
+          place=lambda exc: getattr(exc, "path", None) is not None)
+    obey = tmp / "info.oby"
+    obey.write_text("INFO ALL\nINFO PMP1, SHOWCH\nINFO REP1, DETAIL\nVIEW PARAMS PMP1\n",
+                    "utf-8")
+    _cli("GGSCI INFO", ["--home", str(home), "ggsci", str(obey)])
+    clean("Manager statuses", lambda: _manager_state(home).statuses())
 
 
 def _rest(tmp: Path, payload: dict[str, Any]) -> None:
@@ -425,7 +457,8 @@ def _probe(tmp: Path, payload: dict[str, Any]) -> None:
 
 TARGETS: dict[str, Callable[[Path, dict[str, Any]], None]] = {
     "trail": _trail, "logdump": _logdump_commands, "jsonl": _jsonl, "params": _params,
-    "ggsci": _ggsci, "oracle": _oracle, "rest": _rest, "probe": _probe,
+    "ggsci": _ggsci, "oracle": _oracle, "rest": _rest, "registry": _registry,
+    "probe": _probe,
 }
 
 

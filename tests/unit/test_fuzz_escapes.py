@@ -166,20 +166,23 @@ def test_the_c_boundary_scan_stops_where_the_reader_raises(tmp_path: Path, how: 
 
 
 @pytest.mark.parametrize("registry", [
+    b"\x80",
     {"version": 1, "groups": []},
     {"version": 1, "groups": {"PMP1": {"name": "PMP1", "kind": 3, "source": "TRANLOG"}}},
     {"version": 1, "groups": {"PMP1": {"name": "PMP1", "kind": "EXTRACT",
                                        "source": "EXTTRAILSOURCE", "trails": [{"path": 7}]}}},
 ])
 def test_a_damaged_group_registry_is_named_not_an_internal_error(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], registry: dict) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], registry: dict | bytes) -> None:
     """dirchk/groups.json edited by hand or damaged: GGSCI said "internal error
-    (AttributeError …)" for a groups list, and took fields of the wrong type."""
+    (AttributeError …)" for a groups list and one not UTF-8, and took fields of the wrong
+    type."""
     from trailgate.errors import ConfigError
     from trailgate.home import Home
 
     (tmp_path / "dirchk").mkdir()
-    (tmp_path / "dirchk" / "groups.json").write_text(json.dumps(registry), "utf-8")
+    (tmp_path / "dirchk" / "groups.json").write_bytes(
+        registry if isinstance(registry, bytes) else json.dumps(registry).encode())
     with pytest.raises(ConfigError, match="the group registry is corrupt"):
         Home(tmp_path).groups()
     obey = tmp_path / "info.oby"

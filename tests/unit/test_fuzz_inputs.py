@@ -302,3 +302,40 @@ def test_fuzz_manager_rest_requests(profile: dict) -> None:
         worker().check("rest", {"requests": requests})
 
     check()
+
+
+# -- the group registry --------------------------------------------------------------------------
+
+def _registry_base(tmp_path: Path) -> bytes:
+    """dirchk/groups.json as GGSCI writes it for a pump and a Replicat."""
+    import contextlib
+    import io
+
+    from fuzz_worker import HOME_SETUP
+
+    from trailgate.cli import main
+
+    obey = tmp_path / "setup.oby"
+    obey.write_text(HOME_SETUP, "utf-8")
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["--home", str(tmp_path), "ggsci", str(obey)]) == 0
+    return (tmp_path / "dirchk" / "groups.json").read_bytes()
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_fuzz_group_registry(profile: dict, tmp_path: Path) -> None:
+    """dirchk/groups.json edited by hand or damaged, then GGSCI INFO and VIEW and the
+    Manager's status over it."""
+    base = _registry_base(tmp_path)
+    registry = json.loads(base)
+    structural = st.lists(st.tuples(st.integers(0, 1000), st.lists(st.integers(0, 50),
+                                                                    min_size=1, max_size=5),
+                                    _json_values, st.booleans()), min_size=1, max_size=4)
+
+    @fuzz_settings(profile, scale=0.5)
+    @given(st.one_of(structural.map(lambda p: _json_edit([registry], p)),
+                     _texts([base], [b"{}", b"[]", b"null", b'"groups"'])))
+    def check(data: bytes) -> None:
+        worker().check("registry", {"data": data})
+
+    check()
