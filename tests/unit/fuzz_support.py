@@ -62,6 +62,7 @@ class Worker:
         self.pure = pure
         self.proc: subprocess.Popen[bytes] | None = None
         self._eof = False
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
 
     def _start(self) -> subprocess.Popen[bytes]:
         env = dict(os.environ)
@@ -69,7 +70,10 @@ class Worker:
         if self.pure:
             env["TRAILGATE_PURE_PYTHON"] = "1"
         env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
-        env["HOME"] = tempfile.mkdtemp(prefix="tgfuzz-home-")  # history files, ~ in names
+        # the worker's temporary files and home (history files, ~ in names) in one place,
+        # removed with the worker
+        self._scratch = tempfile.TemporaryDirectory(prefix="tgfuzz-")
+        env["TMPDIR"] = env["HOME"] = self._scratch.name
         return subprocess.Popen([sys.executable, str(Path(__file__).with_name(
             "fuzz_worker.py"))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
             cwd=REPO)
@@ -79,6 +83,7 @@ class Worker:
         """What each entry point gave, a line each (after an escape, a crash or a hang:
         ``AssertionError``)."""
         if self.proc is None or self.proc.poll() is not None:
+            self._cleanup()  # a dead worker's files
             self.proc = self._start()
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None
@@ -142,6 +147,12 @@ class Worker:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
 
 
 _WORKERS: dict[bool, Worker] = {}
