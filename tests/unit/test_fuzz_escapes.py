@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,25 @@ def test_a_damaged_group_registry_is_named_not_an_internal_error(
     assert main(["--home", str(tmp_path), "ggsci", str(obey)]) == 1
     out = capsys.readouterr().out
     assert "the group registry is corrupt" in out and "internal error" not in out
+
+
+@pytest.mark.parametrize("separator", ["\x1c", "\x1f", "\u2028"])
+def test_oracle_dump_column_bytes_split_by_odd_whitespace_are_read_or_refused(
+        tmp_path: Path, separator: str) -> None:
+    """A column value's hex bytes split by a character Python's regex takes for whitespace
+    but bytes.fromhex does not (\\x1c…\\x1f): the fast path's ValueError escaped."""
+    from trailgate.capture.oracle import capture_oracle_dumps
+    from trailgate.errors import SourceError
+
+    fixtures = Path(__file__).parents[1] / "fixtures" / "oracle"
+    dictionary = (Path(__file__).parents[2] / "src" / "trailgate" / "capture" / "oracle"
+                  / "examples" / "us03_dictionary.json")
+    text = (fixtures / "single_insert.dmp").read_text()
+    old = "col 2: [ 8] 53 68 65 72 77 6f 6f 64"
+    assert text.count(old) == 1
+    dump = tmp_path / "odd.dmp"
+    dump.write_text(text.replace(old, old.replace("53 68", f"53{separator}68")))
+    try:  # read as the reference parser reads it, or refused naming the line
+        list(capture_oracle_dumps(dictionary, [dump]))
+    except SourceError as exc:
+        assert re.search(r"odd\.dmp, line \d+", str(exc)), exc
