@@ -213,3 +213,30 @@ def test_oracle_dump_column_bytes_split_by_odd_whitespace_are_read_or_refused(
         list(capture_oracle_dumps(dictionary, [dump]))
     except SourceError as exc:
         assert re.search(r"odd\.dmp, line \d+", str(exc)), exc
+
+
+def test_manager_rest_query_string_not_utf8_is_a_400(tmp_path: Path) -> None:
+    """GET /api/groups/?<0x80>: the framework's trailing-slash redirect decoded the query
+    string and the Manager answered 500 (a UnicodeDecodeError in the server)."""
+    import asyncio
+
+    from fuzz_worker import _home, _manager_state
+
+    from trailgate.manager.api import create_app
+
+    app = create_app(_manager_state(_home(tmp_path / "home")))
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "GET", "scheme": "http", "path": "/api/groups/", "root_path": "",
+             "raw_path": b"/api/groups/", "query_string": b"lines=\x80", "client": ("a", 1),
+             "headers": [(b"host", b"127.0.0.1")], "server": ("127.0.0.1", 7809)}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 400
+    assert b"not UTF-8" in sent[1]["body"]
