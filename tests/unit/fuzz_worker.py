@@ -191,16 +191,25 @@ def _boundaries(trail: str, size: int) -> None:
 
     start = TrailPosition(0, 0)
 
-    def scan_in_steps() -> None:
+    def scan_in_steps() -> list[object]:
         state = None
         at = start
+        steps: list[object] = []
         for _ in range(200):
-            boundary, _n, state = scan_boundary(trail, at, max_records=3, state=state)
+            boundary, n, state = scan_boundary(trail, at, max_records=3, state=state)
             if boundary <= at:
-                return
+                break
+            steps.append((boundary, n))
             at = boundary
+        return steps
 
-    clean("scan_boundary", lambda: scan_boundary(trail, start), place=_located)
+    def scan_once() -> tuple[object, ...]:
+        boundary, covered, state = scan_boundary(trail, start)
+        # where the scan stopped reading (state.resume) may be the file's start or its
+        # header's end when no record follows: the same place, so not compared
+        return boundary, covered, state.in_txn, state.pending, state.covered
+
+    clean("scan_boundary", scan_once, place=_located)
     clean("scan_boundary (in steps)", scan_in_steps, place=_located)
     clean("split_file", lambda: split_file(trail, 0, start, max(64, size // 5)),
           place=_located)
