@@ -102,6 +102,9 @@ class GroupInfo:
                     type(trail.megabytes) is not int:
                 raise TypeError(f"group {info.name!r}: trail {trail} has a field of the "
                                 "wrong type")
+        if info.kind not in ("EXTRACT", "REPLICAT"):
+            raise ValueError(f"group {info.name!r}: kind {info.kind!r} is neither EXTRACT nor "
+                             "REPLICAT")
         return info
 
 

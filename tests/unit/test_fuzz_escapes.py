@@ -170,6 +170,7 @@ def test_the_c_boundary_scan_stops_where_the_reader_raises(tmp_path: Path, how: 
     b"\x80",
     {"version": 1, "groups": []},
     {"version": 1, "groups": {"PMP1": {"name": "PMP1", "kind": 3, "source": "TRANLOG"}}},
+    {"version": 1, "groups": {"PMP1": {"name": "PMP1", "kind": "XTRACT", "source": "TRANLOG"}}},
     {"version": 1, "groups": {"PMP1": {"name": "PMP1", "kind": "EXTRACT",
                                        "source": "EXTTRAILSOURCE", "trails": [{"path": 7}]}}},
 ])
