@@ -36,7 +36,7 @@ FIXTURES = REPO / "tests" / "fixtures" / "oracle"
 _FRAME = struct.Struct("!I")
 
 #: the quick run (default suite): a fixed sequence of examples, no database to carry state
-QUICK = {"max_examples": 12, "derandomize": True}
+QUICK = {"max_examples": 20, "derandomize": True}
 #: the heavy run: fresh random examples each time (a failure prints its reproduction)
 HEAVY = {"max_examples": 600, "derandomize": False}
 #: seconds one example may take before it counts as a hang (a loaded 2-core machine)
