@@ -1,7 +1,8 @@
 """Build hook for the optional C accelerators; everything else is in pyproject.toml.
 
 ``trailgate.trail._speedups`` speeds up the trail codec (``…release12._codec12`` its 12c+
-formats), ``trailgate.capture.postgres._pgfast``
+formats, ``…trail._seal`` encrypted records, with OpenSSL's libcrypto),
+``trailgate.capture.postgres._pgfast``
 the PostgreSQL Extract's row path, ``trailgate.apply._spanplan`` the Replicat's set-based
 apply of a batch, ``trailgate.capture.postgres._copypump`` the initial load's COPY data.  All are optional: when one cannot be compiled (no
 compiler, no Python headers) the install still succeeds and trailgate uses its pure-Python
@@ -16,6 +17,12 @@ setup(
             "trailgate.trail._speedups",
             sources=["src/trailgate/trail/_speedups.c"],
             depends=["src/trailgate/trail/_frame.h"],
+            optional=True,
+        ),
+        Extension(
+            "trailgate.trail._seal",
+            sources=["src/trailgate/trail/_seal.c"],
+            libraries=["crypto"],
             optional=True,
         ),
         Extension(

@@ -8,7 +8,8 @@ Spark, then times, in one session and one after the other:
 * ``groupBy("op").count()`` over the generic trail form (its default schema), over the
   generic form given only ``op`` (``.schema("op string")``: Spark's Python sources have no
   column pruning, a narrower schema is how a query asks for less), over the typed form
-  (``option("table", …)``), over the JSON Lines file and over Parquet;
+  (``option("table", …)``) with its own schema and given only ``op``, over the JSON Lines
+  file and over Parquet;
 * a whole typed read (every column, aggregated so each value is used: ``sum(price)``,
   ``max(at)``, ``count(name)``), the same over the generic form, over the JSON file (Spark
   infers a schema of its own, as a user would have it) and over Parquet.
@@ -129,6 +130,8 @@ def main() -> int:
     js = spark.read.json(str(json_path))
     pq = spark.read.parquet(str(parquet))
     only_op = spark.read.format("trail").schema("op string").load(str(trail))
+    typed_op = (spark.read.format("trail").option("table", "public.bench")
+                .schema("op string").load(str(trail)))
     total = generic.count()
     assert total == typed.count() == pq.count(), "the readers disagree on the row count"
 
@@ -141,6 +144,7 @@ def main() -> int:
         ("groupBy(op).count", "trail generic", best(group(generic))),
         ("groupBy(op).count", "trail generic, schema op", best(group(only_op))),
         ("groupBy(op).count", "trail typed", best(group(typed))),
+        ("groupBy(op).count", "trail typed, schema op", best(group(typed_op))),
         ("groupBy(op).count", "parquet", best(group(pq))),
         ("full read", "json", best(lambda: js.agg(*[F.count(c) for c in cols]).collect())),
         ("full read", "trail generic", best(lambda: generic.agg(

@@ -44,6 +44,9 @@ _COMMANDS: dict[tuple[str, ...], tuple[str, str, str]] = {
                    "range, rows where ranges differ, in-flight rows confirmed)"),
     ("capture", "oracle-dump"): ("trailgate.capture.oracle.cli", "run",
                                  "one-shot: Oracle redo logfile dumps to a trail"),
+    ("keygen",): ("trailgate.trail.keygen", "run",
+                  "add a trail encryption key (a new version if the name exists) to the home's "
+                  "ENCKEYS file, readable only by its owner"),
     ("sample",): ("trailgate.sample", "run", "write a sample trail (seed 003's workload)"),
     ("demo",): ("trailgate.demo", "run",
                 "the demo: seed 003 replicated end to end (PostgreSQL → Extract → Pump → "

@@ -7,7 +7,7 @@ reach a user as a traceback.
 from __future__ import annotations
 
 __all__ = ["MARK", "ConfigError", "EngineError", "NetworkError", "SourceError", "TargetError",
-           "TrailFormatError", "TrailgateError", "marked"]
+           "TrailFormatError", "TrailKeyError", "TrailgateError", "marked"]
 
 #: Brackets a trailgate message raised in a Spark task, so the driver finds it inside the
 #: Java exception text Spark wraps it in (:func:`marked`).
@@ -29,6 +29,11 @@ class TrailFormatError(TrailgateError):
             where = f"{path}" + (f" at RBA {rba}" if rba is not None else "")
             where += ": "
         super().__init__(f"{where}{message}")
+
+
+class TrailKeyError(TrailFormatError):
+    """An encrypted trail file cannot be read: its key is not where trailgate looks, or is
+    not the key the file was written with.  Names the file, the key and where to put it."""
 
 
 class ConfigError(TrailgateError):

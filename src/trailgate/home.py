@@ -187,9 +187,12 @@ class Home:
         return self.path / "dirprm" / "GLOBALS"
 
     def create(self) -> Home:
-        """Create the home and every subdirectory (idempotent); returns ``self``."""
+        """Create the home and every subdirectory (idempotent); returns ``self``.  The
+        credential directory is its owner's alone (0700), as the secrets in it are."""
         for sub in SUBDIRS:
             (self.path / sub).mkdir(parents=True, exist_ok=True)
+        if self.dircrd.stat().st_mode & 0o077:
+            os.chmod(self.dircrd, 0o700)
         return self
 
     def exists(self) -> bool:

@@ -105,6 +105,10 @@ def _header_json(header: FileHeader) -> dict[str, Any]:
     fields["database"] = dataclasses.asdict(header.database)
     fields["producer"] = dataclasses.asdict(header.producer)
     fields["producer"]["version"] = list(header.producer.version)
+    enc = header.encryption  # which key the file was encrypted with: its values are here
+    fields["encryption"] = None if enc is None else {
+        "cipher": enc.cipher, "key_name": enc.key_name, "key_version": enc.key_version,
+        "fingerprint": enc.fingerprint.hex()}
     return fields
 
 
@@ -152,6 +156,8 @@ def _json_type(value: Any) -> str:
 def _header_from_json(data: Any) -> FileHeader:
     if not isinstance(data, dict):
         raise ValueError(f"the file header must be a JSON object, not {_json_type(data)}")
+    # an import writes the clear: ENCRYPTTRAIL is a writer's
+    data = {k: v for k, v in data.items() if k != "encryption"}
     parts = {"machine": _built(MachineInfo, data.get("machine", {}), "header.machine"),
              "database": _built(DatabaseInfo, data.get("database", {}), "header.database"),
              "producer": _built(ProducerInfo, data.get("producer", {}), "header.producer")}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from kill9_support import wait_for
 from replicat_support import pg_target, query, replicat_home, start_group, tdef
 
 from trailgate.db.cluster import Cluster
@@ -30,15 +31,6 @@ from trailgate.trail import TrailWriter
 from trailgate.trail.ddl import encode_marker
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
-
-
-def _wait(predicate: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            text = log.read_text()[-3000:] if log.exists() else ""
-            raise AssertionError(f"timed out waiting for {what}\n{text}")
-        time.sleep(0.05)
 
 
 def _columns(conninfo: str, table: str) -> list[str]:
@@ -112,7 +104,7 @@ def test_kill9_replicat_after_ddl_and_before_its_dml(e2e_cluster: Cluster, tmp_p
             feed.add_column(name)
             # kill -9 the moment the target has the column: the DDL committed, perhaps
             # nothing after it (its group checkpoint not written yet)
-            _wait(lambda name=name: name in _columns(conninfo, "app.t"), 300,
+            wait_for(lambda name=name: name in _columns(conninfo, "app.t"), 300,
                   f"column {name}", log)
             proc.kill()
             proc.wait(timeout=30)
@@ -124,7 +116,7 @@ def test_kill9_replicat_after_ddl_and_before_its_dml(e2e_cluster: Cluster, tmp_p
         feed.rows_txn()
         feed.writer.close()
         last = feed.next_id - 1
-        _wait(lambda: query(conninfo, "SELECT coalesce(max(id), 0) FROM app.t")[0][0] == last,
+        wait_for(lambda: query(conninfo, "SELECT coalesce(max(id), 0) FROM app.t")[0][0] == last,
               300, "the last row", log)
     finally:
         if proc.poll() is None:
@@ -169,7 +161,7 @@ def test_kill9_delta_replicat_after_ddl_and_before_its_dml(tmp_path: Path):
             feed.add_column(name)
             if n == 1:
                 feed.rows_txn()  # the DML that uses it, already in the trail
-            _wait(lambda name=name: name in _delta_columns(table), 300, f"column {name}", log)
+            wait_for(lambda name=name: name in _delta_columns(table), 300, f"column {name}", log)
             proc.kill()
             proc.wait(timeout=30)
             with open(log, "a") as fh:
@@ -189,7 +181,7 @@ def test_kill9_delta_replicat_after_ddl_and_before_its_dml(tmp_path: Path):
             ids = DeltaTable(str(table)).to_pyarrow_table(columns=["id"]).column(0)
             return max(ids.to_pylist(), default=0) == last
 
-        _wait(done, 300, "the last row", log)
+        wait_for(done, 300, "the last row", log)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -263,7 +255,7 @@ def test_kill9_each_group_around_ddl(databases: Databases, tmp_path: Path,
             for k, (group, trail) in enumerate(zip(pipeline.groups, ["lt", "rt", None],
                                                    strict=True)):
                 conn.execute(f"ALTER TABLE app.t ADD c{k} int")
-                _wait(handled(k, trail), 600, f"{group.name} to handle DDL {k}", log)
+                wait_for(handled(k, trail), 600, f"{group.name} to handle DDL {k}", log)
                 lifecycle.kill_group(home, group.kind, group.name)  # right after the DDL
                 rows(conn)  # the DML that uses the new column, while the group is down
                 lifecycle.start_group(home, group.kind, group.name)

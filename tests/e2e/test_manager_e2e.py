@@ -11,18 +11,26 @@ order on it:
    stopped and started with its buttons (the Extract).  Screenshots of each page are kept.
 3. kill -9 of the running Replicat: the Manager restarts it and the target is exact.
 4. A collision (a data error): the Replicat abends, is reported and is not restarted.
+5. No password anywhere (issue 22): the groups log in as a role whose password is unique to
+   this run; neither ``ps``, any process's environment, the REST API, /metrics, nor any file
+   the run wrote (the home, Spark's scratch, temporary files) holds it in any common encoding.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import os
+import secrets
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+import urllib.parse
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +38,7 @@ from typing import Any
 import pytest
 from manager_support import call, free_port, token
 from prometheus_client.parser import text_string_to_metric_families
+from psycopg import sql
 
 from trailgate.db.cluster import Cluster
 from trailgate.db.connect import connect
@@ -52,6 +61,7 @@ CREATE SCHEMA ops;
 CREATE TABLE ops.accounts (id integer PRIMARY KEY, counter integer NOT NULL, note text);
 """
 ACCOUNTS = 20
+ROLE = "opsgg"  # the groups' login, its password unique to this run
 
 
 @dataclass
@@ -67,6 +77,9 @@ class Ops:
     pipeline: Pipeline
     port: int
     token: str
+    password: str
+    directory: Path
+    started: float
 
     @property
     def ext(self) -> str:
@@ -121,7 +134,17 @@ def ops(e2e_cluster: Cluster) -> Iterator[Ops]:
                         target_db="optgt", pump=False, replicat_delta=False, extract="OEXT",
                         replicat_pg_name="OREP", trigger="1 SECONDS")
     pipeline = Pipeline(home, spec)
-    dbs = Dbs(e2e_cluster.create_database("opsrc"), e2e_cluster.create_database("optgt"))
+    started = time.time()
+    password = "Tg-" + secrets.token_urlsafe(18)
+    with connect(e2e_cluster.conninfo()) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,)).fetchone()
+        conn.execute(sql.SQL("{} ROLE {} SUPERUSER LOGIN PASSWORD {}").format(
+            sql.SQL("ALTER" if exists else "CREATE"), sql.Identifier(ROLE),
+            sql.Literal(password)))
+    e2e_cluster.create_database("opsrc")
+    e2e_cluster.create_database("optgt")
+    dbs = Dbs(e2e_cluster.conninfo("opsrc", user=ROLE, password=password),
+              e2e_cluster.conninfo("optgt", user=ROLE, password=password))
     try:
         for conninfo in (dbs.source_conninfo, dbs.target_conninfo):
             run_sql(conninfo, DDL)
@@ -139,7 +162,7 @@ def ops(e2e_cluster: Cluster) -> Iterator[Ops]:
         pipeline.ggsci([setup, "DBLOGIN USERIDALIAS ggsrc\nADD HEARTBEATTABLE, FREQUENCY 1\n"
                                "DBLOGIN USERIDALIAS ggtgt\nADD HEARTBEATTABLE, TARGETONLY\n"
                                "START MANAGER\n"], io.StringIO(), name="ops")
-        yield Ops(dbs, home, pipeline, port, token(home))
+        yield Ops(dbs, home, pipeline, port, token(home), password, directory, started)
     except BaseException:
         for g in pipeline.groups:
             print(f"--- {g.name}: {pipeline.report_tail(g, 30)}")
@@ -211,6 +234,100 @@ def test_autostart_and_heartbeat_through_every_hop(ops: Ops) -> None:
 
     before = confirmed()
     _wait(lambda: confirmed() > before, "the idle slot to advance", timeout=60)
+
+
+# -- the password scan (issue 22) -----------------------------------------------------------
+def _needles(secret: str) -> list[bytes]:
+    """``secret`` as it could sit in a file: raw, URL-quoted, UTF-16, and base64 at each of
+    the three alignments (the part of the encoding that depends on the secret alone)."""
+    raw = secret.encode()
+    out = [raw, urllib.parse.quote(secret, safe="").encode(), secret.encode("utf-16-le")]
+    for pad in range(3):
+        encoded = base64.b64encode(b"\0" * pad + raw)
+        out.append(encoded[4 if pad else 0:-4])
+    return out
+
+
+def _files_holding(secret: str, roots: Iterable[Path], since: float | None = None,
+                   max_bytes: int = 64 << 20) -> list[str]:
+    """Regular files under ``roots`` (modified since ``since``) that hold ``secret``."""
+    needles, found = _needles(secret), []
+    for root in roots:
+        for dirpath, _dirs, names in os.walk(root):
+            for name in names:
+                path = Path(dirpath) / name
+                try:
+                    info = path.lstat()
+                    if not path.is_file() or path.is_symlink() or info.st_size > max_bytes \
+                            or (since is not None and info.st_mtime < since):
+                        continue
+                    data = path.read_bytes()
+                except OSError:  # gone meanwhile, or a socket
+                    continue
+                if any(n in data for n in needles):
+                    found.append(str(path))
+    return found
+
+
+def _processes_holding(secret: str) -> list[str]:
+    """``ps -ww -eo args`` lines (full width), and processes whose environment or command
+    line, that hold ``secret``."""
+    needles = _needles(secret)
+    args = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, check=True).stdout
+    found = [line.decode(errors="replace") for line in args.splitlines()
+             if any(n in line for n in needles)]
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                data = (proc / "environ").read_bytes() + (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if any(n in data for n in needles):
+                found.append(f"pid {proc.name} (environment or command line)")
+    return found
+
+
+def test_the_password_scan_finds_a_planted_password(tmp_path: Path) -> None:
+    """The scan below can fail: each encoding of a planted password, in a file or in a
+    process's arguments or environment, is found."""
+    secret = "Tg-" + secrets.token_urlsafe(18)
+    plants = {"raw.log": secret.encode(), "url.txt": urllib.parse.quote(secret).encode(),
+              "b64.json": b'{"x": "' + base64.b64encode(b"password=" + secret.encode()) + b'"}'}
+    for name, data in plants.items():
+        (tmp_path / name).write_bytes(b"before " + data + b" after")
+    (tmp_path / "clean.txt").write_text("nothing here")
+    assert sorted(Path(p).name for p in _files_holding(secret, [tmp_path])) == sorted(plants)
+    assert _files_holding(secret, [tmp_path], since=time.time() + 60) == []
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", secret],
+                             env={**os.environ, "LEAKED": secret})
+    try:
+        time.sleep(0.2)
+        assert len([p for p in _processes_holding(secret) if str(child.pid) in p]) >= 2
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _api_texts(ops: Ops) -> Iterator[str]:
+    """Everything the REST API and /metrics show of the pipeline."""
+    for path in ("/api/manager", "/api/groups", "/api/lag", "/api/events"):
+        yield str(call(ops.port, path, token=ops.token)[1])
+    for group in ops.pipeline.groups:
+        for tail in ("", "/stats", "/lag", "/report"):
+            yield str(call(ops.port, f"/api/groups/{group.name}{tail}", token=ops.token)[1])
+    yield str(call(ops.port, "/metrics")[1])
+
+
+def test_no_password_in_ps_environments_rest_or_metrics(ops: Ops) -> None:
+    """While both groups run under the Manager: their command lines, environments and the
+    Manager's API carry no password (the groups read it from the sealed store)."""
+    assert all(lifecycle.process_state(ops.home, g.name).status is Status.RUNNING
+               for g in ops.pipeline.groups)
+    assert _processes_holding(ops.password) == []
+    texts = list(_api_texts(ops))
+    assert any("OGG-00993" in t for t in texts)  # the events were read
+    assert [t[:200] for t in texts if any(n.decode(errors="ignore") in t
+                                          for n in _needles(ops.password))] == []
 
 
 def test_console_in_a_browser(ops: Ops, tmp_path: Path) -> None:
@@ -345,3 +462,15 @@ def test_a_data_error_is_reported_and_not_restarted(ops: Ops) -> None:
     assert "23505" in group["last_abend"] or "already exists" in group["last_abend"]
     log = ops.home.ggserr_log.read_bytes()[mark:].decode()
     assert f"Manager restarting REPLICAT {ops.rep}" not in log
+
+
+def test_no_password_in_any_file_the_run_wrote(ops: Ops) -> None:
+    """After the whole run (starts, a kill -9, an abend): no file of the home, Spark's
+    scratch and temporary directories, or the system's temporary directory written since
+    the run began holds the password; the credential store is sealed."""
+    store = ops.home.dircrd / "credentials.sealed"
+    assert store.exists() and not (ops.home.dircrd / "credentials.json").exists()
+    assert _files_holding(ops.password, [ops.directory]) == []
+    assert _files_holding(ops.password, [Path(tempfile.gettempdir())], since=ops.started,
+                          max_bytes=16 << 20) == []
+    assert _processes_holding(ops.password) == []

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from kill9_support import TrailFeeder, wait_for
 from replicat_support import Increments, run_group, start_group
-from test_replicat_kill9 import TrailFeeder
 
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.trail import TrailReader
@@ -50,14 +50,6 @@ def _in_batch(home: Home) -> bool:
     return bool(ids("offsets") - ids("commits"))
 
 
-def _wait(predicate, timeout: float, what: str, log: Path, interval: float = 0.2) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}\n{log.read_text()[-3000:]}")
-        time.sleep(interval)
-
-
 def _transactions(trail: Path) -> list[tuple]:
     return [(t.transaction.csn, t.transaction.xid,
              [(c.op, c.table, c.before, c.after) for c in t.transaction.changes])
@@ -78,11 +70,11 @@ def _run_kills(tmp_path: Path, kills: int, seed: int) -> None:
             proc = start_group(home, "extract", "PUMP1", "--trigger", "0.3", log=log)
             if n % 2 == 0:  # just after a checkpoint
                 seen = _written(home)
-                _wait(lambda s=seen: _written(home) > s, 300, "a checkpoint", log)
+                wait_for(lambda s=seen: _written(home) > s, 300, "a checkpoint", log)
                 time.sleep(rng.uniform(0, 0.5))
                 what = "after a checkpoint"
             else:  # a batch planned, not committed: the sink is writing it
-                _wait(lambda: _in_batch(home), 300, "a batch in flight", log, 0.005)
+                wait_for(lambda: _in_batch(home), 300, "a batch in flight", log, 0.005)
                 what = "while a batch is in flight"
             assert proc.poll() is None, log.read_text()[-3000:]
             os.kill(proc.pid, signal.SIGKILL)

@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 from collector_support import free_port, trail_bytes
 from deltalake import DeltaTable
+from kill9_support import TrailFeeder, wait_for
 from replicat_support import ROOT, Increments, replicat_home, run_group, start_group
-from test_pump_kill9 import _in_batch, _transactions, _wait, _written
-from test_replicat_kill9 import TrailFeeder
+from test_pump_kill9 import _in_batch, _transactions, _written
 
-from trailgate.collector.cli import TOKEN_DOMAIN
+from trailgate.collector.tokens import TOKEN_DOMAIN
 from trailgate.db.connect import CredentialStore
 from trailgate.home import GroupInfo, Home, TrailInfo
 
@@ -211,10 +211,10 @@ def test_remote_pump_through_faults_and_kill9(tmp_path: Path) -> None:
         pump = start_group(source, "extract", "PUMP1", "--trigger", "0.3", log=log)
         for n, what in enumerate(kills):
             seen = _written(source)
-            _wait(lambda s=seen: _written(source) > s, 600, "a checkpoint", log)
+            wait_for(lambda s=seen: _written(source) > s, 600, "a checkpoint", log)
             if what == "pump":
                 if n % 2:
-                    _wait(lambda: _in_batch(source), 300, "a batch in flight", log, 0.005)
+                    wait_for(lambda: _in_batch(source), 300, "a batch in flight", log, 0.005)
                 else:
                     time.sleep(rng.uniform(0, 0.5))
                 assert pump.poll() is None, log.read_text()[-3000:]

@@ -8,14 +8,13 @@ import os
 import random
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import psycopg
 import pytest
+from kill9_support import TrailFeeder, wait_for
 from replicat_support import (
-    TABLES,
     Increments,
     accounts,
     events,
@@ -26,36 +25,8 @@ from replicat_support import (
 )
 
 from trailgate.db.cluster import Cluster
-from trailgate.trail import TrailWriter
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
-
-
-class TrailFeeder(threading.Thread):
-    """Appends increments transactions to the trail, as a live Extract would."""
-
-    def __init__(self, trail: Path, work: Increments, limit: int = 60_000, per_tick: int = 3):
-        # the limit is only a bound: the feeder writes until the test stops it, so a kill
-        # "while applying" late in a long run still has a trail that grows (at ~30
-        # transactions a second, 6,000 ran out before the eighth of nine kills)
-        super().__init__(daemon=True)
-        self.trail, self.work, self.limit, self.per_tick = trail, work, limit, per_tick
-        self.stop = threading.Event()
-        self.written = 0
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            writer = TrailWriter(self.trail, megabytes=1, fsync=False, producer="K9")
-            while not self.stop.is_set() and self.written < self.limit:
-                for txn in self.work.transactions(self.per_tick):
-                    writer.write_transaction(txn, TABLES)
-                    self.written += 1
-                writer.flush()
-                time.sleep(0.1)
-            writer.close()
-        except BaseException as exc:  # the test reports it
-            self.error = exc
 
 
 def _applied(home) -> int:  # type: ignore[no-untyped-def]
@@ -69,14 +40,6 @@ def _applying(conninfo: str) -> bool:
         row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name "
                            "LIKE 'trailgate replicat%%' AND state <> 'idle'").fetchone()
     return bool(row and row[0])
-
-
-def _wait(predicate, timeout: float, what: str, log: Path, interval: float = 0.2) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}\n{log.read_text()[-3000:]}")
-        time.sleep(interval)
 
 
 def _diagnose(conninfo: str, home) -> str:  # type: ignore[no-untyped-def]
@@ -108,11 +71,11 @@ def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int) -> None:
             point = n % 3
             if point == 0:  # in steady state, just after a group checkpoint
                 seen = _applied(home)
-                _wait(lambda s=seen: _applied(home) > s, 300, "a checkpoint", log)
+                wait_for(lambda s=seen: _applied(home) > s, 300, "a checkpoint", log)
                 time.sleep(rng.uniform(0, 0.8))
                 what = "after a checkpoint"
             elif point == 1:  # while a partition's database transaction is open
-                _wait(lambda: _applying(conninfo), 300, "an apply", log, 0.01)
+                wait_for(lambda: _applying(conninfo), 300, "an apply", log, 0.01)
                 what = "while applying a batch"
             else:  # while starting up: Spark launching, a batch being planned
                 time.sleep(rng.uniform(3, 9))

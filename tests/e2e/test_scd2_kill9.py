@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from kill9_support import TrailFeeder
 from replicat_support import Increments, replicat_home, run_group, start_group
 from scd2_support import delta_history, history_from_trail
 from spark_conftest import spark_session  # noqa: F401
-from test_replicat_kill9 import TrailFeeder
 
 pytestmark = [pytest.mark.spark, pytest.mark.heavy]
 

@@ -110,12 +110,14 @@ class Increments:
 
 def write_trail(trail: Path, txns: Iterator[Transaction] | list[Transaction], *,
                 megabytes: int = 1, producer: str = "TESTS",
-                release: str | None = None, byte_order: str | None = None) -> TrailWriter:
+                release: str | None = None, byte_order: str | None = None,
+                encrypt: str | None = None, key_name: str | None = None) -> TrailWriter:
     """Write transactions to a new file of ``trail`` (fsync off: tests), closed after;
-    ``release``/``byte_order``: FORMAT RELEASE and TRAILBYTEORDER (default the 11.2 format)."""
+    ``release``/``byte_order``: FORMAT RELEASE and TRAILBYTEORDER (default the 11.2 format);
+    ``encrypt``/``key_name``: ENCRYPTTRAIL (the key in the ENCKEYS of the trail's home)."""
     fmt = resolve_format(release, byte_order)
     writer = TrailWriter(trail, megabytes=megabytes, fsync=False, producer=producer,
-                         format=fmt)
+                         format=fmt, encrypt=encrypt, key_name=key_name)
     for txn in txns:
         writer.write_transaction(txn, TABLES)
     writer.close()

@@ -146,11 +146,13 @@ def special_transactions(maker: ChangeMaker, csn: int) -> list[Transaction]:
 
 
 def write_workload(trail: Path, transactions: list[Transaction], workload: Workload,
-                   *, megabytes: int = 1, format: TrailFormat | None = None) -> TrailWriter:
+                   *, megabytes: int = 1, format: TrailFormat | None = None,
+                   encrypt: str | None = None, key_name: str | None = None) -> TrailWriter:
     """Write ``transactions`` to ``trail`` with a new writer (a new file), recording ends
-    (``format``: a 12c+ release's instead of the 11.2 format)."""
+    (``format``: a 12c+ release's instead of the 11.2 format; ``encrypt``: ENCRYPTTRAIL's
+    cipher, the key in the ENCKEYS file of the trail directory's parent)."""
     writer = TrailWriter(trail, megabytes=megabytes, fsync=False, producer="TESTS",
-                         format=format)
+                         format=format, encrypt=encrypt, key_name=key_name)
     for txn in transactions:
         workload.ends.append(writer.write_transaction(txn, TABLES))
         workload.transactions.append(txn)

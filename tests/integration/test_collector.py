@@ -201,7 +201,7 @@ def test_collector_command_refuses_to_run_without_authentication(tmp_path: Path)
 def test_mgrport_finds_the_collector_the_manager_runs(tmp_path: Path) -> None:
     from manager_support import start_manager
 
-    from trailgate.collector.cli import TOKEN_DOMAIN
+    from trailgate.collector.tokens import TOKEN_DOMAIN
     from trailgate.db.connect import CredentialStore
     from trailgate.home import Home
 

@@ -270,3 +270,26 @@ def test_truncate_closes_every_current_version(tmp_path: Path) -> None:
     got = table_rows(tmp_path.joinpath(*PATH))
     assert got == expected_history(snaps)
     assert any(r["__end_csn"] == truncate.csn for r in got)
+
+
+def test_a_null_in_a_keycols_column_is_a_key_like_any_other(tmp_path: Path) -> None:
+    """KEYCOLS (id, note) with note null: the key's later change closes its version (SCD
+    type 2) or replaces its row (type 1) instead of adding a second current row."""
+    def change(csn: int, op: OpType, after: dict[int, bytes | None]) -> TrailChange:
+        return TrailChange(Change(op, "public.items", after, None), csn, f"0.{csn}",
+                           TrailPosition(1, csn * 100),
+                           julian_from_unix_micros(BASE + csn * 1000))
+    first = [change(10, OpType.INSERT, {0: b"1", 1: b"new", 2: b"1", 3: None}),
+             change(10, OpType.INSERT, {0: b"2", 1: b"new", 2: b"1", 3: b"n"})]
+    second = [change(20, OpType.UPDATE, {0: b"1", 1: b"paid", 2: b"2", 3: None}),
+              change(20, OpType.UPDATE, {0: b"2", 1: b"paid", 2: b"2", 3: b"n"})]
+    for options, rows in (("KEYCOLS (id, note), SCD TYPE 2", 4), ("KEYCOLS (id, note)", 2)):
+        root = tmp_path / str(rows)
+        a = DeltaApplier(root, params(options))
+        a.apply_batch(0, first, DEFS)
+        a.apply_batch(1, second, DEFS)
+        got = DeltaTable(str(root.joinpath(*PATH))).to_pyarrow_table().to_pylist()
+        assert len(got) == rows
+        current = [r for r in got if r.get("__is_current", True)]
+        assert sorted((r["id"], r["status"], r["qty"]) for r in current) == [
+            (1, "paid", 2), (2, "paid", 2)]

@@ -25,6 +25,7 @@ from trailgate.home import Home
 from trailgate.load.group import LoadOptions, run_load
 from trailgate.run import run_named_group
 from trailgate.trail.naming import TrailName
+from trailgate.wallet import CredentialStore
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 
@@ -50,11 +51,16 @@ def test_load_to_a_trail_file_then_a_replicat(pg_cluster, spark, tmp_path):
                      "qty integer, price real); CREATE TABLE app.events (id integer PRIMARY "
                      "KEY, payload jsonb, blob bytea)")
     home = Home(tmp_path / "gg").create()
+    # by credential alias: the load's Spark tasks open the sealed store for the password
+    login = f"{pg_cluster.superuser}@127.0.0.1:{pg_cluster.port}"
+    CredentialStore(home.path).add("src", f"{login}/lo_src", pg_cluster.password)
+    CredentialStore(home.path).add("tgt", f"{login}/lo_tgt", pg_cluster.password)
     (home.dirprm / "efile.prm").write_text(
-        f"EXTRACT efile\nSOURCEISTABLE\nSOURCEDB {src}\nEXTFILE ./dirdat/il, MEGABYTES 100\n"
-        "TABLE app.orders;\nTABLE app.items;\nTABLE app.events;\n")
-    (home.dirprm / "rload.prm").write_text(f"REPLICAT rload\nTARGETDB {tgt}\nBATCHSQL\n"
-                                           "MAP app.*, TARGET app.*;\n")
+        "EXTRACT efile\nSOURCEISTABLE\nSOURCEDB lo_src, USERIDALIAS src\n"
+        "EXTFILE ./dirdat/il, MEGABYTES 100\nTABLE app.orders;\nTABLE app.items;\n"
+        "TABLE app.events;\n")
+    (home.dirprm / "rload.prm").write_text("REPLICAT rload\nTARGETDB lo_tgt, USERIDALIAS tgt\n"
+                                           "BATCHSQL\nMAP app.*, TARGET app.*;\n")
     _ggsci(home, "ADD EXTRACT efile, SOURCEISTABLE\n"
                  "ADD REPLICAT rload, EXTTRAIL ./dirdat/il, NODBCHECKPOINT\n")
     assert run_load(home, "EFILE", LoadOptions(out=io.StringIO(), rows_per_range=1000,
@@ -66,6 +72,9 @@ def test_load_to_a_trail_file_then_a_replicat(pg_cluster, spark, tmp_path):
     info = _ggsci(home, "INFO EXTRACT efile\nSTATS EXTRACT efile\n")
     assert "Initial load         complete" in info and "3 of 3 table(s) complete" in info
     assert "Total inserts" in info
+    for path in home.path.rglob("*"):  # no password in any file the load and apply wrote
+        if path.is_file():
+            assert pg_cluster.password.encode() not in path.read_bytes(), path
 
 
 def test_load_to_parquet_change_logs(pg_cluster, spark, tmp_path):

@@ -148,12 +148,18 @@ def test_ggsci_manager_rest_and_metrics(home: Home, tmp_path: Path) -> None:
     assert lifecycle.process_state(home, "REP1").status is Status.RUNNING
     assert lifecycle.process_state(home, "REP1").pid == pid
 
+    key = home.dircrd / "wallet.key"  # a key file others may read: refused, and said so
+    key.chmod(0o644)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         used = busy.getsockname()[1]
         (home.dirprm / "mgr.prm").write_text(f"PORT {used}\nAUTOSTART ER *\n")
         out = _ggsci(home, "START MANAGER\n")
+    key.chmod(0o600)
+    assert "the credential store cannot be opened, so its console users (domain Manager) " \
+           "cannot log in; the token still works: " in home.ggserr_log.read_text()
+    assert "has mode 0644: it must be readable only by its owner" in home.ggserr_log.read_text()
     assert f"PORT {used}: the port is in use on 127.0.0.1 by another process" in out, out
     assert "Manager stopped while starting" in out or "stopped while starting" in out
     assert lifecycle.process_state(home, "REP1").pid == pid  # still running, untouched

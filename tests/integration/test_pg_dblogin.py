@@ -13,7 +13,13 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from trailgate.db.cluster import Cluster
-from trailgate.db.connect import CredentialStore, connect, login_conninfo
+from trailgate.db.connect import (
+    CredentialStore,
+    alias_conninfo,
+    connect,
+    credential_conninfo,
+    login_conninfo,
+)
 from trailgate.db.prereqs import dblogin
 from trailgate.errors import ConfigError, SourceError
 
@@ -118,7 +124,11 @@ def test_credential_store(tmp_path: Path, pg_cluster: Cluster) -> None:
     assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
     assert stat.S_IMODE(store.directory.stat().st_mode) == 0o700
     cred = store.get("ggadmin")
-    with connect(cred.conninfo()) as c:
+    with connect(credential_conninfo(cred)) as c:
+        assert c.execute("SELECT current_user").fetchone() == ("postgres",)
+    by_alias = alias_conninfo(tmp_path, "ggadmin")  # what a group hands to Spark
+    assert pg_cluster.password not in by_alias
+    with connect(by_alias) as c:
         assert c.execute("SELECT current_user").fetchone() == ("postgres",)
     assert [c.alias for c in store.list()] == ["ggadmin"]
     store.delete("ggadmin")

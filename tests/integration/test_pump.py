@@ -85,6 +85,44 @@ def test_pump_copies_exactly_once_with_uri_history(tmp_path: Path, spark: object
     assert ck.stats["public.accounts"].updates == sum(work.counters.values())
 
 
+@pytest.mark.parametrize("case, extra, expected", [
+    ("passthru", "PASSTHRU\n", ("AES256", "NIGHTLY")),
+    ("decrypt", "DECRYPTTRAIL AES256\nPASSTHRU\n", None),
+    pytest.param("rekey", "DECRYPTTRAIL\nENCRYPTTRAIL AES128, KEYNAME other\n",
+                 ("AES128", "OTHER"), marks=pytest.mark.heavy),
+])
+def test_an_encrypted_input_passes_through_encrypted_unless_decrypttrail(
+        tmp_path: Path, spark: object, case: str, extra: str,
+        expected: tuple[str, str] | None) -> None:
+    """PASSTHRU of an ENCRYPTTRAIL input: the output is encrypted with the input's key, the
+    same record bytes; with DECRYPTTRAIL it is in the clear; with DECRYPTTRAIL and its own
+    ENCRYPTTRAIL … KEYNAME it is sealed with that key.  Each reads back as the input."""
+    from trailgate.trail.keys import ENCKEYS_FILE, add_key
+    from trailgate.trail.reader import record_bytes
+
+    remote = tmp_path / "remote" / "dirdat"
+    home = pump_home(tmp_path / "home", remote, extra="")
+    prm = home.param_file("PUMP1")  # ENCRYPTTRAIL goes before the RMTTRAIL it applies to
+    prm.write_text(prm.read_text().replace("RMTTRAIL", extra + "RMTTRAIL", 1))
+    for name in ("NIGHTLY", "OTHER"):
+        add_key(home.path / ENCKEYS_FILE, name)
+    # the output lies outside the pump's home, which has no ENCKEYS: the pump's keys serve
+    with TrailWriter(home.dirdat / "aa", encrypt="AES256", key_name="NIGHTLY",
+                     fsync=False) as writer:
+        for txn in Increments(seed=5).transactions(30):
+            writer.write_transaction(txn, TABLES)
+    assert run_pump(home, "PUMP1", args(), spark=spark) == 0
+    assert transactions(remote / "rt") == transactions(home.dirdat / "aa")
+    enc = read_header(TrailName(remote / "rt").file(0)).encryption
+    assert (enc.cipher, enc.key_name) == expected if enc is not None else expected is None
+    if case == "passthru":  # sealing is deterministic: the bytes it read
+        assert record_bytes(remote / "rt") == record_bytes(home.dirdat / "aa")
+    report = home.report_file("PUMP1").read_text()
+    assert {"passthru": "Encryption:       as the input (an encrypted input stays encrypted",
+            "decrypt": "Encryption:       none (DECRYPTTRAIL: written in the clear)",
+            "rekey": "Encryption:       ENCRYPTTRAIL AES128-GCM, key OTHER"}[case] in report
+
+
 def test_pump_filters_and_renames_tables(tmp_path: Path, spark: object,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     remote = tmp_path / "remote" / "dirdat"

@@ -1,7 +1,8 @@
 """A Data Pump with RMTHOST over loopback, end to end on local Spark: a written trail pumped
 to a collector (token, COMPRESS), the remote trail byte-equal to the Pump's own output and,
 record for record, to a local Pump's, and a Replicat on the remote trail leaving its Delta
-target equal to the source."""
+target equal to the source.  The trail is encrypted (ENCRYPTTRAIL): it travels and lands
+encrypted, and the target's Replicat opens it with the key copied to its home."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from deltalake import DeltaTable
 from replicat_support import Increments, replicat_home, write_trail
 from spark_conftest import spark_session  # noqa: F401
 
-from trailgate.collector.cli import TOKEN_DOMAIN
+from trailgate.collector.tokens import TOKEN_DOMAIN
 from trailgate.db.connect import CredentialStore
 from trailgate.errors import ConfigError
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.pump.config import load_pump_config
 from trailgate.pump.group import run_pump
 from trailgate.replicat.group import RunOptions, run_replicat_group
+from trailgate.trail.keys import ENCKEYS_FILE, add_key
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import read_header
 
@@ -68,13 +70,18 @@ def test_remote_pump_to_collector_then_replicat(tmp_path: Path, spark: object) -
     CredentialStore(target.path).add("pumps", "collector", TOKEN, TOKEN_DOMAIN)
     work = Increments(seed=31)
     local = _pump_home(tmp_path / "local", "", str(tmp_path / "copy" / "rt"))
+    key = add_key(local.path / ENCKEYS_FILE, "WIRE")
+    keys = (local.path / ENCKEYS_FILE).read_bytes()
+    for where in (target.path, tmp_path / "source", tmp_path / "copy"):
+        where.mkdir(parents=True, exist_ok=True)
+        (where / ENCKEYS_FILE).write_bytes(keys)
     with running_collector(target.path, token=TOKEN) as collector:
         home = _pump_home(tmp_path / "source", f"RMTHOST 127.0.0.1, PORT {collector.port}, "
                           f"TOKENALIAS pumps, COMPRESS\n", "./dirdat/rt")
         CredentialStore(home.path).add("pumps", "pump1", TOKEN, TOKEN_DOMAIN)
         txns = list(work.transactions(200))
-        write_trail(home.dirdat / "aa", txns)
-        write_trail(local.dirdat / "aa", txns)
+        write_trail(home.dirdat / "aa", txns, encrypt="AES256", key_name="WIRE")
+        write_trail(local.dirdat / "aa", txns, encrypt="AES256", key_name="WIRE")
         assert run_pump(home, "PUMP1", _args(), spark=spark) == 0
     assert run_pump(local, "PUMP1", _args(), spark=spark) == 0
     remote = target.dirdat / "rt"
@@ -83,6 +90,8 @@ def test_remote_pump_to_collector_then_replicat(tmp_path: Path, spark: object) -
     _same_records(remote, tmp_path / "copy" / "rt")  # what a local Pump writes
     header = read_header(TrailName(remote).file(0))
     assert header.filename == str(home.path / "dirdat" / "rt000000000")
+    assert header.encryption is not None and header.encryption.key_name == "WIRE"
+    assert not any(key.secret in data for data in trail_bytes(remote).values())
     ck = home.checkpoints.load("PUMP1", "EXTRACT")
     assert ck is not None and ck.write_trail == "./dirdat/rt"
     report = home.report_file("PUMP1").read_text()
@@ -90,10 +99,10 @@ def test_remote_pump_to_collector_then_replicat(tmp_path: Path, spark: object) -
     assert run_replicat_group(target, "REP1", RunOptions(once=True), spark=spark) == 0
     rows = DeltaTable(str(lake / "lake" / "accounts")).to_pyarrow_table().to_pylist()
     assert {r["id"]: r["counter"] for r in rows} == work.expected_accounts()
-    # the token is nowhere but in the credential stores: not in a parameter file, report,
-    # ggserr.log, checkpoint or trail of either side
+    # the token is in no file of either side: not in a parameter file, report, ggserr.log,
+    # checkpoint or trail, and the credential stores that hold it are sealed
     for path in [*home.path.rglob("*"), *target.path.rglob("*")]:
-        if path.is_file() and "dircrd" not in path.parts:
+        if path.is_file():
             assert TOKEN.encode() not in path.read_bytes(), path
 
 

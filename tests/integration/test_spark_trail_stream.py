@@ -139,3 +139,33 @@ def test_stream_with_table_filter_and_starting_position(spark, tmp_path):
     want = Counter(t.xid for t in workload.transactions[20:] for c in t.changes
                    if c.table == "HR.EMP")
     assert xids == want and want
+
+
+def test_a_micro_batch_starting_inside_a_file_names_the_columns(spark, tmp_path):
+    """The definitions a file gave before a micro-batch's start still name its columns
+    (they were column numbers), for every batch of a run cut into many."""
+    trail = tmp_path / "dirdat" / "nm"
+    maker = ChangeMaker(seed=23)
+    workload = Workload()
+    write_workload(trail, [maker.transaction(f"n.{n}", n) for n in range(40)], workload).close()
+    names: dict = {}
+
+    def collect(df, batch_id: int) -> None:
+        names[batch_id] = {(r.table_name, k) for r in df.select("table_name", "after")
+                           .collect() if r.after for k in r.after}
+
+    query = (spark.readStream.format("trail").option("maxRecordsPerTrigger", "20")
+             .option("startingPosition", str(workload.ends[5])).load(str(trail))
+             .writeStream.foreachBatch(collect)
+             .option("checkpointLocation", str(tmp_path / "chk"))
+             .trigger(availableNow=True).start())
+    try:
+        assert query.awaitTermination(120) and query.exception() is None
+    finally:
+        query.stop()
+    assert len(names) >= 3
+    from spark_conftest import TABLES
+
+    known = {(t, c.name) for t, d in TABLES.items() for c in d.columns}
+    seen = set().union(*names.values())
+    assert seen and seen <= known, sorted(seen - known)[:5]

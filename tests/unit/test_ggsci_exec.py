@@ -4,6 +4,7 @@ credential store, history, obey files and the error policy (no database, no proc
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import os
@@ -18,9 +19,10 @@ from trailgate.checkpoint import Checkpoint
 from trailgate.cli import main
 from trailgate.ggsci import display
 from trailgate.ggsci.executor import mask_secrets
-from trailgate.ggsci.shell import Shell, run
+from trailgate.ggsci.shell import Shell, history_line, run
 from trailgate.home import GroupInfo, Home
 from trailgate.model import TrailPosition
+from trailgate.wallet import CredentialStore, MasterKeyWallet, master_key
 
 
 def ggsci(home: Path, script: str) -> tuple[int, str]:
@@ -361,13 +363,18 @@ INFO CREDENTIALSTORE
     assert status == 0, out
     assert "Credential store in " in out and "altered." in out
     assert "Userid: postgresql://gg:***@db:5432/app" in out and "s3cret" not in out
-    assert "Domain: Prod" in out and "Alias: tgt" in out
-    store = home.dircrd / "credentials.json"
+    assert "Default domain: OracleGoldenGate" in out and "Alias: src" in out
+    assert "Other domains:\n\n  Prod\n" in out and "Alias: tgt" not in out
+    status, out = ggsci(home.path, "INFO CREDENTIALSTORE DOMAIN Prod\n")
+    assert "Domain: Prod\n\n  Alias: tgt\n  Userid: gg2\n" in out, out
+    store = home.dircrd / "credentials.sealed"
     assert stat.S_IMODE(store.stat().st_mode) == 0o600
     assert stat.S_IMODE(home.dircrd.stat().st_mode) == 0o700
-    data = json.loads(store.read_text())
-    assert data["OracleGoldenGate"]["src"]["password"] == "p w"
-    assert "p w" not in home.ggserr_log.read_text() and "pw2" not in home.ggserr_log.read_text()
+    assert json.loads(store.read_text())["header"]["cipher"] == "AES-256-GCM"
+    assert CredentialStore(home.path).get("src").password == "p w"
+    for path in home.path.rglob("*"):  # sealed: no password in any file of the home
+        if path.is_file():
+            assert b"p w" not in path.read_bytes() and b"pw2" not in path.read_bytes(), path
     status, out = ggsci(home.path, "ALTER CREDENTIALSTORE ADD USER x PASSWORD y ALIAS src\n")
     assert status == 1 and "use ALTER CREDENTIALSTORE REPLACE" in out
     status, out = ggsci(home.path,
@@ -378,6 +385,41 @@ INFO CREDENTIALSTORE
     assert "Userid: x" in out and "tgt" not in out
     status, out = ggsci(home.path, "DELETE CREDENTIALSTORE\nINFO CREDENTIALSTORE\n")
     assert status == 1 and "does not exist; ADD CREDENTIALSTORE creates it." in out
+
+
+def test_master_key_wallet(home: Home) -> None:
+    status, out = ggsci(home.path, "ADD MASTERKEY\n")
+    assert status == 1 and "The wallet is not open; use OPEN WALLET (or CREATE WALLET)" in out
+    status, out = ggsci(home.path, "OPEN WALLET\n")
+    assert status == 1 and "There is no wallet at location './dirwlt'" in out
+    status, out = ggsci(home.path, "CREATE WALLET\nADD MASTERKEY\nRENEW MASTERKEY\n"
+                                   "RENEW MASTERKEY\nDELETE MASTERKEY VERSION 1\nINFO MASTERKEY\n"
+                                   "INFO MASTERKEY VERSION 3\n")
+    assert status == 0, out
+    assert "Created wallet at location './dirwlt'.\nOpened wallet at location './dirwlt'." in out
+    assert "Master key 'OGG_DEFAULT_MASTERKEY' added to wallet at location './dirwlt'." in out
+    assert "Masterkey 'OGG_DEFAULT_MASTERKEY' renewed to version 3 in wallet at location " \
+           "'./dirwlt'." in out
+    assert "Version 1 of Masterkey 'OGG_DEFAULT_MASTERKEY' deleted from wallet" in out
+    assert re.search(r"Masterkey Name: +OGG_DEFAULT_MASTERKEY\n", out)
+    assert re.search(r"\n1 +\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4} +Deleted\n2 .* +Available\n"
+                     r"3 .* +Current\n", out), out
+    key = master_key(home.path)
+    assert key.version == 3
+    assert f"Key Hash (SHA1):                0x{hashlib.sha1(key.key).hexdigest().upper()}" in out
+    assert key.key.hex().upper() not in out.upper()
+    # a new session: the wallet must be opened again; PURGE removes the marked version
+    status, out = ggsci(home.path, "RENEW MASTERKEY\n")
+    assert status == 1 and "not open" in out
+    status, out = ggsci(home.path, "OPEN WALLET\nUNDELETE MASTERKEY VERSION 1\n"
+                                   "DELETE MASTERKEY RANGE FROM 1 TO 2\nPURGE WALLET\n"
+                                   "INFO MASTERKEY\nADD MASTERKEY\n")
+    assert status == 1  # ADD MASTERKEY: the wallet has one
+    assert "Version 1 of Masterkey 'OGG_DEFAULT_MASTERKEY' undeleted from wallet" in out
+    assert "purged: versions 1, 2 removed." in out and "RENEW MASTERKEY makes a new version" in out
+    assert [v.version for v in MasterKeyWallet(home.path).versions()] == [3]
+    assert "OPEN WALLET" not in home.ggserr_log.read_text()  # logged: what changes something
+    assert "PURGE WALLET" in home.ggserr_log.read_text()
 
 
 def test_history_and_repeat(home: Home) -> None:
@@ -455,6 +497,14 @@ def test_mask_secrets_and_formats() -> None:
     assert mask_secrets("SOURCEDB host=x password=abc dbname=y") == \
         "SOURCEDB host=x password=*** dbname=y"
     assert mask_secrets("USER postgresql://gg:pw@db/app") == "USER postgresql://gg:***@db/app"
+    assert mask_secrets("ADD USER gg PASSWORD 'p''w' ALIAS a") == "ADD USER gg PASSWORD *** ALIAS a"
+    assert mask_secrets('PASSWORD "x""y" z') == "PASSWORD *** z"
+    # the interactive history file: the PASSWORD clause dropped (a recalled line prompts)
+    assert history_line("ALTER CREDENTIALSTORE ADD USER gg PASSWORD 'a''b c' ALIAS x") == \
+        "ALTER CREDENTIALSTORE ADD USER gg ALIAS x"
+    assert history_line("DBLOGIN USERID gg, PASSWORD s3cret") == "DBLOGIN USERID gg"
+    assert history_line("DBLOGIN SOURCEDB postgresql://u:pw@h/db") == \
+        "DBLOGIN SOURCEDB postgresql://u:***@h/db"
     assert display.format_hms(0) == "00:00:00"
     assert display.format_hms(3 * 3600 + 61) == "03:01:01"
     assert display.format_hms(123 * 3600) == "123:00:00"

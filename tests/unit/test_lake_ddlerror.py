@@ -12,11 +12,11 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from trailgate.apply.ddl_errors import DdlError
 from trailgate.apply.discard import DiscardWriter
 from trailgate.apply.lake_ddl import LakeDdl
 from trailgate.apply.lake_errors import lake_sqlstate
 from trailgate.apply.parquet import table_directory
-from trailgate.apply.pg_ddl import DdlError
 from trailgate.apply.records import ApplyResult, TrailChange
 from trailgate.capture.postgres.types import classify
 from trailgate.model import Change, Column, OpType, TableDef, TrailPosition
@@ -122,3 +122,29 @@ def test_lake_failures_map_to_sqlstates():
     assert lake_sqlstate(pa.ArrowNotImplementedError("x")) == "42846"
     assert lake_sqlstate(PermissionError("x")) == "42501"
     assert lake_sqlstate(OSError("x")) == "58030"
+
+
+def test_a_replayed_discard_is_written_once(tmp_path: Path):
+    """The DDL step of a batch replayed after a crash runs again: its discard entry is
+    not repeated, while another DDL's is written."""
+    lake, _ = _lake(tmp_path, "DDLERROR DEFAULT DISCARD")
+    for _ in range(2):
+        assert lake.apply(_ddl(), RETYPED, ApplyResult()) is False
+    later = TrailChange(_ddl().change, 104, "1.2.4", TrailPosition(4, 2400))
+    lake.apply(later, RETYPED, ApplyResult())
+    text = (tmp_path / "rep1.dsc").read_text()
+    assert text.count("Discarded DDL") == 2
+    assert text.count("RBA 1971, CSN 103") == 1 and text.count("RBA 2400, CSN 104") == 1
+
+
+def test_a_marker_that_cannot_be_read_follows_the_default_rules(tmp_path: Path):
+    garbled = TrailChange(Change(OpType.DDL, "app.t", text="\x00not a marker"), 103,
+                          "1.2.3", TrailPosition(4, 1971))
+    lake, path = _lake(tmp_path, "DDLERROR DEFAULT IGNORE")
+    result = ApplyResult()
+    assert lake.apply(garbled, RETYPED, result) is False
+    assert _unchanged(path)
+    lake, _ = _lake(tmp_path / "b", "")
+    with pytest.raises(DdlError, match=r"cannot be read.*The Replicat stops .DDLERROR DEFAULT "
+                                       r"ABEND.*add DDLERROR DEFAULT IGNORE"):
+        lake.apply(garbled, RETYPED, ApplyResult())

@@ -90,3 +90,26 @@ def test_report_echoes_parameter_files_with_passwords_masked(tmp_path):
     assert f"-- {prm}" in text and "EXTTRAIL ./dirdat/aa" in text
     assert "secret" not in text and "hunter2" not in text
     assert "PASSWORD ***" in text and "password=***" in text
+
+
+def test_a_clear_text_password_in_a_parameter_file_is_warned_about(home):
+    """USERID…PASSWORD still works but warns, as GoldenGate does; the echo masks quoted
+    passwords (spaces, doubled quotes) and URLs whole; an alias alone draws no warning."""
+    prm = home.param_file("ext1")
+    prm.write_text("EXTRACT ext1\nUSERID gg, PASSWORD 'top sec''ret'\n"
+                   "SOURCEDB postgresql://gg:hunter2@db/app\n")
+    with GroupProcess(home, "EXTRACT", "ext1", title="T") as proc:
+        proc.echo_parameters([prm])
+        proc.stopped("done")
+    report = home.report_file("ext1").read_text()
+    log = home.ggserr_log.read_text()
+    for text in (report, log):
+        assert "a parameter file gives a password in clear text" in text
+        assert "USERIDALIAS a instead" in text
+        assert "top sec" not in text and "ret'" not in text and "hunter2" not in text
+    assert "PASSWORD ***\n" in report and "postgresql://gg:***@db/app" in report
+    prm.write_text("EXTRACT ext1\nSOURCEDB app, USERIDALIAS gg  -- PASSWORD in a comment\n")
+    with GroupProcess(home, "EXTRACT", "ext1", title="T") as proc:
+        proc.echo_parameters([prm])
+        proc.stopped("done")
+    assert home.ggserr_log.read_text().count("password in clear text") == 1

@@ -10,12 +10,14 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from trailgate.errors import TrailFormatError
 from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, TrailPosition, Transaction
 from trailgate.spark.trail_catalog import find_table, list_batch, trail_tables
 from trailgate.spark.trail_rows import read_batches
 from trailgate.spark.typed_rows import TypedTable, read_typed_batches
 from trailgate.spark.typed_values import arrow_type, to_arrow
 from trailgate.trail import TrailWriter
+from trailgate.trail.naming import TrailName
 
 
 def col(name: str, index: int, kind: ColumnKind, source: str) -> Column:
@@ -42,6 +44,26 @@ def test_values_convert_a_column_at_a_time_and_unholdable_ones_become_null():
     assert to_arrow([b"\xffx", "é".encode()], text).to_pylist() == ["\\xffx", "é"]
     assert arrow_type(col("n", 0, n, "numeric")) == pa.string()
     assert arrow_type(col("o", 0, n, "NUMBER(10,2)")) == pa.decimal128(10, 2)
+
+
+@pytest.mark.parametrize(("kind", "source", "expected"), [
+    (ColumnKind.NUMBER, "NUMBER(10)", pa.int64()),
+    (ColumnKind.NUMBER, "FLOAT", pa.float64()),
+    (ColumnKind.NUMBER, "BINARY_DOUBLE", pa.float64()),
+    (ColumnKind.NUMBER, "INTEGER", pa.decimal128(38, 0)),
+    (ColumnKind.NUMBER, "oid", pa.int64()),
+    (ColumnKind.TIMESTAMP, "TIMESTAMP(3)", pa.timestamp("us")),
+])
+def test_a_typed_read_has_the_types_a_lake_target_of_the_table_gets(kind, source, expected):
+    from trailgate.apply.changelog import change_log_schema
+
+    column = col("c", 0, kind, source)
+    assert arrow_type(column) == expected
+    table = TableDef("app", "t", [column], key=["c"])
+    assert change_log_schema(table).field("after").type.field("c").type == expected
+    text = {pa.int64(): b"42", pa.float64(): b"1.5E+10", pa.decimal128(38, 0): b"7",
+            pa.timestamp("us"): b"2024-02-29:12:00:00.123000"}[expected]
+    assert to_arrow([text], expected).to_pylist()[0] is not None
 
 
 V1 = TableDef("app", "t", [col("id", 0, ColumnKind.NUMBER, "integer"),
@@ -128,3 +150,42 @@ def test_a_big_file_splits_at_transaction_boundaries_and_pieces_know_the_columns
                    for r in b.to_pylist()]
     assert pieces == whole and len(whole) == 900
     assert all(r["txn_first"] for r in pieces[::3])
+
+
+def test_the_catalogs_c_pass_finds_what_the_reader_finds(tmp_path):
+    """``tables_between`` through the C codec's scan equals the reference loop: several
+    tables, definitions that change, ranges starting inside the file, a record cut short
+    at the end (a writer that died) and a damaged record (the reader reports it)."""
+    from trailgate.spark import trail_catalog
+
+    trail = tmp_path / "dirdat" / "aa"
+    other = TableDef("app", "u", [col("k", 0, ColumnKind.NUMBER, "integer")], key=["k"])
+    writer = TrailWriter(trail, megabytes=10, fsync=False, producer="TESTS")
+    ends = []
+    for t in range(200):
+        defs = {"app.t": V1 if t < 120 else V2, "app.u": other}
+        changes = [Change(OpType.INSERT, "app.t", after={0: b"%d" % t, 1: b"x" * 40})]
+        if t % 3 == 0:
+            changes.append(Change(OpType.DELETE, "app.u", before={0: b"%d" % t}))
+        ends.append(writer.write_transaction(Transaction(f"1.{t}", 100 + t, changes), defs))
+    writer.close()
+    path = TrailName(str(trail)).file(0)
+
+    def both(start: int, end: int | None) -> None:
+        fast = trail_catalog.tables_between(str(trail), 0, start, end)
+        slow = trail_catalog._tables_python(str(trail), 0, start, end)
+        assert [(x.name, x.changes, x.history) for x in fast] == [
+            (x.name, x.changes, x.history) for x in slow]
+
+    for start, end in ((0, None), (ends[50].rba, None), (ends[10].rba, ends[150].rba)):
+        both(start, end)
+    [t, u] = trail_catalog.tables_between(str(trail), 0, 0, None)
+    assert (t.name, t.changes, t.definitions, u.changes) == ("app.t", 200, [V1, V2], 67)
+    with open(path, "ab") as f:  # the next record, cut short by a crash
+        f.write(b"G\x01\x01\x00H\x00")
+    both(0, None)
+    data = bytearray(path.read_bytes())
+    data[ends[100].rba] = ord("X")  # no G where a record starts
+    path.write_bytes(bytes(data))
+    with pytest.raises(TrailFormatError, match=f"RBA {ends[100].rba}"):
+        trail_catalog.tables_between(str(trail), 0, 0, None)

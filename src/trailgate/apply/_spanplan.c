@@ -888,6 +888,10 @@ plan_span(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 tpos = v - b;
                 tend = p;
             }
+            else if (type == 'E') {
+                status = BAIL; /* an encrypted record: the Python reader opens it */
+                break;
+            }
         }
         if (status != OK)
             break;

@@ -1,7 +1,9 @@
 """PostgreSQL-spelled types <-> Arrow types, and PostgreSQL input text -> Arrow values.
 
-Delta tables and Parquet change logs store typed values; the apply layer's values are
-PostgreSQL input text (see ``values``).  These functions are the one place that converts.
+Delta tables, Parquet change logs and typed Spark reads of a trail store typed values; the
+apply layer's values are PostgreSQL input text (see ``values``).  These functions are the one
+place that types a column and converts, so a table read typed from its trail and the same
+table replicated into Delta have the same schema.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["arrow_type", "converter", "pg_type_of_arrow"]
+from trailgate.apply.values import pg_type_for_source
+from trailgate.model import Column
+
+__all__ = ["arrow_type", "column_arrow_type", "converter", "pg_type_of_arrow"]
 
 _SIMPLE: dict[str, pa.DataType] = {
-    "smallint": pa.int16(), "integer": pa.int32(), "bigint": pa.int64(),
+    "smallint": pa.int16(), "integer": pa.int32(), "bigint": pa.int64(), "oid": pa.int64(),
     "real": pa.float32(), "double precision": pa.float64(), "boolean": pa.bool_(),
     "date": pa.date32(), "bytea": pa.binary(), "text": pa.string(),
     "timestamp with time zone": pa.timestamp("us", tz="UTC"),
@@ -43,6 +48,12 @@ def arrow_type(type_name: str) -> pa.DataType:
     if t.startswith("timestamp"):
         return pa.timestamp("us")
     return pa.string()
+
+
+def column_arrow_type(column: Column) -> pa.DataType:
+    """The Arrow type of a trail column's values: its PostgreSQL target type's
+    (:func:`~trailgate.apply.values.pg_type_for_source`, which maps Oracle types by kind)."""
+    return arrow_type(pg_type_for_source(column))
 
 
 def pg_type_of_arrow(dtype: pa.DataType) -> str:

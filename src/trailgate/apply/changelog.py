@@ -14,9 +14,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from trailgate.apply.arrow_types import arrow_type, converter
+from trailgate.apply.arrow_types import column_arrow_type, converter
 from trailgate.apply.records import TrailChange
-from trailgate.apply.values import julian_to_text, pg_type_for_source, text_from_trail
+from trailgate.apply.values import julian_to_text, text_from_trail
 from trailgate.errors import TargetError
 from trailgate.model import OpType, TableDef, unix_micros_from_julian
 
@@ -26,7 +26,7 @@ _TS = pa.timestamp("us", tz="UTC")
 
 
 def _image_type(table: TableDef) -> pa.StructType:
-    return pa.struct([pa.field(c.name, arrow_type(pg_type_for_source(c)))
+    return pa.struct([pa.field(c.name, column_arrow_type(c))
                       for c in table.columns])
 
 
@@ -69,7 +69,7 @@ def change_log_rows(changes: Sequence[TrailChange],
                               f"no metadata record for it before its first change")
         table = table_defs[name]
     schema = change_log_schema(table)
-    convert = [(c.index, c.name, c, converter(arrow_type(pg_type_for_source(c))))
+    convert = [(c.index, c.name, c, converter(column_arrow_type(c)))
                for c in table.columns]
     rows: list[dict[str, Any]] = []
     for tc in changes:

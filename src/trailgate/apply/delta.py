@@ -23,7 +23,7 @@ from deltalake.exceptions import TableNotFoundError
 
 from trailgate.apply.arrow_types import arrow_type, converter, pg_type_of_arrow
 from trailgate.apply.delta_history import HISTORY_FIELDS, apply_history
-from trailgate.apply.delta_scan import quote, rows_matching
+from trailgate.apply.delta_scan import key_predicate, quote, rows_matching
 from trailgate.apply.discard import DiscardWriter
 from trailgate.apply.mapping import MappedChange, Mapper, TableMapping, TargetColumn, TargetTable
 from trailgate.apply.planner import Folded, KeyT, fold
@@ -225,12 +225,7 @@ class DeltaApplier:
             return
         source = pa.Table.from_pylist(rows, schema=schema.append(pa.field(ACTION, pa.string())))
         key_cols = [a.target.name for a in mapping.key]
-        if mapping.all_columns_key:
-            predicate = " AND ".join(
-                f"(t.{quote(c)} = s.{quote(c)} OR (t.{quote(c)} IS NULL AND "
-                f"s.{quote(c)} IS NULL))" for c in key_cols)
-        else:
-            predicate = " AND ".join(f"t.{quote(c)} = s.{quote(c)}" for c in key_cols)
+        predicate = key_predicate(key_cols, source)
         sets = {quote(f.name): f"s.{quote(f.name)}" for f in schema}
         merger = dt.merge(source, predicate, source_alias="s", target_alias="t",
                           commit_properties=CommitProperties(

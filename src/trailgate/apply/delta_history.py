@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction
 
-from trailgate.apply.delta_scan import quote, rows_matching
+from trailgate.apply.delta_scan import key_predicate, quote, rows_matching
 from trailgate.apply.mapping import MappedChange, TableMapping
 from trailgate.apply.records import TableCounts
 from trailgate.apply.scd2 import (
@@ -114,10 +114,12 @@ def _stored(dt: DeltaTable, history: History, changes: list[MappedChange]
     filt = None
     for c, values in wanted.items():
         present = [v for v in values if v is not None]
-        if not present:
+        if not values:
             filt = None
             break
-        expr = pc.field(c).isin(present)
+        expr = pc.field(c).isin(present) if present else None
+        if None in values:  # a nullable KEYCOLS column: its null key is a key too
+            expr = pc.field(c).is_null() if expr is None else expr | pc.field(c).is_null()
         filt = expr if filt is None else filt & expr
     if truncate:
         current = pc.field(IS_CURRENT) == True  # noqa: E712 (an expression, not a test)
@@ -135,7 +137,7 @@ def _stored(dt: DeltaTable, history: History, changes: list[MappedChange]
 def _merge(dt: DeltaTable, mapping: TableMapping, schema: pa.Schema, rows: list[dict[str, Any]],
            key_cols: list[str], batch_id: int, app: str) -> None:
     source = pa.Table.from_pylist(rows, schema=schema)
-    predicate = " AND ".join(f"t.{quote(c)} = s.{quote(c)}" for c in [*key_cols, START_CSN])
+    predicate = key_predicate([*key_cols, START_CSN], source)
     sets = {quote(f.name): f"s.{quote(f.name)}" for f in schema}
     merger = dt.merge(source, predicate, source_alias="s", target_alias="t",
                       commit_properties=CommitProperties(

@@ -2,8 +2,8 @@
 
 Files written by a Delta merge may hold string columns as ``string_view``, which pyarrow's
 statistics pruning cannot compare with a filter's plain strings; this module keeps that
-detail away from the appliers (``apply.delta``, ``apply.delta_history``), and quotes
-column names for their merges the same way.
+detail away from the appliers (``apply.delta``, ``apply.delta_history``), and spells
+their merges' key predicates and column names the same way.
 """
 
 from __future__ import annotations
@@ -12,12 +12,27 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["plain_strings", "quote", "rows_matching"]
+__all__ = ["key_predicate", "plain_strings", "quote", "rows_matching"]
 
 
 def quote(name: str) -> str:
     """A column name quoted for a Delta merge's predicate and updates."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def key_predicate(key_cols: list[str], source: pa.Table) -> str:
+    """A merge predicate matching target ``t`` and source ``s`` rows on ``key_cols``.
+
+    A key column that is null in some source row (a nullable KEYCOLS column, a table keyed
+    on all its columns) is compared with ``IS NOT DISTINCT FROM``, so a null key finds its
+    row instead of inserting a second one; the others keep plain equality, which the merge
+    can join on by hash.
+    """
+    parts = []
+    for c in key_cols:
+        op = "IS NOT DISTINCT FROM" if source.column(c).null_count else "="
+        parts.append(f"(t.{quote(c)} {op} s.{quote(c)})")
+    return " AND ".join(parts)
 
 
 def rows_matching(dataset: Any, filt: Any, key_cols: list[str]) -> pa.Table:

@@ -2,9 +2,8 @@
 
 Entries follow GoldenGate's discard file: the time, the error, the table, the operation and
 its trail position, then the key and values.  Several Spark tasks may write one file, so each
-entry is one ``write`` on a file opened with ``O_APPEND`` (no interleaving), fsynced.  The
-PostgreSQL applier writes entries after its transaction commits, so a rolled-back partition
-leaves none (a crash between commit and write can lose that partition's entries).
+entry is one ``write`` on a file opened with ``O_APPEND`` (no interleaving), fsynced.  When
+entries are written relative to the target's commit, per target, is in docs/replicat.md.
 """
 
 from __future__ import annotations
@@ -81,11 +80,15 @@ def _format_ddl(d: DdlDiscard, now: datetime | None) -> str:
         f"Discarded DDL from action DISCARD on error {d.codes[0] if d.codes else '?'}",
         f"Problem replicating DDL on {rec.table}",
         f"Error: {d.error}",
-        f"Operation: DDL, trail position seqno {rec.position.seqno}, RBA {rec.position.rba}, "
-        f"CSN {rec.csn}, XID {rec.xid}",
+        _ddl_operation_line(rec),
         "Statement:",
         *(f"  {line}" for line in d.statement.splitlines() or [""]),
         "*"]) + "\n"
+
+
+def _ddl_operation_line(rec: TrailChange) -> str:
+    return (f"Operation: DDL, trail position seqno {rec.position.seqno}, RBA "
+            f"{rec.position.rba}, CSN {rec.csn}, XID {rec.xid}")
 
 
 def prepare_discard_file(spec: DiscardFileSpec, path: str | os.PathLike[str]) -> Path:
@@ -111,6 +114,15 @@ class DiscardWriter:
         if spec is None:
             return cls(default)
         return cls(spec.path, spec.megabytes)
+
+    def write_ddl_once(self, discard: DdlDiscard) -> bool:
+        """Write ``discard`` unless the file already has an entry for its trail position
+        (a replayed batch); True when it was written."""
+        line = (_ddl_operation_line(discard.record) + "\n").encode("utf-8")
+        if self.path.exists() and line in self.path.read_bytes():
+            return False
+        self.write([discard])
+        return True
 
     def write(self, discards: Sequence[Discard | DdlDiscard]) -> None:
         if not discards:

@@ -12,20 +12,18 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from trailgate.apply.arrow_types import arrow_type, converter
+from trailgate.apply.arrow_types import column_arrow_type, converter
+from trailgate.apply.ddl_errors import DdlFailure, ddlerror_rule, respond, retrying
 from trailgate.apply.ddl_names import find_names
-from trailgate.apply.discard import DdlDiscard, DiscardWriter
+from trailgate.apply.discard import DiscardWriter
 from trailgate.apply.lake_errors import LAKE_FAILURES, lake_sqlstate
 from trailgate.apply.parquet import table_directory
-from trailgate.apply.pg_ddl import DdlError, ddlerror_rule
 from trailgate.apply.records import ApplyResult, TrailChange
-from trailgate.apply.values import pg_type_for_source
 from trailgate.checkpoint import fsync_dir
 from trailgate.model import DdlObject
 from trailgate.params.ddl_rules import DdlFilter
@@ -58,6 +56,10 @@ def _move(src: Path, dst: Path) -> bool:
     return True
 
 
+def _report(level: str, text: str) -> None:
+    log.info(report_line(level, "", text))
+
+
 class LakeDdl:
     """The DDL side of a Delta (``kind`` DELTA) or Parquet (PARQUET) Replicat rooted at
     ``root``."""
@@ -85,11 +87,9 @@ class LakeDdl:
     def apply(self, tc: TrailChange, table: Any, result: ApplyResult) -> bool:
         """Apply DDL record ``tc`` (``table``: the source definition the trail gives right
         after it, or None); True when it changed a table (mappings must be made anew)."""
+        # marker text that cannot be read comes with E1 saying so: DDLERROR's DEFAULT rules
+        # decide, as on PostgreSQL
         record = read_ddl(tc.change.text or "")
-        if record.unreadable is not None:
-            raise DdlError(f"DDL record at trail position {tc.position}, CSN {tc.csn}: its "
-                           f"marker text cannot be read ({record.unreadable}); the Replicat "
-                           "stops")
         marker, obj = record.marker, record.obj
         decision = self.filter.decide(obj)
         if self.options.report:
@@ -106,26 +106,16 @@ class LakeDdl:
             return False
         if target is None:
             return False
-        attempt = 0
-        while True:
-            try:
-                changed = self._table_ddl(tc, marker, obj, target, table)
-                break
-            except LAKE_FAILURES as exc:
-                code = lake_sqlstate(exc)
-                message = f"{type(exc).__name__}: {exc}"
-                rule = ddlerror_rule(self.params.ddl_errors, code, obj, decision.scope)
-                if attempt < rule.max_retries:
-                    attempt += 1
-                    log.info(report_line("INFO", "", f"DDL error ignored for next retry: "
-                                                     f"error code [{code}], error text "
-                                                     f"[{message}], retry [{attempt}] "
-                                                     f"({rule.text()})."))
-                    time.sleep(rule.retry_delay)
-                    continue
-                self._failed(tc, marker, obj, decision.scope, code, message, target, result,
-                             rule)
-                return False
+        outcome = retrying(lambda: self._table_ddl(tc, marker, obj, target, table),
+                           LAKE_FAILURES,
+                           lambda exc: (lake_sqlstate(exc), f"{type(exc).__name__}: {exc}"),
+                           lambda code: ddlerror_rule(self.params.ddl_errors, code, obj,
+                                                      decision.scope), _report)
+        if isinstance(outcome, DdlFailure):
+            self._failed(tc, marker, obj, decision.scope, outcome.code, outcome.message,
+                         target, result, outcome.rule)
+            return False
+        changed = outcome
         if changed:
             result.table(target).ddl += 1
         return changed
@@ -140,22 +130,11 @@ class LakeDdl:
         text = (f"DDL error: {error} applying {marker.describe()} to {self.kind.title()} "
                 f"table {target}, trail position {tc.position} (seqno {tc.position.seqno}, "
                 f"RBA {tc.position.rba}), CSN {tc.csn}")
-        if rule.response == "IGNORE":
-            result.table(target).ignores += 1
-            log.info(report_line("WARNING", "", f"{text}; ignored ({rule.text()})."))
-        elif rule.response == "DISCARD":
-            result.table(target).discards += 1
-            if self.discard is not None:
-                self.discard.write([DdlDiscard(tc, marker.statement, text,
-                                               (code,) if code else ())])
-            log.info(report_line("WARNING", "", f"{text}; discarded ({rule.text()})."))
-        else:
-            hint = (f"add a DDLERROR rule for error {code} (IGNORE or DISCARD)" if code
-                    else "add DDLERROR DEFAULT IGNORE (or DISCARD) to skip it")
-            failure = DdlError(f"{text}. The Replicat stops ({rule.text()}): correct the "
-                               f"target and start again, or {hint}")
-            failure.txn_start = tc.txn_start
-            raise failure
+        discard = respond(rule, text, code, tc, marker.statement, target, result, _report)
+        if discard is not None and self.discard is not None:
+            # no target transaction holds this step: a replayed batch repeats it, and
+            # the entry is written once
+            self.discard.write_ddl_once(discard)
 
     def _table_ddl(self, tc: TrailChange, marker: DdlMarker, obj: DdlObject, target: str,
                    table: Any) -> bool:
@@ -214,7 +193,7 @@ class LakeDdl:
         from deltalake.exceptions import TableNotFoundError
         from deltalake.schema import Field
 
-        desired = [(c.name, arrow_type(pg_type_for_source(c))) for c in table.columns]
+        desired = [(c.name, column_arrow_type(c)) for c in table.columns]
         if self._keeps_history(table.qualified_name):
             from trailgate.apply.delta_history import HISTORY_FIELDS
 

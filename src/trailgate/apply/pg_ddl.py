@@ -10,38 +10,28 @@ with the DDL sequence, statement, trail position and rule).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 
+from trailgate.apply.ddl_errors import DdlFailure, ddlerror_rule, respond, retrying
 from trailgate.apply.ddl_names import Translation, translate
 from trailgate.apply.discard import DdlDiscard
 from trailgate.apply.records import ApplyResult, TrailChange
 from trailgate.apply.sql_lexer import Kind, tokenize
-from trailgate.errors import TargetError
-from trailgate.model import OpType, TrailPosition
-from trailgate.params.ddl_rules import DdlFilter, DdlObject, clause_matches
+from trailgate.model import OpType
+from trailgate.params.ddl_rules import DdlFilter, DdlObject
 from trailgate.params.model import DdlErrorRule, ReplicatParams
 from trailgate.params.names import find_map, parse_name, resolve_map
 from trailgate.trail.ddl import DdlMarker, read_ddl, report_line
 
-__all__ = ["DdlError", "PgDdl", "ddl_changes", "ddlerror_rule"]
+__all__ = ["PgDdl", "ddl_changes"]
 
 log = logging.getLogger("trailgate.ddl")
 
 #: The recorded session settings a DDL runs under on the target.
 _APPLIED_SETTINGS = ("DateStyle", "IntervalStyle", "TimeZone", "standard_conforming_strings")
-_DEFAULT_RULE = DdlErrorRule("DEFAULT", "ABEND")
-
-
-class DdlError(TargetError):
-    """A DDL failed on the target and DDLERROR says ABEND (nothing of the partition is
-    committed); ``txn_start`` is where the DDL's transaction begins in the trail, so that
-    a caller may commit what came before it."""
-
-    txn_start: TrailPosition | None = None
 
 
 def _where(tc: TrailChange) -> str:
@@ -66,6 +56,9 @@ class PgDdl:
 
     def _say(self, level: str, code: str, text: str) -> None:
         log.info(report_line(level, code, text))
+
+    def _report(self, level: str, text: str) -> None:
+        self._say(level, "", text)
 
     # -- one record --------------------------------------------------------------------
     def apply(self, cur: psycopg.Cursor[Any], tc: TrailChange, result: ApplyResult,
@@ -99,27 +92,20 @@ class PgDdl:
         if self.report and decision.scope == "MAPPED":
             self._say("INFO", "", f"DDL is of mapped scope, after mapping new "
                                            f"operation [{run.strip()}].")
-        attempt = 0
-        while True:
-            try:
-                self._run(cur, run, marker, translation)
-                break
-            except psycopg.OperationalError:
-                raise
-            except psycopg.Error as exc:
-                code = exc.sqlstate or "?"
-                message = exc.diag.message_primary or str(exc)
-                rule = self._rule(code, obj, decision.scope)
-                if attempt < rule.max_retries:
-                    attempt += 1
-                    self._say("INFO", "", f"DDL error ignored for next retry: error "
-                                                   f"code [{code}], error text [{message}], "
-                                                   f"retry [{attempt}] ({rule.text()}).")
-                    time.sleep(rule.retry_delay)
-                    continue
-                self._failed(tc, marker, obj, decision.scope, code, message, run, target,
-                             result, discards, rule)
-                return False
+
+        def named(exc: BaseException) -> tuple[str, str]:
+            if isinstance(exc, psycopg.OperationalError):
+                raise exc  # the connection: not a DDL error, the Replicat's retry cures it
+            assert isinstance(exc, psycopg.Error)
+            return exc.sqlstate or "?", exc.diag.message_primary or str(exc)
+
+        outcome = retrying(lambda: self._run(cur, run, marker, translation), (psycopg.Error,),
+                           named, lambda code: self._rule(code, obj, decision.scope),
+                           self._report)
+        if isinstance(outcome, DdlFailure):
+            self._failed(tc, marker, obj, decision.scope, outcome.code, outcome.message, run,
+                         target, result, discards, outcome.rule)
+            return False
         result.table(target).ddl += 1
         if self.report:
             self._say("INFO", "", f"DDL operation successful: {marker.describe()}.")
@@ -168,39 +154,10 @@ class PgDdl:
             f" run as [{statement.strip()}]"
         error = f"error {code} ({message})" if code else message
         text = f"DDL error: {error} applying {what}{ran}, {_where(tc)}"
-        if rule.response == "IGNORE":
-            result.table(target).ignores += 1
-            self._say("WARNING", "", f"{text}; ignored ({rule.text()}).")
-        elif rule.response == "DISCARD":
-            result.table(target).discards += 1
-            discards.append(DdlDiscard(tc, statement, text, (code,) if code else ()))
-            self._say("WARNING", "", f"{text}; discarded ({rule.text()}).")
-        else:
-            hint = (f"add a DDLERROR rule for error {code} (IGNORE or DISCARD)" if code
-                    else "add DDLERROR DEFAULT IGNORE (or DISCARD) to skip it")
-            failure = DdlError(f"{text}. The Replicat stops ({rule.text()}): correct the "
-                               f"target and start again, or {hint}; nothing of this "
-                               f"transaction was committed")
-            failure.txn_start = tc.txn_start
-            raise failure
-
-
-def ddlerror_rule(rules: Sequence[DdlErrorRule], code: str, obj: DdlObject, scope: str
-                  ) -> DdlErrorRule:
-    """The DDLERROR rule for error ``code`` (a SQLSTATE; empty for a marker the trigger
-    could not describe): an exact one first, then DEFAULT, else ``DDLERROR DEFAULT ABEND``;
-    a rule's INCLUDE or EXCLUDE clause narrows it to the DDL it takes."""
-    def applies(rule: DdlErrorRule) -> bool:
-        if rule.only is None:
-            return True
-        matched = clause_matches(rule.only, obj, scope)
-        return matched if rule.only.include else not matched
-
-    for wanted in (code, "DEFAULT"):
-        for rule in rules:
-            if rule.error == wanted and applies(rule):
-                return rule
-    return _DEFAULT_RULE
+        discard = respond(rule, text, code, tc, statement, target, result, self._report,
+                          "; nothing of this transaction was committed")
+        if discard is not None:
+            discards.append(discard)
 
 
 def _set_local(cur: psycopg.Cursor[Any], pairs: list[tuple[str, str]]) -> None:

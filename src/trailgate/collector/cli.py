@@ -17,13 +17,12 @@ from typing import Any
 
 from trailgate.collector.server import Collector, CollectorSettings
 from trailgate.collector.tls import TlsFiles, server_context
-from trailgate.db.connect import CredentialStore
+from trailgate.collector.tokens import TOKEN_DOMAIN, stored_token
 from trailgate.errors import ConfigError
 from trailgate.home import Home
 
-__all__ = ["TOKEN_DOMAIN", "add_arguments", "run", "settings_from"]
+__all__ = ["add_arguments", "run", "settings_from"]
 
-TOKEN_DOMAIN = "Collector"  # the credential store domain of collector tokens
 _CODES = {"INFO": "OGG-01229", "WARNING": "OGG-01223", "ERROR": "OGG-01223"}
 
 
@@ -54,9 +53,7 @@ def settings_from(args: Any, home: Home) -> CollectorSettings:
                           "--tls-cert and --tls-key too")
     tls = server_context(TlsFiles(args.tls_cert, args.tls_key, args.tls_ca)) \
         if args.tls_cert else None
-    token = None
-    if args.token_alias:
-        token = CredentialStore(home.path).get(args.token_alias, TOKEN_DOMAIN).password
+    token = stored_token(home.path, args.token_alias)
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"collector: --port {args.port} is not a port number")
     return CollectorSettings(home=home.path, bind=args.bind, port=args.port, tls=tls,

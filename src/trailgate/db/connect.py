@@ -4,16 +4,18 @@ Every connection trailgate opens goes through ``connect()``: it sets a connect t
 unreachable server is an error in seconds, never a hang) and turns libpq's failures into a
 ``SourceError`` that names the server without its password.
 
-Credential aliases (GoldenGate's credential store, ``USERIDALIAS``) live in
-``<home>/dircrd/credentials.json``, mode 0600 in a 0700 directory.
+Credential aliases (GoldenGate's credential store, ``USERIDALIAS``) are kept sealed by
+:mod:`trailgate.wallet`; ``alias_conninfo`` names one in a connection string that holds no
+password (looked up by ``session_conninfo`` as each connection opens), so what a group
+hands to Spark carries none.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
+import re
 from typing import Any
 
 import psycopg
@@ -21,13 +23,17 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from trailgate.errors import ConfigError, SourceError
+from trailgate.wallet import DEFAULT_DOMAIN, Credential, CredentialStore
+from trailgate.wallet.masking import mask_secrets
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_DOMAIN",
     "Credential",
     "CredentialStore",
     "connect",
     "connect_failure",
+    "credential_conninfo",
     "describe",
     "login_conninfo",
     "query_value",
@@ -35,7 +41,7 @@ __all__ = [
 ]
 
 DEFAULT_CONNECT_TIMEOUT = 5
-DEFAULT_DOMAIN = "OracleGoldenGate"
+_ALIAS_REF = "trailgate-alias:"  # the password keyword of an alias_conninfo
 
 
 def describe(conninfo: str) -> str:
@@ -73,7 +79,12 @@ def session_conninfo(conninfo: str, *, timeout: int = DEFAULT_CONNECT_TIMEOUT,
     try:
         params = conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as exc:
-        raise ConfigError(f"invalid PostgreSQL connection string: {exc}") from None
+        # libpq quotes the text around the fault, which may be a password: name it only
+        reason = re.sub(r'"[^"]*"', '"…"', mask_secrets(str(exc)))
+        raise ConfigError(f"invalid PostgreSQL connection string: {reason}") from None
+    password = params.get("password")
+    if isinstance(password, str) and password.startswith(_ALIAS_REF):
+        params["password"] = _resolve_alias(password)
     params.setdefault("connect_timeout", timeout)
     params.setdefault("application_name", application_name)
     if settings:
@@ -132,71 +143,31 @@ def login_conninfo(*, sourcedb: str | None = None, userid: str | None = None,
     return make_conninfo(**params)
 
 
-@dataclass(frozen=True, slots=True)
-class Credential:
-    """One alias: a user id (possibly with its server) and password."""
-
-    alias: str
-    domain: str
-    userid: str
-    password: str
-
-    def conninfo(self, sourcedb: str | None = None) -> str:
-        return login_conninfo(sourcedb=sourcedb, userid=self.userid, password=self.password)
+def credential_conninfo(credential: Credential, sourcedb: str | None = None) -> str:
+    """The connection string of a credential-store alias, on ``sourcedb`` if given, with the
+    password in it (GGSCI's DBLOGIN; a group uses :func:`alias_conninfo`)."""
+    return login_conninfo(sourcedb=sourcedb, userid=credential.userid,
+                          password=credential.password)
 
 
-class CredentialStore:
-    """``ALTER CREDENTIALSTORE ADD USER … ALIAS …`` kept as JSON under ``<home>/dircrd``."""
+def alias_conninfo(home: str | os.PathLike[str], alias: str, domain: str = DEFAULT_DOMAIN,
+                   sourcedb: str | None = None) -> str:
+    """The connection string of a credential-store alias whose password stays in the store:
+    the ``password`` keyword names the alias, and :func:`session_conninfo` looks the password
+    up as a connection opens.  A group's configuration, pickled into Spark tasks and plans,
+    so carries no password; a task opens the store as the driver does (the home's wallet
+    key, or the passphrase in its environment)."""
+    cred = CredentialStore(home).get(alias, domain)
+    ref = json.dumps([os.path.abspath(home), domain, alias]).encode()
+    return login_conninfo(sourcedb=sourcedb, userid=cred.userid,
+                          password=_ALIAS_REF + base64.urlsafe_b64encode(ref).decode())
 
-    def __init__(self, home: str | os.PathLike[str]):
-        self.directory = Path(home) / "dircrd"
-        self.path = self.directory / "credentials.json"
 
-    def _load(self) -> dict[str, dict[str, dict[str, str]]]:
-        try:
-            data = json.loads(self.path.read_text())
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"cannot read credential store: {exc}", path=str(self.path)) from None
-        return data if isinstance(data, dict) else {}
-
-    def _save(self, data: dict[str, dict[str, dict[str, str]]]) -> None:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.directory, 0o700)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-
-    def add(self, alias: str, userid: str, password: str,
-            domain: str = DEFAULT_DOMAIN) -> None:
-        """Add or replace ``alias`` in ``domain``."""
-        data = self._load()
-        data.setdefault(domain, {})[alias] = {"userid": userid, "password": password}
-        self._save(data)
-
-    def delete(self, alias: str, domain: str = DEFAULT_DOMAIN) -> None:
-        data = self._load()
-        if alias not in data.get(domain, {}):
-            raise ConfigError(f"credential alias {alias!r} does not exist in domain {domain!r}",
-                              path=str(self.path))
-        del data[domain][alias]
-        self._save(data)
-
-    def get(self, alias: str, domain: str = DEFAULT_DOMAIN) -> Credential:
-        entry = self._load().get(domain, {}).get(alias)
-        if entry is None:
-            raise ConfigError(f"credential alias {alias!r} does not exist in domain {domain!r}: "
-                              "add it with ALTER CREDENTIALSTORE ADD USER … ALIAS "
-                              f"{alias}", path=str(self.path))
-        return Credential(alias, domain, entry["userid"], entry["password"])
-
-    def list(self) -> list[Credential]:
-        """Every alias (``INFO CREDENTIALSTORE``); show ``userid``, never the password."""
-        return [Credential(alias, domain, e["userid"], e["password"])
-                for domain, aliases in sorted(self._load().items())
-                for alias, e in sorted(aliases.items())]
+def _resolve_alias(value: str) -> str:
+    """The password an :func:`alias_conninfo` reference names."""
+    try:
+        home, domain, alias = json.loads(base64.urlsafe_b64decode(value[len(_ALIAS_REF):]))
+    except (ValueError, TypeError):
+        raise ConfigError("a connection string names a credential alias in a form this "
+                          "trailgate does not read") from None
+    return CredentialStore(str(home)).get(str(alias), str(domain)).password

@@ -23,6 +23,8 @@ from trailgate.errors import TrailgateError
 from trailgate.home import Home
 from trailgate.process import lifecycle
 from trailgate.process.lifecycle import Status
+from trailgate.trail.keys import DEFAULT_KEY_NAME, EncKeysFile, add_key, enckeys_path
+from trailgate.wallet import CredentialStore
 
 if TYPE_CHECKING:
     from trailgate.ggsci.executor import TextOut
@@ -76,11 +78,16 @@ class PipelineSpec:
     #: options after EXTTRAIL/RMTTRAIL, e.g. ", FORMAT RELEASE 21.1" (docs/trail-format.md)
     local_trail_options: str = ""
     remote_trail_options: str = ""
+    #: ENCRYPTTRAIL before the Extract's EXTTRAIL (e.g. "AES256, KEYNAME demo"): the key is
+    #: made in the home's ENCKEYS file; the Pump passes the trail through encrypted
+    encrypt_trail: str = ""
     delta_dir: str = "./delta"
     checkpoint_table: str = "ggadmin.ggs_checkpoint"
     trigger: str = "1 SECONDS"
     extract_master: str = "local[1]"
     replicat_master: str = "local[2]"
+    #: ``SPARK CONF key=value`` settings for every group (a shared cluster's share each)
+    spark_conf: list[str] = field(default_factory=list)
     batchsql: bool = True
     extra_replicat_params: list[str] = field(default_factory=list)
     extra_extract_params: list[str] = field(default_factory=list)
@@ -104,13 +111,19 @@ class PipelineSpec:
         return out
 
 
-def _quoted(text: str) -> str:
-    """A GGSCI string: a generated password may hold ``--``, which would start a comment."""
-    return "'" + text.replace("'", "''") + "'"
+def _make_key(home: Home, encrypt: str) -> None:
+    """The ENCKEYS key ``ENCRYPTTRAIL encrypt`` names, made unless the home has it."""
+    words = encrypt.replace(",", " ").split()
+    upper = [w.upper() for w in words]
+    name = words[upper.index("KEYNAME") + 1] if "KEYNAME" in upper[:-1] else DEFAULT_KEY_NAME
+    path = enckeys_path(home.path)
+    if EncKeysFile(path).current(name) is None:
+        add_key(path, name)
 
 
-def _spark_lines(master: str, trigger: str) -> list[str]:
-    return [f"SPARK MASTER {master}", f"SPARK TRIGGER {trigger}"]
+def _spark_lines(master: str, trigger: str, conf: list[str]) -> list[str]:
+    return [f"SPARK MASTER {master}", f"SPARK TRIGGER {trigger}",
+            *(f"SPARK CONF {setting}" for setting in conf)]
 
 
 class Pipeline:
@@ -131,29 +144,35 @@ class Pipeline:
     # -- files --------------------------------------------------------------------------
     def write_files(self, source_login: tuple[str, str], target_login: tuple[str, str],
                     ) -> tuple[Path, Path]:
-        """GLOBALS, one parameter file per group, and the obey files ``setup.oby`` (credential
-        store, TRANDATA, groups) and ``start.oby``; returns the two obey files."""
+        """GLOBALS, one parameter file per group, the two logins in the credential store
+        (aliases ``ggsrc`` and ``ggtgt``), and the obey files ``setup.oby`` (TRANDATA, groups)
+        and ``start.oby``; returns the two obey files."""
         s, home = self.spec, self.home
         home.create()
         home.globals_file.write_text(f"GGSCHEMA ggadmin\nCHECKPOINTTABLE {s.checkpoint_table}\n")
+        if s.encrypt_trail:
+            _make_key(home, s.encrypt_trail)
         tables = "".join(f"TABLE {t};\n" for t in s.tables)
         ddl = ["DDL INCLUDE MAPPED", "DDLOPTIONS REPORT"] if s.ddl_schemas else []
         home.param_file(s.extract).write_text(
             f"EXTRACT {s.extract.lower()}\n"
             f"SOURCEDB {s.source_db}, USERIDALIAS ggsrc\n"
-            f"EXTTRAIL {s.local_trail}{s.local_trail_options}\n"
+            + (f"ENCRYPTTRAIL {s.encrypt_trail}\n" if s.encrypt_trail else "")
+            + f"EXTTRAIL {s.local_trail}{s.local_trail_options}\n"
             "REPORTCOUNT EVERY 30 SECONDS, RATE\n"
             + "".join(f"{line}\n" for line in [*ddl, *s.extra_extract_params])
-            + "\n".join(_spark_lines(s.extract_master, s.trigger)) + "\n" + tables)
+            + "\n".join(_spark_lines(s.extract_master, s.trigger, s.spark_conf))
+            + "\n" + tables)
         if s.pump:
             home.param_file(s.pump_name).write_text(
                 f"EXTRACT {s.pump_name.lower()}\n"
                 f"RMTTRAIL {s.remote_trail}{s.remote_trail_options}\n"
                 "PASSTHRU\n"
-                + "\n".join(_spark_lines(s.extract_master, s.trigger)) + "\n" + tables)
+                + "\n".join(_spark_lines(s.extract_master, s.trigger, s.spark_conf))
+                + "\n" + tables)
         maps = "".join(f"MAP {src}, TARGET {tgt};\n" for src, tgt in s.maps)
         common = ["REPORTCOUNT EVERY 30 SECONDS, RATE", *ddl[1:], *s.extra_replicat_params,
-                  *_spark_lines(s.replicat_master, s.trigger)]
+                  *_spark_lines(s.replicat_master, s.trigger, s.spark_conf)]
         if s.replicat_pg:
             name = s.replicat_pg_name
             lines = [f"REPLICAT {name.lower()}", f"TARGETDB {s.target_db}, USERIDALIAS ggtgt",
@@ -167,12 +186,16 @@ class Pipeline:
                      f"DISCARDFILE ./dirdsc/{name.lower()}.dsc, PURGE", *common]
             home.param_file(name).write_text("\n".join(lines) + "\n" + maps)
 
-        (src_user, src_pw), (tgt_user, tgt_pw) = source_login, target_login
+        # the passwords go straight into the sealed credential store, never into a file
+        store = CredentialStore(home.path)
+        store.create()
+        store.add("ggsrc", *source_login)
+        store.add("ggtgt", *target_login)
         setup = [
-            "-- trailgate demo: credentials, supplemental logging, groups and trails",
-            "ADD CREDENTIALSTORE",
-            f"ALTER CREDENTIALSTORE ADD USER {src_user} PASSWORD {_quoted(src_pw)} ALIAS ggsrc",
-            f"ALTER CREDENTIALSTORE ADD USER {tgt_user} PASSWORD {_quoted(tgt_pw)} ALIAS ggtgt",
+            "-- trailgate demo: supplemental logging, groups and trails. The aliases ggsrc and",
+            "-- ggtgt are in the credential store already (ALTER CREDENTIALSTORE ADD USER …",
+            "-- ALIAS …): no password is written in any file.",
+            "INFO CREDENTIALSTORE",
             "DBLOGIN USERIDALIAS ggsrc",
             *(["ADD DDLSUPPORT"] if s.ddl_schemas else []),
             *(f"ADD SCHEMATRANDATA {schema}" for schema in s.ddl_schemas),
@@ -194,7 +217,6 @@ class Pipeline:
         start = [f"START {g.kind} {g.name.lower()}" for g in self.groups] + ["INFO ALL"]
         setup_file, start_file = home.path / "setup.oby", home.path / "start.oby"
         setup_file.write_text("\n".join(setup) + "\n")
-        setup_file.chmod(0o600)  # it holds the passwords the credential store keeps
         start_file.write_text("\n".join(start) + "\n")
         return setup_file, start_file
 

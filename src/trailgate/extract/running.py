@@ -25,9 +25,7 @@ SPARK_DEFAULTS = {"spark.sql.execution.arrow.maxBytesPerBatch": str(32 << 20)}
 
 def echo_parameters(proc: GroupProcess, params: GroupParams) -> None:
     """The parameter files as read, into the report."""
-    assert proc.report is not None
-    proc.report.parameters(params.files or [params.path])
-    proc.report.line()
+    proc.echo_parameters(params.files or [params.path])
 
 
 class ExtractStats:

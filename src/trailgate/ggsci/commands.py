@@ -43,6 +43,7 @@ __all__ = [
     "KillGroup",
     "LagGroup",
     "ManagerCommand",
+    "MasterKeyCommand",
     "Obey",
     "Repeat",
     "SchemaTranData",
@@ -54,6 +55,7 @@ __all__ = [
     "ViewGgsevt",
     "ViewParams",
     "ViewReport",
+    "WalletCommand",
 ]
 
 
@@ -371,6 +373,25 @@ class InfoCredentialStore(Command):
     domain: str | None = None
 
 
+# -- master-key wallet -------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class WalletCommand(Command):
+    """``CREATE WALLET``, ``OPEN WALLET`` or ``PURGE WALLET``."""
+
+    action: str  # CREATE | OPEN | PURGE
+
+
+@dataclass(frozen=True, slots=True)
+class MasterKeyCommand(Command):
+    """``ADD MASTERKEY``, ``RENEW MASTERKEY``, ``INFO MASTERKEY [VERSION n]``,
+    ``DELETE MASTERKEY {VERSION n | RANGE FROM a TO b | ALL}``, ``UNDELETE MASTERKEY
+    VERSION n``.  ``versions`` is empty for ALL (and for ADD, RENEW, a plain INFO)."""
+
+    action: str  # ADD | RENEW | INFO | DELETE | UNDELETE
+    versions: tuple[int, ...] = ()
+    all: bool = False
+
+
 # -- session -----------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Obey(Command):
@@ -473,6 +494,14 @@ HELP_TOPICS: dict[str, str] = {
                              "[PASSWORD pw] ALIAS alias [DOMAIN d] | DELETE USER user "
                              "[ALIAS alias] [DOMAIN d]",
     "INFO CREDENTIALSTORE": "INFO CREDENTIALSTORE [DOMAIN d]",
+    "CREATE WALLET": "CREATE WALLET   (the master-key wallet in ./dirwlt; it stays open)",
+    "OPEN WALLET": "OPEN WALLET   (before ADD, RENEW, DELETE, UNDELETE MASTERKEY, PURGE WALLET)",
+    "PURGE WALLET": "PURGE WALLET   (removes the master-key versions marked for deletion)",
+    "ADD MASTERKEY": "ADD MASTERKEY",
+    "RENEW MASTERKEY": "RENEW MASTERKEY",
+    "INFO MASTERKEY": "INFO MASTERKEY [VERSION n]",
+    "DELETE MASTERKEY": "DELETE MASTERKEY {VERSION n | RANGE FROM a TO b | ALL}",
+    "UNDELETE MASTERKEY": "UNDELETE MASTERKEY VERSION n",
     "OBEY": "OBEY file",
     "HELP": "HELP [command]",
     "HISTORY": "HISTORY [n]",

@@ -14,6 +14,7 @@ from typing import Any
 
 from trailgate.checkpoint import Checkpoint, TableStats, checkpoint_lag, parse_time
 from trailgate.home import GroupInfo
+from trailgate.wallet import MasterKeyWallet
 
 __all__ = [
     "checkpoint_lag",
@@ -268,3 +269,35 @@ def lag_lines(group: GroupInfo, cp: Checkpoint | None, running: bool,
     out.append(f"Checkpoint written {format_hms(age)} ago "
                f"({_local(parse_time(cp.updated))}).")
     return out
+
+
+def _wallet_date(text: str | None) -> str:
+    """A wallet timestamp as GoldenGate prints it: ``Mon Aug 27 10:00:40 2012``."""
+    if not text:
+        return ""
+    try:
+        return datetime.fromisoformat(text).strftime("%a %b %d %H:%M:%S %Y")
+    except ValueError:
+        return text
+
+
+def masterkey_info(wallet: MasterKeyWallet, version: int | None = None) -> list[str]:
+    """``INFO MASTERKEY [VERSION n]``: the versions and their status, or one version with
+    its key's hash (never the key)."""
+    name, created = wallet.name(), wallet.created()
+    versions = wallet.versions()
+    if created is None and not versions:
+        return [f"The wallet at location '{wallet.location}' has no master key; ADD "
+                "MASTERKEY adds one."]
+    lines = [f"{'Masterkey Name:':<32}{name}", f"{'Creation Date:':<32}{_wallet_date(created)}"]
+    if version is None:
+        lines.append(f"{'Version:':<16}{'Creation Date:':<32}Status:")
+        lines += [f"{v.version:<16}{_wallet_date(v.created):<32}{v.status}" for v in versions]
+        return lines
+    found = [v for v in versions if v.version == version]
+    if not found:
+        return [*lines, f"Version {version} is not in the wallet (purged, or never made)."]
+    v = found[0]
+    return [*lines, f"{'Version:':<32}{v.version}",
+            f"{'Renew Date:':<32}{_wallet_date(v.renewed)}",
+            f"{'Status:':<32}{v.status}", f"{'Key Hash (SHA1):':<32}0x{v.key_hash}"]

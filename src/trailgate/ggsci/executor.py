@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import getpass
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -28,14 +27,12 @@ from trailgate.ggsci.history import CommandHistory
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.process import lifecycle
 from trailgate.process.lifecycle import CommandFactory, Status
+from trailgate.wallet.masking import mask_secrets
 
 __all__ = ["Executor", "GgsciError", "TextOut", "mask_secrets"]
 
 _DEFAULT_MEGABYTES = 500
 _NOT_LOGGED_IN = "Not logged into database, use DBLOGIN."
-_SECRETS = (re.compile(r"(\bPASSWORD\s+)('[^']*'|\"[^\"]*\"|\S+)", re.IGNORECASE),
-            re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.IGNORECASE),
-            re.compile(r"(://[^:/@\s]+:)([^@\s]+)(?=@)"))
 
 
 class TextOut(Protocol):
@@ -52,13 +49,6 @@ class GgsciError(TrailgateError):
     def __init__(self, message: str, *, reported: bool = False):
         super().__init__(message)
         self.reported = reported
-
-
-def mask_secrets(text: str) -> str:
-    """``text`` with passwords replaced by ``***`` (for the event log and messages)."""
-    for pattern in _SECRETS:
-        text = pattern.sub(lambda m: m.group(1) + "***", text)
-    return text
 
 
 class Executor:
@@ -87,6 +77,7 @@ class Executor:
         self.on_obey = on_obey
         self.conn: Any = None  # psycopg connection of DBLOGIN
         self.login: Any = None  # its LoginReport
+        self.wallet_open = False  # OPEN WALLET or CREATE WALLET ran in this session
         self._handlers: dict[type, Callable[[Any], bool | None]] = {
             c.DbLogin: self._dblogin,
             c.TranData: self._trandata,
@@ -119,6 +110,8 @@ class Executor:
             c.DeleteCredentialStore: self._delete_credentialstore,
             c.AlterCredentialStore: self._alter_credentialstore,
             c.InfoCredentialStore: self._info_credentialstore,
+            c.WalletCommand: self._wallet,
+            c.MasterKeyCommand: self._masterkey,
             c.ManagerCommand: self._manager,
             c.HeartbeatTable: self._heartbeat,
             c.Obey: self._obey,
@@ -199,13 +192,18 @@ class Executor:
 
     # -- database -----------------------------------------------------------------------
     def _dblogin(self, cmd: c.DbLogin) -> None:
-        from trailgate.db.connect import DEFAULT_DOMAIN, CredentialStore, login_conninfo
+        from trailgate.db.connect import (
+            DEFAULT_DOMAIN,
+            CredentialStore,
+            credential_conninfo,
+            login_conninfo,
+        )
         from trailgate.db.prereqs import dblogin
 
         if cmd.useridalias:
             cred = CredentialStore(self.home.path).get(cmd.useridalias,
                                                        cmd.domain or DEFAULT_DOMAIN)
-            conninfo = cred.conninfo(cmd.sourcedb)
+            conninfo = credential_conninfo(cred, cmd.sourcedb)
         else:
             password = cmd.password
             if password is None and cmd.userid and self.interactive:
@@ -752,30 +750,25 @@ class Executor:
 
     # -- credential store -------------------------------------------------------------------
     def _store(self) -> Any:
-        from trailgate.db.connect import CredentialStore
-        return CredentialStore(self.home.path)
+        from trailgate.wallet import CredentialStore
+        return CredentialStore(self.home.path, self.environ)
 
     def _add_credentialstore(self, _cmd: c.AddCredentialStore) -> None:
         store = self._store()
-        if store.path.exists():
+        if not store.create():
             self.print(f"Credential store in {store.directory}/ already exists.")
             return
-        store.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(store.directory, 0o700)
-        fd = os.open(store.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write("{}\n")
         self.print(f"Credential store created in {store.directory}/.")
 
     def _delete_credentialstore(self, _cmd: c.DeleteCredentialStore) -> None:
         store = self._store()
-        if not store.path.exists():
+        if not store.exists():
             raise GgsciError(f"The credential store in {store.directory}/ does not exist.")
-        store.path.unlink()
+        store.remove()
         self.print(f"Credential store in {store.directory}/ deleted.")
 
     def _alter_credentialstore(self, cmd: c.AlterCredentialStore) -> None:
-        from trailgate.db.connect import DEFAULT_DOMAIN
+        from trailgate.wallet import DEFAULT_DOMAIN
         store = self._store()
         domain = cmd.domain or DEFAULT_DOMAIN
         existing = {(cred.domain, cred.alias): cred for cred in store.list()}
@@ -807,20 +800,83 @@ class Executor:
         self.print(f"Credential store in {store.directory}/ altered.")
 
     def _info_credentialstore(self, cmd: c.InfoCredentialStore) -> None:
+        """GoldenGate's layout: the default domain's aliases (or DOMAIN d's), then the names
+        of the other domains; user ids with any password in them masked."""
+        from trailgate.wallet import DEFAULT_DOMAIN
         store = self._store()
-        if not store.path.exists():
+        if not store.exists():
             raise GgsciError(f"The credential store in {store.directory}/ does not exist; "
                              f"ADD CREDENTIALSTORE creates it.")
-        creds = [cred for cred in store.list() if cmd.domain in (None, cred.domain)]
-        self.print(f"Reading from credential store {store.directory}/:", "")
-        if not creds:
-            self.print("No aliases" + (f" in domain {cmd.domain}." if cmd.domain else "."))
-        current = None
-        for cred in creds:
-            if cred.domain != current:
-                current = cred.domain
-                self.print(f"Domain: {current}", "")
+        creds = store.list()
+        domain = cmd.domain or DEFAULT_DOMAIN
+        self.print("Reading from credential store:", "")
+        self.print(f"{'Default domain' if cmd.domain is None else 'Domain'}: {domain}", "")
+        shown = [cred for cred in creds if cred.domain == domain]
+        if not shown:
+            self.print("  No aliases.", "")
+        for cred in shown:
             self.print(f"  Alias: {cred.alias}", f"  Userid: {mask_secrets(cred.userid)}", "")
+        others = sorted({cred.domain for cred in creds} - {domain})
+        if others and cmd.domain is None:
+            self.print("Other domains:", "", *(f"  {d}" for d in others), "",
+                       "To view other domains, use INFO CREDENTIALSTORE DOMAIN <domain>")
+
+    # -- master-key wallet ------------------------------------------------------------------
+    def _wallet_store(self) -> Any:
+        from trailgate.wallet import MasterKeyWallet
+        return MasterKeyWallet(self.home.path, self.environ)
+
+    def _wallet(self, cmd: c.WalletCommand) -> None:
+        wallet = self._wallet_store()
+        where = f"location '{wallet.location}'"
+        if cmd.action == "CREATE":
+            if wallet.create():
+                self.print(f"Created wallet at {where}.")
+            else:
+                self.print(f"Wallet at {where} already exists.")
+            wallet.open()
+            self.wallet_open = True
+            self.print(f"Opened wallet at {where}.")
+        elif cmd.action == "OPEN":
+            if not wallet.exists():
+                raise GgsciError(f"There is no wallet at {where}; CREATE WALLET creates it.")
+            wallet.open()
+            self.wallet_open = True
+            self.print(f"Opened wallet at {where}.")
+        else:
+            self._require_wallet()
+            gone = wallet.purge()
+            self.print(f"Wallet at {where} purged: "
+                       + (f"versions {', '.join(map(str, gone))} removed." if gone
+                          else "no version was marked for deletion."))
+
+    def _require_wallet(self) -> None:
+        if not self.wallet_open:
+            raise GgsciError("The wallet is not open; use OPEN WALLET (or CREATE WALLET) "
+                             "first.")
+
+    def _masterkey(self, cmd: c.MasterKeyCommand) -> None:
+        self._require_wallet()
+        wallet = self._wallet_store()
+        where = f"wallet at location '{wallet.location}'"
+        if cmd.action == "ADD":
+            wallet.add()
+            self.print(f"Master key '{wallet.name()}' added to {where}.")
+        elif cmd.action == "RENEW":
+            version = wallet.renew()
+            self.print(f"Masterkey '{wallet.name()}' renewed to version {version} in {where}.")
+        elif cmd.action in ("DELETE", "UNDELETE"):
+            versions = cmd.versions or tuple(v.version for v in wallet.versions())
+            if not versions:
+                raise GgsciError(f"The {where} has no master key.")
+            done = wallet.mark(versions, deleted=cmd.action == "DELETE")
+            verb = "deleted from" if cmd.action == "DELETE" else "undeleted from"
+            name = wallet.name()
+            for v in done:
+                self.print(f"Version {v} of Masterkey '{name}' {verb} {where}.")
+        else:
+            self.print(*display.masterkey_info(wallet, cmd.versions[0] if cmd.versions
+                                               else None))
 
     # -- operations -----------------------------------------------------------------------
     def _manager(self, cmd: c.ManagerCommand) -> None:
@@ -902,6 +958,8 @@ def _changes_something(cmd: c.Command) -> bool:
         return cmd.action != "INFO"
     if isinstance(cmd, c.StatsGroup):
         return cmd.reset
-    if isinstance(cmd, c.ManagerCommand | c.HeartbeatTable):
+    if isinstance(cmd, c.ManagerCommand | c.HeartbeatTable | c.MasterKeyCommand):
         return cmd.action != "INFO"
+    if isinstance(cmd, c.WalletCommand):
+        return cmd.action != "OPEN"
     return isinstance(cmd, _MUTATING)

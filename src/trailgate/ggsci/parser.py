@@ -43,6 +43,7 @@ from trailgate.ggsci.commands import (
     KillGroup,
     LagGroup,
     ManagerCommand,
+    MasterKeyCommand,
     Obey,
     Repeat,
     SchemaTranData,
@@ -54,6 +55,7 @@ from trailgate.ggsci.commands import (
     ViewGgsevt,
     ViewParams,
     ViewReport,
+    WalletCommand,
 )
 from trailgate.params.lexer import Tok, Token, _find_comment, tokenize_line
 from trailgate.params.names import parse_name
@@ -452,6 +454,9 @@ def _add(cur: _Line) -> Command:
     if obj == "CREDENTIALSTORE":
         cur.done()
         return AddCredentialStore()
+    if obj == "MASTERKEY":
+        cur.done()
+        return MasterKeyCommand("ADD")
     cur.i -= 1
     cur.fail(_OBJECTS["ADD"])
 
@@ -482,8 +487,57 @@ def _delete(cur: _Line) -> Command:
     if obj == "CREDENTIALSTORE":
         cur.done()
         return DeleteCredentialStore()
+    if obj == "MASTERKEY":
+        return _delete_masterkey(cur)
     cur.i -= 1
     cur.fail(_OBJECTS["DELETE"])
+
+
+def _delete_masterkey(cur: _Line) -> Command:
+    """``DELETE MASTERKEY {VERSION n | RANGE FROM a TO b | ALL}``."""
+    option = cur.word("VERSION n, RANGE FROM a TO b or ALL")
+    if option == "ALL":
+        cur.done()
+        return MasterKeyCommand("DELETE", all=True)
+    if option == "VERSION":
+        version = cur.integer("a master-key version number")
+        cur.done()
+        return MasterKeyCommand("DELETE", (version,))
+    if option == "RANGE":
+        if cur.accept("FROM") is None:
+            cur.fail("FROM first-version")
+        first = cur.integer("the first version of the range")
+        if cur.accept("TO") is None:
+            cur.fail("TO last-version")
+        last = cur.integer("the last version of the range")
+        cur.done()
+        if last < first:
+            cur.fail(f"a range whose last version is at least {first}")
+        return MasterKeyCommand("DELETE", tuple(range(first, last + 1)))
+    cur.i -= 1
+    cur.fail("VERSION n, RANGE FROM a TO b or ALL")
+
+
+def _masterkey_verb(cur: _Line, verb: str) -> Command:
+    """``RENEW MASTERKEY`` and ``UNDELETE MASTERKEY VERSION n``."""
+    if cur.accept("MASTERKEY") is None:
+        cur.fail("MASTERKEY")
+    if verb == "RENEW":
+        cur.done()
+        return MasterKeyCommand("RENEW")
+    if cur.accept("VERSION") is None:
+        cur.fail("VERSION n")
+    version = cur.integer("a master-key version number")
+    cur.done()
+    return MasterKeyCommand("UNDELETE", (version,))
+
+
+def _wallet_verb(cur: _Line, verb: str) -> Command:
+    """``CREATE WALLET``, ``OPEN WALLET``, ``PURGE WALLET``."""
+    if cur.accept("WALLET") is None:
+        cur.fail("WALLET")
+    cur.done()
+    return WalletCommand(verb)
 
 
 def _bang(cur: _Line) -> bool:
@@ -529,6 +583,12 @@ def _info(cur: _Line) -> Command:
         domain = cur.value("a domain") if cur.accept("DOMAIN") else None
         cur.done()
         return InfoCredentialStore(domain)
+    if word == "MASTERKEY":
+        cur.i += 1
+        versions = (cur.integer("a master-key version number"),) \
+            if cur.accept("VERSION") else ()
+        cur.done()
+        return MasterKeyCommand("INFO", versions)
     kind = _kind(cur)
     name = cur.group(wildcard=True)
     args: dict[str, Any] = {}
@@ -789,12 +849,12 @@ def _exit(cur: _Line) -> Command:
 
 _OBJECTS = {
     "ADD": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, DDLSUPPORT, "
-           "CHECKPOINTTABLE, HEARTBEATTABLE or CREDENTIALSTORE",
+           "CHECKPOINTTABLE, HEARTBEATTABLE, CREDENTIALSTORE or MASTERKEY",
     "DELETE": "EXTRACT, REPLICAT, EXTTRAIL, RMTTRAIL, TRANDATA, SCHEMATRANDATA, DDLSUPPORT, "
-              "CHECKPOINTTABLE, HEARTBEATTABLE or CREDENTIALSTORE",
+              "CHECKPOINTTABLE, HEARTBEATTABLE, CREDENTIALSTORE or MASTERKEY",
     "INFO": "ALL, a group name, MANAGER, EXTRACT, REPLICAT, TRANDATA, SCHEMATRANDATA, "
-            "DDLSUPPORT, EXTTRAIL, RMTTRAIL, CHECKPOINTTABLE, HEARTBEATTABLE or "
-            "CREDENTIALSTORE",
+            "DDLSUPPORT, EXTTRAIL, RMTTRAIL, CHECKPOINTTABLE, HEARTBEATTABLE, "
+            "CREDENTIALSTORE or MASTERKEY",
 }
 
 _VERBS: dict[str, Callable[[_Line], Command]] = {
@@ -818,6 +878,11 @@ _VERBS: dict[str, Callable[[_Line], Command]] = {
     "HISTORY": _history,
     "EXIT": _exit,
     "QUIT": _exit,
+    "RENEW": lambda c: _masterkey_verb(c, "RENEW"),
+    "UNDELETE": lambda c: _masterkey_verb(c, "UNDELETE"),
+    "CREATE": lambda c: _wallet_verb(c, "CREATE"),
+    "OPEN": lambda c: _wallet_verb(c, "OPEN"),
+    "PURGE": lambda c: _wallet_verb(c, "PURGE"),
 }
 
 _NOT_SUPPORTED = {

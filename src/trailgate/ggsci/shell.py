@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -204,6 +205,16 @@ class Shell:
                          f"{', '.join(str(b) for b in bases)}).")
 
 
+_PASSWORD_CLAUSE = re.compile(r"\s*,?\s*\bPASSWORD\s+('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[^\s,]+)",
+                              re.IGNORECASE)
+
+
+def history_line(line: str) -> str:
+    """A command line as the history file keeps it: a ``PASSWORD p`` clause dropped (the
+    recalled command asks for the password at the prompt) and any other password masked."""
+    return mask_secrets(_PASSWORD_CLAUSE.sub("", line))
+
+
 # -- entry points -----------------------------------------------------------------------------
 def _interactive(shell: Shell) -> None:
     try:
@@ -212,8 +223,14 @@ def _interactive(shell: Shell) -> None:
     except ImportError:  # pragma: no cover - prompt_toolkit is a dependency
         _plain_prompt(shell)
         return
+    class MaskedFileHistory(FileHistory):
+        """The history file keeps no password (see :func:`history_line`)."""
+
+        def store_string(self, string: str) -> None:
+            super().store_string(history_line(string))
+
     try:
-        history: FileHistory | InMemoryHistory = FileHistory(str(_HISTORY_FILE))
+        history: FileHistory | InMemoryHistory = MaskedFileHistory(str(_HISTORY_FILE))
     except OSError:
         history = InMemoryHistory()
     session: PromptSession[str] = PromptSession(history=history)

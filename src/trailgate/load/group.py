@@ -261,8 +261,7 @@ def run_load(home: Home, name: str, opts: LoadOptions | None = None) -> int:
         assert report is not None
         cfg = load_load_config(home, name)
         _pending(cfg, home, True)
-        report.parameters(cfg.params.files or [cfg.params.path])
-        report.line()
+        proc.echo_parameters(cfg.params.files or [cfg.params.path])
         path = manifest_path(home.dirchk, cfg.group)
         sink = SinkDriver(cfg)
         per_range = opts.rows_per_range or _int_conf(cfg, ROWS_PER_RANGE_CONF)

@@ -16,9 +16,8 @@ from typing import Any
 import psycopg
 import pyarrow as pa
 
-from trailgate.apply.arrow_types import arrow_type
+from trailgate.apply.arrow_types import column_arrow_type
 from trailgate.apply.changelog import change_log_schema
-from trailgate.apply.values import pg_type_for_source
 from trailgate.capture.postgres.copy_read import arrow_batches, open_snapshot
 from trailgate.capture.postgres.ranges import KeyRange
 from trailgate.checkpoint import fsync_dir
@@ -48,7 +47,7 @@ def app_id(group: str, table: LoadTable, index: int) -> str:
 def source_schema(table: LoadTable) -> pa.Schema:
     """The Arrow schema of a table's rows as the trail types them (change logs, Delta
     tables the load creates)."""
-    return pa.schema([pa.field(c.name, arrow_type(pg_type_for_source(c)), c.nullable)
+    return pa.schema([pa.field(c.name, column_arrow_type(c), c.nullable)
                       for c in table.table_def.columns])
 
 

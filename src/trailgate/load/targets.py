@@ -13,9 +13,8 @@ from typing import Any
 
 import psycopg
 
-from trailgate.apply.arrow_types import arrow_type
+from trailgate.apply.arrow_types import column_arrow_type
 from trailgate.apply.table_map import Destination
-from trailgate.apply.values import pg_type_for_source
 from trailgate.capture.postgres.catalog import SourceTable, quote_name
 from trailgate.capture.postgres.copy_read import ReadColumn
 from trailgate.errors import TargetError
@@ -60,7 +59,7 @@ def create_delta_table(path: str, table: SourceTable, columns: list[ReadColumn])
     from deltalake import DeltaTable
 
     tdef = {c.name: c for c in table.table_def().columns}
-    fields = [pa.field(c.target, arrow_type(pg_type_for_source(tdef[c.source])), True)
+    fields = [pa.field(c.target, column_arrow_type(tdef[c.source]), True)
               for c in columns]
     try:
         DeltaTable.create(path, pa.schema(fields), mode="ignore")

@@ -198,6 +198,13 @@ class Annotator:
                 self._t(sub, tag)
             elif sub.type == ord("U"):
                 self._u(sub)
+            elif sub.type == ord("E"):  # an encrypted record (ENCRYPTTRAIL): not opened here
+                b = self.buf
+                self.comment(f"Encrypted area ({sub.length} bytes): D and U sub-records "
+                             "sealed with AES-GCM (docs/trail-format.md)")
+                self.data(b[sub.start:sub.start + 12], "Nonce")
+                self.data(b[sub.start + 12:sub.end - 16], "Ciphertext")
+                self.data(b[sub.end - 16:sub.end], "Tag")
             else:
                 self.comment(f"Unknown area ({sub.length} bytes)")
                 self.text_data(buf[sub.start : sub.end])
@@ -373,7 +380,7 @@ def _records(buf: bytes, start: int) -> Iterator[tuple[int, RawRecord | None, st
             yield pos, None, "incomplete"
             return
         try:
-            rec = decode_record(buf, pos, end)
+            rec = decode_record(buf, pos, end, sealed=True)
         except (ValueError, UnicodeDecodeError) as exc:
             yield pos, None, str(exc)
             return

@@ -98,6 +98,21 @@ def _headertoken(s: Session, args: list[str]) -> None:
     s.settings.headertoken = _switch(args, ("ON", "OFF", "DETAIL"), "HEADERTOKEN")
 
 
+def _decrypt(s: Session, args: list[str]) -> None:
+    words = [a.upper() for a in args]
+    if words[:1] == ["OFF"] and len(words) == 1:
+        on, key = False, None
+    elif words[:1] == ["ON"] and len(words) in (1, 3) and words[1:2] in ([], ["KEYNAME"]):
+        on, key = True, (args[2] if len(args) == 3 else None)
+    else:
+        raise UsageError("DECRYPT {OFF | ON [KEYNAME name]}")
+    s.settings.decrypt, s.settings.key_name = on, key
+    if s.file is not None:
+        s.file.set_decrypt(on, key)
+    s.say("Decrypt " + ("ON" + (f", key {key.upper()}" if key else
+                                ": each file's key from its home's ENCKEYS") if on else "OFF"))
+
+
 def _reclen(s: Session, args: list[str]) -> None:
     if len(args) != 1:
         raise UsageError("RECLEN needs the number of bytes to display")
@@ -201,6 +216,7 @@ def _env(s: Session, args: list[str]) -> None:
         f"{'HEADERTOKEN':<20}: {st.headertoken}",
         f"{'Timeoffset':<20}: {st.time_offset}",
         f"{'RECLEN':<20}: {st.reclen}",
+        f"{'DECRYPT':<20}: {'ON' if st.decrypt else 'OFF'}",
         f"{'Filtering':<20}: {'ON' if s.filters.active else 'OFF'} "
         f"({len(s.filters.conditions)} conditions)",
         f"{'Tables Known':<20}: {len(s.tables)}",
@@ -249,6 +265,10 @@ def _save(s: Session, args: list[str]) -> None:
         return
     if target.resolve() == file.path.resolve():
         s.say("Error: SAVE cannot write into the file being read")
+        return
+    if file.header is not None and file.header.encryption is not None and not file.decrypt:
+        s.say("Error: the file is encrypted (ENCRYPTTRAIL): DECRYPT ON first; the saved file "
+              "holds the records opened, in the clear")
         return
     raws: list[bytes] = []
     tables: list[str] = []
@@ -369,6 +389,8 @@ COMMANDS: list[Command] = [
     Command("HEADERTOKEN", ("HT",), "HEADERTOKEN {ON | OFF | DETAIL}",
             "show the record's G/H/D/T/Z areas (DETAIL: with the H area in hex)", _headertoken),
     Command("RECLEN", (), "RECLEN n", "bytes of data shown per image or column", _reclen),
+    Command("DECRYPT", (), "DECRYPT {OFF | ON [KEYNAME name]}",
+            "show encrypted records opened with their key (ENCKEYS) or as they are", _decrypt),
     Command("COUNT", (), "COUNT [DETAIL]",
             "count records per type and table (DETAIL: table by type)", _count),
     Command("FILTER", ("FIL",), "FILTER {INCLUDE | EXCLUDE} condition | CLEAR | ON | OFF | "

@@ -28,7 +28,8 @@ _COLUMN_OPS = {OpType.DELETE, OpType.INSERT, OpType.UPDATE, OpType.FIELD_COMP, 1
 
 @dataclass(slots=True)
 class Settings:
-    """Display settings, changed by GHDR, DETAIL, FILEHEADER, USERTOKEN, GGSTOKEN, RECLEN."""
+    """Display settings, changed by GHDR, DETAIL, FILEHEADER, USERTOKEN, GGSTOKEN, RECLEN,
+    DECRYPT."""
 
     ghdr: bool = False
     detail: str = "OFF"  # OFF | ON | DATA
@@ -39,6 +40,8 @@ class Settings:
     reclen: int = 140  # bytes of a data area (or column) shown in hex
     tz: tzinfo = field(default=UTC)  # TIMEOFFSET: the zone times are shown in
     time_offset: str = "GMT"  # TIMEOFFSET as given (GMT, LOCAL, GMT+09:00)
+    decrypt: bool = False  # DECRYPT ON: encrypted records opened with their key
+    key_name: str | None = None  # DECRYPT ON KEYNAME k
 
 
 def _char_cell(label: str, value: int) -> str:
@@ -265,6 +268,14 @@ def render_record(rec: RawRecord, buf: bytes, table: TableDef | None,
     label = "Before Image:" if rec.before_after == 0x42 else "After  Image:"
     lines.append(f"{label:<58}Partition {rec.partition:x}   G  "
                  f"{_TRANS_LETTER.get(rec.trans_ind, '?')}")
+    if hasattr(rec, "encryption"):  # logdump.source.SealedRecord: shown without its key
+        sealed = rec.encryption
+        how = sealed.describe() if sealed is not None else "a key the file header does not name"
+        lines.append(f"Encrypted: data and user tokens ({how}); DECRYPT ON shows them")
+        lines += _dump(rec.data, settings.reclen)
+        if settings.ggstoken != "OFF":
+            lines += _ggs_tokens(buf, rec, settings)
+        return lines
     lines += _dump(rec.data, settings.reclen)
     if rec.continued and rec.io_type != OpType.RECORD_FRAGMENT:
         lines.append("Continued: the data goes on in the following RecordFragment record(s)")

@@ -79,6 +79,7 @@ class Session:
         if self.file is not None:
             self.file.close()
         self.file = trail_file
+        trail_file.set_decrypt(self.settings.decrypt, self.settings.key_name)
         self.rba = 0
         self._scanned_to = 0
         self._meta = None

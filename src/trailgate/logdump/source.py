@@ -16,13 +16,14 @@ from pathlib import Path
 
 from trailgate.errors import TrailFormatError
 from trailgate.trail.cut import cut_record_problem
-from trailgate.trail.header import FileHeader, decode_file_header
+from trailgate.trail.header import FileHeader, TrailEncryption, decode_file_header
 from trailgate.trail.naming import TrailName, parse_trail_file
 from trailgate.trail.records import RawRecord, decode_record
 from trailgate.trail.release12 import FileDecoder, Record12, parse_record
 from trailgate.trail.release12.layout import frame_length
+from trailgate.trail.sealing import RecordOpener, sealed_area
 
-__all__ = ["Eof", "HeaderEntry", "Record", "TrailFile"]
+__all__ = ["Eof", "HeaderEntry", "Record", "SealedRecord", "TrailFile"]
 
 _MIN_RECORD = 8 + 4 + 34 + 1  # G/Z, H header, H fixed part, the name's NUL
 
@@ -65,6 +66,14 @@ def _raw_of(view: Record12) -> RawRecord:
 
 
 @dataclass(slots=True)
+class SealedRecord(RawRecord):
+    """An encrypted record read without its key (DECRYPT OFF): the header fields as they
+    are; ``data`` is the encrypted area (nonce, ciphertext, tag), not the row."""
+
+    encryption: TrailEncryption | None = None
+
+
+@dataclass(slots=True)
 class Eof:
     """The end of what the file holds; ``partial`` bytes of a record cut short follow."""
 
@@ -89,6 +98,10 @@ class TrailFile:
             self.header = decode_file_header(bytes(self.buf[:0xFFFF]), max_compatibility=255)
         except ValueError as exc:
             self.header_error = str(exc)
+        self.decrypt = False  # DECRYPT ON: encrypted records are shown opened
+        self.key_name: str | None = None  # DECRYPT ON KEYNAME k
+        self._opener: RecordOpener | None = None
+        self._opened: dict[int, bytes] = {}  # RBA -> the opened bytes of a record shown
         self.decoder: FileDecoder | None = None  # a 12c+ file's metadata state
         self._decoded_to = 0  # the decoder has seen every metadata record before this RBA
         if self.header is not None and self.header.compatibility > 3:
@@ -167,12 +180,48 @@ class TrailFile:
                 return Eof(rba, self.size - rba)
             buf = self.buf
         try:
-            record = decode_record(buf, rba, self.size)
+            record = decode_record(buf, rba, self.size, sealed=True)
         except (ValueError, UnicodeDecodeError) as exc:
             raise self.error(f"{exc}; use SCANFORHEADER (SFH) to find the next good record",
                              rba) from None
         record.rba = rba
+        area = sealed_area(buf, rba, length)
+        if area is None:
+            return record
+        if not self.decrypt:
+            fields = {name: getattr(record, name) for name in RawRecord.__dataclass_fields__}
+            fields["data"] = bytes(buf[area[0]:area[1]])
+            return SealedRecord(**fields, encryption=self.header.encryption
+                                if self.header is not None else None)
+        plain = self._open(rba, length)
+        record = decode_record(plain, 0, length)
+        record.rba = rba
+        if len(self._opened) > 4096:
+            self._opened.clear()
+        self._opened[rba] = plain
         return record
+
+    def _open(self, rba: int, length: int) -> bytes:
+        """The opened bytes of the encrypted record at ``rba`` (DECRYPT ON)."""
+        from trailgate.trail.reader import open_record, opener_for
+
+        if self._opener is None:
+            header = self.header
+            if header is None or header.encryption is None:
+                raise self.error("an encrypted record in a file whose header names no key; "
+                                 "DECRYPT OFF shows it as it is", rba)
+            if self.key_name and self.key_name.upper() != header.encryption.key_name.upper():
+                raise self.error(f"DECRYPT ON KEYNAME {self.key_name}: this file is encrypted "
+                                 f"with key {header.encryption.key_name}", rba)
+            self._opener = opener_for(header, self.path)
+            assert self._opener is not None
+        return open_record(self._opener, self.buf, rba, length, str(self.path), rba)
+
+    def set_decrypt(self, on: bool, key_name: str | None) -> None:
+        """DECRYPT ON [KEYNAME k] | OFF for this file."""
+        self.decrypt, self.key_name = on, key_name
+        self._opener = None
+        self._opened.clear()
 
     def _check_cut(self, rba: int) -> None:
         """The file ends inside the record at ``rba``: an error unless that can be a record
@@ -248,12 +297,16 @@ class TrailFile:
                 if self.decoder is not None:
                     parse_record(buf, pos, self.size, self.decoder.order)
                 else:
-                    decode_record(buf, pos, self.size)
+                    decode_record(buf, pos, self.size, sealed=True)
                 return pos
             except (ValueError, UnicodeDecodeError):
                 pos += 1
 
     def record_bytes(self, entry: RawRecord | HeaderEntry) -> bytes:
+        """The record's bytes as shown: an encrypted record opened with DECRYPT ON."""
+        opened = self._opened.get(entry.rba) if isinstance(entry, RawRecord) else None
+        if opened is not None and not isinstance(entry, SealedRecord):
+            return opened
         return bytes(self.buf[entry.rba : entry.rba + entry.length])
 
     def sibling(self, step: int = 1) -> Path | None:

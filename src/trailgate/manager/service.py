@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 from trailgate.checkpoint import atomic_write_text
-from trailgate.collector.cli import TOKEN_DOMAIN
 from trailgate.collector.server import Collector, CollectorSettings
 from trailgate.collector.tls import TlsFiles, server_context
+from trailgate.collector.tokens import stored_token
 from trailgate.db.connect import CredentialStore
 from trailgate.errors import ConfigError, TrailgateError
 from trailgate.home import Home
@@ -83,8 +83,7 @@ def _start_collector(home: Home, params: ManagerParams, log: Log) -> Collector |
         return None
     tls = server_context(TlsFiles(options.cert, options.key, options.ca),
                          f"{params.path}: COLLECTOR") if options.cert else None
-    token = CredentialStore(home.path).get(options.token_alias, TOKEN_DOMAIN).password \
-        if options.token_alias else None
+    token = stored_token(home.path, options.token_alias)
     settings = CollectorSettings(home=home.path, bind=options.bind_address, port=options.port,
                                  tls=tls, client_certs=options.ca is not None, token=token,
                                  allow=frozenset(options.allow))
@@ -112,6 +111,14 @@ def run_manager(home: Home, *, port: int | None = None) -> int:
 
         for warning in params.warnings:
             log("WARNING", EVENT_PARAMETER, warning)
+        store = CredentialStore(home.path)
+        if store.exists():  # console users: say now if the store cannot be opened
+            try:
+                store.list()
+            except ConfigError as exc:
+                log("WARNING", EVENT_PARAMETER, f"the credential store cannot be opened, so "
+                                                f"its console users (domain Manager) cannot "
+                                                f"log in; the token still works: {exc}")
         sock = bind(params.bind_address, port, params.path)
         supervisor = Supervisor(home, params, log)
         lag = LagMonitor(home, params, log)

@@ -292,6 +292,7 @@ class GroupParams:
     spark: SparkOptions = field(default_factory=SparkOptions)
     sourcedefs: str | None = None
     assume_targetdefs: bool = False
+    decrypt: TrailCrypt | None = None  # DECRYPTTRAIL (a data pump's or Replicat's input)
     files: list[str] = field(default_factory=list)  # the file and every OBEY/INCLUDE read
 
     kind = "GROUP"
@@ -309,6 +310,15 @@ class TrailOptions:
     line: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TrailCrypt:
+    """``ENCRYPTTRAIL|DECRYPTTRAIL [AES128|AES192|AES256] [, KEYNAME name]``: the cipher
+    and the ENCKEYS key name (``None``: the master key, until a wallet: ENCKEYS ``DEFAULT``)."""
+
+    cipher: str = "AES256"
+    key_name: str | None = None
+
+
 @dataclass(slots=True, kw_only=True)
 class ExtractParams(GroupParams):
     """A primary Extract's or a data pump's parameters."""
@@ -317,6 +327,8 @@ class ExtractParams(GroupParams):
     exttrails: list[str] = field(default_factory=list)
     rmttrails: list[str] = field(default_factory=list)
     trail_options: dict[str, TrailOptions] = field(default_factory=dict)  # by trail path
+    # ENCRYPTTRAIL in force before each EXTTRAIL/RMTTRAIL, by trail path
+    encrypt: dict[str, TrailCrypt] = field(default_factory=dict)
     rmthost: dict[str, str] | None = None
     passthru: bool = False
     tables: list[TableSpec] = field(default_factory=list)

@@ -32,6 +32,7 @@ from trailgate.params.model import (
     TableSpec,
     TargetSpec,
     TokenSpec,
+    TrailCrypt,
     TrailOptions,
     TranlogOptions,
 )
@@ -49,6 +50,7 @@ class _State:
     reperror: dict[str, str] = field(default_factory=lambda: {"DEFAULT": "ABEND"})
     get_truncates: bool = False
     targets: list[tuple[str, int]] = field(default_factory=list)
+    encrypt: TrailCrypt | None = None  # ENCRYPTTRAIL in force for the next trails
 
 
 Handler = Callable[[Cursor, _State], None]
@@ -64,7 +66,7 @@ _UNSUPPORTED = frozenset({
     "REPORTROLLOVER", "PURGEOLDEXTRACTS", "SOURCECATALOG", "MACRO", "NOCOMPRESSDELETES",
     "COMPRESSUPDATES", "NOCOMPRESSUPDATES", "SEQUENCE", "FILTER", "SQLEXEC", "INSERTALLRECORDS",
     "EXCEPTIONSONLY", "ALLOWDUPTARGETMAP", "CACHEMGR", "THREADOPTIONS", "LAGREPORTMINUTES",
-    "ENCRYPTTRAIL", "DECRYPTTRAIL", "FORMATASCII", "FORMATXML", "DYNAMICRESOLUTION",
+    "FORMATASCII", "FORMATXML", "DYNAMICRESOLUTION",
     "NODYNAMICRESOLUTION", "WILDCARDRESOLVE", "STARTUPVALIDATIONDELAY", "TRACE", "TRACE2",
 })
 
@@ -176,6 +178,47 @@ def _trail(cur: Cursor, st: _State) -> None:
             _unknown_option(cur, opt, ["FORMAT RELEASE", "TRAILBYTEORDER"])
     if spec.release is not None or spec.byte_order is not None:
         st.params.trail_options[path] = spec
+    if st.encrypt is not None:
+        st.params.encrypt[path] = st.encrypt
+
+
+_CIPHERS = ("AES128", "AES192", "AES256")
+
+
+def _crypt(cur: Cursor) -> TrailCrypt:
+    """``[AES128|AES192|AES256] [, KEYNAME name]`` (GoldenGate also writes the cipher in
+    braces or parentheses, ``{AES192}``/``(AES, KEYNAME k)``: their punctuation is not
+    tokens trailgate's lexer keeps, so the words are read in order)."""
+    cipher, key = "AES256", None
+    while cur.skip_comma() or not cur.at_end():
+        word = cur.value("AES128, AES192, AES256 or KEYNAME").strip("{}()").upper()
+        if word in _CIPHERS:
+            cipher = word
+        elif word == "AES":
+            cipher = "AES256"
+        elif word == "KEYNAME":
+            key = cur.value("a key name from the ENCKEYS file").strip("{}()")
+        elif word in ("BLOWFISH", "GGS"):
+            cur.error(f"{cur.stmt.keyword} {word}: trailgate encrypts trails with AES-GCM "
+                      "only; use AES128, AES192 or AES256")
+        else:
+            cur.error(f"{cur.stmt.keyword}: expected AES128, AES192, AES256 or KEYNAME name, "
+                      f"found {word!r}")
+    return TrailCrypt(cipher, key.upper() if key else None)
+
+
+@_handler("ENCRYPTTRAIL", "NOENCRYPTTRAIL", applies=_EXT)
+def _encrypttrail(cur: Cursor, st: _State) -> None:
+    if cur.stmt.keyword == "NOENCRYPTTRAIL":
+        st.encrypt = None
+        cur.end()
+        return
+    st.encrypt = _crypt(cur)
+
+
+@_handler("DECRYPTTRAIL")
+def _decrypttrail(cur: Cursor, st: _State) -> None:
+    st.params.decrypt = _crypt(cur)
 
 
 @_handler("SOURCEISTABLE", applies=_EXT)

@@ -14,7 +14,6 @@ import fcntl
 import logging
 import os
 import platform
-import re
 import signal
 import socket
 import threading
@@ -30,6 +29,7 @@ from trailgate.errors import ConfigError
 from trailgate.home import Home, validate_group_name
 from trailgate.process.abends import clear_abend, write_abend
 from trailgate.process.lifecycle import Status, pid_file, process_state, read_pid
+from trailgate.wallet.masking import has_secret, mask_secrets
 
 __all__ = [
     "EVENT_ABENDING",
@@ -65,7 +65,10 @@ def _stamp() -> str:
     return datetime.now().strftime("%Y-%m-%d %H:%M:%S")
 
 
-_PASSWORD = re.compile(r"(?i)(\bPASSWORD\b\s+|password=)(\S+)")
+CLEAR_PASSWORD = ("a parameter file gives a password in clear text (USERID …, PASSWORD, or "
+                  "password= in a connection string): keep it in the credential store with "
+                  "ALTER CREDENTIALSTORE ADD USER user PASSWORD pw ALIAS a, and write "
+                  "USERIDALIAS a instead")
 
 
 def stop_after_batch(query: Any, stop_file: Path, timeout: float) -> None:
@@ -129,9 +132,11 @@ class Report:
     def event(self, level: str, code: str, message: str) -> None:
         self.line(f"{_stamp()}  {level.upper():<8}{code}  {message}")
 
-    def parameters(self, paths: list[Path] | list[str]) -> None:
-        """Echo the parameter files as read, passwords masked (GoldenGate's report does)."""
+    def parameters(self, paths: list[Path] | list[str]) -> bool:
+        """Echo the parameter files as read, passwords masked (GoldenGate's report does);
+        True when one of them holds a password in clear text."""
         self.section("Running with the following parameters")
+        clear = False
         for path in paths:
             self.line(f"-- {path}")
             try:
@@ -139,7 +144,10 @@ class Report:
             except OSError:
                 continue
             for line in text.splitlines():
-                self.line(_PASSWORD.sub(lambda m: m.group(1) + "***", line))
+                code = line.split("--", 1)[0]
+                clear = clear or has_secret(code)
+                self.line(mask_secrets(line))
+        return clear
 
     def close(self) -> None:
         if not self._fh.closed:
@@ -327,6 +335,14 @@ class GroupProcess:
         self.home.log_event(level, code, message)
         if report and self.report is not None:
             self.report.event(level, code, message)
+
+    def echo_parameters(self, paths: list[Path] | list[str]) -> None:
+        """The parameter files into the report, passwords masked; a clear-text password is
+        warned about in the report and ggserr.log, as GoldenGate warns."""
+        assert self.report is not None
+        if self.report.parameters(paths):
+            self.warn(CLEAR_PASSWORD)
+        self.report.line()
 
     def warn(self, message: str, code: str = EVENT_WARNING) -> None:
         text = message.removeprefix("WARNING: ")

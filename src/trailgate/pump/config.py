@@ -18,6 +18,7 @@ from trailgate.errors import ConfigError
 from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_globals, parse_group_params
 from trailgate.pump.remote import remote_target, staging_trail
+from trailgate.trail.keys import require_keys
 from trailgate.trail.release import sink_format_options
 
 __all__ = ["PumpConfig", "load_pump_config"]
@@ -89,6 +90,7 @@ def load_pump_config(home: Home, name: str) -> PumpConfig:
                               f"filters and renames whole tables only; filter rows in the "
                               f"Replicat's MAP … WHERE", path=spec.path, line=spec.line)
     trail, label, megabytes = _output(home, info, params)
+    require_keys(home.path, params.encrypt.values())
     source = home.resolve(info.source_path)
     if source == home.resolve(trail):
         raise ConfigError(f"EXTRACT {info.name} would read and write the same trail "
@@ -107,6 +109,7 @@ def load_pump_config(home: Home, name: str) -> PumpConfig:
         excludes=list(params.table_excludes),
         begin={"seqno": int(begin.get("seqno", 0)), "rba": int(begin.get("rba", 0))},
         params=params, info=info,
-        format_options=sink_format_options(params.trail_options.get(label)),
+        format_options=sink_format_options(params.trail_options.get(label),
+                                           params.encrypt.get(label)),
         remote=remote, named_as=named_as,
         keep_staging=bool(params.rmthost and "KEEPSTAGING" in params.rmthost))

@@ -26,6 +26,7 @@ from trailgate.process.query import query_failure, watch
 from trailgate.process.runtime import GroupProcess
 from trailgate.pump.config import PumpConfig, load_pump_config
 from trailgate.spark.trail_changes import header_key
+from trailgate.trail.release import encryption_line
 
 __all__ = ["input_header", "run_pump"]
 
@@ -124,10 +125,12 @@ class _Pump:
 
     def sink_options(self, run_id: str, header: list[Any]) -> dict[str, str]:
         """The output's options: the input's format (CompatibilityLevel, and byte order as
-        GoldenGate's pump keeps it), unless the output names a FORMAT RELEASE."""
+        GoldenGate's pump keeps it), unless the output names a FORMAT RELEASE; the input's
+        encryption, unless DECRYPTTRAIL or the output's own ENCRYPTTRAIL says otherwise (an
+        encrypted trail passes through encrypted)."""
         from trailgate.trail.release12 import input_byte_order
 
-        compatibility, uri, history = header
+        compatibility, uri, history, encryption = header
         options = {"path": self.cfg.trail, "trailLabel": self.cfg.trail_label,
                    "megabytes": str(self.cfg.megabytes), "home": self.cfg.home,
                    "group": self.cfg.group, "runId": run_id, "producer": self.cfg.group,
@@ -138,6 +141,8 @@ class _Pump:
         order = input_byte_order(self.cfg.source, self.position().seqno)
         if order is not None and compatibility > 3:
             options["trailByteOrder"] = order
+        if encryption is not None and self.cfg.params.decrypt is None:
+            options["encryptTrail"], options["keyName"] = encryption
         return {**options, **self.cfg.format_options}
 
     def start(self, spark: Any, run_id: str, header: list[Any]) -> Any:
@@ -264,11 +269,12 @@ class _Pump:
 def _echo(proc: GroupProcess, cfg: PumpConfig) -> None:
     report = proc.report
     assert report is not None
-    report.parameters(cfg.params.files or [cfg.params.path])
+    proc.echo_parameters(cfg.params.files or [cfg.params.path])
     report.section("Input and output")
     report.line(f"Input trail:      {cfg.source_label} ({cfg.source})")
     report.line(f"Output trail:     {cfg.trail_label} ({cfg.trail}, {cfg.megabytes} MB files)")
     report.line(f"Mode:             {'PASSTHRU' if cfg.params.passthru else 'NOPASSTHRU'}")
+    report.line(f"Encryption:       {encryption_line(cfg.params, cfg.trail_label, pump=True)}")
     if cfg.remote is not None:
         r = cfg.remote
         security = ("TLS" + (" with a client certificate" if r.tls.cert else "")
@@ -282,6 +288,9 @@ def _echo(proc: GroupProcess, cfg: PumpConfig) -> None:
 def run_pump(home: Home, name: str, args: argparse.Namespace, *, spark: Any = None) -> int:
     """Run the data pump ``name`` in the foreground until it is stopped."""
     from trailgate.spark import stop_spark
+    from trailgate.trail.keys import use_home
+
+    use_home(home.path)  # an encrypted input outside the home is read with its keys
 
     with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc, proc.report_log():
         cfg = load_pump_config(home, name)

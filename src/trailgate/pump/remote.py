@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trailgate.collector.cli import TOKEN_DOMAIN
 from trailgate.collector.client import RemoteTarget
 from trailgate.collector.tls import TlsFiles
-from trailgate.db.connect import CredentialStore
+from trailgate.collector.tokens import stored_token
 from trailgate.errors import ConfigError
 from trailgate.home import Home
 from trailgate.params import ExtractParams
@@ -89,9 +88,7 @@ def remote_target(home: Home, params: ExtractParams, label: str,
 
     tls = TlsFiles(file("CERTFILE"), file("KEYFILE"), file("CAFILE")) \
         if "TLS" in options else None
-    token = None
-    if options.get("TOKENALIAS"):
-        token = CredentialStore(home.path).get(options["TOKENALIAS"], TOKEN_DOMAIN).password
+    token = stored_token(home.path, options.get("TOKENALIAS"))
     timeout = _number(options, "TIMEOUT", params, 1, 86400)
     retries = _number(options, "RETRIES", params, 0, 1_000_000)
     return RemoteTarget(host=host, port=port or 0, mgrport=mgrport, trail=label,

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from trailgate.changes.heartbeat import seed_name
-from trailgate.db.connect import CredentialStore, login_conninfo
+from trailgate.db.connect import DEFAULT_DOMAIN, alias_conninfo, login_conninfo
 from trailgate.errors import ConfigError, TrailgateError
 from trailgate.home import GroupInfo, Home
 from trailgate.params import MapSpec, ReplicatParams, parse_globals, parse_group_params
@@ -72,9 +72,8 @@ class ReplicatConfig:
 
 def target_conninfo(home: Home, params: ReplicatParams) -> str:
     if params.useridalias:
-        cred = CredentialStore(home.path).get(params.useridalias,
-                                              params.domain or "OracleGoldenGate")
-        return cred.conninfo(params.targetdb)
+        return alias_conninfo(home.path, params.useridalias, params.domain or DEFAULT_DOMAIN,
+                              params.targetdb)
     return login_conninfo(sourcedb=params.targetdb, userid=params.userid,
                           password=params.password)
 

@@ -46,10 +46,7 @@ class RunOptions:
 
 
 def _echo_parameters(proc: GroupProcess, cfg: ReplicatConfig) -> None:
-    report = proc.report
-    assert report is not None
-    report.parameters(cfg.params.files or [cfg.params.path])
-    report.line()
+    proc.echo_parameters(cfg.params.files or [cfg.params.path])
 
 
 def _validate_target(proc: GroupProcess, cfg: ReplicatConfig) -> list[str]:
@@ -220,6 +217,9 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
     """
     from trailgate.replicat.micro_batch import CONTINUOUS_CONF, BatchApplier, batch_base
     from trailgate.spark import stop_spark
+    from trailgate.trail.keys import use_home
+
+    use_home(home.path)  # an encrypted trail outside the home is read with its keys
 
     with GroupProcess(home, "REPLICAT", name, title=TITLE) as proc, proc.report_log():
         cfg = load_replicat_config(home, name)

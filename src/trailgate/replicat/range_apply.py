@@ -30,6 +30,7 @@ from trailgate.trail._accel import speedups
 from trailgate.trail.header import decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
+from trailgate.trail.reader import opener_for
 
 __all__ = ["Segment", "apply_range", "apply_span", "plan_range", "position_row", "read_span"]
 
@@ -64,11 +65,13 @@ def read_span(trail: str, lower: TrailPosition, upper: TrailPosition
         for seq in range(lower.seqno, upper.seqno + 1):
             with open(name.file(seq), "rb") as f:
                 start = lower.rba if seq == lower.seqno else 0
-                if start == 0 or seq == lower.seqno:
-                    header = decode_file_header(f.read(0xFFFF))
-                    if header.compatibility > 3:
-                        return None  # a 12c+ file: the Python path reads its format
-                    start = start or header.length
+                header = decode_file_header(f.read(0xFFFF))
+                if header.compatibility > 3:
+                    return None  # a 12c+ file: the Python path reads its format
+                start = start or header.length
+                # an encrypted file's records are opened (same length, same offsets); a
+                # missing key or a refused record: the Python reader says which, and where
+                opener = opener_for(header, name.file(seq))
                 stop = upper.rba if seq == upper.seqno else os.fstat(f.fileno()).st_size
                 if stop < start:
                     return None
@@ -76,6 +79,8 @@ def read_span(trail: str, lower: TrailPosition, upper: TrailPosition
                 data = f.read(stop - start)
             if len(data) != stop - start:
                 return None
+            if opener is not None:
+                data = opener.open_all(data)
             if seq != upper.seqno:
                 scanned = speedups.scan_records(data, 0, len(data), CLEAN_SCAN, -1, None, None)
                 if scanned is None:
@@ -86,7 +91,7 @@ def read_span(trail: str, lower: TrailPosition, upper: TrailPosition
             segments.append(Segment(offset, seq, start))
             parts.append(data)
             offset += len(data)
-    except (OSError, ValueError):
+    except (OSError, ValueError, TrailgateError):
         return None
     return b"".join(parts), segments
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trailgate.apply.checkpoint_table import STREAM_BATCH
+from trailgate.apply.ddl_errors import DdlError
 from trailgate.apply.paused_gc import paused_gc
-from trailgate.apply.pg_ddl import DdlError
 from trailgate.apply.postgres import PgApplier
 from trailgate.apply.records import TableCounts
 from trailgate.changes.change_rows import OP_POSITION

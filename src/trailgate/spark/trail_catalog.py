@@ -2,9 +2,10 @@
 
 A typed read needs a table's columns before Spark plans anything, and listing a trail's
 tables needs the same pass, so both come from here.  Each file is read once, headers and
-table definitions only (no column value is decoded), and remembered by path, size and
-modification time, so the planner's several calls and a growing trail's older files cost
-nothing more.
+table definitions only (no column value is decoded; the C codec frames the records and
+counts them without a Python object each, the reader takes what it leaves), and remembered
+by path, size and modification time, so the planner's several calls and a growing trail's
+older files cost nothing more.
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ import pyarrow as pa
 from trailgate.errors import TrailFormatError
 from trailgate.model import OpType, TableDef, TrailPosition
 from trailgate.params.names import match_table
+from trailgate.trail._accel import speedups
+from trailgate.trail.header import decode_file_header
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import TrailReader
+from trailgate.trail.records import decode_record
 
-__all__ = ["LIST_SCHEMA_DDL", "TrailTable", "find_table", "list_batch", "trail_tables"]
+__all__ = ["LIST_SCHEMA_DDL", "TrailTable", "find_table", "list_batch", "tables_between",
+           "trail_tables"]
 
 _METADATA = int(OpType.METADATA)
 _ROWS = frozenset(int(op) for op in OpType if op.is_row_change)
@@ -61,20 +66,112 @@ def _file_tables(trail: str, seqno: int) -> list[TrailTable]:
         hit = _cache.get(key)
     if hit is not None:
         return hit
+    tables = tables_between(trail, seqno, 0, None)
+    with _lock:
+        _cache[key] = tables
+    return tables
+
+
+def tables_between(trail: str, seqno: int, start_rba: int, end_rba: int | None
+                   ) -> list[TrailTable]:
+    """The tables of file ``seqno`` from record boundary ``start_rba`` up to ``end_rba``
+    (None: its end), read as :func:`trail_tables` reads a whole file."""
     found: dict[str, TrailTable] = {}
-    reader = TrailReader(trail, start=TrailPosition(seqno, 0), values=False)
+    resume = _tables_fast(trail, seqno, start_rba, end_rba, found)
+    if resume is None:
+        return list(found.values())
+    if resume != start_rba:  # the C pass stopped at something the reader must judge
+        return _tables_slow(trail, seqno, resume, end_rba, found)
+    return _tables_python(trail, seqno, start_rba, end_rba)
+
+
+_CHUNK = 4 << 20
+_ROW_FLAGS = bytes(1 if n in _ROWS else 0 for n in range(256))
+
+
+def _tables_fast(trail: str, seqno: int, start_rba: int, end_rba: int | None,
+                 found: dict[str, TrailTable]) -> int | None:
+    """The C codec's pass (``scan_tables``) over the 11.2 records from ``start_rba``, a
+    chunk at a time: no Python object per record.  Returns where Python's reader must go
+    on (something for it to judge: a 12c+ file, fragments, damage, the file's growing end),
+    or None when the range is done."""
+    if speedups is None:
+        return start_rba
+    path = TrailName(trail).file(seqno)
+    try:
+        with open(path, "rb") as f:
+            try:
+                header = decode_file_header(f.read(0xFFFF))
+            except ValueError:
+                return start_rba  # still being written, or damaged: the reader says which
+            if header.compatibility > 3 or header.encryption is not None:
+                return start_rba  # the reader decodes 12c+ and opens encrypted records
+            pos = max(start_rba, header.length)
+            f.seek(pos)
+            carry = b""
+            while True:
+                want = _CHUNK if end_rba is None else min(_CHUNK, end_rba - pos - len(carry))
+                chunk = f.read(want) if want > 0 else b""
+                if not chunk:
+                    break
+                buf = carry + chunk if carry else chunk
+                counts: dict[str, int] = {}
+                first: dict[str, int] = {}
+                out = speedups.scan_tables(buf, 0, len(buf), _ROW_FLAGS, counts, first)
+                if out is None:
+                    break
+                n, metadata, stop = out
+                events: list[tuple[int, str, TableDef | None]] = [
+                    (at, name, None) for name, at in first.items()]
+                for at, length in metadata:
+                    table = _definition(buf, at, length, path, pos + at)
+                    if table is not None:
+                        events.append((at, table.qualified_name, table))
+                for at, name, table in sorted(events, key=lambda e: e[0]):
+                    entry = found.setdefault(name, TrailTable(name))
+                    if table is not None:
+                        entry.add_definition(TrailPosition(seqno, pos + at), table)
+                for name, count in counts.items():
+                    found[name].changes += count
+                pos += n
+                carry = buf[n:]
+                if stop:
+                    return pos
+    except OSError:
+        return start_rba  # the reader says what is wrong with the file
+    return pos if carry else None
+
+
+def _definition(buf: bytes, at: int, length: int, path: object, rba: int) -> TableDef | None:
+    """The table definition in the metadata record at ``buf[at:]`` (None: a DDR or PNR
+    record, or one without data)."""
+    try:
+        raw = decode_record(buf, at, at + length)
+        if not raw.data or raw.orig_node in (1, 4):
+            return None
+        return decode_tabledef(raw.data)
+    except ValueError as exc:
+        raise TrailFormatError(f"metadata record: {exc}", path=str(path), rba=rba) from None
+
+
+def _tables_python(trail: str, seqno: int, start_rba: int, end_rba: int | None
+                   ) -> list[TrailTable]:
+    """:func:`tables_between`'s reference loop, one record at a time."""
+    path = TrailName(trail).file(seqno)
+    found: dict[str, TrailTable] = {}
+    reader = TrailReader(trail, start=TrailPosition(seqno, start_rba), values=False)
     for position, raw in reader.raw_records():
-        if position.seqno != seqno:
+        if position.seqno != seqno or (end_rba is not None and position.rba >= end_rba):
             break
         if reader.header is not None and reader.header.compatibility > 3:
-            return _file_tables_slow(trail, seqno, key)  # a 12c+ file: the codec's forms
+            return _tables_slow(trail, seqno, start_rba, end_rba, {})  # a 12c+ file
         io_type = raw.io_type
         if io_type in _ROWS:
             if raw.table:
                 found.setdefault(raw.table, TrailTable(raw.table)).changes += 1
         elif io_type == _METADATA:
             if raw.continued:
-                return _file_tables_slow(trail, seqno, key)  # a definition in fragments
+                return _tables_slow(trail, seqno, start_rba, end_rba, {})  # fragments
             if raw.data and raw.orig_node not in (1, 4):  # not a DDR/PNR record
                 try:
                     table = decode_tabledef(raw.data)
@@ -83,32 +180,27 @@ def _file_tables(trail: str, seqno: int) -> list[TrailTable]:
                                            rba=position.rba) from None
                 found.setdefault(table.qualified_name, TrailTable(
                     table.qualified_name)).add_definition(position, table)
-    tables = list(found.values())
-    with _lock:
-        _cache[key] = tables
-    return tables
+    return list(found.values())
 
 
-def _file_tables_slow(trail: str, seqno: int, key: tuple[str, int, int]) -> list[TrailTable]:
-    """The tables of one file read as logical records (metadata split into fragments, the
-    12c+ formats' definitions)."""
-    found: dict[str, TrailTable] = {}
-    reader = TrailReader(trail, start=TrailPosition(seqno, 0), values=False)
+def _tables_slow(trail: str, seqno: int, start_rba: int, end_rba: int | None,
+                 found: dict[str, TrailTable]) -> list[TrailTable]:
+    """:func:`tables_between` read as logical records (metadata split into fragments, the
+    12c+ formats' definitions), adding to what ``found`` holds before ``start_rba``."""
+    reader = TrailReader(trail, start=TrailPosition(seqno, start_rba), values=False)
     for record in reader.records():
-        if record.position.seqno != seqno:
+        position = record.position
+        if position.seqno != seqno or (end_rba is not None and position.rba >= end_rba):
             break
         raw = record.raw
         if raw.io_type == _METADATA:
             if record.table_def is not None:
                 name = record.table_def.qualified_name
-                found.setdefault(name, TrailTable(name)).add_definition(record.position,
-                                                                          record.table_def)
+                found.setdefault(name, TrailTable(name)).add_definition(position,
+                                                                        record.table_def)
         elif raw.io_type in _ROWS and raw.table:
             found.setdefault(raw.table, TrailTable(raw.table)).changes += 1
-    tables = list(found.values())
-    with _lock:
-        _cache[key] = tables
-    return tables
+    return list(found.values())
 
 
 def trail_tables(trail: str, seqnos: tuple[int, ...] | None = None) -> list[TrailTable]:

@@ -68,14 +68,17 @@ def router_option(rules: list[tuple[str, str | None]], excludes: list[str],
 
 def header_key(trail: str, seqno: int) -> list[Any] | None:
     """What a pump's output file must mirror of input file ``seqno``: compatibility level,
-    URI and URI history (None if the file or its header is not readable yet)."""
+    URI, URI history, and its encryption as ``[cipher, key name]`` or None (None for the
+    whole if the file or its header is not readable yet)."""
     from trailgate.trail.reader import read_header
 
     try:
         h = read_header(TrailName(trail).file(seqno))
     except (OSError, ValueError):
         return None
-    return [h.compatibility, h.uri, list(h.uri_history)]
+    enc = h.encryption
+    return [h.compatibility, h.uri, list(h.uri_history),
+            None if enc is None else [enc.cipher, enc.key_name]]
 
 
 class TrailChangesDataSource(TrailDataSource):

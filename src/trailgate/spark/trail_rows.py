@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from trailgate.model import (
+    JULIAN_UNIX_EPOCH_MICROS,
     ColumnKind,
     OpType,
     TableDef,
@@ -23,7 +26,10 @@ from trailgate.model import (
     Values,
     unix_micros_from_julian,
 )
+from trailgate.trail._accel import speedups
 from trailgate.trail.ddl import ddl_fields
+from trailgate.trail.header import decode_file_header
+from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import TrailReader, TrailRecord
 from trailgate.trail.records import RawRecord
 
@@ -317,8 +323,159 @@ def read_batches(
             ops is None or "Metadata" in ops)
 
     values = fields is None or "before" in fields or "after" in fields
+    if speedups is not None and fields is not None and _HEADER_FIELDS.issuperset(fields) \
+            and tables is None and not include_metadata:
+        return header_batches(trail, lower, upper, fields, ops)
     return drive(trail, lower, upper, cols, keep=keep, metadata=metadata,
                  batch_rows=batch_rows, values=values, tables=definitions)
+
+
+#: The columns a record's header holds: a read of only these needs no record decoded.
+_HEADER_FIELDS = frozenset({"seqno", "rba", "end_rba", "op", "io_type", "table_name",
+                            "io_time", "trans_ind", "txn_first", "txn_last", "audit_rba",
+                            "audit_pos"})
+_HEADER_CHUNK = 4 << 20
+_OP_LABELS = pa.array([op_label(n) for n in range(256)], pa.string())
+_TRANS_IND = pa.array([1, 0, 2, 3], pa.int32())  # by flags: first 1, last 2
+
+
+def header_batches(trail: str, lower: TrailPosition, upper: TrailPosition | None,
+                   fields: tuple[str, ...], ops: frozenset[str] | None
+                   ) -> Iterator[pa.RecordBatch]:
+    """:func:`read_batches` of header columns only, without a Python object per record: the
+    C codec (``header_rows``) applies :func:`drive`'s transaction rule to whole 11.2 files
+    a chunk at a time and hands back packed arrays that become Arrow columns as they are.
+    Where it stops — fragments, LOB pieces, damage, a 12c+ file, a transaction that goes
+    on past the file's end — :func:`drive` reads on from the last transaction boundary,
+    so the rows are drive's in every case."""
+    assert speedups is not None
+    schema = pa.schema([ARROW_SCHEMA.field(name) for name in fields])
+    keep = bytes(1 if n in _ROW_TYPES and n != _COMMENT and (
+        ops is None or op_label(n) in ops) else 0 for n in range(256))
+    name = TrailName(trail)
+    seq, pos = lower.seqno, lower.rba
+    while True:
+        if upper is not None and TrailPosition(seq, pos) >= upper:
+            return
+        path = name.file(seq)
+        if not path.exists():
+            return  # the end of the trail: drive would find nothing more either
+        scan = _FileScan(pos)
+        stop_at = upper.rba if upper is not None and upper.seqno == seq else -1
+        try:
+            yield from _header_file(path, seq, scan, stop_at, keep, schema)
+        except OSError:
+            scan.whole = False  # the reader says what is wrong with the file
+        pos = scan.pos
+        if scan.done:
+            return
+        if not scan.whole:
+            break  # drive goes on from the last boundary
+        seq, pos = seq + 1, 0
+    cols = _Columns(fields)
+
+    def keep_record(record: TrailRecord) -> bool:
+        return record.raw.io_type != _COMMENT and (ops is None or
+                                                   op_label(record.raw.io_type) in ops)
+    yield from drive(trail, TrailPosition(seq, pos), upper, cols, keep=keep_record,
+                     values=False)
+
+
+@dataclass(slots=True)
+class _FileScan:
+    """Where :func:`_header_file` got to in one file: ``pos`` just after the last
+    transaction it delivered; ``done`` when it met a transaction start at or past the
+    range's end; ``whole`` when it read the file to its end at a transaction boundary."""
+
+    pos: int
+    done: bool = False
+    whole: bool = False
+
+
+def _header_file(path: Path, seq: int, scan: _FileScan, stop_at: int, keep: bytes,
+                 schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    assert speedups is not None
+    with open(path, "rb") as f:
+        try:
+            header = decode_file_header(f.read(0xFFFF))
+        except ValueError:
+            return  # still being written, or damaged: the reader says which
+        if header.compatibility > 3 or header.encryption is not None:
+            return  # 12c+, or encrypted: drive's reader opens and authenticates each record
+        pos = scan.pos = max(scan.pos, header.length)
+        names: dict[bytes, int] = {}
+        f.seek(pos)
+        carry = b""
+        while True:
+            chunk = f.read(_HEADER_CHUNK)
+            if not chunk:
+                scan.whole = not carry
+                return
+            buf = carry + chunk if carry else chunk
+            out = speedups.header_rows(buf, 0, len(buf), keep,
+                                       stop_at - pos if stop_at >= 0 else -1, names)
+            if out is None:
+                return
+            boundary, rows, done, stop, columns = out
+            if rows:
+                batch = _header_batch(schema, seq, pos, rows, columns, names)
+                if batch is None:
+                    return
+                yield batch
+            pos = scan.pos = pos + boundary
+            carry = buf[boundary:]
+            if done:
+                scan.done = True
+                return
+            if stop:
+                return
+
+
+def _header_batch(schema: pa.Schema, seq: int, base: int, rows: int,
+                  columns: tuple[bytearray, ...], names: dict[bytes, int]
+                  ) -> pa.RecordBatch | None:
+    """The header columns of ``rows`` rows from ``header_rows``'s packed arrays (None: a
+    table name that is not UTF-8, for the reader to report)."""
+    def packed(dtype: pa.DataType, k: int) -> pa.Array:
+        return pa.Array.from_buffers(dtype, rows, [None, pa.py_buffer(columns[k])])
+
+    offsets = pc.add(packed(pa.int64(), 0), base)
+    io_types = packed(pa.uint8(), 2)
+    flags = packed(pa.uint8(), 3)
+    out: dict[str, pa.Array] = {}
+    for field in schema.names:
+        if field == "seqno":
+            out[field] = pa.repeat(pa.scalar(seq, pa.int64()), rows)
+        elif field == "rba":
+            out[field] = offsets
+        elif field == "end_rba":
+            out[field] = pc.add(offsets, pc.cast(packed(pa.int32(), 1), pa.int64()))
+        elif field == "op":
+            out[field] = pc.take(_OP_LABELS, io_types)
+        elif field == "io_type":
+            out[field] = pc.cast(io_types, pa.int32())
+        elif field == "table_name":
+            try:
+                table_names = [b.decode("utf-8") for b in names]
+            except UnicodeDecodeError:
+                return None
+            out[field] = pc.take(pa.array(table_names, pa.string()), packed(pa.int32(), 4))
+        elif field == "io_time":
+            julian = pc.cast(packed(pa.uint64(), 5), pa.int64(), safe=False)
+            micros = pc.if_else(pc.equal(julian, 0), None,
+                                pc.subtract(julian, JULIAN_UNIX_EPOCH_MICROS))
+            out[field] = pc.cast(micros, pa.timestamp("us", tz="UTC"))
+        elif field == "trans_ind":
+            out[field] = pc.take(_TRANS_IND, flags)
+        elif field == "txn_first":
+            out[field] = pc.not_equal(pc.bit_wise_and(flags, 1), 0)
+        elif field == "txn_last":
+            out[field] = pc.not_equal(pc.bit_wise_and(flags, 2), 0)
+        elif field == "audit_pos":
+            out[field] = pc.cast(packed(pa.uint64(), 6), pa.int64(), safe=False)
+        else:  # audit_rba
+            out[field] = pc.cast(packed(pa.uint32(), 7), pa.int64())
+    return pa.RecordBatch.from_arrays([out[n] for n in schema.names], schema=schema)
 
 
 def drive(

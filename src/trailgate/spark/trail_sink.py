@@ -40,6 +40,7 @@ from trailgate.spark.trail_sink_state import (
     save_state,
 )
 from trailgate.spark.trail_source import TrailDataSource as _TrailSource
+from trailgate.trail.keys import use_home
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import split_run
 from trailgate.trail.release import format_for_level, parse_release
@@ -78,6 +79,8 @@ class SinkOptions:
     release: str | None = None
     byte_order: str | None = None
     named_as: str | None = None  # the trail the headers name (a remote Pump's RMTTRAIL)
+    encrypt: str | None = None  # ENCRYPTTRAIL's cipher (AES256…); None: in the clear
+    key_name: str | None = None  # ENCRYPTTRAIL … KEYNAME; None: the master key
 
     @classmethod
     def parse(cls, options: Mapping[str, str], default_run_id: str) -> SinkOptions:
@@ -109,10 +112,14 @@ class SinkOptions:
                        "compatibility") else None,
                    release=options.get("formatRelease") or None,
                    byte_order=_byte_order(options.get("trailByteOrder")),
-                   named_as=options.get("namedAs") or None)
+                   named_as=options.get("namedAs") or None,
+                   encrypt=options.get("encryptTrail") or None,
+                   key_name=options.get("keyName") or None)
 
     def writer(self) -> TrailWriter:
         """A writer for this trail with the header fields the options ask for."""
+        if self.home:
+            use_home(Path(self.home))  # its recovery scan reads the trail with these keys
         extra: dict[str, Any] = {}
         if self.release is not None:
             extra["format"] = parse_release(self.release, self.byte_order)
@@ -120,7 +127,8 @@ class SinkOptions:
             extra["format"] = format_for_level(self.compatibility, self.byte_order)
         return TrailWriter(self.trail, megabytes=self.megabytes, producer=self.producer,
                            home=self.home, uri_history=list(self.uri_history),
-                           named_as=self.named_as, **extra)
+                           named_as=self.named_as, encrypt=self.encrypt,
+                           key_name=self.key_name, **extra)
 
 
 def _byte_order(text: str | None) -> str | None:

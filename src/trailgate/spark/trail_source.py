@@ -36,7 +36,7 @@ from pyspark.sql.streaming.datasource import (
 from trailgate.errors import TrailFormatError
 from trailgate.model import TableDef, TrailPosition
 from trailgate.spark.batch_window import BatchWindow
-from trailgate.spark.trail_catalog import LIST_SCHEMA_DDL, find_table, list_batch
+from trailgate.spark.trail_catalog import LIST_SCHEMA_DDL, find_table, list_batch, tables_between
 from trailgate.spark.trail_offsets import (
     ScanState,
     end_of_data,
@@ -78,6 +78,13 @@ class ReadShape:
     fields: tuple[str, ...] | None = None
     ops: frozenset[str] | None = None
     table_names: frozenset[str] | None = None
+
+    def names_columns(self) -> bool:
+        """Whether the read needs the definitions in force where a piece starts: a generic
+        read that builds ``before`` or ``after`` (a typed one knows its table's, and the
+        other columns are the records' own)."""
+        return self.typed is None and (self.fields is None or "before" in self.fields
+                                       or "after" in self.fields)
 
 
 def typed_table(options: TrailOptions) -> TypedTable:
@@ -248,9 +255,8 @@ class TrailBatchReader(DataSourceReader):
             cuts = split_file(opts.trail, seq, lower, opts.split_bytes)
             bounds = [lower, *cuts, TrailPosition(seq + 1, 0)]
             for lo, hi in itertools.pairwise(bounds):
-                # a typed read knows its table's definitions; a generic one needs all
-                typed = self.shape.typed is not None
-                defs = definitions_at(opts.trail, lo) if lo.rba > 0 and not typed else ()
+                defs = definitions_at(opts.trail, lo) if lo.rba > 0 and \
+                    self.shape.names_columns() else ()
                 parts.append(TrailPartition(opts.trail, seq, lo, hi, defs))
         # Spark needs at least one partition; an empty range reads nothing.
         return parts or [TrailPartition(opts.trail, -1, TrailPosition(0, 0),
@@ -278,6 +284,8 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._state: ScanState | None = None  # where the last boundary scan stopped
         self._scan_start: TrailPosition | None = None  # ... and where it started
         self._mark: Callable[[int, str], bool] | None = None  # records scans look out for
+        # the definitions read so far in one file: (seqno, up to rba, by table)
+        self._defs: tuple[int, int, dict[str, TableDef]] = (-1, 0, {})
         self._window: BatchWindow[TrailPosition] | None = BatchWindow.of_ms(
             options.batch_window_ms, patient=options.patient_window)
 
@@ -339,8 +347,24 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             hi = upper if seq == upper.seqno else TrailPosition(seq + 1, 0)
             if lo >= hi or (seq == lower.seqno and _at_or_past_end(trail, seq, lo.rba)):
                 continue
-            parts.append(TrailPartition(self.options.trail, seq, lo, hi))
+            parts.append(TrailPartition(self.options.trail, seq, lo, hi,
+                                        self._definitions_at(lo)))
         return parts
+
+    def _definitions_at(self, position: TrailPosition) -> tuple[TableDef, ...]:
+        """The definitions in force at ``position`` inside its file, for a generic read
+        (a typed one knows its table's).  Batches move forward, so each call reads on from
+        where the last one stopped: a file's metadata is read once over the query's life."""
+        if position.rba == 0 or not self.shape.names_columns():
+            return ()
+        seq, at, found = self._defs
+        if seq != position.seqno or at > position.rba:
+            seq, at, found = position.seqno, 0, {}
+        for table in tables_between(self.options.trail, seq, at, position.rba):
+            if table.history:
+                found[table.name] = table.history[-1][1]
+        self._defs = (seq, position.rba, found)
+        return tuple(found.values())
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, TrailPartition)

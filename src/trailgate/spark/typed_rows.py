@@ -16,12 +16,14 @@ from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from trailgate.model import Column, ColumnKind, OpType, TableDef, TrailPosition, Values
 from trailgate.model import unix_micros_from_julian as _micros
 from trailgate.spark.trail_catalog import TrailTable
-from trailgate.spark.trail_rows import drive, op_label
+from trailgate.spark.trail_rows import drive, header_batches, op_label
 from trailgate.spark.typed_values import arrow_type, quote, spark_ddl, to_arrow
+from trailgate.trail._accel import speedups
 from trailgate.trail.reader import TrailRecord
 
 __all__ = ["CHANGE_FIELDS", "TypedTable", "read_typed_batches"]
@@ -33,6 +35,8 @@ CHANGE_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
 )
 _CHANGE_NAMES = frozenset(name for name, _ in CHANGE_FIELDS)
 _ROW_OPS = frozenset(op.label for op in OpType if op.is_row_change)
+#: The change columns a record's header holds, the same in the generic form.
+_HEADER_ONLY = frozenset({"op", "io_time", "seqno", "rba"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,9 +270,11 @@ def read_typed_batches(
     ``[lower, upper)`` (the generic reader's rule); ``fields``: the columns to build (all
     by default), ``ops``: the ``op`` values to keep."""
     wanted = fields if fields is not None else tuple(table.arrow_schema().names)
-    cols = _TypedColumns(table, wanted)
     keep_ops = _ROW_OPS if ops is None else _ROW_OPS & ops
     name = table.name
+    if speedups is not None and _HEADER_ONLY.issuperset(wanted):
+        return _header_only(trail, lower, upper, name, wanted, keep_ops)
+    cols = _TypedColumns(table, wanted)
 
     def keep(record: TrailRecord) -> bool:
         raw = record.raw
@@ -277,3 +283,13 @@ def read_typed_batches(
     start = table.definition_at(lower)
     return drive(trail, lower, upper, cols, keep=keep, batch_rows=batch_rows,
                  values=cols.values, tables={name: start} if start is not None else None)
+
+
+def _header_only(trail: str, lower: TrailPosition, upper: TrailPosition | None, name: str,
+                 wanted: tuple[str, ...], ops: frozenset[str]) -> Iterator[pa.RecordBatch]:
+    """A typed read of header columns only: the generic header rows (read in C, no record
+    decoded) of ``name``'s changes."""
+    for batch in header_batches(trail, lower, upper, (*wanted, "table_name"), ops):
+        mine = batch.filter(pc.equal(batch.column("table_name"), name))
+        if mine.num_rows:
+            yield pa.RecordBatch.from_arrays([mine.column(n) for n in wanted], names=wanted)

@@ -1,7 +1,7 @@
 """Trail-form column values to typed Arrow arrays, a whole column at a time.
 
-The type of a column comes from its table definition: PostgreSQL source types (the
-trail-format mapping) by name, others by their trail kind.  Values arrive as the trail's
+The type of a column comes from its table definition, by the same mapping the Delta and
+Parquet targets use (``apply.arrow_types.column_arrow_type``).  Values arrive as the trail's
 bytes; each column becomes one binary array and Arrow's compute kernels parse it (text to
 numbers, decimals, booleans, dates, timestamps), so no Python object is made per converted
 value.  A value a kernel refuses (PostgreSQL's ``NaN`` numeric, an ``infinity`` date) is
@@ -10,7 +10,6 @@ converted alone and becomes null when the Spark type cannot hold it.
 
 from __future__ import annotations
 
-import re
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
@@ -18,48 +17,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from trailgate.capture.postgres.types import classify
-from trailgate.model import Column, ColumnKind
+from trailgate.apply.arrow_types import column_arrow_type as arrow_type
 
 __all__ = ["arrow_type", "spark_ddl", "to_arrow"]
-
-_PG_SIMPLE: dict[str, pa.DataType] = {
-    "smallint": pa.int16(), "integer": pa.int32(), "bigint": pa.int64(), "oid": pa.int64(),
-    "real": pa.float32(), "double precision": pa.float64(), "boolean": pa.bool_(),
-    "date": pa.date32(), "bytea": pa.binary(),
-    "timestamp without time zone": pa.timestamp("us"),
-    "timestamp with time zone": pa.timestamp("us", tz="UTC"),
-}
-
-
-_PRECISION = re.compile(r"\(\s*(\d+)\s*(?:,\s*(-?\d+)\s*)?\)")
-
-
-def arrow_type(column: Column) -> pa.DataType:
-    """The Arrow (and so Spark) type of ``column``'s values."""
-    pg = classify(column.source_type)
-    if pg.kind is column.kind:  # a PostgreSQL source type
-        simple = _PG_SIMPLE.get(pg.base)
-        if simple is not None:
-            return simple
-        if pg.base == "numeric" and pg.precision is not None and pg.precision <= 38:
-            return pa.decimal128(pg.precision, pg.scale or 0)
-        return pa.string()  # text, char, varchar, json, uuid, unconstrained numeric, …
-    kind = column.kind
-    if kind is ColumnKind.NUMBER:
-        p, s = column.precision, column.scale
-        spelled = _PRECISION.search(column.source_type)
-        if p is None and spelled:  # NUMBER(10,2) with no precision in the definition
-            p, s = int(spelled[1]), int(spelled[2] or 0)
-        if p is not None and 0 < p <= 38 and 0 <= (s or 0) <= p:
-            return pa.decimal128(p, s or 0)
-        return pa.string()  # NUMBER without a precision: exact as its digits
-    if kind in (ColumnKind.DATE, ColumnKind.TIMESTAMP):
-        return pa.timestamp("us")  # an Oracle DATE has a time of day
-    if kind is ColumnKind.RAW:
-        return pa.binary()
-    return pa.string()
-
 
 _SPARK_NAMES = {
     pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint", pa.float32(): "float",

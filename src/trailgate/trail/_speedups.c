@@ -652,6 +652,11 @@ sp_decode_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             if (status != OK)
                 goto done;
         }
+        else if (stype == 'E') {
+            /* an encrypted record (trail/sealing.py): Python refuses it or reads its header */
+            status = INCONSISTENT;
+            goto done;
+        }
     }
     if (data == NULL && (data = PyBytes_FromStringAndSize(NULL, 0)) == NULL) {
         status = FAILED;
@@ -1468,6 +1473,287 @@ sp_scan_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                          pending_marked, marked, stop);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * scan_tables(buf, pos, end, row_types, counts, first) -> (pos, metadata, stop)
+ *
+ * trail_catalog's pass over the complete records in buf[pos:end] (one 11.2 file, past its
+ * header), without a RawRecord per record: each record whose IO type is flagged in
+ * `row_types` (256 bytes, one per IO type) and that names a table adds one to
+ * counts[table]; a table met for the first time (not yet in `counts`) gets
+ * first[table] = the offset of its first record; each metadata record is listed as
+ * (offset, length) for Python to decode.  It stops before a record cut short by `end`, and
+ * before one it leaves to Python's reader (`stop` True): inconsistent framing, a table
+ * name that is not UTF-8, a metadata record continued in fragments.
+ */
+static int
+add_run(PyObject *counts, PyObject *first, PyObject *name, long run, Py_ssize_t at)
+{
+    if (name == NULL || run == 0)
+        return 0;
+    PyObject *old = PyDict_GetItemWithError(counts, name); /* borrowed */
+    if (old == NULL && PyErr_Occurred())
+        return -1;
+    long base = 0;
+    if (old != NULL) {
+        base = PyLong_AsLong(old);
+        if (base == -1 && PyErr_Occurred())
+            return -1;
+    } else {
+        PyObject *where = PyLong_FromSsize_t(at);
+        if (where == NULL)
+            return -1;
+        int r = PyDict_SetItem(first, name, where);
+        Py_DECREF(where);
+        if (r < 0)
+            return -1;
+    }
+    PyObject *value = PyLong_FromLong(base + run);
+    if (value == NULL)
+        return -1;
+    int r = PyDict_SetItem(counts, name, value);
+    Py_DECREF(value);
+    return r;
+}
+
+static PyObject *
+sp_scan_tables(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "scan_tables(buf, pos, end, row_types, counts, first)");
+        return NULL;
+    }
+    PyObject *buf = args[0], *types = args[3], *counts = args[4], *first = args[5];
+    Py_ssize_t pos, end;
+    if (!PyBytes_Check(buf) || as_ssize(args[1], &pos) < 0 || as_ssize(args[2], &end) < 0
+        || !PyBytes_Check(types) || PyBytes_GET_SIZE(types) != 256 || !PyDict_Check(counts)
+        || !PyDict_Check(first))
+        Py_RETURN_NONE;
+    if (pos < 0 || pos > end || end > PyBytes_GET_SIZE(buf))
+        Py_RETURN_NONE;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(buf);
+    const unsigned char *rows = (const unsigned char *)PyBytes_AS_STRING(types);
+    PyObject *metadata = PyList_New(0);
+    if (metadata == NULL)
+        return NULL;
+    PyObject *name = NULL; /* the table of the current run of records */
+    const unsigned char *name_at = NULL;
+    Py_ssize_t name_len = 0, run_at = 0;
+    long run = 0;
+    int stop = 0;
+    for (;;) {
+        Frame f;
+        int found = frame_at(b, pos, end, &f);
+        if (found == FRAME_SHORT)
+            break;
+        if (found == FRAME_BAD) {
+            stop = 1;
+            break;
+        }
+        unsigned io_type = f.h[6];
+        if (io_type == IO_METADATA) {
+            if (f.h[32] != 0) { /* continued in fragments: the reader joins them */
+                stop = 1;
+                break;
+            }
+            PyObject *item = Py_BuildValue("(nn)", pos, f.length);
+            if (item == NULL || PyList_Append(metadata, item) < 0) {
+                Py_XDECREF(item);
+                goto fail;
+            }
+            Py_DECREF(item);
+        } else if (rows[io_type] && f.name_len > 0) {
+            if (name == NULL || name_len != f.name_len
+                || memcmp(name_at, f.name, (size_t)f.name_len) != 0) {
+                PyObject *next = PyUnicode_DecodeUTF8((const char *)f.name, f.name_len, NULL);
+                if (next == NULL) {
+                    if (!PyErr_ExceptionMatches(PyExc_ValueError))
+                        goto fail;
+                    PyErr_Clear(); /* Python's reader reports the bad name */
+                    stop = 1;
+                    break;
+                }
+                if (add_run(counts, first, name, run, run_at) < 0) {
+                    Py_DECREF(next);
+                    goto fail;
+                }
+                Py_XDECREF(name);
+                name = next;
+                name_at = f.name;
+                name_len = f.name_len;
+                run = 0;
+                run_at = pos;
+            }
+            run++;
+        }
+        pos += f.length;
+    }
+    if (add_run(counts, first, name, run, run_at) < 0)
+        goto fail;
+    Py_XDECREF(name);
+    return Py_BuildValue("(nNi)", pos, metadata, stop);
+fail:
+    Py_XDECREF(name);
+    Py_DECREF(metadata);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * header_rows(buf, pos, end, keep, upper, names) -> (boundary, rows, done, stop, columns)
+ *
+ * trail_rows.drive's transaction rule over the complete records in buf[pos:end] (one 11.2
+ * file, `pos` a transaction boundary), for reads that need only what record headers hold:
+ * the records of transactions that start before `upper` (an offset in buf; -1: none),
+ * those whose IO type `keep` flags (256 bytes), a transaction that never ends dropped.
+ * `columns` holds the rows of the transactions that ended, as packed arrays in native byte
+ * order: offset (int64), length (int32), IO type (uint8), flags (uint8: 1 first, 2 last
+ * record of its transaction), table (int32, the value `names` maps the name's bytes to; a
+ * name met for the first time is added as len(names)), IO time (uint64), audit position
+ * (uint64), audit RBA (uint32).  `boundary` is the offset just after the last transaction
+ * that ended (pos when none did), `done` that a transaction start at or past `upper` was
+ * met.  It stops before what it leaves to Python's reader (`stop` True): inconsistent
+ * framing, a record continued in fragments, a fragment or LOB piece.
+ */
+#define N_HEADER_COLUMNS 8
+static const Py_ssize_t header_widths[N_HEADER_COLUMNS] = {8, 4, 1, 1, 4, 8, 8, 4};
+
+static PyObject *
+sp_header_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "header_rows(buf, pos, end, keep, upper, names)");
+        return NULL;
+    }
+    PyObject *buf = args[0], *keep_arg = args[3], *names = args[5];
+    Py_ssize_t pos, end, upper;
+    if (!PyBytes_Check(buf) || as_ssize(args[1], &pos) < 0 || as_ssize(args[2], &end) < 0
+        || as_ssize(args[4], &upper) < 0 || !PyBytes_Check(keep_arg)
+        || PyBytes_GET_SIZE(keep_arg) != 256 || !PyDict_Check(names))
+        Py_RETURN_NONE;
+    if (pos < 0 || pos > end || end > PyBytes_GET_SIZE(buf))
+        Py_RETURN_NONE;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(buf);
+    const unsigned char *keep = (const unsigned char *)PyBytes_AS_STRING(keep_arg);
+    Py_ssize_t most = (end - pos) / MIN_G_LENGTH + 1;
+    PyObject *cols[N_HEADER_COLUMNS] = {NULL};
+    unsigned char *c[N_HEADER_COLUMNS];
+    for (int k = 0; k < N_HEADER_COLUMNS; k++) {
+        cols[k] = PyByteArray_FromStringAndSize(NULL, most * header_widths[k]);
+        if (cols[k] == NULL)
+            goto fail;
+        c[k] = (unsigned char *)PyByteArray_AS_STRING(cols[k]);
+    }
+    Py_ssize_t boundary = pos, rows = 0, committed = 0;
+    int in_txn = 0, done = 0, stop = 0;
+    const unsigned char *name_at = NULL;
+    Py_ssize_t name_len = -1;
+    int32_t name_index = 0;
+    for (;;) {
+        Frame f;
+        int found = frame_at(b, pos, end, &f);
+        if (found == FRAME_SHORT)
+            break;
+        if (found == FRAME_BAD) {
+            stop = 1;
+            break;
+        }
+        const unsigned char *h = f.h;
+        unsigned io_type = h[6], ind = h[24];
+        if (h[32] != 0 || io_type == IO_FRAGMENT || io_type == IO_LOB) {
+            stop = 1; /* fragments and LOB pieces: the reader joins and folds them */
+            break;
+        }
+        if (io_type == IO_METADATA) {
+            pos += f.length;
+            continue;
+        }
+        int starts = ind == 0 || ind == 3, ends = ind >= 2;
+        if (starts) {
+            if (in_txn)
+                rows = committed; /* the one before never ended: its writer stopped */
+            if (upper >= 0 && pos >= upper) {
+                in_txn = 0;
+                done = 1;
+                break;
+            }
+            in_txn = 1;
+        } else if (!in_txn) {
+            if (upper >= 0 && pos >= upper) {
+                done = 1;
+                break;
+            }
+            pos += f.length;
+            continue; /* the rest of a transaction that started before this range */
+        }
+        if (keep[io_type]) {
+            if (name_at == NULL || name_len != f.name_len
+                || memcmp(name_at, f.name, (size_t)f.name_len) != 0) {
+                PyObject *key = PyBytes_FromStringAndSize((const char *)f.name, f.name_len);
+                if (key == NULL)
+                    goto fail;
+                PyObject *known = PyDict_GetItemWithError(names, key); /* borrowed */
+                long index;
+                if (known != NULL) {
+                    index = PyLong_AsLong(known);
+                } else if (PyErr_Occurred()) {
+                    Py_DECREF(key);
+                    goto fail;
+                } else {
+                    index = (long)PyDict_GET_SIZE(names);
+                    PyObject *value = PyLong_FromLong(index);
+                    if (value == NULL || PyDict_SetItem(names, key, value) < 0) {
+                        Py_XDECREF(value);
+                        Py_DECREF(key);
+                        goto fail;
+                    }
+                    Py_DECREF(value);
+                }
+                Py_DECREF(key);
+                if (index == -1 && PyErr_Occurred())
+                    goto fail;
+                name_at = f.name;
+                name_len = f.name_len;
+                name_index = (int32_t)index;
+            }
+            int64_t off = (int64_t)pos;
+            int32_t length = (int32_t)f.length;
+            uint64_t io_time = be64(h + 8), audit_pos = be64(h + 16);
+            uint32_t audit_rba = be32(h + 25);
+            unsigned char flags = (unsigned char)((starts ? 1 : 0) | (ends ? 2 : 0));
+            memcpy(c[0] + rows * 8, &off, 8);
+            memcpy(c[1] + rows * 4, &length, 4);
+            c[2][rows] = (unsigned char)io_type;
+            c[3][rows] = flags;
+            memcpy(c[4] + rows * 4, &name_index, 4);
+            memcpy(c[5] + rows * 8, &io_time, 8);
+            memcpy(c[6] + rows * 8, &audit_pos, 8);
+            memcpy(c[7] + rows * 4, &audit_rba, 4);
+            rows++;
+        }
+        pos += f.length;
+        if (ends) {
+            in_txn = 0;
+            boundary = pos;
+            committed = rows;
+        }
+    }
+    for (int k = 0; k < N_HEADER_COLUMNS; k++)
+        if (PyByteArray_Resize(cols[k], committed * header_widths[k]) < 0)
+            goto fail;
+    PyObject *tuple = PyTuple_New(N_HEADER_COLUMNS);
+    if (tuple == NULL)
+        goto fail;
+    for (int k = 0; k < N_HEADER_COLUMNS; k++)
+        PyTuple_SET_ITEM(tuple, k, cols[k]); /* steals */
+    return Py_BuildValue("(nniiN)", boundary, committed, done, stop, tuple);
+fail:
+    for (int k = 0; k < N_HEADER_COLUMNS; k++)
+        Py_XDECREF(cols[k]);
+    return NULL;
+}
+
 /* split_records(blob) -> (records: list[bytes], io_types: bytes) | None
  * Whole G records laid end to end (records.split_records) as a list, with each record's IO
  * type (records.IO_TYPE_OFFSET), one byte per record, for tallies.  None when the lengths do
@@ -1531,6 +1817,11 @@ static PyMethodDef speedups_methods[] = {
      "decode_change(record, fixed, data, change_class, op_types) -> change | None"},
     {"scan_records", (PyCFunction)(void (*)(void))sp_scan_records, METH_FASTCALL,
      "scan_records(buf, pos, end, state, max_records, mark, mark_types) -> tuple | None"},
+    {"scan_tables", (PyCFunction)(void (*)(void))sp_scan_tables, METH_FASTCALL,
+     "scan_tables(buf, pos, end, row_types, counts, first) -> (pos, metadata, stop)"},
+    {"header_rows", (PyCFunction)(void (*)(void))sp_header_rows, METH_FASTCALL,
+     "header_rows(buf, pos, end, keep, upper, names) -> (boundary, rows, done, stop, "
+     "columns)"},
     {"split_records", (PyCFunction)(void (*)(void))sp_split_records, METH_FASTCALL,
      "split_records(blob) -> (records, io_types) | None"},
     {"register_dataclass", sp_register_dataclass, METH_O,

@@ -26,6 +26,7 @@ __all__ = [
     "HeaderToken",
     "MachineInfo",
     "ProducerInfo",
+    "TrailEncryption",
     "decode_file_header",
     "home_uri",
 ]
@@ -44,6 +45,7 @@ GROUP_NAMES = {
     0x32: "DatabaseInfo",
     0x33: "ProducerInfo",
     0x34: "ContinuityInfo",
+    0x35: "EncryptionInfo",
 }
 TOKEN_NAMES = {
     0x30: {0x30: "Signature", 0x31: "CompatibilityLevel", 0x32: "Charset",
@@ -60,6 +62,7 @@ TOKEN_NAMES = {
            0x34: "MaintenanceVersion", 0x35: "PatchVersion", 0x36: "BuildVersion",
            0x37: "VersionString"},
     0x34: {0x30: "RecoveryMode"},
+    0x35: {0x30: "Cipher", 0x31: "KeyName", 0x32: "KeyVersion", 0x33: "KeyFingerprint"},
 }
 
 
@@ -103,6 +106,21 @@ class ProducerInfo:
     version_string: str = "trailgate 0.1.0"
 
 
+@dataclass(frozen=True, slots=True)
+class TrailEncryption:
+    """What an encrypted file's header says (trailgate's group 0x35): the cipher and which
+    key, by name, version and fingerprint — never the key."""
+
+    cipher: str
+    key_name: str
+    key_version: int
+    fingerprint: bytes
+
+    def describe(self) -> str:
+        return (f"{self.cipher}-GCM, key {self.key_name} version {self.key_version} "
+                f"(fingerprint {self.fingerprint.hex()})")
+
+
 @dataclass(slots=True)
 class HeaderToken:
     """One token as found in a file (for Logdump's FILEHEADER DETAIL)."""
@@ -139,6 +157,7 @@ class FileHeader:
     database: DatabaseInfo = field(default_factory=DatabaseInfo)
     producer: ProducerInfo = field(default_factory=ProducerInfo)
     recovery_mode: int = 1
+    encryption: TrailEncryption | None = None  # records sealed (trail.sealing)
     length: int = 0  # bytes the F record takes (set by encode and decode)
     tokens: list[HeaderToken] = field(default_factory=list)
     offsets: dict[str, int] = field(default_factory=dict)  # field name -> value offset
@@ -181,6 +200,10 @@ class FileHeader:
                              *[(0x32 + i, 0, _u16(v)) for i, v in enumerate(p.version)],
                              (0x37, 0, _str(p.version_string))])
         builder.group(0x34, [(0x30, 0, _u32(self.recovery_mode))])
+        e = self.encryption
+        if e is not None:
+            builder.group(0x35, [(0x30, 0, _str(e.cipher)), (0x31, 0, _str(e.key_name)),
+                                 (0x32, 0, _u32(e.key_version)), (0x33, 0, e.fingerprint)])
         content = builder.out
         total = len(content) + 8
         if total > 0xFFFF:
@@ -394,6 +417,24 @@ def _apply(h: FileHeader, group: int, ttype: int, flag: int, v: bytes, offset: i
             p.version_string = _string(v)
     elif group == 0x34 and ttype == 0x30:
         h.recovery_mode = _int(v)
+    elif group == 0x35:
+        h.encryption = _encryption(h.encryption, ttype, v)
+
+
+def _encryption(old: TrailEncryption | None, ttype: int, v: bytes) -> TrailEncryption:
+    """The EncryptionInfo group so far, with token ``ttype`` applied."""
+    cipher, name, version, fingerprint = (
+        (old.cipher, old.key_name, old.key_version, old.fingerprint) if old is not None
+        else ("", "", 0, b""))
+    if ttype == 0x30:
+        cipher = _string(v)
+    elif ttype == 0x31:
+        name = _string(v)
+    elif ttype == 0x32:
+        version = _int(v)
+    elif ttype == 0x33:
+        fingerprint = bytes(v)
+    return TrailEncryption(cipher, name, version, fingerprint)
 
 
 def _subtokens(value: bytes) -> list[HeaderToken]:

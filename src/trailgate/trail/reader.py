@@ -29,15 +29,17 @@ from trailgate.model import (
 )
 from trailgate.trail.cut import cut_record_problem
 from trailgate.trail.header import FileHeader, decode_file_header
+from trailgate.trail.keys import KeyRing, reader_keyring
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import RawRecord, decode_change, decode_lob_piece, decode_record
 from trailgate.trail.release import MAX_READ_LEVEL
 from trailgate.trail.release12 import FileDecoder
 from trailgate.trail.release12.priming import primed_decoder
+from trailgate.trail.sealing import CIPHERS, Buffer, RecordOpener
 
-__all__ = ["ReadTransaction", "TrailReader", "TrailRecord", "find_next_record", "read_header",
-           "record_bytes"]
+__all__ = ["ReadTransaction", "TrailReader", "TrailRecord", "find_next_record",
+           "opener_for", "read_header", "record_bytes"]
 
 log = logging.getLogger("trailgate.trail")
 _FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
@@ -86,6 +88,53 @@ def read_header(path: str | Path, max_compatibility: int = MAX_READ_LEVEL) -> Fi
         raise TrailFormatError(str(exc), path=str(path), rba=0) from None
 
 
+_OPENERS: dict[tuple[str, bytes], RecordOpener] = {}
+
+
+def opener_for(header: FileHeader, path: str | Path, keyring: KeyRing | None = None
+               ) -> RecordOpener | None:
+    """What opens the records of the file at ``path`` (header ``header``): ``None`` for a
+    file in the clear; ``TrailKeyError`` when its key is not in ``keyring`` (default: the
+    ENCKEYS file of the home the trail is in)."""
+    enc = header.encryption
+    if enc is None:
+        return None
+    name = str(path)
+    if enc.cipher not in CIPHERS or not enc.key_name or len(enc.fingerprint) != 8:
+        raise TrailFormatError(f"the file header's encryption ({enc.cipher or 'no cipher'}, "
+                               f"key {enc.key_name or '?'}) is not one trailgate reads",
+                               path=name, rba=0)
+    if header.compatibility > 3:
+        raise TrailFormatError("an encrypted file in a 12c+ format: trailgate encrypts only "
+                               "11.2-format trails", path=name, rba=0)
+    ring = keyring or reader_keyring(Path(path).parent)
+    key = ring.key_for(enc.key_name, enc.key_version, enc.fingerprint, path=name)
+    cache_key = (enc.cipher, key.secret)
+    opener = _OPENERS.get(cache_key)
+    if opener is None:
+        if len(_OPENERS) > 64:
+            _OPENERS.clear()
+        opener = _OPENERS[cache_key] = RecordOpener(enc, key)
+    return opener
+
+
+def open_record(opener: RecordOpener, buf: Buffer, pos: int,
+                length: int, path: str, rba: int) -> bytes:
+    """The plain bytes of the record at ``pos`` of an encrypted file, or
+    ``TrailFormatError`` naming the file and RBA (damaged, tampered with, wrong key, or a
+    record in the clear where the file says every record is encrypted)."""
+    try:
+        plain = opener.open(buf, pos, length)
+    except ValueError as exc:
+        raise TrailFormatError(str(exc), path=path, rba=rba) from None
+    if plain is None:
+        raise TrailFormatError(
+            "a record in the clear in a file whose header says its records are encrypted "
+            f"({opener.info.describe()}): it was not written by the trail's writer; it is "
+            "not applied", path=path, rba=rba)
+    return plain
+
+
 def find_next_record(buf: bytes, start: int) -> int | None:
     """The offset of the next well-formed G record at or after ``start`` (SCANFORHEADER)."""
     pos = start
@@ -95,7 +144,7 @@ def find_next_record(buf: bytes, start: int) -> int | None:
         if pos < 0 or pos + 4 > end:
             return None
         try:
-            decode_record(buf, pos, end)
+            decode_record(buf, pos, end, sealed=True)
             return pos
         except (ValueError, UnicodeDecodeError):
             pos += 1
@@ -116,6 +165,7 @@ class TrailReader:
         max_compatibility: int = MAX_READ_LEVEL,
         single_file: bool = False,
         values: bool = True,
+        keyring: KeyRing | None = None,
     ):
         path = Path(trail)
         self.single_path: Path | None = path if single_file else None
@@ -142,6 +192,8 @@ class TrailReader:
         # False: row records are not decoded (``change`` stays None), for readers that need
         # only record headers and table definitions
         self.values = values
+        self.keyring = keyring  # None: each encrypted file's home's ENCKEYS file
+        self._opener: RecordOpener | None = None
 
     @property
     def position(self) -> TrailPosition:
@@ -214,6 +266,7 @@ class TrailReader:
             except ValueError as exc:
                 raise TrailFormatError(str(exc), path=name, rba=0) from None
             base = max(self._rba, self.header.length)
+            opener = self._opener = opener_for(self.header, path, self.keyring)
             codec = self._codec = None
             if self.header.compatibility > 3:
                 try:
@@ -227,6 +280,7 @@ class TrailReader:
             f.seek(base)
             buf = b""
             pos = 0
+            opened_to = base  # an encrypted file: records before this are opened in buf
             while True:
                 chunk = f.read(_CHUNK)
                 if chunk:
@@ -262,8 +316,19 @@ class TrailReader:
                             raise TrailFormatError(f"impossible record length {length}",
                                                    path=name, rba=base + pos)
                         break
+                    if opener is not None and base + pos >= opened_to:
+                        # open the whole records from here in one go (same length: the
+                        # offsets hold); one that cannot be opened is read alone below
+                        opened, stop, _ = opener.open_run(buf, pos, end)
+                        if stop > pos:
+                            buf = buf[:pos] + opened + buf[stop:]
+                        opened_to = base + stop
                     try:
-                        rec = decode_record(buf, pos, end)
+                        if opener is None or base + pos < opened_to:
+                            rec = decode_record(buf, pos, end)
+                        else:
+                            plain = open_record(opener, buf, pos, length, name, base + pos)
+                            rec = decode_record(plain, 0, length)
                     except (ValueError, UnicodeDecodeError) as exc:
                         raise TrailFormatError(str(exc), path=name, rba=base + pos) from None
                     rec.rba = base + pos

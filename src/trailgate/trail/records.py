@@ -37,6 +37,7 @@ __all__ = [
     "encode_record",
     "encode_row_record",
     "record_length_at",
+    "split_for_room",
     "split_records",
     "split_run",
     "table_fixed_indexes",
@@ -56,6 +57,7 @@ assert _HFIXED.size == H_FIXED
 _SUB = struct.Struct(">BBH")
 
 TYPE_G, TYPE_Z, TYPE_H, TYPE_D, TYPE_T, TYPE_U = b"GZHDTU"
+TYPE_E = ord("E")  # an encrypted record's sealed area (trail.sealing)
 TYPE_ROWID, TYPE_CSN, TYPE_XID = ord("R"), ord("L"), ord("6")
 _OP_TYPES = {int(op): op for op in OpType}  # IOType -> OpType, for the C decode_change
 
@@ -406,6 +408,40 @@ def with_t_area(record: bytes, csn: int, xid: str) -> bytes | None:
             + record[pos:-2] + head)
 
 
+def split_for_room(record: bytes, room: int) -> list[bytes]:
+    """``record`` as records each at least ``room`` bytes short of the 65,535 limit (an
+    encrypted record is longer than its plain one): its D area split into fragments, as a
+    writer with that much less room would have split it, TransInd kept at the ends."""
+    raw = decode_record(record, 0, len(record))
+    if raw.io_type in (OpType.LOB,):
+        raise ValueError("a LOB piece record is never this long")
+    limit = MAX_RECORD - room
+    head = len(record) - len(raw.data)  # everything but the D content, on the first piece
+    name_len = len(raw.table.encode("utf-8")) + 1
+    rest_head = 8 + 4 + H_FIXED + name_len + 4
+    data = raw.data
+    chunks = [data[:limit - head]]
+    step = limit - rest_head
+    chunks += [data[i:i + step] for i in range(limit - head, len(data), step)]
+    ind = raw.trans_ind
+    first_ind = TransInd.FIRST if ind == TransInd.ONLY else (
+        TransInd.MIDDLE if ind == TransInd.LAST else ind)
+    last_ind = TransInd.LAST if ind in (TransInd.ONLY, TransInd.LAST) else TransInd.MIDDLE
+    out = [encode_record(
+        io_type=raw.io_type, table=raw.table, data=chunks[0], io_time=raw.io_time,
+        audit_pos=raw.audit_pos, audit_rba=raw.audit_rba, trans_ind=first_ind,
+        before_after=raw.before_after, continued=1, rowid=raw.rowid, csn=raw.csn,
+        xid=raw.xid, tokens=raw.tokens)]
+    for i, chunk in enumerate(chunks[1:], start=1):
+        final = i == len(chunks) - 1
+        out.append(encode_record(
+            io_type=OpType.RECORD_FRAGMENT, table=raw.table, data=chunk, io_time=raw.io_time,
+            audit_pos=raw.audit_pos, audit_rba=raw.audit_rba,
+            trans_ind=last_ind if final else TransInd.MIDDLE, before_after=raw.before_after,
+            continued=raw.continued if final else 1))
+    return out
+
+
 def split_records(blob: bytes) -> list[bytes]:
     """Whole G records laid end to end (as a capture source packs them) as a list; a
     ``ValueError`` if the lengths do not add up."""
@@ -435,10 +471,14 @@ def split_run(blob: bytes) -> tuple[list[bytes], bytes]:
                           for r in records)
 
 
-def decode_record(buf: bytes | mmap.mmap, pos: int, end: int) -> RawRecord:
+def decode_record(buf: bytes | mmap.mmap, pos: int, end: int, *, sealed: bool = False
+                  ) -> RawRecord:
     """Decode the G record starting at ``pos``; the caller has checked it ends before ``end``.
 
-    Raises ``ValueError`` describing the first inconsistency found.
+    Raises ``ValueError`` describing the first inconsistency found, and for an encrypted
+    record (an ``E`` area, :mod:`trail.sealing`) unless ``sealed``: then its header fields
+    are decoded and ``data`` is empty (Logdump, SCANFORHEADER).  Nothing reads an encrypted
+    record's values as if they were plain.
     """
     if _speedups is not None:  # the C version; None: inconsistent, let the code below say why
         record = _speedups.decode_record(buf, pos, end, RawRecord)
@@ -494,6 +534,9 @@ def decode_record(buf: bytes | mmap.mmap, pos: int, end: int) -> RawRecord:
             rowid, csn, xid = _decode_t(buf, sstart, p)
         elif stype == TYPE_U:
             tokens = _decode_tokens(buf, sstart, p)
+        elif stype == TYPE_E and not sealed:
+            raise ValueError("the record is encrypted (ENCRYPTTRAIL); it is read with its key "
+                             "from the ENCKEYS file")
         # Unknown sub-record types are skipped: newer writers may add areas (seed 002).
     return RawRecord(
         pos, length, flag, hdr_ind, partition, undo_flag, before_after, rec_length, io_type,

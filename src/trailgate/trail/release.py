@@ -22,6 +22,7 @@ __all__ = [
     "MAX_READ_LEVEL",
     "RELEASES",
     "TrailFormat",
+    "encryption_line",
     "format_for_level",
     "parse_byte_order",
     "parse_release",
@@ -129,14 +130,35 @@ def resolve_format(release: str | None, byte_order: str | None) -> TrailFormat:
     return fmt
 
 
-def sink_format_options(spec: Any) -> dict[str, str]:
+def sink_format_options(spec: Any, crypt: Any = None) -> dict[str, str]:
     """The trail sink's options for a trail's ``FORMAT RELEASE``/``TRAILBYTEORDER``
-    (``spec``: the parameter file's TrailOptions, or ``None``: the default 11.2 format);
-    a ConfigError names the parameter file's line."""
+    (``spec``: the parameter file's TrailOptions, or ``None``: the default 11.2 format)
+    and its ``ENCRYPTTRAIL`` (``crypt``: a TrailCrypt, or ``None``); a ConfigError names
+    the parameter file's line."""
+    out: dict[str, str] = {}
+    if crypt is not None:
+        out["encryptTrail"] = crypt.cipher
+        if crypt.key_name:
+            out["keyName"] = crypt.key_name
     if spec is None:
-        return {}
+        return out
     try:
         fmt = resolve_format(spec.release, spec.byte_order)
     except ValueError as exc:
         raise ConfigError(str(exc), path=spec.path, line=spec.line) from None
-    return {"formatRelease": fmt.release, "trailByteOrder": fmt.byte_order}
+    if crypt is not None and not fmt.seed_layout:
+        raise ConfigError(f"ENCRYPTTRAIL with FORMAT RELEASE {fmt.release}: trailgate "
+                          "encrypts trails in the 11.2 format only; drop one of the two",
+                          path=spec.path, line=spec.line)
+    return {**out, "formatRelease": fmt.release, "trailByteOrder": fmt.byte_order}
+
+
+def encryption_line(params: Any, label: str, *, pump: bool = False) -> str:
+    """The report's line on how ``label`` (an output trail) is encrypted: its
+    ENCRYPTTRAIL, and for a Data Pump what DECRYPTTRAIL makes of an encrypted input."""
+    crypt = params.encrypt.get(label)
+    if crypt is not None:
+        return f"ENCRYPTTRAIL {crypt.cipher}-GCM, key {crypt.key_name or 'DEFAULT (master)'}"
+    if pump and params.decrypt is None:
+        return "as the input (an encrypted input stays encrypted, with its key)"
+    return "none" + (" (DECRYPTTRAIL: written in the clear)" if pump else "")

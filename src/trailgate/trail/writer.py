@@ -25,17 +25,21 @@ from trailgate.trail.header import (
     home_uri,
     now_julian,
 )
+from trailgate.trail.keys import KeyRing, home_of_trail, keyring_for
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import (
+    MAX_RECORD,
     decode_change,
     decode_record,
     encode_change_records,
     encode_metadata_record,
+    split_for_room,
     table_fixed_indexes,
     with_t_area,
 )
 from trailgate.trail.release import DEFAULT_FORMAT, TrailFormat, format_for_level
 from trailgate.trail.release12 import FileEncoder, encode_change12
+from trailgate.trail.sealing import SEAL_OVERHEAD, RecordSealer
 
 __all__ = ["TrailWriter"]
 
@@ -62,16 +66,23 @@ class TrailWriter:
         format: TrailFormat | None = None,
         start_seqno: int | None = None,
         named_as: str | Path | None = None,
+        encrypt: str | None = None,
+        key_name: str | None = None,
+        keyring: KeyRing | None = None,
     ):
         """``start_seqno``: write from this sequence number on instead of after the
         trail's last file (a file prepared elsewhere and renamed into place);
-        ``named_as``: the trail whose file names the headers carry (default: ``trail``)."""
+        ``named_as``: the trail whose file names the headers carry (default: ``trail``);
+        ``encrypt``: ENCRYPTTRAIL's cipher (``AES256``…), each new file sealed with the
+        current version of ``key_name`` (``None``: the master key) from ``keyring``
+        (default: the home's ENCKEYS file)."""
         self.trail = TrailName(trail)
         self._named_as = TrailName(named_as) if named_as is not None else self.trail
         self.trail.directory.mkdir(parents=True, exist_ok=True)
         self.max_bytes = max(1, megabytes) * 1024 * 1024
         self.producer = ProducerInfo(name=producer) if isinstance(producer, str) else producer
         self.database = database or DatabaseInfo()
+        self._home = home
         self.uri = home_uri(home if home is not None else self.trail.directory.parent)
         self.uri_history = list(uri_history or [])
         if format is None:
@@ -101,6 +112,44 @@ class TrailWriter:
         self._pending: tuple[list[bytes], TableDef | None, str, int] | None = None
         self._after: list[TableDef] = []  # definitions to write right after the pending
         self._next_header: FileHeader | None = None
+        self._encrypt = encrypt
+        self._key_name = key_name
+        self._keyring = keyring
+        self._sealer: RecordSealer | None = None
+        if encrypt is not None:
+            if not format.seed_layout:
+                raise ValueError(
+                    f"ENCRYPTTRAIL is for the 11.2 trail format; FORMAT RELEASE "
+                    f"{format.release} trails are written in the clear (drop FORMAT RELEASE "
+                    "or ENCRYPTTRAIL)")
+            self._new_sealer()  # a missing key is an error at start, not at the first file
+
+    # -- encryption ----------------------------------------------------------------------
+
+    def _ring(self) -> KeyRing:
+        if self._keyring is not None:
+            return self._keyring
+        home = Path(self._home) if self._home is not None else home_of_trail(
+            self.trail.directory)
+        return keyring_for(home)
+
+    def _new_sealer(self) -> None:
+        """The sealer of the current key (a new file picks up a key added since)."""
+        assert self._encrypt is not None
+        key = self._ring().current(self._key_name)
+        if self._sealer is None or self._sealer.key != key:
+            self._sealer = RecordSealer(self._encrypt, key)
+
+    @property
+    def encryption(self) -> str | None:
+        """What the files are encrypted with (cipher, key name, version), or None."""
+        return None if self._sealer is None else self._sealer.info.describe()
+
+    def _sealed(self, record: bytes) -> bytes:
+        assert self._sealer is not None
+        if len(record) + SEAL_OVERHEAD <= MAX_RECORD:
+            return self._sealer.seal(record)
+        return b"".join(map(self._sealer.seal, split_for_room(record, SEAL_OVERHEAD)))
 
     # -- positions ---------------------------------------------------------------------
 
@@ -206,7 +255,12 @@ class TrailWriter:
             body = body[1:]
         if body:
             size = sum(map(len, body))
+            if self._sealer is not None:
+                size += SEAL_OVERHEAD * len(body)
             if self._file_len + size <= self.max_bytes:  # all MIDDLE, no rollover: as is
+                if self._sealer is not None:  # (the other branch seals them in _append)
+                    body = [self._sealed(r) for r in body]
+                    size = sum(map(len, body))
                 self._buf += b"".join(body)
                 self._file_len += size
                 if len(self._buf) >= _SPILL_BYTES:
@@ -237,7 +291,8 @@ class TrailWriter:
             self._tables_in_file[name] = table  # the same definition: compare by identity
 
         patched = with_t_area(record, csn, xid)
-        if patched is None or self._file_len + len(patched) > self.max_bytes:
+        seal = SEAL_OVERHEAD if self._sealer is not None else 0
+        if patched is None or self._file_len + len(patched) + seal > self.max_bytes:
             return False
         off = self._trans_ind_offset
         self._append(patched[:off] + _ONLY + patched[off + 1:])
@@ -275,6 +330,8 @@ class TrailWriter:
         csn = self._txn[1]
         meta: list[bytes] = []
         size = sum(map(len, records))
+        if self._sealer is not None:
+            size += SEAL_OVERHEAD * len(records)
         if self._fd is not None and self._has_data and self._file_len + size > self.max_bytes:
             self._finish_file()
         if self._fd is None:
@@ -366,6 +423,9 @@ class TrailWriter:
             header = decode_file_header(os.pread(fd, 0xFFFF, 0), max_compatibility=255)
             if header.length > length:
                 raise ValueError(f"{path}: header longer than the file")
+            wanted = None if self._sealer is None else self._sealer.info
+            if header.encryption != wanted:
+                raise ValueError(f"{path}: written with other encryption than this writer's")
             os.lseek(fd, length, os.SEEK_SET)
         except BaseException:
             os.close(fd)
@@ -401,6 +461,8 @@ class TrailWriter:
     # -- files ----------------------------------------------------------------------------
 
     def _append(self, record: bytes) -> None:
+        if self._sealer is not None:
+            record = self._sealed(record)
         self._buf += record
         self._file_len += len(record)
         if len(self._buf) >= _SPILL_BYTES:
@@ -436,6 +498,10 @@ class TrailWriter:
                          "database", "producer", "recovery_mode"):
                 setattr(header, name, getattr(template, name))
             header.compatibility = self.format.level  # the records follow this writer's format
+        if self._encrypt is not None:
+            self._new_sealer()
+            assert self._sealer is not None
+            header.encryption = self._sealer.info
         data = header.encode()
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._header = header

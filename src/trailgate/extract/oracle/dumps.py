@@ -30,6 +30,7 @@ from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
 from trailgate.model import datetime_from_julian
 from trailgate.params import ExtractParams, parse_globals, parse_group_params
+from trailgate.trail.keys import require_keys
 from trailgate.trail.release import sink_format_options
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ def load_oracle_config(home: Home, group: str, *, process_id: int | None = None
                               "primary Extract", path=spec.path, line=spec.line)
         check_tokens(spec)
     trail, label, megabytes = _trail(home, info, params)
+    require_keys(home.path, params.encrypt.values())
     env = GroupEnv(group=info.name, description=info.description or "",
                    hostname=socket.gethostname(), os_user=getpass.getuser(),
                    process_id=process_id or os.getpid())
@@ -139,7 +141,8 @@ def load_oracle_config(home: Home, group: str, *, process_id: int | None = None
         cache_dir=str(work / "oracle"), spill_dir=str(work),
         begin_scn=int(begin["scn"]) if begin and "scn" in begin else None,
         params=params, info=info, ggschema=parse_globals(home.globals_file).ggschema,
-        format_options=sink_format_options(params.trail_options.get(label)))
+        format_options=sink_format_options(params.trail_options.get(label),
+                                           params.encrypt.get(label)))
 
 
 # -- the dump directory ---------------------------------------------------------------------

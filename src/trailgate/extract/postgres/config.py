@@ -19,13 +19,14 @@ from trailgate.capture.postgres.ddl_setup import ddl_schema
 from trailgate.capture.postgres.slots import slot_name
 from trailgate.capture.postgres.trandata import DEFAULT_PUBLICATION
 from trailgate.changes.heartbeat import seed_name
-from trailgate.db.connect import CredentialStore, login_conninfo
+from trailgate.db.connect import DEFAULT_DOMAIN, alias_conninfo, login_conninfo
 from trailgate.errors import ConfigError
 from trailgate.extract.ddl import ExtractDdl
 from trailgate.extract.tables import TableRules
 from trailgate.extract.tokens import GroupEnv, check_tokens
 from trailgate.home import GroupInfo, Home
 from trailgate.params import ExtractParams, parse_globals, parse_group_params
+from trailgate.trail.keys import require_keys
 from trailgate.trail.release import sink_format_options
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "ExtractConfig", "extract_ddl", "load_extract_config",
@@ -63,9 +64,8 @@ class ExtractConfig:
 
 def source_conninfo(home: Home, params: ExtractParams) -> str:
     if params.useridalias:
-        cred = CredentialStore(home.path).get(params.useridalias,
-                                              params.domain or "OracleGoldenGate")
-        return cred.conninfo(params.sourcedb)
+        return alias_conninfo(home.path, params.useridalias, params.domain or DEFAULT_DOMAIN,
+                              params.sourcedb)
     if params.userid or params.sourcedb:
         return login_conninfo(sourcedb=params.sourcedb, userid=params.userid,
                               password=params.password)
@@ -120,6 +120,7 @@ def load_extract_config(home: Home, group: str, *,
                               path=spec.path, line=spec.line)
         check_tokens(spec)
     trail, label, megabytes = _trail(home, info, params)
+    require_keys(home.path, params.encrypt.values())
     env = GroupEnv(group=info.name, description=info.description or "",
                    hostname=socket.gethostname(), os_user=getpass.getuser(),
                    process_id=process_id or os.getpid())
@@ -133,7 +134,8 @@ def load_extract_config(home: Home, group: str, *,
         spill_dir=str(Path(home.dirtmp) / info.name.lower()),
         memory_limit_bytes=memory_limit_bytes, params=params, info=info,
         heartbeat_schema=schema,
-        format_options=sink_format_options(params.trail_options.get(label)),
+        format_options=sink_format_options(params.trail_options.get(label),
+                                           params.encrypt.get(label)),
         ggschema=_ggschema(home, params))
 
 

@@ -27,6 +27,7 @@ from trailgate.extract.running import SPARK_DEFAULTS, ExtractStats, echo_paramet
 from trailgate.home import Home
 from trailgate.process.query import query_failure, report_interval, watch
 from trailgate.process.runtime import EVENT_NO_TRANDATA, GroupProcess
+from trailgate.trail.release import encryption_line
 
 __all__ = ["RunOptions", "run_extract_group"]
 
@@ -58,6 +59,7 @@ def _report_startup(proc: GroupProcess, cfg: ExtractConfig, info: StartupReport)
     report.line(f"Publication:      {cfg.publication}")
     report.line(f"DDL:              {info.ddl}")
     report.line(f"Trail:            {cfg.trail_label} ({cfg.megabytes} MB files)")
+    report.line(f"Encryption:       {encryption_line(cfg.params, cfg.trail_label)}")
     report.line(f"Tables:           {len(info.tables)}")
     for name in info.tables:
         report.line(f"  {name}")
