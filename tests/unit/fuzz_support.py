@@ -255,9 +255,9 @@ _TRAILS: dict[str, TrailBase] = {}
 
 def trail_base(release: str | None, order: str | None = None, big: bool = False
                ) -> TrailBase:
-    """Seed 003's workload, a DDL change with its new definition, a comment, a token-laden
-    change (70,000-byte value: fragments, when ``big``), in two files; 11.2 (``release``
-    None) or a 12c+ release in ``order``."""
+    """Seed 003's workload, a DDL change with its new definition, an update, a key change
+    and a truncate, a comment, a token-laden change (70,000-byte value: fragments, when
+    ``big``), in two files; 11.2 (``release`` None) or a 12c+ release in ``order``."""
     from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, Transaction
     from trailgate.sample import COURSE, STUDENT, seed_transactions
     from trailgate.trail import TrailReader, TrailWriter
@@ -288,7 +288,9 @@ def trail_base(release: str | None, order: str | None = None, big: bool = False
             w.commit_transaction()
             w.write_transaction(Transaction("7.1.2", 78, [Change(
                 OpType.UPDATE, "APP.T", before={0: b"1", 1: b"one", 2: None},
-                after={0: b"1", 1: b"two", 2: b"2026-11-27:10:00:00"})]), {"APP.T": t2})
+                after={0: b"1", 1: b"two", 2: b"2026-11-27:10:00:00"}), Change(
+                OpType.PK_UPDATE, "APP.T", before={0: b"1"}, after={0: b"2", 1: b"three"}),
+                Change(OpType.TRUNCATE, "APP.T")]), {"APP.T": t2})
             w.start_file()
             for txn in txns[len(txns) // 2:]:
                 w.write_transaction(txn, tables)
