@@ -1,6 +1,7 @@
 """Initial load beside ``pg_dump --data-only | psql``, between the same two servers.
 
-    ./dev bench initial_load [--rows 5000000] [--repeat 2] [--keep DIR]
+    ./dev bench initial_load [--rows 5000000] [--repeat 2] [--threads N] [--spark-too]
+                             [--keep DIR]
 
 Two embedded PostgreSQL servers (source and target, ``fast`` settings for both), a set of
 three tables of ten columns (60/30/10 % of ``--rows``) on the source, the same empty tables
@@ -9,14 +10,16 @@ three tables of ten columns (60/30/10 % of ``--rows``) on the source, the same e
 1. ``pg_dump --data-only -t …`` of the three tables piped into ``psql`` (the embedded
    server's own binaries, so versions match): the reference;
 2. the initial load (``ADD EXTRACT …, SOURCEISTABLE``, ``RMTTASK REPLICAT`` into the target
-   PostgreSQL), in this process, on a ``local[2]`` Spark session started beforehand (its
-   start-up is printed apart: a group pays it once per run, not per table).
+   PostgreSQL, ``SPARK MASTER local[2]``) from a cold start: ``trailgate run extract eload``
+   as a new process, timed from its start to its exit — Python's start, the cut, the copy,
+   and a Spark session if the load's route starts one (``docs/instantiation.md``).
 
-The best time of each is compared: the ratio is pg_dump's time / the load's (the aim: at
-least 1.0), Spark's start-up and first job left out; a second ratio counts them (a load
-from a cold start pays them once).  Then the same tables are loaded into Delta tables
-(rows/s), and the peak resident memory of the load's Python workers (Spark's, read from
-/proc) is printed.
+The ratio of each round is pg_dump's time / the load's (the aim: at least 1.0); the peak
+resident memory of the load's process (its copy threads) is printed.  ``--spark-too`` also
+times a cold load made to start Spark beside its threads (``SPARK CONF
+trailgate.load.sparkRanges=0``).  Then the same tables are loaded into Delta tables on a
+session started beforehand (rows/s; its start-up and first job printed apart), and the
+peak resident memory of Spark's Python workers is printed.
 """
 
 from __future__ import annotations
@@ -94,6 +97,24 @@ def worker_peak_rss(jvm_pid: int) -> tuple[int, int]:
     return count, peak
 
 
+def cold_load(home: Home, group: str) -> tuple[float, int]:
+    """``trailgate run extract group`` as a new process: (seconds, its peak RSS in KiB)."""
+    manifest_path(home.dirchk, group).unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "trailgate.cli", "--home", str(home.path),
+                             "run", "extract", group], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env, cwd=home.path)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.monotonic() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"the load {group} failed: {err.decode()[-2000:]}")
+    return elapsed, int(usage.ru_maxrss)
+
+
 def _env(conninfo: str) -> dict[str, str]:
     params = conninfo_to_dict(conninfo)
     return {**os.environ, "PGHOST": str(params["host"]), "PGPORT": str(params["port"]),
@@ -125,23 +146,19 @@ def empty_target(tgt: str) -> None:
         conn.execute("CHECKPOINT")
 
 
-def warm(home: Home, src: str, tgt: str, spark: object) -> None:
-    """A one-row load: Spark starts its Python workers and they import the load."""
-    for conninfo in (src, tgt):
-        with connect(conninfo) as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS bench.warm (id int PRIMARY KEY)")
-            conn.execute("TRUNCATE bench.warm")
+def warm(home: Home, src: str, spark: object) -> None:
+    """A one-row load into Delta: Spark starts its Python workers and they import the load."""
     with connect(src) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench.warm (id int PRIMARY KEY)")
+        conn.execute("TRUNCATE bench.warm")
         conn.execute("INSERT INTO bench.warm VALUES (1)")
     (home.dirprm / "ewarm.prm").write_text(
-        f"EXTRACT ewarm\nSOURCEISTABLE\nSOURCEDB {src}\nRMTTASK REPLICAT, GROUP rep\n"
+        f"EXTRACT ewarm\nSOURCEISTABLE\nSOURCEDB {src}\nRMTTASK REPLICAT, GROUP repd\n"
         "TABLE bench.warm;\n")
     if home.group("EWARM") is None:
         home.add_group(GroupInfo("EWARM", "EXTRACT", "SOURCEISTABLE"))
     manifest_path(home.dirchk, "EWARM").unlink(missing_ok=True)
-    with connect(tgt) as conn:
-        if conn.execute("SELECT to_regclass('trailgate.load_ranges')").fetchone()[0]:
-            conn.execute("DELETE FROM trailgate.load_ranges WHERE load_group = 'EWARM'")
+    shutil.rmtree(home.path / "delta", ignore_errors=True)
     run_load(home, "EWARM", LoadOptions(out=io.StringIO(), spark=spark))
 
 
@@ -156,6 +173,10 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="work in DIR and leave it")
+    parser.add_argument("--threads", type=int, help="the load's driver threads (SPARK CONF "
+                        "trailgate.load.driverThreads; default: the master's 2 cores)")
+    parser.add_argument("--spark-too", action="store_true",
+                        help="also time a cold load that starts Spark beside its threads")
     args = parser.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="tg-bench-load-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -178,9 +199,13 @@ def main() -> int:
                 conn.execute(DDL.format(name=name))
         home = Home(work / "gg").create()
         tables = "".join(f"TABLE {t};\n" for t in TABLES)
-        (home.dirprm / "eload.prm").write_text(
-            f"EXTRACT eload\nSOURCEISTABLE\nSOURCEDB {src}\nRMTTASK REPLICAT, GROUP rep\n"
-            + tables)
+        threads = (f"SPARK CONF trailgate.load.driverThreads={args.threads}\n"
+                   if args.threads is not None else "")
+        for group, extra in (("eload", threads),
+                             ("espark", threads + "SPARK CONF trailgate.load.sparkRanges=0\n")):
+            (home.dirprm / f"{group}.prm").write_text(
+                f"EXTRACT {group}\nSOURCEISTABLE\nSOURCEDB {src}\nRMTTASK REPLICAT, GROUP rep\n"
+                f"SPARK MASTER local[2]\n{extra}" + tables)
         (home.dirprm / "rep.prm").write_text(f"REPLICAT rep\nTARGETDB {tgt}\n"
                                              "MAP bench.*, TARGET bench.*;\n")
         (home.dirprm / "edelta.prm").write_text(
@@ -189,60 +214,74 @@ def main() -> int:
         (home.dirprm / "repd.prm").write_text("REPLICAT repd\nTARGETDELTA ./delta\n"
                                               "MAP bench.*, TARGET bench.*;\n")
         for name, source_kind, trail in (("ELOAD", "SOURCEISTABLE", None),
+                                         ("ESPARK", "SOURCEISTABLE", None),
                                          ("EDELTA", "SOURCEISTABLE", None),
                                          ("REP", "EXTTRAIL", "./dirdat/rt"),
                                          ("REPD", "EXTTRAIL", "./dirdat/rt")):
             if home.group(name) is None:
                 kind = "EXTRACT" if name.startswith("E") else "REPLICAT"
                 home.add_group(GroupInfo(name, kind, source_kind, trail))
+        rows = count(src)
+        dumps, loads, peaks = [], [], []
+        for r in range(args.repeat):
+            empty_target(tgt)
+            dumps.append(pg_dump_pipe(src, tgt))
+            assert count(tgt) == rows
+            empty_target(tgt)
+            seconds, peak = cold_load(home, "ELOAD")
+            loads.append(seconds)
+            peaks.append(peak)
+            assert count(tgt) == rows, "the load did not copy every row"
+            print(f"round {r + 1}: pg_dump | psql {dumps[-1]:.1f} s, initial load (cold) "
+                  f"{loads[-1]:.1f} s: ratio {dumps[-1] / loads[-1]:.2f}", flush=True)
+        both = None
+        if args.spark_too:
+            empty_target(tgt)
+            both, _ = cold_load(home, "ESPARK")
+            assert count(tgt) == rows, "the load did not copy every row"
+            report = (home.dirrpt / "ESPARK.rpt").read_text()
+            split = next((line.split(":", 1)[1].strip() for line in report.splitlines()
+                          if line.startswith("Ranges:")), "")
         from trailgate.spark import get_spark
 
         started = time.monotonic()
         spark = get_spark("trailgate bench initial_load", master="local[2]")
         spark_start = time.monotonic() - started
         started = time.monotonic()  # the first job starts Spark's Python workers
-        warm(home, src, tgt, spark)
+        warm(home, src, spark)
         warm_up = time.monotonic() - started
         jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[attr-defined]
-        quiet = io.StringIO()
-        dumps, loads = [], []
-        for r in range(args.repeat):
-            empty_target(tgt)
-            dumps.append(pg_dump_pipe(src, tgt))
-            assert count(tgt) == count(src)
-            empty_target(tgt)
-            manifest_path(home.dirchk, "ELOAD").unlink(missing_ok=True)
-            started = time.monotonic()
-            run_load(home, "ELOAD", LoadOptions(out=quiet, spark=spark))
-            loads.append(time.monotonic() - started)
-            assert count(tgt) == count(src), "the load did not copy every row"
-            print(f"round {r + 1}: pg_dump | psql {dumps[-1]:.1f} s, initial load "
-                  f"{loads[-1]:.1f} s", flush=True)
         shutil.rmtree(home.path / "delta", ignore_errors=True)
         manifest_path(home.dirchk, "EDELTA").unlink(missing_ok=True)
         started = time.monotonic()
-        run_load(home, "EDELTA", LoadOptions(out=quiet, spark=spark))
+        run_load(home, "EDELTA", LoadOptions(out=io.StringIO(), spark=spark))
         delta = time.monotonic() - started
         workers, rss = worker_peak_rss(jvm)
-        rows = count(src)
         best_dump, best_load = min(dumps), min(loads)
         print()
-        print(f"{'':<34}{'seconds':>10}{'rows/s':>14}")
-        print(f"{'pg_dump --data-only | psql':<34}{best_dump:>10.1f}{rows / best_dump:>14,.0f}")
-        print(f"{'initial load → PostgreSQL':<34}{best_load:>10.1f}{rows / best_load:>14,.0f}")
-        print(f"{'initial load → Delta':<34}{delta:>10.1f}{rows / delta:>14,.0f}")
+        print(f"{'':<40}{'seconds':>10}{'rows/s':>14}")
+        print(f"{'pg_dump --data-only | psql':<40}{best_dump:>10.1f}{rows / best_dump:>14,.0f}")
+        print(f"{'initial load → PostgreSQL, cold':<40}{best_load:>10.1f}"
+              f"{rows / best_load:>14,.0f}")
+        if both is not None:
+            print(f"{'  the same, Spark started beside it':<40}{both:>10.1f}"
+                  f"{rows / both:>14,.0f}   ({split})")
+        print(f"{'initial load → Delta (session up)':<40}{delta:>10.1f}{rows / delta:>14,.0f}")
+        whole = delta + spark_start + warm_up
+        print(f"{'  counting its start-up and first job':<40}{whole:>10.1f}"
+              f"{rows / whole:>14,.0f}")
         print(f"\n{rows:,} rows; best of {args.repeat} rounds (all rounds: pg_dump | psql "
               f"{', '.join(f'{d:.1f}' for d in dumps)} s; load "
               f"{', '.join(f'{x:.1f}' for x in loads)} s)")
-        print(f"apart: Spark session start-up {spark_start:.1f} s, first job (Python workers "
-              f"started, a one-row load) {warm_up:.1f} s: a load pays both once per run")
-        print(f"ratio (pg_dump | psql time / initial load time): {best_dump / best_load:.2f} "
-              f"(aim: at least 1.0; Spark's start-up and first job not counted)")
-        whole = best_load + spark_start + warm_up
-        print(f"ratio counting Spark's start-up and first job ({whole:.1f} s): "
-              f"{best_dump / whole:.2f} (a one-off load from a cold start)")
-        print(f"peak RSS of the load's Python workers: {rss / 1024:.0f} MiB (largest of "
-              f"{workers} processes under Spark's JVM)")
+        print("ratio per round (pg_dump | psql time / cold load time, same round): "
+              + ", ".join(f"{d / x:.2f}" for d, x in zip(dumps, loads, strict=True))
+              + "  (aim: at least 1.0)")
+        print(f"Delta: Spark session start-up {spark_start:.1f} s, first job (Python workers "
+              f"started, a one-row load) {warm_up:.1f} s")
+        print(f"peak RSS of the PostgreSQL load's process (its copy threads): "
+              f"{max(peaks) / 1024:.0f} MiB")
+        print(f"peak RSS of the Delta load's Python workers: {rss / 1024:.0f} MiB (largest "
+              f"of {workers} processes under Spark's JVM)")
         return 0
     finally:
         from trailgate.spark import stop_spark

@@ -13,7 +13,8 @@ order on it:
 4. A collision (a data error): the Replicat abends, is reported and is not restarted.
 5. No password anywhere (issue 22): the groups log in as a role whose password is unique to
    this run; neither ``ps``, any process's environment, the REST API, /metrics, nor any file
-   the run wrote (the home, Spark's scratch, temporary files) holds it in any common encoding.
+   the run wrote (the home with its encrypted trail, Spark's scratch, temporary files) holds
+   it in any common encoding.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def ops(e2e_cluster: Cluster) -> Iterator[Ops]:
     os.environ[SPARK_DIR_ENV] = str(home.dirtmp / "spark")
     spec = PipelineSpec(tables=["ops.accounts"], maps=[("ops.*", "ops.*")], source_db="opsrc",
                         target_db="optgt", pump=False, replicat_delta=False, extract="OEXT",
-                        replicat_pg_name="OREP", trigger="1 SECONDS")
+                        replicat_pg_name="OREP", trigger="1 SECONDS",
+                        encrypt_trail="AES256, KEYNAME ops")  # the scan covers sealed trails
     pipeline = Pipeline(home, spec)
     started = time.time()
     password = "Tg-" + secrets.token_urlsafe(18)

@@ -254,6 +254,9 @@ def test_load_range_through_pure_python_copy_equals_the_c_pump(pg_cluster, tmp_p
 
     src = pg_cluster.create_database("lpy_src")
     seed(src, orders=1500, items=700, events=300)
+    with psycopg.connect(src, autocommit=True) as conn:  # rows larger than the pump's block
+        conn.execute("UPDATE app.events SET payload = jsonb_build_object('big', "
+                     "repeat(md5(id::text), 5000)) WHERE id IN (7, 8, 200)")
     targets = {}
     for how in ("python", "c"):
         targets[how] = pg_cluster.create_database(f"lpy_{how}")

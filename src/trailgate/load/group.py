@@ -2,7 +2,8 @@
 
 The driver resolves tables and targets, plans or reuses the ranges, learns from the targets
 which are done, takes the cut (a slot created with an exported snapshot) and runs the
-unfinished ranges as one Spark job whose tasks import that snapshot; then the manifest, the
+unfinished ranges, each reader importing that snapshot, along the route ``route`` chooses:
+the driver's threads, a Spark job, or both sharing one queue; then the manifest, the
 Replicats' instantiation registries, STATS and the summary.  A kill -9 leaves committed
 ranges done and nothing else.
 """
@@ -27,15 +28,17 @@ from trailgate.capture.postgres.ranges import plan_ranges
 from trailgate.capture.postgres.slots import slot_name
 from trailgate.checkpoint import Checkpoint, TableStats
 from trailgate.db.connect import connect
-from trailgate.errors import ConfigError, SourceError, TrailgateError
+from trailgate.errors import ConfigError, SourceError
 from trailgate.home import Home
 from trailgate.load.config import LoadConfig, load_load_config
 from trailgate.load.job import LoadJob, SinkSpec, Task
 from trailgate.load.manifest import Manifest, RangeState, TableState, manifest_path
 from trailgate.load.progress import Progress, summary_lines
+from trailgate.load.range_runner import RangeRunner
+from trailgate.load.route import Route, choose_route
 from trailgate.load.sink_driver import SinkDriver
+from trailgate.load.task import Summary
 from trailgate.model import julian_from_unix_micros
-from trailgate.process.query import query_failure
 from trailgate.process.runtime import GroupProcess
 
 __all__ = ["LoadOptions", "run_load"]
@@ -235,7 +238,7 @@ def _job(cfg: LoadConfig, manifest: Manifest, sink: SinkDriver, exported: Export
                    julian_from_unix_micros(int(time.time() * 1_000_000)))
 
 
-def _run_job(spark: Any, job: LoadJob, work: Path) -> list[tuple[int, int, int, bool, float]]:
+def _run_job(spark: Any, job: LoadJob, work: Path) -> list[Summary]:
     from trailgate.load.spark_source import PgTableDataSource
 
     path = work / "job.pkl"
@@ -252,8 +255,6 @@ def _run_job(spark: Any, job: LoadJob, work: Path) -> list[tuple[int, int, int, 
 
 def run_load(home: Home, name: str, opts: LoadOptions | None = None) -> int:
     """Run initial load ``name`` to its end (or a stop); returns the exit code."""
-    from trailgate.spark import stop_spark
-
     opts = opts or LoadOptions()
     out = opts.out or sys.stdout
     with GroupProcess(home, "EXTRACT", name, title=TITLE) as proc:
@@ -279,9 +280,10 @@ def run_load(home: Home, name: str, opts: LoadOptions | None = None) -> int:
                     f"{cfg.output} ({cfg.sink_kind})")
         todo = [Task(t.number, r.range) for t in manifest.tables for r in t.ranges
                 if not r.done]
-        reason = "the initial load is complete"
+        reason, started_spark = "the initial load is complete", False
         if todo and not proc.stop_requested:
-            reason = _load(proc, home, cfg, manifest, sink, todo, path, opts, out)
+            reason, started_spark = _load(proc, home, cfg, manifest, sink, todo, path, opts,
+                                          out)
         if manifest.complete and manifest.finished is None:
             manifest.finished = time.strftime("%Y-%m-%dT%H:%M:%S")
         manifest.save(path)
@@ -298,16 +300,32 @@ def run_load(home: Home, name: str, opts: LoadOptions | None = None) -> int:
         if not manifest.complete and not proc.stop_requested:
             raise SourceError(f"the initial load did not finish ({reason}); start it again: "
                               f"only unfinished ranges are redone")
-        if opts.spark is None:
+        if started_spark:
+            from trailgate.spark import stop_spark
+
             stop_spark()
         proc.stopped(reason)
     return 0
 
 
+def _spark_conf(cfg: LoadConfig) -> dict[str, str]:
+    return {k: v for k, v in cfg.params.spark.conf.items() if not k.startswith("trailgate.")}
+
+
+def _route(cfg: LoadConfig, spark: Any, ranges: int) -> Route:
+    from trailgate.capture.postgres.copy_read import pump_available
+
+    master = (spark.sparkContext.master if spark is not None else
+              cfg.params.spark.master or os.environ.get("TRAILGATE_SPARK_MASTER", "local[2]"))
+    return choose_route(cfg.sink_kind, master, ranges, cfg.params.spark.conf,
+                        pump=pump_available(), path=cfg.params.path)
+
+
 def _load(proc: GroupProcess, home: Home, cfg: LoadConfig, manifest: Manifest,
           sink: SinkDriver, todo: list[Task], path: Path, opts: LoadOptions,
-          out: TextIO) -> str:
-    """Take the cut and run the unfinished ranges; the reason the run ended."""
+          out: TextIO) -> tuple[str, bool]:
+    """Take the cut and run the unfinished ranges: the reason the run ended, and whether
+    it started a Spark session."""
     report = proc.report
     assert report is not None
     work = cfg.work_dir
@@ -315,14 +333,16 @@ def _load(proc: GroupProcess, home: Home, cfg: LoadConfig, manifest: Manifest,
     shutil.rmtree(progress_dir, ignore_errors=True)
     progress_dir.mkdir(parents=True, exist_ok=True)
     spark = opts.spark
-    if spark is None:
-        spark = proc.start_spark(cfg.params.spark.master,
-                                 {k: v for k, v in cfg.params.spark.conf.items()
-                                  if not k.startswith("trailgate.")})
+    route = _route(cfg, spark, len(todo))
+    started_spark = False
+    if spark is None and not route.threads:  # Spark alone: up before the cut is taken
+        spark = proc.start_spark(cfg.params.spark.master, _spark_conf(cfg))
+        started_spark = True
     exported = _cut(cfg, home, manifest, proc)
     try:
         report.line(f"Cut:              LSN {format_lsn(exported.consistent_point)} "
                     f"(snapshot {exported.snapshot}); {len(todo)} range(s) to load")
+        report.line(f"Route:            {route.why}")
         for t in manifest.tables:
             for r in t.ranges:
                 if not r.done:
@@ -332,29 +352,29 @@ def _load(proc: GroupProcess, home: Home, cfg: LoadConfig, manifest: Manifest,
         proc.started()
         job = _job(cfg, manifest, sink, exported, todo, progress_dir)
         tty = hasattr(out, "isatty") and out.isatty()
-
-        def tick() -> None:
-            if proc.stop_requested:
-                spark.sparkContext.cancelAllJobs()
-
-        progress = Progress(manifest, progress_dir, out, tty=tty, on_tick=tick)
+        runner = RangeRunner(job, route, spark,
+                             lambda: proc.start_spark(cfg.params.spark.master,
+                                                      _spark_conf(cfg)),
+                             lambda: proc.stop_requested,
+                             lambda session, part: _run_job(session, part, work))
+        progress = Progress(manifest, progress_dir, out, tty=tty, on_tick=runner.tick)
         progress.start()
-        reason = "the initial load is complete"
         try:
-            results = _run_job(spark, job, work)
-        except TrailgateError:
-            raise
-        except Exception as exc:
-            if proc.stop_requested:
-                reason = proc.stop_reason or "stop requested"
-                results = []
-            else:
-                raise query_failure(exc, SourceError) from None
+            results = runner.run()
         finally:
             progress.stop()
+        started_spark = started_spark or runner.started_spark
+        reason = (proc.stop_reason or "stop requested") if runner.stopped else \
+            "the initial load is complete"
+        if route.threads and route.spark:
+            by_driver, by_spark = runner.counts()
+            report.line(f"Ranges:           {by_driver} copied by the driver's threads, "
+                        f"{by_spark} by Spark tasks")
         longest: dict[int, float] = {}
-        for table, index, rows, _skipped, seconds in results:
+        for table, index, rows, skipped, seconds in results:
             state = manifest.tables[table].ranges[index]
+            if skipped and state.done:
+                continue  # the other loader's summary has its rows
             state.done, state.rows = True, rows
             longest[table] = max(longest.get(table, 0.0), seconds)
         for t in manifest.tables:
@@ -362,6 +382,6 @@ def _load(proc: GroupProcess, home: Home, cfg: LoadConfig, manifest: Manifest,
         if proc.stop_requested and reason == "the initial load is complete":
             reason = proc.stop_reason or "stop requested"
         sink.refresh(manifest)
-        return reason
+        return reason, started_spark
     finally:
         exported.close()

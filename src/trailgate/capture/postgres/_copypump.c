@@ -5,7 +5,8 @@
  * passes the addresses of PQgetCopyData, PQputCopyData and PQfreemem (found with ctypes)
  * with the PGconn pointers psycopg exposes (pgconn_ptr).  The connections must be in
  * blocking mode.  Both functions stop after about max_bytes so the caller can report
- * progress, and may be called again: the COPY goes on where it stopped.
+ * progress, and may be called again: the COPY goes on where it stopped.  The pump sends
+ * the rows it reads in blocks (PUMP_BLOCK), all of them before it returns.
  *
  *   pump(src, dst, get, put, free, max_bytes) -> (bytes moved, finished)
  *   gather(src, get, free, max_bytes) -> bytes (b"" once the COPY is finished)
@@ -21,6 +22,11 @@ typedef int (*get_copy_data_fn)(void *conn, char **buffer, int async);
 typedef int (*put_copy_data_fn)(void *conn, const char *buffer, int nbytes);
 typedef void (*freemem_fn)(void *ptr);
 
+/* Rows gathered into one CopyData message of about this many bytes before it is sent: the
+ * COPY data is a byte stream whose messages need not match rows, and the target server
+ * handles one message per 64 kB instead of one per row. */
+#define PUMP_BLOCK 65536
+
 static PyObject *
 pump(PyObject *self, PyObject *args)
 {
@@ -31,7 +37,11 @@ pump(PyObject *self, PyObject *args)
     get_copy_data_fn get_data = (get_copy_data_fn)(uintptr_t)get;
     put_copy_data_fn put_data = (put_copy_data_fn)(uintptr_t)put;
     freemem_fn free_mem = (freemem_fn)(uintptr_t)fre;
+    char *block = PyMem_RawMalloc(PUMP_BLOCK);
+    if (block == NULL)
+        return PyErr_NoMemory();
     long long moved = 0;
+    size_t held = 0;
     int n = 0, put_ok = 1, finished = 0;
     Py_BEGIN_ALLOW_THREADS
     while (moved < max_bytes) {
@@ -41,13 +51,29 @@ pump(PyObject *self, PyObject *args)
             finished = (n == -1);
             break;
         }
-        put_ok = put_data((void *)(uintptr_t)dst, buf, n);
+        if (held + (size_t)n > PUMP_BLOCK && held > 0) {
+            put_ok = put_data((void *)(uintptr_t)dst, block, (int)held);
+            held = 0;
+            if (put_ok != 1) {
+                free_mem(buf);
+                break;
+            }
+        }
+        if ((size_t)n > PUMP_BLOCK) {  /* a row larger than a block goes alone */
+            put_ok = put_data((void *)(uintptr_t)dst, buf, n);
+        } else {
+            memcpy(block + held, buf, (size_t)n);
+            held += (size_t)n;
+        }
         free_mem(buf);
         if (put_ok != 1)
             break;
         moved += n;
     }
+    if (put_ok == 1 && held > 0)  /* what is held goes before the call returns */
+        put_ok = put_data((void *)(uintptr_t)dst, block, (int)held);
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(block);
     if (n == -2)
         return PyErr_Format(PyExc_RuntimeError, "reading the COPY failed");
     if (put_ok != 1)

@@ -29,7 +29,7 @@ from trailgate.errors import SourceError
 from trailgate.trail._accel import load_optional
 
 __all__ = ["CHUNK_BYTES", "CSV_BLOCK", "ReadColumn", "arrow_batches", "copy_in", "copy_out",
-           "copy_through", "open_snapshot", "range_select"]
+           "copy_through", "open_snapshot", "pump_available", "range_select"]
 
 #: Bytes of CSV Arrow parses at a time (one record batch each).
 CSV_BLOCK = 4 << 20
@@ -115,6 +115,11 @@ def _c_pump() -> tuple[Any, tuple[int, int, int]] | None:
         return None
     fns = _libpq()
     return None if fns is None or not all(fns) else (_pump, fns)
+
+
+def pump_available() -> bool:
+    """Whether :func:`copy_through` moves the rows in C (outside Python's lock)."""
+    return _c_pump() is not None
 
 
 def _fail(pgconn: Any, result: Any, what: str) -> psycopg.Error:
