@@ -88,9 +88,31 @@ class GroupInfo:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GroupInfo:
+        """The group a registry entry describes; ``TypeError`` names a field of the wrong
+        type (a registry edited by hand or damaged)."""
         values = dict(data)
         values["trails"] = [TrailInfo(**t) for t in values.get("trails", [])]
-        return cls(**values)
+        info = cls(**values)
+        for name, kinds in _FIELD_TYPES.items():
+            if not isinstance(getattr(info, name), kinds):
+                raise TypeError(f"group {info.name!r}: {name} cannot be "
+                                f"{type(getattr(info, name)).__name__}")
+        for trail in info.trails:
+            if not isinstance(trail.path, str) or not isinstance(trail.kind, str) or \
+                    type(trail.megabytes) is not int:
+                raise TypeError(f"group {info.name!r}: trail {trail} has a field of the "
+                                "wrong type")
+        if info.kind not in ("EXTRACT", "REPLICAT"):
+            raise ValueError(f"group {info.name!r}: kind {info.kind!r} is neither EXTRACT nor "
+                             "REPLICAT")
+        return info
+
+
+#: the JSON types of a registry entry's fields (GroupInfo's, but for its trails)
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "name": str, "kind": str, "source": str, "source_path": (str, type(None)),
+    "checkpoint_table": (str, type(None)), "begin": (str, dict, type(None)),
+    "description": (str, type(None)), "created": str}
 
 
 class Home:
@@ -248,11 +270,13 @@ class Home:
 
     def _read_registry(self) -> dict[str, GroupInfo]:
         try:
-            raw = self.registry_file.read_text("utf-8")
+            raw = self.registry_file.read_bytes()
         except FileNotFoundError:
             return {}
         try:
-            data = json.loads(raw)
+            data = json.loads(raw.decode("utf-8"))  # not UTF-8: a ValueError, reported below
+            if not isinstance(data, dict) or not isinstance(data.get("groups"), dict):
+                raise TypeError('not a JSON object with a "groups" object')
             return {n: GroupInfo.from_json(g) for n, g in data["groups"].items()}
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(

@@ -13,11 +13,14 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import struct
 import sys
+import types
+import typing
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from trailgate.errors import ConfigError
 from trailgate.model import (
@@ -109,25 +112,73 @@ def _header_json(header: FileHeader) -> dict[str, Any]:
     return fields
 
 
-def _header_from_json(data: dict[str, Any]) -> FileHeader:
-    fields = dict(data)
-    fields.pop("encryption", None)  # an import writes the clear: ENCRYPTTRAIL is a writer's
-    fields["machine"] = MachineInfo(**fields.get("machine", {}))
-    fields["database"] = DatabaseInfo(**fields.get("database", {}))
-    producer = dict(fields.get("producer", {}))
-    if "version" in producer:
-        producer["version"] = tuple(producer["version"])
-    fields["producer"] = ProducerInfo(**producer)
-    return FileHeader(**fields)
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether the JSON ``value`` has the type ``hint`` names (a dataclass field's)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint in (str, bool):
+        return isinstance(value, hint)
+    if origin in (list, tuple):
+        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
+    return True  # a nested dataclass or an enum: built and checked by the caller
+
+
+_T = typing.TypeVar("_T")
+
+
+def _built(cls: type[_T], data: Any, what: str, **converted: Any) -> _T:
+    """``cls`` from the JSON object ``data`` (fields in ``converted`` already built): a
+    ``ValueError`` names a field that is unknown or of the wrong JSON type."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} must be a JSON object, not {_json_type(data)}")
+    hints = typing.get_type_hints(cls)
+    for key, value in data.items():
+        if key not in hints:
+            raise ValueError(f"{what} has no field {key!r}")
+        if key not in converted and not _fits(value, hints[key]):
+            raise ValueError(f"{what}: {key!r} cannot be {_json_type(value)} {value!r:.40}")
+    fields = {**data, **converted}
+    if typing.get_origin(hints.get("version")) is tuple and "version" in fields:
+        fields["version"] = tuple(fields["version"])
+    return cls(**fields)
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
+
+
+def _header_from_json(data: Any) -> FileHeader:
+    if not isinstance(data, dict):
+        raise ValueError(f"the file header must be a JSON object, not {_json_type(data)}")
+    # an import writes the clear: ENCRYPTTRAIL is a writer's
+    data = {k: v for k, v in data.items() if k != "encryption"}
+    parts = {"machine": _built(MachineInfo, data.get("machine", {}), "header.machine"),
+             "database": _built(DatabaseInfo, data.get("database", {}), "header.database"),
+             "producer": _built(ProducerInfo, data.get("producer", {}), "header.producer")}
+    return _built(FileHeader, data, "the file header", **parts)
 
 
 def _tabledef_json(table: TableDef) -> dict[str, Any]:
     return dataclasses.asdict(table)
 
 
-def _tabledef_from_json(data: dict[str, Any]) -> TableDef:
-    columns = [Column(**{**c, "kind": ColumnKind(c["kind"])}) for c in data["columns"]]
-    return TableDef(**{**data, "columns": columns})
+def _tabledef_from_json(data: Any) -> TableDef:
+    if not isinstance(data, dict) or not isinstance(data.get("columns"), list):
+        raise ValueError("a definition must be a JSON object with a \"columns\" array")
+    columns = [_column_from_json(c) for c in data["columns"]]
+    return _built(TableDef, data, "the definition", columns=columns)
+
+
+def _column_from_json(data: Any) -> Column:
+    if not isinstance(data, dict):
+        raise ValueError(f"a column must be a JSON object, not {_json_type(data)}")
+    return _built(Column, data, "a column", kind=ColumnKind(str(data.get("kind"))))
 
 
 def export_records(trail: str | Path, start: TrailPosition | None = None,
@@ -200,7 +251,21 @@ def _trans_ind(record: TrailRecord) -> int:
 
 # -- import ---------------------------------------------------------------------------------
 
+#: the JSON type each field of a change record must have
+_CHANGE_FIELDS: dict[str, Any] = {
+    "table": str, "io_time": int, "audit_rba": int, "audit_pos": int, "rowid": str | None,
+    "text": str | None, "xid": str | None, "csn": int | None, "columns": list | None,
+    "before": list | None}
+
+
 def _change_from_json(obj: dict[str, Any], where: str) -> Change:
+    for key, hint in _CHANGE_FIELDS.items():
+        if key in obj and not _fits(obj[key], hint):
+            raise ValueError(f"{where}: {key!r} cannot be {_json_type(obj[key])}")
+    tokens = obj.get("tokens") or None
+    if tokens is not None and not (isinstance(tokens, dict) and all(
+            isinstance(v, str) for v in tokens.values())):
+        raise ValueError(f"{where}: \"tokens\" must be an object of strings")
     try:
         op = OpType(int(obj["io_type"])) if "io_type" in obj else _op_by_label(obj["op"])
         return Change(
@@ -212,7 +277,7 @@ def _change_from_json(obj: dict[str, Any], where: str) -> Change:
             audit_seq=int(obj.get("audit_rba", 0)),
             audit_pos=int(obj.get("audit_pos", 0)),
             rowid=obj.get("rowid"),
-            tokens=obj.get("tokens") or None,
+            tokens=tokens,
             text=obj.get("text"),
         )
     except KeyError as exc:
@@ -244,6 +309,10 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"not JSON: {exc.msg}", path=source, line=number) from None
+            if not isinstance(obj, dict):
+                raise ConfigError(f"a JSON {type(obj).__name__} where a record object "
+                                  '({"record": ...}) should be; docs/interchange.md shows the '
+                                  "format", path=source, line=number)
             kind = obj.get("record", "change")
             if kind != "metadata":
                 if commit_after_ddl and writer is not None:
@@ -289,6 +358,9 @@ def import_records(lines: Iterable[str], trail: str | Path, *, source: str = "<s
             except (KeyError, TypeError, ValueError) as exc:
                 message = str(exc) if str(exc).startswith(source) else f"{where}: {exc}"
                 raise ConfigError(message) from None
+            except (OverflowError, struct.error) as exc:  # a number the trail cannot hold
+                raise ConfigError(f"{where}: a number out of the trail format's range ({exc})"
+                                  ) from None
         if writer is not None and (in_txn or commit_after_ddl):
             writer.commit_transaction()
             commit_after_ddl = False
@@ -327,14 +399,27 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _utf8_lines(handle: BinaryIO, source: str) -> Iterator[str]:
+    """The lines of ``handle`` as text; a line that is not UTF-8 is a ``ConfigError`` naming
+    it (JSON Lines are UTF-8)."""
+    for number, raw in enumerate(handle, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"byte {exc.start + 1} of the line is not UTF-8 ({exc.reason}): "
+                              "JSON Lines are UTF-8; convert the file (iconv -t UTF-8)",
+                              path=source, line=number) from None
+
+
 def run_import(args: argparse.Namespace) -> int:
     if args.file == "-":
-        count = import_records(sys.stdin, args.trail, megabytes=args.megabytes)
+        count = import_records(_utf8_lines(sys.stdin.buffer, "<stdin>"), args.trail,
+                               megabytes=args.megabytes)
     else:
         try:
-            with open(args.file, encoding="utf-8") as handle:
-                count = import_records(handle, args.trail, source=args.file,
-                                       megabytes=args.megabytes)
+            with open(args.file, "rb") as handle:
+                count = import_records(_utf8_lines(handle, args.file), args.trail,
+                                       source=args.file, megabytes=args.megabytes)
         except OSError as exc:
             raise ConfigError(f"cannot read: {exc.strerror}", path=args.file) from None
     print(f"Imported {count} changes into {args.trail}.", file=sys.stderr)

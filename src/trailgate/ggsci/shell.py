@@ -11,6 +11,7 @@ setup script never half-runs past a mistake unnoticed.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import re
 import socket
@@ -172,9 +173,15 @@ class Shell:
             chain = " -> ".join(str(p) for p in [*self._obey_stack, file])
             raise GgsciError(f"OBEY loop: {chain}.")
         try:
-            text = file.read_text("utf-8")
+            data = file.read_bytes()
         except OSError as exc:
             raise GgsciError(f"cannot read obey file {file}: {exc.strerror}.") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise GgsciError(f"obey file {file}, line {line}: not UTF-8 ({exc.reason}); save "
+                             "it as UTF-8.") from None
         return self.run_script(text, str(path), origin=file)
 
     def _obey(self, path: str) -> None:
@@ -259,6 +266,8 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None,
     """Entry point for ``trailgate ggsci``: 0 on success, 1 when a script stopped at an
     error."""
     stdin = stdin if stdin is not None else sys.stdin
+    if isinstance(stdin, io.TextIOWrapper):  # a byte that is not UTF-8: a command in error
+        stdin.reconfigure(errors="replace")
     out = stdout if stdout is not None else sys.stdout
     home = Home.locate(getattr(args, "home", None))
     obey = getattr(args, "obey", None)

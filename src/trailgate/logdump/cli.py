@@ -8,6 +8,7 @@ with stdin redirected it runs each line and prints only the commands' output, so
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -76,6 +77,8 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None,
         stdout: TextIO | None = None) -> int:
     """Entry point for ``trailgate logdump``."""
     stdin = stdin if stdin is not None else sys.stdin
+    if isinstance(stdin, io.TextIOWrapper):  # a byte that is not UTF-8: an unknown command
+        stdin.reconfigure(errors="replace")
     session = Session(stdout if stdout is not None else sys.stdout)
     try:
         if getattr(args, "file", None):

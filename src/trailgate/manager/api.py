@@ -90,6 +90,27 @@ class LagHistory(BaseModel):
     heartbeat: dict[str, list[tuple[float, float]]]
 
 
+class _Utf8Query:
+    """Refuses (400) a request whose query string is not UTF-8: the framework's redirect of
+    a path with a trailing slash decodes it and failed with a server error (500)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            try:
+                scope.get("query_string", b"").decode("utf-8")
+            except UnicodeDecodeError:
+                body = b"the query string is not UTF-8: percent-encode it\n"
+                await send({"type": "http.response.start", "status": 400,
+                            "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
 def create_app(state: ManagerState) -> FastAPI:
     """The ASGI application of a running Manager."""
     app = FastAPI(title="trailgate Manager", version=__version__, docs_url=None,
@@ -220,4 +241,5 @@ def create_app(state: ManagerState) -> FastAPI:
         return FileResponse(CONSOLE_DIR / "index.html")
 
     app.mount("/console", StaticFiles(directory=CONSOLE_DIR), name="console")
+    app.add_middleware(_Utf8Query)
     return app

@@ -1262,6 +1262,112 @@ done:
 #define IO_LOB 116
 #define IO_METADATA 170
 
+/* Whether n bytes at p are UTF-8 as Python's strict decoder takes it (no overlong forms,
+ * no surrogates, nothing above U+10FFFF). */
+static int
+utf8_valid(const unsigned char *p, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        Py_ssize_t more;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+            more = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            more = 2;
+            if (c == 0xE0)
+                lo = 0xA0;
+            else if (c == 0xED)
+                hi = 0x9F;
+        }
+        else if (c >= 0xF0 && c <= 0xF4) {
+            more = 3;
+            if (c == 0xF0)
+                lo = 0x90;
+            else if (c == 0xF4)
+                hi = 0x8F;
+        }
+        else
+            return 0;
+        if (n - i <= more || p[i + 1] < lo || p[i + 1] > hi)
+            return 0;
+        for (Py_ssize_t k = 2; k <= more; k++)
+            if (p[i + k] < 0x80 || p[i + k] > 0xBF)
+                return 0;
+        i += more + 1;
+    }
+    return 1;
+}
+
+static int
+ascii_only(const unsigned char *p, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i] >= 0x80)
+            return 0;
+    return 1;
+}
+
+/* Whether decode_record would take the framed record `f` (its table name, its D, T and U
+ * sub-records), judged without building anything: the boundary scan must stop where the
+ * reader would raise.  Conservative: a CSN longer than 19 digits is left to Python. */
+static int
+record_sound(const unsigned char *b, const Frame *f)
+{
+    if (!utf8_valid(f->name, f->name_len))
+        return 0;
+    unsigned rec_length = be16(f->h + 4);
+    Py_ssize_t p = f->body;
+    while (p < f->body_end) {
+        unsigned char stype;
+        const unsigned char *v;
+        Py_ssize_t n;
+        if (next_sub(b, &p, f->body_end, &stype, &v, &n) < 0)
+            return 0;
+        if (stype == TYPE_D && (unsigned)n != rec_length)
+            return 0;
+        if (stype == TYPE_T) {
+            Py_ssize_t q = v - b, tend = q + n;
+            while (q < tend) {
+                unsigned char ttype;
+                const unsigned char *tv;
+                Py_ssize_t tn;
+                if (next_sub(b, &q, tend, &ttype, &tv, &tn) < 0)
+                    return 0;
+                if ((ttype == TYPE_ROWID || ttype == TYPE_XID) && !ascii_only(tv, tn))
+                    return 0;
+                if (ttype == TYPE_CSN) {
+                    if (tn == 0 || tn > 19)
+                        return 0;
+                    for (Py_ssize_t i = 0; i < tn; i++)
+                        if (tv[i] < '0' || tv[i] > '9')
+                            return 0;
+                }
+            }
+        }
+        else if (stype == TYPE_U) {
+            Py_ssize_t q = v - b, uend = q + n;
+            while (q < uend) {
+                for (int part = 0; part < 2; part++) {
+                    if (uend - q < 2)
+                        return 0;
+                    Py_ssize_t len = be16(b + q);
+                    if (len > uend - q - 2 || (part == 0 && len > uend - q - 4)
+                        || !utf8_valid(b + q + 2, len))
+                        return 0;
+                    q += 2 + len;
+                }
+            }
+        }
+    }
+    return 1;
+}
+
 static PyObject *
 sp_scan_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1294,7 +1400,7 @@ sp_scan_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         int found = frame_at(b, pos, end, &f);
         if (found == FRAME_SHORT)
             break; /* cut short: the caller reads on */
-        if (found == FRAME_BAD) {
+        if (found == FRAME_BAD || !record_sound(b, &f)) {
             stop = 1;
             break;
         }

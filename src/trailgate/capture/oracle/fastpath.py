@@ -184,7 +184,10 @@ def _columns_exact(text: str, pos: int, count: int,
         if m[2] is not None:
             cols.append((colno, None))
         else:
-            value = bytes.fromhex(m[4])
+            try:
+                value = bytes.fromhex(m[4])
+            except ValueError:  # not hex: the reference parser names the line
+                return None
             if len(value) != int(m[3]):
                 return None
             cols.append((colno, value))
