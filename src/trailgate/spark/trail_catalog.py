@@ -20,7 +20,7 @@ from trailgate.errors import TrailFormatError
 from trailgate.model import OpType, TableDef, TrailPosition
 from trailgate.params.names import match_table
 from trailgate.trail._accel import speedups
-from trailgate.trail.header import decode_file_header
+from trailgate.trail.chunks import file_chunks
 from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import TrailReader
@@ -85,7 +85,6 @@ def tables_between(trail: str, seqno: int, start_rba: int, end_rba: int | None
     return _tables_python(trail, seqno, start_rba, end_rba)
 
 
-_CHUNK = 4 << 20
 _ROW_FLAGS = bytes(1 if n in _ROWS else 0 for n in range(256))
 
 
@@ -99,22 +98,11 @@ def _tables_fast(trail: str, seqno: int, start_rba: int, end_rba: int | None,
         return start_rba
     path = TrailName(trail).file(seqno)
     try:
-        with open(path, "rb") as f:
-            try:
-                header = decode_file_header(f.read(0xFFFF))
-            except ValueError:
-                return start_rba  # still being written, or damaged: the reader says which
-            if header.compatibility > 3 or header.encryption is not None:
+        with file_chunks(path, start_rba, end_rba) as chunks:
+            if chunks is None:
                 return start_rba  # the reader decodes 12c+ and opens encrypted records
-            pos = max(start_rba, header.length)
-            f.seek(pos)
-            carry = b""
-            while True:
-                want = _CHUNK if end_rba is None else min(_CHUNK, end_rba - pos - len(carry))
-                chunk = f.read(want) if want > 0 else b""
-                if not chunk:
-                    break
-                buf = carry + chunk if carry else chunk
+            while (buf := chunks.next()) is not None:
+                pos = chunks.pos
                 counts: dict[str, int] = {}
                 first: dict[str, int] = {}
                 out = speedups.scan_tables(buf, 0, len(buf), _ROW_FLAGS, counts, first)
@@ -133,13 +121,13 @@ def _tables_fast(trail: str, seqno: int, start_rba: int, end_rba: int | None,
                         entry.add_definition(TrailPosition(seqno, pos + at), table)
                 for name, count in counts.items():
                     found[name].changes += count
-                pos += n
-                carry = buf[n:]
+                chunks.consumed(n)
                 if stop:
-                    return pos
+                    return chunks.pos
+            rest = chunks.pos if chunks.carry else None
     except OSError:
         return start_rba  # the reader says what is wrong with the file
-    return pos if carry else None
+    return rest
 
 
 def _definition(buf: bytes, at: int, length: int, path: object, rba: int) -> TableDef | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from trailgate.model import OpType, TrailPosition, TransInd
 from trailgate.trail._accel import speedups
-from trailgate.trail.header import decode_file_header
+from trailgate.trail.chunks import file_chunks
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import TrailReader
 
@@ -143,7 +143,6 @@ def scan_boundary(
                                         pending_marked, covered, marked)
 
 
-_CHUNK = 4 << 20
 _State = tuple[bool, int, bool, bool, int, bool]
 
 
@@ -162,25 +161,12 @@ def _scan_fast(trail: str, resume: TrailPosition, limit: TrailPosition | None,
     seq, boundary = resume.seqno, None
     types = getattr(mark, "io_types", None)
     try:
-        with open(TrailName(trail).file(seq), "rb") as f:
-            pos = resume.rba
-            try:
-                header = decode_file_header(f.read(0xFFFF))
-            except ValueError:
-                return None  # still being written, or damaged: the reader says which
-            if header.compatibility > 3:
-                return None  # a 12c+ file: the reader decodes its format
-            if pos == 0:
-                pos = header.length
-                resume = TrailPosition(seq, pos)
-            f.seek(pos)
-            carry = b""
-            while True:
-                want = _CHUNK if stop_at is None else min(_CHUNK, stop_at - pos - len(carry))
-                chunk = f.read(want) if want > 0 else b""
-                if not chunk:
-                    break
-                buf = carry + chunk if carry else chunk
+        with file_chunks(TrailName(trail).file(seq), resume.rba, stop_at,
+                         encrypted=True) as chunks:  # the scan reads record headers only
+            if chunks is None:
+                return None  # being written, damaged or 12c+: the reader's
+            resume = TrailPosition(seq, chunks.pos)
+            while (buf := chunks.next()) is not None:
                 out = speedups.scan_records(buf, 0, len(buf), state,
                                             -1 if max_records is None else max_records,
                                             mark, types)
@@ -191,10 +177,9 @@ def _scan_fast(trail: str, resume: TrailPosition, limit: TrailPosition | None,
                 state = (bool(in_txn), pending, bool(in_metadata), bool(pending_marked),
                          covered, bool(marked))
                 if found >= 0:
-                    boundary = TrailPosition(seq, pos + found)
-                pos += n
-                resume = TrailPosition(seq, pos)
-                carry = buf[n:]
+                    boundary = TrailPosition(seq, chunks.pos + found)
+                chunks.consumed(n)
+                resume = TrailPosition(seq, chunks.pos)
                 if stop:
                     break
                 if max_records is not None and covered >= max_records:

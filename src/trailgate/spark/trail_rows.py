@@ -27,8 +27,8 @@ from trailgate.model import (
     unix_micros_from_julian,
 )
 from trailgate.trail._accel import speedups
+from trailgate.trail.chunks import file_chunks
 from trailgate.trail.ddl import ddl_fields
-from trailgate.trail.header import decode_file_header
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import TrailReader, TrailRecord
 from trailgate.trail.records import RawRecord
@@ -334,7 +334,6 @@ def read_batches(
 _HEADER_FIELDS = frozenset({"seqno", "rba", "end_rba", "op", "io_type", "table_name",
                             "io_time", "trans_ind", "txn_first", "txn_last", "audit_rba",
                             "audit_pos"})
-_HEADER_CHUNK = 4 << 20
 _OP_LABELS = pa.array([op_label(n) for n in range(256)], pa.string())
 _TRANS_IND = pa.array([1, 0, 2, 3], pa.int32())  # by flags: first 1, last 2
 
@@ -395,23 +394,13 @@ class _FileScan:
 def _header_file(path: Path, seq: int, scan: _FileScan, stop_at: int, keep: bytes,
                  schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     assert speedups is not None
-    with open(path, "rb") as f:
-        try:
-            header = decode_file_header(f.read(0xFFFF))
-        except ValueError:
-            return  # still being written, or damaged: the reader says which
-        if header.compatibility > 3 or header.encryption is not None:
+    with file_chunks(path, scan.pos) as chunks:
+        if chunks is None:
             return  # 12c+, or encrypted: drive's reader opens and authenticates each record
-        pos = scan.pos = max(scan.pos, header.length)
+        scan.pos = chunks.pos
         names: dict[bytes, int] = {}
-        f.seek(pos)
-        carry = b""
-        while True:
-            chunk = f.read(_HEADER_CHUNK)
-            if not chunk:
-                scan.whole = not carry
-                return
-            buf = carry + chunk if carry else chunk
+        while (buf := chunks.next()) is not None:
+            pos = chunks.pos
             out = speedups.header_rows(buf, 0, len(buf), keep,
                                        stop_at - pos if stop_at >= 0 else -1, names)
             if out is None:
@@ -422,13 +411,14 @@ def _header_file(path: Path, seq: int, scan: _FileScan, stop_at: int, keep: byte
                 if batch is None:
                     return
                 yield batch
-            pos = scan.pos = pos + boundary
-            carry = buf[boundary:]
+            chunks.consumed(boundary)
+            scan.pos = chunks.pos
             if done:
                 scan.done = True
                 return
             if stop:
                 return
+        scan.whole = not chunks.carry
 
 
 def _header_batch(schema: pa.Schema, seq: int, base: int, rows: int,
