@@ -4,15 +4,18 @@ A checkpoint is the only thing a restarted group trusts, so it is written atomic
 content goes to a temporary file in the same directory, is flushed and fsynced, renamed over
 the old file, and the directory is fsynced.  A crash at any step leaves either the old or the
 new checkpoint, never a mixture.  Checkpoints are JSON so a person can read them in an
-emergency; ``INFO <group>, SHOWCH`` shows them formatted.
+emergency; ``INFO <group>, SHOWCH`` shows them formatted.  The atomic write and the lock a
+read-modify-write holds serve every other small state file too (registries, stores).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,6 +76,20 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """:func:`atomic_write_bytes` for UTF-8 text."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path, mode: int = 0o644) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created with ``mode`` if missing, its
+    directory too) while a read-modify-write of the file it guards runs; processes that
+    share the file wait their turn, and a killed holder's lock goes with its process."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, mode)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _now() -> str:

@@ -9,7 +9,6 @@ under ``dirchk/`` and, like checkpoints, is only ever replaced atomically.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -20,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from trailgate.checkpoint import CheckpointStore, atomic_write_text
+from trailgate.checkpoint import CheckpointStore, atomic_write_text, exclusive_lock
 from trailgate.errors import ConfigError
 
 __all__ = [
@@ -259,9 +258,7 @@ class Home:
     def _locked_registry(self) -> Iterator[dict[str, GroupInfo]]:
         """Read-modify-write the registry under an exclusive lock (GGSCI sessions and running
         groups may touch it concurrently), then replace it atomically."""
-        self.dirchk.mkdir(parents=True, exist_ok=True)
-        with open(self.dirchk / (REGISTRY_FILE + ".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with exclusive_lock(self.dirchk / (REGISTRY_FILE + ".lock")):
             groups = self._read_registry()
             yield groups
             payload = {"version": 1,

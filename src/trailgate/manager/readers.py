@@ -10,7 +10,6 @@ protects the whole trail.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from trailgate.checkpoint import atomic_write_text
+from trailgate.checkpoint import atomic_write_text, exclusive_lock
 from trailgate.errors import TrailgateError
 from trailgate.home import Home
 from trailgate.spark.offset_log import logged_end
@@ -51,9 +50,7 @@ def _registry(trail: TrailName) -> Path:
 
 @contextmanager
 def _locked(trail: TrailName) -> Iterator[list[dict[str, str]]]:
-    trail.directory.mkdir(parents=True, exist_ok=True)
-    with open(trail.directory / f".{trail.prefix}.readers.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(trail.directory / f".{trail.prefix}.readers.lock"):
         entries = _read(trail)
         before = list(entries)
         yield entries

@@ -10,9 +10,7 @@ transaction.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trailgate.changes.change_rows import tabledef_from_json, tabledef_to_json
-from trailgate.checkpoint import atomic_write_text
+from trailgate.checkpoint import atomic_write_text, exclusive_lock
 from trailgate.model import OpType, TableDef, TrailPosition, TransInd
 from trailgate.trail.reader import TrailReader
 
@@ -115,13 +113,8 @@ def save_state(path: Path, state: SinkState) -> None:
 def locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created if needed): one writer per trail at a
     time, even when a killed run's last task is still finishing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with exclusive_lock(path):
         yield
-    finally:
-        os.close(fd)
 
 
 def find_last_transaction(trail: str | Path, start: TrailPosition | None,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import fcntl
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -24,7 +23,7 @@ from typing import Any
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from trailgate.checkpoint import atomic_write_bytes
+from trailgate.checkpoint import atomic_write_bytes, exclusive_lock
 from trailgate.errors import ConfigError
 from trailgate.wallet.keys import (
     KEY_FILE_ENV,
@@ -171,13 +170,8 @@ class SealedFile:
     def locked(self) -> Iterator[None]:
         """Hold the file's lock (a read-modify-write, a conversion)."""
         _private_directory(self.path.parent)
-        lock = self.path.with_name("." + self.path.name + ".lock")
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with exclusive_lock(self.path.with_name("." + self.path.name + ".lock"), 0o600):
             yield
-        finally:
-            os.close(fd)
 
 
 def _private_directory(directory: Path) -> None:
