@@ -16,8 +16,8 @@ import threading
 from typing import Any
 
 from trailgate.collector.server import Collector, CollectorSettings
-from trailgate.collector.tls import TlsFiles, server_context
-from trailgate.collector.tokens import TOKEN_DOMAIN, stored_token
+from trailgate.collector.tls import TlsFiles
+from trailgate.collector.tokens import TOKEN_DOMAIN
 from trailgate.errors import ConfigError
 from trailgate.home import Home
 
@@ -51,15 +51,11 @@ def settings_from(args: Any, home: Home) -> CollectorSettings:
     if args.tls_ca and not args.tls_cert:
         raise ConfigError("collector: --tls-ca (client certificates) needs TLS: give "
                           "--tls-cert and --tls-key too")
-    tls = server_context(TlsFiles(args.tls_cert, args.tls_key, args.tls_ca)) \
-        if args.tls_cert else None
-    token = stored_token(home.path, args.token_alias)
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"collector: --port {args.port} is not a port number")
-    return CollectorSettings(home=home.path, bind=args.bind, port=args.port, tls=tls,
-                             client_certs=bool(args.tls_ca), token=token,
-                             allow=frozenset(a.upper() for a in args.allow),
-                             timeout=args.timeout)
+    return CollectorSettings.of(home.path, args.bind, args.port,
+                                TlsFiles(args.tls_cert, args.tls_key, args.tls_ca),
+                                args.token_alias, args.allow, timeout=args.timeout)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ import secrets
 import socket
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,8 @@ from trailgate.collector.protocol import (
     decode_write,
     need,
 )
-from trailgate.collector.tls import handshake_error, peer_name
+from trailgate.collector.tls import TlsFiles, handshake_error, peer_name, server_context
+from trailgate.collector.tokens import stored_token
 from trailgate.errors import ConfigError, NetworkError
 from trailgate.trail.naming import TrailName
 
@@ -64,6 +65,19 @@ class CollectorSettings:
     allow: frozenset[str] = field(default_factory=frozenset)  # sender names, upper case
     timeout: float = 300.0  # seconds a session may stay silent
     handshake_timeout: float = 10.0
+
+    @classmethod
+    def of(cls, home: Path, bind: str, port: int, tls: TlsFiles | None,
+           token_alias: str | None, allow: Iterable[str], *, where: str = "collector",
+           timeout: float = 300.0) -> CollectorSettings:
+        """Settings from what a person wrote (the collector command's options, mgr.prm's
+        COLLECTOR): the TLS files opened (``where`` names them in errors), the token
+        looked up in the credential store, the sender names in upper case."""
+        return cls(home=home, bind=bind, port=port,
+                   tls=server_context(tls, where) if tls is not None and tls.cert else None,
+                   client_certs=tls is not None and bool(tls.ca),
+                   token=stored_token(home, token_alias),
+                   allow=frozenset(a.upper() for a in allow), timeout=timeout)
 
     def check(self) -> None:
         if self.token is None and not self.client_certs:

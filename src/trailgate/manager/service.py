@@ -18,8 +18,7 @@ from pathlib import Path
 
 from trailgate.checkpoint import atomic_write_text
 from trailgate.collector.server import Collector, CollectorSettings
-from trailgate.collector.tls import TlsFiles, server_context
-from trailgate.collector.tokens import stored_token
+from trailgate.collector.tls import TlsFiles
 from trailgate.db.connect import CredentialStore
 from trailgate.errors import ConfigError, TrailgateError
 from trailgate.home import Home
@@ -81,12 +80,11 @@ def _start_collector(home: Home, params: ManagerParams, log: Log) -> Collector |
     options = params.collector
     if options is None:
         return None
-    tls = server_context(TlsFiles(options.cert, options.key, options.ca),
-                         f"{params.path}: COLLECTOR") if options.cert else None
-    token = stored_token(home.path, options.token_alias)
-    settings = CollectorSettings(home=home.path, bind=options.bind_address, port=options.port,
-                                 tls=tls, client_certs=options.ca is not None, token=token,
-                                 allow=frozenset(options.allow))
+    settings = CollectorSettings.of(home.path, options.bind_address, options.port,
+                                    TlsFiles(options.cert, options.key, options.ca),
+                                    options.token_alias, options.allow,
+                                    where=f"{params.path}: COLLECTOR")
+    tls = settings.tls
     collector = Collector(settings, lambda level, message: log(
         level, "OGG-01229" if level == "INFO" else "OGG-01223", message)).start()
     log("INFO", "OGG-01229", f"Collector listening on {options.bind_address}:"
