@@ -201,6 +201,9 @@ def test_kill9_of_the_manager_mid_purge_leaves_every_reader_its_data(home: Home)
     os.kill(proc.pid, signal.SIGTERM)
     proc.wait(timeout=30)
     log = home.ggserr_log.read_text()
-    assert log.count("Purged old extract file") >= READER_AT - (FILES - len(left)) + 1
+    # every file the second Manager purged is logged; the killed one may have died between
+    # removing a file and logging it (the file is gone either way, never a reader's)
+    second = READER_AT - (FILES - len(left))
+    assert second <= log.count("Purged old extract file") <= READER_AT
     print(f"\nkill -9 after {FILES - len(left)} of {READER_AT} files purged "
           f"({'mid-purge' if mid else 'after the purge'})")
