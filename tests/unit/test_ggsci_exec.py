@@ -503,6 +503,11 @@ def test_mask_secrets_and_formats() -> None:
     assert history_line("ALTER CREDENTIALSTORE ADD USER gg PASSWORD 'a''b c' ALIAS x") == \
         "ALTER CREDENTIALSTORE ADD USER gg ALIAS x"
     assert history_line("DBLOGIN USERID gg, PASSWORD s3cret") == "DBLOGIN USERID gg"
+    # libpq's keyword with spaces around its "=" is not a PASSWORD clause: masked whole
+    assert mask_secrets("SOURCEDB host=h password = s3cret dbname=d") == \
+        "SOURCEDB host=h password = *** dbname=d"
+    assert history_line("DBLOGIN SOURCEDB host=h password = s3cret dbname=d") == \
+        "DBLOGIN SOURCEDB host=h password = *** dbname=d"
     assert history_line("DBLOGIN SOURCEDB postgresql://u:pw@h/db") == \
         "DBLOGIN SOURCEDB postgresql://u:***@h/db"
     assert display.format_hms(0) == "00:00:00"

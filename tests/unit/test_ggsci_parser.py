@@ -285,6 +285,7 @@ ERRORS = [
     ("ALTER CREDENTIALSTORE RENAME USER gg", "ADD, REPLACE or DELETE", "'RENAME'"),
     ("DELETE MASTERKEY", "VERSION n, RANGE FROM a TO b or ALL", ""),
     ("DELETE MASTERKEY RANGE FROM 6 TO 3", "at least 6", ""),
+    ("DELETE MASTERKEY RANGE FROM 1 TO 999999999999", "at most 100,000 versions", ""),
     ("UNDELETE MASTERKEY", "VERSION n", ""),
     ("OPEN WALLETS", "WALLET", "'WALLETS'"),
     ("VIEW REPORT", "a group name", ""),

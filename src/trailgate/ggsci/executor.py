@@ -194,15 +194,13 @@ class Executor:
     def _dblogin(self, cmd: c.DbLogin) -> None:
         from trailgate.db.connect import (
             DEFAULT_DOMAIN,
-            CredentialStore,
             credential_conninfo,
             login_conninfo,
         )
         from trailgate.db.prereqs import dblogin
 
         if cmd.useridalias:
-            cred = CredentialStore(self.home.path).get(cmd.useridalias,
-                                                       cmd.domain or DEFAULT_DOMAIN)
+            cred = self._store().get(cmd.useridalias, cmd.domain or DEFAULT_DOMAIN)
             conninfo = credential_conninfo(cred, cmd.sourcedb)
         else:
             password = cmd.password

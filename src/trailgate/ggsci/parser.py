@@ -493,6 +493,9 @@ def _delete(cur: _Line) -> Command:
     cur.fail(_OBJECTS["DELETE"])
 
 
+_MAX_RANGE = 100_000  # master-key versions one DELETE MASTERKEY RANGE may name
+
+
 def _delete_masterkey(cur: _Line) -> Command:
     """``DELETE MASTERKEY {VERSION n | RANGE FROM a TO b | ALL}``."""
     option = cur.word("VERSION n, RANGE FROM a TO b or ALL")
@@ -513,6 +516,8 @@ def _delete_masterkey(cur: _Line) -> Command:
         cur.done()
         if last < first:
             cur.fail(f"a range whose last version is at least {first}")
+        if last - first >= _MAX_RANGE:
+            cur.fail(f"a range of at most {_MAX_RANGE:,} versions")
         return MasterKeyCommand("DELETE", tuple(range(first, last + 1)))
     cur.i -= 1
     cur.fail("VERSION n, RANGE FROM a TO b or ALL")

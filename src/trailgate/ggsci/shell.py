@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import re
 import socket
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from trailgate.ggsci.executor import Executor, GgsciError, TextOut, mask_secrets
 from trailgate.ggsci.history import CommandHistory
 from trailgate.ggsci.parser import GgsciSyntaxError, parse_command, parse_obey
 from trailgate.home import Home
+from trailgate.wallet.masking import PASSWORD_CLAUSE
 
 __all__ = ["Shell", "add_arguments", "run"]
 
@@ -205,14 +205,10 @@ class Shell:
                          f"{', '.join(str(b) for b in bases)}).")
 
 
-_PASSWORD_CLAUSE = re.compile(r"\s*,?\s*\bPASSWORD\s+('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[^\s,]+)",
-                              re.IGNORECASE)
-
-
 def history_line(line: str) -> str:
     """A command line as the history file keeps it: a ``PASSWORD p`` clause dropped (the
     recalled command asks for the password at the prompt) and any other password masked."""
-    return mask_secrets(_PASSWORD_CLAUSE.sub("", line))
+    return mask_secrets(PASSWORD_CLAUSE.sub("", line))
 
 
 # -- entry points -----------------------------------------------------------------------------

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["has_secret", "mask_secrets"]
+__all__ = ["PASSWORD_CLAUSE", "has_secret", "mask_secrets"]
+
+#: A ``PASSWORD value`` clause's value (not ``=``: that is libpq's keyword, masked below)
+_VALUE = r"(?!=)('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[^\s,;]+)"
+#: A whole ``[,] PASSWORD value`` clause, for text that drops it rather than masks it
+PASSWORD_CLAUSE = re.compile(r"\s*,?\s*\bPASSWORD\s+" + _VALUE, re.IGNORECASE)
 
 _SECRETS = (
-    re.compile(r"(\bPASSWORD\s+)('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[^\s,;]+)", re.IGNORECASE),
+    re.compile(r"(\bPASSWORD\s+)" + _VALUE, re.IGNORECASE),
     re.compile(r"(\b(?:PG)?PASSWORD\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE),
     re.compile(r"(://[^:/@\s]+:)([^@\s]+)(?=@)"),
 )
