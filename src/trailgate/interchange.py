@@ -77,6 +77,9 @@ def _columns_from_json(items: list[Any] | None, where: str) -> dict[int, bytes |
         return None
     values: dict[int, bytes | None] = {}
     for item in items:
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: a column must be a JSON object, not "
+                             f"{_json_type(item)}")
         if "index" not in item:
             raise ValueError(f"{where}: a column without its index")
         if "hex" in item:
@@ -125,6 +128,8 @@ def _fits(value: Any, hint: Any) -> bool:
         return isinstance(value, hint)
     if origin in (list, tuple):
         return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
+    if hint in (list, tuple, dict):
+        return isinstance(value, list if hint is tuple else hint)
     return True  # a nested dataclass or an enum: built and checked by the caller
 
 
@@ -178,6 +183,9 @@ def _tabledef_from_json(data: Any) -> TableDef:
 def _column_from_json(data: Any) -> Column:
     if not isinstance(data, dict):
         raise ValueError(f"a column must be a JSON object, not {_json_type(data)}")
+    index = data.get("index")
+    if isinstance(index, int) and not 0 <= index <= 0xFFFF:
+        raise ValueError(f"a column index must be 0 to 65535, not {index}")
     return _built(Column, data, "a column", kind=ColumnKind(str(data.get("kind"))))
 
 
