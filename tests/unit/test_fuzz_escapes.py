@@ -81,6 +81,8 @@ _CHANGE = {"record": "change", "op": "Insert", "table": "APP.T", "trans_ind": "o
     ("text", {}, "'text' cannot be an object"),
     ("xid", [], "'xid' cannot be an array"),
     ("io_time", 2**70, "a number out of the trail format's range"),
+    ("before", {"index": 1}, "'before' cannot be an object"),
+    ("columns", ["index"], "a column must be a JSON object, not a string"),
 ])
 def test_json_lines_field_of_the_wrong_type_names_the_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object,
@@ -110,6 +112,16 @@ def test_json_lines_definition_of_the_wrong_shape_names_the_line(
                                                  "source_type": "NUMBER"}]}})
     err = _import(tmp_path, line.encode() + b"\n", capsys)
     assert "in.jsonl, line 1: the definition: 'name' cannot be a number" in err
+
+
+def test_json_lines_definition_with_a_negative_column_index_names_the_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = json.dumps({"record": "metadata", "definition": {
+        "schema": "APP", "name": "T", "columns": [{"name": "ID", "index": -3,
+                                                  "kind": "NUMBER", "source_type": "NUMBER"}]}})
+    err = _import(tmp_path, line.encode() + b"\n" + json.dumps(_CHANGE).encode() + b"\n",
+                  capsys)
+    assert "in.jsonl, line 1: a column index must be 0 to 65535, not -3" in err
 
 
 def _trail_with_damage(tmp_path: Path, how: str) -> tuple[str, int]:
@@ -241,3 +253,21 @@ def test_manager_rest_query_string_not_utf8_is_a_400(tmp_path: Path) -> None:
     asyncio.run(app(scope, receive, send))
     assert sent[0]["status"] == 400
     assert b"not UTF-8" in sent[1]["body"]
+
+
+@pytest.mark.parametrize("how", ["sub-record past its record", "D length not RecLength",
+                                 "CSN not digits"])
+def test_header_only_reads_and_the_catalog_stop_where_the_reader_raises(tmp_path: Path,
+                                                                         how: str) -> None:
+    """The C header rows and the catalog's C pass leave a record the reader refuses to the
+    reader: the read raises its error with the RBA, never rows from a damaged record."""
+    from trailgate.errors import TrailFormatError
+    from trailgate.model import TrailPosition
+    from trailgate.spark.trail_catalog import tables_between
+    from trailgate.spark.trail_rows import header_batches
+
+    trail, rba = _trail_with_damage(tmp_path, how)
+    with pytest.raises(TrailFormatError, match=f"RBA {rba}"):
+        list(header_batches(trail, TrailPosition(0, 0), None, ("op", "rba"), None))
+    with pytest.raises(TrailFormatError, match=f"RBA {rba}"):
+        tables_between(trail, 0, 0, None)

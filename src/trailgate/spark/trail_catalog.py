@@ -51,7 +51,9 @@ class TrailTable:
             self.history.append((position, table))
 
 
-_cache: dict[tuple[str, int, int], list[TrailTable]] = {}
+# by path: the size and modification time it was read at, and what it holds (a growing
+# file's entry is replaced, not added to)
+_cache: dict[str, tuple[int, int, list[TrailTable]]] = {}
 _lock = threading.Lock()
 
 
@@ -61,14 +63,13 @@ def _file_tables(trail: str, seqno: int) -> list[TrailTable]:
         st = os.stat(path)
     except OSError:
         return []
-    key = (str(path), st.st_size, st.st_mtime_ns)
     with _lock:
-        hit = _cache.get(key)
-    if hit is not None:
-        return hit
+        hit = _cache.get(str(path))
+    if hit is not None and hit[:2] == (st.st_size, st.st_mtime_ns):
+        return hit[2]
     tables = tables_between(trail, seqno, 0, None)
     with _lock:
-        _cache[key] = tables
+        _cache[str(path)] = (st.st_size, st.st_mtime_ns, tables)
     return tables
 
 

@@ -17,7 +17,7 @@ from trailgate.params.names import match_table
 from trailgate.spark.trail_paths import local_trail_path
 from trailgate.trail.naming import TrailName, parse_trail_file
 
-__all__ = ["TableFilter", "TrailOptions", "parse_options"]
+__all__ = ["TableFilter", "TrailOptions", "parse_bool", "parse_options"]
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -65,7 +65,7 @@ class TrailOptions:
         return TableFilter(self.tables) if self.tables else None
 
 
-def _bool(name: str, text: str) -> bool:
+def parse_bool(name: str, text: str) -> bool:
     value = text.strip().lower()
     if value in ("true", "1", "yes"):
         return True
@@ -164,12 +164,12 @@ def parse_options(options: Mapping[str, str], *, streaming: bool = False) -> Tra
         seqnos=None if streaming else seqnos,
         start=start,
         tables=tables,
-        include_metadata=_bool("includeMetadata", options.get("includeMetadata", "false")),
+        include_metadata=parse_bool("includeMetadata", options.get("includeMetadata", "false")),
         batch_rows=_positive("batchRows", options.get("batchRows", "10000")),
         max_records_per_trigger=_positive("maxRecordsPerTrigger", limit) if limit else None,
         batch_window_ms=_whole("batchWindowMs", window) if window else None,
-        patient_window=_bool("batchWindowPatient", options.get("batchWindowPatient", "false")),
+        patient_window=parse_bool("batchWindowPatient", options.get("batchWindowPatient", "false")),
         table=table,
-        list_tables=_bool("listTables", options.get("listTables", "false")),
+        list_tables=parse_bool("listTables", options.get("listTables", "false")),
         split_bytes=_positive("splitMegabytes", options.get("splitMegabytes", "32")) << 20,
     )

@@ -402,7 +402,7 @@ def _header_file(path: Path, seq: int, scan: _FileScan, stop_at: int, keep: byte
         while (buf := chunks.next()) is not None:
             pos = chunks.pos
             out = speedups.header_rows(buf, 0, len(buf), keep,
-                                       stop_at - pos if stop_at >= 0 else -1, names)
+                                       max(stop_at - pos, 0) if stop_at >= 0 else -1, names)
             if out is None:
                 return
             boundary, rows, done, stop, columns = out
@@ -416,8 +416,8 @@ def _header_file(path: Path, seq: int, scan: _FileScan, stop_at: int, keep: byte
             if done:
                 scan.done = True
                 return
-            if stop:
-                return
+            if stop or not boundary:
+                return  # no transaction ended in a whole buffer: drive reads a big one on
         scan.whole = not chunks.carry
 
 

@@ -44,7 +44,7 @@ from trailgate.spark.trail_offsets import (
     position_of,
     scan_boundary,
 )
-from trailgate.spark.trail_options import TrailOptions, parse_options
+from trailgate.spark.trail_options import TrailOptions, parse_bool, parse_options
 from trailgate.spark.trail_rows import ARROW_SCHEMA, SCHEMA_DDL, read_batches
 from trailgate.spark.trail_splits import definitions_at, split_file
 from trailgate.spark.typed_rows import TypedTable, read_typed_batches
@@ -154,7 +154,8 @@ class _ExactTables:
 
 
 def _bool_option(options: Mapping[str, str], name: str) -> bool:
-    return (options.get(name) or "").strip().lower() in ("true", "1", "yes")
+    """The boolean option ``name`` as ``parse_options`` reads it (a bad value is its error)."""
+    return parse_bool(name, options.get(name) or "false")
 
 
 class TrailDataSource(DataSource):

@@ -1547,7 +1547,7 @@ sp_scan_tables(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         int found = frame_at(b, pos, end, &f);
         if (found == FRAME_SHORT)
             break;
-        if (found == FRAME_BAD) {
+        if (found == FRAME_BAD || !record_sound(b, &f)) {
             stop = 1;
             break;
         }
@@ -1655,7 +1655,7 @@ sp_header_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         int found = frame_at(b, pos, end, &f);
         if (found == FRAME_SHORT)
             break;
-        if (found == FRAME_BAD) {
+        if (found == FRAME_BAD || !record_sound(b, &f)) {
             stop = 1;
             break;
         }

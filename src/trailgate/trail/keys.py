@@ -167,7 +167,7 @@ class WalletMasterKey:
         return f"the master-key wallet {self.wallet.path}"
 
     def current(self, name: str | None) -> TrailKey | None:
-        if name not in (None, self.name) or not self.wallet.exists():
+        if (name is not None and name.upper() != self.name) or not self.wallet.exists():
             return None
         key = self.wallet.get()  # a ConfigError says what to run (no key, all deleted)
         return TrailKey(key.name, key.version, key.key)
