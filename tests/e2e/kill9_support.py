@@ -1,8 +1,12 @@
-"""What the kill -9 tests share: a trail that grows as a live Extract's would, and a wait
-that shows the group's report when it times out."""
+"""What the kill -9 tests share: a trail that grows as a live Extract's would, the kill
+itself (marked in the group's log), and a wait that shows the group's report when it times
+out."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +42,21 @@ class TrailFeeder(threading.Thread):
             writer.close()
         except BaseException as exc:  # the test reports it
             self.error = exc
+
+    def finish(self) -> None:
+        """Stop feeding and wait for the writer to close; a failure of its own fails the
+        test."""
+        self.stop.set()
+        self.join(timeout=60)
+        assert self.error is None, self.error
+
+
+def kill9(proc: subprocess.Popen, log: Path, what: str) -> None:  # type: ignore[type-arg]
+    """kill -9 the group's own process (nothing else), and say so in its log."""
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    with open(log, "a") as fh:
+        fh.write(f"\n=== test: kill -9 {what} ===\n")
 
 
 def wait_for(predicate: Callable[[], object], timeout: float, what: str, log: Path,

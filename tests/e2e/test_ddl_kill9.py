@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from kill9_support import wait_for
+from kill9_support import kill9, wait_for
 from replicat_support import pg_target, query, replicat_home, start_group, tdef
 
 from trailgate.db.cluster import Cluster
@@ -106,10 +106,7 @@ def test_kill9_replicat_after_ddl_and_before_its_dml(e2e_cluster: Cluster, tmp_p
             # nothing after it (its group checkpoint not written yet)
             wait_for(lambda name=name: name in _columns(conninfo, "app.t"), 300,
                   f"column {name}", log)
-            proc.kill()
-            proc.wait(timeout=30)
-            with open(log, "a") as fh:
-                fh.write(f"\n=== test: kill -9 after DDL {n} ===\n")
+            kill9(proc, log, f"after DDL {n}")
             feed.rows_txn()  # the DML that uses the new column, written while it is down
             proc = start_group(home, "replicat", "REP1", "--trigger", "0.3", log=log)
         feed.add_column("c3")  # and one more DDL applied by the restarted Replicat
@@ -162,10 +159,7 @@ def test_kill9_delta_replicat_after_ddl_and_before_its_dml(tmp_path: Path):
             if n == 1:
                 feed.rows_txn()  # the DML that uses it, already in the trail
             wait_for(lambda name=name: name in _delta_columns(table), 300, f"column {name}", log)
-            proc.kill()
-            proc.wait(timeout=30)
-            with open(log, "a") as fh:
-                fh.write(f"\n=== test: kill -9 after DDL {n} ===\n")
+            kill9(proc, log, f"after DDL {n}")
             feed.rows_txn()  # rows using the new column, written while it is down
             proc = start_group(home, "replicat", "REP1", "--trigger", "0.3", log=log)
         feed.add_column("c3")

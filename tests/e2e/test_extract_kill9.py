@@ -20,6 +20,7 @@ from extract_support import (
     trail_transactions,
     wait_for,
 )
+from kill9_support import kill9
 
 from trailgate.capture.postgres.trandata import add_trandata
 from trailgate.db.cluster import Cluster
@@ -109,13 +110,6 @@ def _read_lsn(home: Home) -> int:
     return int(ck.read_position.get("lsn", 0)) if ck else 0
 
 
-def _kill(proc, log: Path, what: str) -> None:
-    os.kill(proc.pid, signal.SIGKILL)  # the Extract's own process, nothing else
-    proc.wait(timeout=30)
-    with open(log, "a") as fh:
-        fh.write(f"\n=== test: kill -9 {what} ===\n")
-
-
 def _file_growing(trail: Path) -> bool:
     """A trail file is being written right now (its size changes within 50 ms)."""
     seqs = TrailName(trail).sequence_numbers()
@@ -161,7 +155,7 @@ def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int,
                 wait_for(lambda: _file_growing(trail), 180, "the trail to grow", 0.01)
                 what = "while writing a large transaction"
             assert proc.poll() is None, log.read_text()[-3000:]
-            _kill(proc, log, what)
+            kill9(proc, log, what)
         work.stop.set()
         work.join(timeout=60)
         assert work.error is None, work.error

@@ -4,14 +4,12 @@ in order."""
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import time
 from pathlib import Path
 
 import pytest
-from kill9_support import TrailFeeder, wait_for
+from kill9_support import TrailFeeder, kill9, wait_for
 from replicat_support import Increments, run_group, start_group
 
 from trailgate.home import GroupInfo, Home, TrailInfo
@@ -77,13 +75,8 @@ def _run_kills(tmp_path: Path, kills: int, seed: int) -> None:
                 wait_for(lambda: _in_batch(home), 300, "a batch in flight", log, 0.005)
                 what = "while a batch is in flight"
             assert proc.poll() is None, log.read_text()[-3000:]
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-            with open(log, "a") as fh:
-                fh.write(f"\n=== test: kill -9 {what} ===\n")
-        feeder.stop.set()
-        feeder.join(timeout=60)
-        assert feeder.error is None, feeder.error
+            kill9(proc, log, what)
+        feeder.finish()
         done = run_group(home, "extract", "PUMP1", "--once", timeout=300)
         assert done.returncode == 0, done.stderr[-3000:] + log.read_text()[-3000:]
     finally:

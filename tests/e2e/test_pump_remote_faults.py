@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from collector_support import free_port, trail_bytes
 from deltalake import DeltaTable
-from kill9_support import TrailFeeder, wait_for
+from kill9_support import TrailFeeder, kill9, wait_for
 from replicat_support import ROOT, Increments, replicat_home, run_group, start_group
 from test_pump_kill9 import _in_batch, _transactions, _written
 
@@ -218,10 +218,7 @@ def test_remote_pump_through_faults_and_kill9(tmp_path: Path) -> None:
                 else:
                     time.sleep(rng.uniform(0, 0.5))
                 assert pump.poll() is None, log.read_text()[-3000:]
-                os.kill(pump.pid, signal.SIGKILL)
-                pump.wait(timeout=30)
-                with open(log, "a") as fh:
-                    fh.write(f"\n=== test: kill -9 of the Pump ({n}) ===\n")
+                kill9(pump, log, f"of the Pump ({n})")
                 pump = start_group(source, "extract", "PUMP1", "--trigger", "0.3", log=log)
             else:
                 time.sleep(rng.uniform(0, 1.0))
@@ -230,9 +227,7 @@ def test_remote_pump_through_faults_and_kill9(tmp_path: Path) -> None:
                     fh.write(f"\n=== test: kill -9 of the collector ({n}) ===\n")
                 time.sleep(rng.uniform(0, 2.0))
                 collector.start()
-        feeder.stop.set()
-        feeder.join(timeout=60)
-        assert feeder.error is None, feeder.error
+        feeder.finish()
         proxy.faults.clear()
         os.kill(pump.pid, signal.SIGKILL)
         pump.wait(timeout=30)

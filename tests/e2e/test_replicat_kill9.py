@@ -4,16 +4,14 @@ twice (or lost) shows in the final counters."""
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import psycopg
 import pytest
-from kill9_support import TrailFeeder, wait_for
+from kill9_support import TrailFeeder, kill9, wait_for
 from replicat_support import (
     Increments,
     accounts,
@@ -81,13 +79,8 @@ def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int) -> None:
                 time.sleep(rng.uniform(3, 9))
                 what = "during start-up"
             assert proc.poll() is None, log.read_text()[-3000:]
-            os.kill(proc.pid, signal.SIGKILL)  # the Replicat's own process, nothing else
-            proc.wait(timeout=30)
-            with open(log, "a") as fh:
-                fh.write(f"\n=== test: kill -9 {what} ===\n")
-        feeder.stop.set()
-        feeder.join(timeout=60)
-        assert feeder.error is None, feeder.error
+            kill9(proc, log, what)
+        feeder.finish()
         try:
             done = run_group(home, "replicat", "REP1", "--once", timeout=240)
         except subprocess.TimeoutExpired:

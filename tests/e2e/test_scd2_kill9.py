@@ -4,14 +4,12 @@ twice or lost shows as a row too many or a wrong validity."""
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import time
 from pathlib import Path
 
 import pytest
-from kill9_support import TrailFeeder
+from kill9_support import TrailFeeder, kill9
 from replicat_support import Increments, replicat_home, run_group, start_group
 from scd2_support import delta_history, history_from_trail
 from spark_conftest import spark_session  # noqa: F401
@@ -46,13 +44,8 @@ def test_kill9_scd2_replicat_then_exact_history(tmp_path: Path, spark: object) -
                 assert proc.poll() is None, log.read_text()[-3000:]
                 time.sleep(0.1)
             time.sleep(rng.uniform(0, 1.5))  # then anywhere: planning, merging, committing
-            os.kill(proc.pid, signal.SIGKILL)  # the Replicat's own process, nothing else
-            proc.wait(timeout=30)
-            with open(log, "a") as fh:
-                fh.write(f"\n=== test: kill -9 number {n + 1} ===\n")
-        feeder.stop.set()
-        feeder.join(timeout=60)
-        assert feeder.error is None, feeder.error
+            kill9(proc, log, f"number {n + 1}")
+        feeder.finish()
         done = run_group(home, "replicat", "REP1", "--once", timeout=300)
         assert done.returncode == 0, done.stderr[-3000:] + log.read_text()[-3000:]
     finally:
