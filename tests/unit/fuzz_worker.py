@@ -501,9 +501,14 @@ def main() -> None:
     proto_out = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
+    # stderr too, unless TRAILGATE_FUZZ_STDERR names a file to append it to: the sanitizer
+    # run keeps what UBSan writes there (it has no report file when ASan is loaded)
+    keep = os.environ.get("TRAILGATE_FUZZ_STDERR")
+    os.dup2(os.open(keep, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if keep else devnull, 2)
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
     sys.stderr = sys.stdout
+    # -1: no limit (the sanitizer run: ASan reserves terabytes of address space for its
+    # shadow memory and limits the resident size itself)
     limit = int(os.environ.get("TRAILGATE_FUZZ_MEMORY", str(3 << 30)))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     import trailgate.spark.trail_offsets  # noqa: F401 - imported once, not per example
