@@ -203,10 +203,18 @@ class Run:
 
     def findings(self) -> list[str]:
         """The sanitizer reports: the report files', and any report on the run's output."""
-        found = [f"{name}:\n{text}" for name, text in sorted(self.reports.items())]
+        found = [f"{name}:\n{_from_first_report(text)}"
+                 for name, text in sorted(self.reports.items())]
         if any(marker in self.output for marker in REPORT_MARKERS):
-            found.append(f"on the run's output:\n{self.output[-6000:]}")
+            found.append(f"on the run's output:\n{_from_first_report(self.output)}")
         return found
+
+
+def _from_first_report(text: str, size: int = 6000) -> str:
+    """``text`` from the line of its first sanitizer report on, ``size`` characters."""
+    at = min((i for i in (text.find(m) for m in REPORT_MARKERS) if i >= 0), default=0)
+    start = text.rfind("\n", 0, at) + 1
+    return text[start:start + size]
 
 
 @dataclass
@@ -276,3 +284,32 @@ class Sanitized:
                 pid, what, name, detail = line.split(" ", 3)
                 loads.append((int(pid), what, name, detail))
         return Run(code, output, seconds, reports, loads)
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/integration/sanitizer_support.py PYTEST-ARGS…``: build the extensions
+    sanitized in a temporary directory and run pytest with these arguments on them (what
+    ``./dev sanitize`` does for the whole set, minus the PostgreSQL the COPY pump needs)."""
+    import tempfile
+
+    cc = compiler()
+    runtime = asan_runtime(cc) if cc else None
+    if cc is None or runtime is None:
+        print("no C compiler with a shared AddressSanitizer runtime (libasan.so)",
+              file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="tg-sanitize-") as tmp:
+        san = Sanitized.prepare(Path(tmp), discover_extensions(), cc, runtime)
+        run = san.run(["-m", "pytest", "-p", "no:cacheprovider", "-s", *argv],
+                      Path(tmp) / "logs", timeout=24 * 3600)
+        print(run.output)
+        findings = run.findings()
+        for finding in findings:
+            print(f"SANITIZER REPORT {finding}", file=sys.stderr)
+        print(f"{run.seconds:.0f} s, exit status {run.returncode}, "
+              f"{len(findings)} sanitizer report(s)", file=sys.stderr)
+        return 1 if findings else run.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -142,3 +142,18 @@ def test_c_encoding_equals_the_reference(data, fmt, vendor):
             encode_change12(*args)
         return
     assert encode_change12(*args) == want
+
+
+@pytest.mark.parametrize("release", ["19.1", "12.2", "21.1"])
+def test_c_encoding_of_a_row_without_columns_equals_the_reference(release):
+    """A DELETE whose image holds no column: an empty D area, which the C encoder copied with
+    memcpy from a NULL buffer (undefined; UBSan's report in the sanitizer run,
+    tests/integration/test_sanitizers.py); the bytes are the reference's."""
+    from trailgate.model import Change, OpType
+    from trailgate.sample import STUDENT
+
+    fmt = parse_release(release, "little" if release == "21.1" else "big")
+    change = Change(OpType.DELETE, STUDENT.qualified_name, before={})
+    for known in (STUDENT, None):
+        args = (change, known, fmt, 7, TransInd.ONLY, None, None)
+        assert encode_change12(*args) == encode_change12(*args, use_c=False)
