@@ -99,6 +99,8 @@ ob_reserve(obuf *b, Py_ssize_t n)
 static int
 ob_put(obuf *b, const void *src, Py_ssize_t n)
 {
+    if (n == 0) /* an empty area: b->p may still be NULL, and memcpy must not see it */
+        return 0;
     if (ob_reserve(b, n) < 0)
         return -1;
     memcpy(b->p + b->len, src, (size_t)n);
