@@ -133,7 +133,7 @@ def build(specs: list[ExtensionSpec], out: Path, cc: str, root: Path = REPO) -> 
     return built
 
 
-_FINDER = '''"""Start-up hook of the sanitizer run: trailgate's C extensions from their sanitized build."""
+_FINDER = '''"""The sanitizer run's start-up hook: the C extensions from their sanitized build."""
 import importlib.machinery
 import importlib.util
 import json

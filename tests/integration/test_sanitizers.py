@@ -9,6 +9,7 @@ file under src/ is in a setup.py extension (so the sanitizer run builds it)."""
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from sanitizer_support import (
     REPO,
     ExtensionSpec,
+    Run,
     Sanitized,
     asan_runtime,
     compiler,
@@ -27,9 +29,16 @@ from trailgate.db.cluster import Cluster
 
 #: seconds the whole sanitized test run may take (a loaded 2-core machine)
 RUN_TIMEOUT = 3 * 3600
-#: the tests that pass under the sanitizers but test nothing there (the trail tests rerun
-#: with the accelerator off: pure Python)
-NOT_UNDER_SANITIZERS = ["tests/unit/test_trail_speedups.py::test_trail_tests_pass_in_the_other_mode"]
+#: test files run sanitized besides those naming an extension: the fuzzers (malformed input
+#: through every reader) and the trail tests (the codec's C paths on every format)
+ALSO_UNDER_SANITIZERS = ["test_*fuzz*.py", "test_trail_*.py"]
+#: the tests left out under the sanitizers: the trail tests rerun with the accelerator off
+#: (pure Python, nothing to sanitize) and the fuzz harness's deliberate crash
+NOT_UNDER_SANITIZERS = [
+    "tests/unit/test_trail_speedups.py::test_trail_tests_pass_in_the_other_mode",
+    # the fuzz harness's own check: a deliberate segfault (ctypes) must end a worker by its
+    # signal, where ASan reports the SEGV and exits with status 1
+    "tests/unit/test_fuzz_inputs.py::test_the_worker_catches_escapes_crashes_and_hangs"]
 
 PROBE = r"""
 #define PY_SSIZE_T_CLEAN
@@ -136,8 +145,7 @@ def test_the_harness_catches_a_read_past_a_buffer_and_undefined_behaviour(tmp_pa
 
 def _covering_tests(specs: list[ExtensionSpec]) -> dict[str, list[Path]]:
     """Extension name -> the unit test files that name it (``_spanplan`` or ``spanplan``
-    as a word), and the fuzzers (``test_fuzz_*``), which reach the C code through the
-    readers; this file's inner checks name the COPY pump."""
+    as a word); the inner checks (sanitized_checks.py) name the COPY pump."""
     found: dict[str, list[Path]] = {}
     candidates = sorted(REPO.joinpath("tests", "unit").glob("test_*.py"))
     candidates.append(Path(__file__).with_name("sanitized_checks.py"))
@@ -148,25 +156,9 @@ def _covering_tests(specs: list[ExtensionSpec]) -> dict[str, list[Path]]:
     return found
 
 
-@pytest.mark.heavy
-def test_c_extensions_under_address_and_undefined_behaviour_sanitizers(
-        tmp_path, pg_cluster: Cluster) -> None:
-    cc, runtime = _toolchain()
-    specs = discover_extensions()
-    covering = _covering_tests(specs)
-    untested = [name for name, files in covering.items() if not files]
-    assert not untested, f"no test names these extensions, so none runs sanitized: {untested}"
-    files = sorted({p for ps in covering.values() for p in ps}
-                   | set(REPO.joinpath("tests", "unit").glob("test_fuzz_*.py")))
-    san = Sanitized.prepare(tmp_path / "san", specs, cc, runtime)
-    database = pg_cluster.create_database("sanitized_copy")
-    args = ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-m", "not heavy",
-            *(f"--deselect={t}" for t in NOT_UNDER_SANITIZERS),
-            *(str(p.relative_to(REPO)) for p in files)]
-    run = san.run(args, tmp_path / "logs", RUN_TIMEOUT,
-                  extra_env={"TRAILGATE_SANITIZE_PG": database})
-    print(f"sanitized run: {len(files)} test files, {run.seconds:.0f} s, exit {run.returncode}")
-    print(run.output[-1500:])
+def _check(run: Run, san: Sanitized, what: str) -> None:
+    print(f"sanitized run, {what}: {run.seconds:.0f} s, exit status {run.returncode}")
+    print(run.output[-800:])
     findings = run.findings()
     assert not findings, "\n\n".join(findings)[-20000:]
     assert run.returncode == 0, run.output[-8000:]
@@ -174,6 +166,36 @@ def test_c_extensions_under_address_and_undefined_behaviour_sanitizers(
     assert not failed, f"sanitized extensions that did not load: {failed}"
     paths = {name: str(path) for name, path in san.modules.items()}
     assert all(paths[name] == where for _, _, name, where in run.loads)
-    assert {name for _, _, name, _ in run.loads} == set(paths), "extensions never loaded"
-    assert len({pid for pid, *_ in run.loads}) > 1, "no child process loaded an extension"
     assert re.search(r"\d+ passed", run.output)
+
+
+@pytest.mark.heavy
+def test_c_extensions_under_address_and_undefined_behaviour_sanitizers(
+        tmp_path, pg_cluster: Cluster) -> None:
+    """The quick cases of every file naming an extension, of the fuzzers and of the trail
+    tests, then the heavy cases of the files naming an extension and of the trail fuzzer
+    (``TRAILGATE_SANITIZE_HEAVY=0`` leaves those out)."""
+    cc, runtime = _toolchain()
+    specs = discover_extensions()
+    covering = _covering_tests(specs)
+    untested = [name for name, files in covering.items() if not files]
+    assert not untested, f"no test names these extensions, so none runs sanitized: {untested}"
+    naming = {p for ps in covering.values() for p in ps}
+    unit = REPO / "tests" / "unit"
+    quick = sorted(naming | {p for glob in ALSO_UNDER_SANITIZERS for p in unit.glob(glob)})
+    heavy = sorted(naming | {unit / "test_fuzz_trails.py"})
+    san = Sanitized.prepare(tmp_path / "san", specs, cc, runtime)
+    env = {"TRAILGATE_SANITIZE_PG": pg_cluster.create_database("sanitized_copy")}
+    base = ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
+            *(f"--deselect={t}" for t in NOT_UNDER_SANITIZERS)]
+    passes = [("quick cases", "not heavy", quick)]
+    if os.environ.get("TRAILGATE_SANITIZE_HEAVY", "1") != "0":
+        passes.append(("heavy cases", "heavy", heavy))
+    loads: list[tuple[int, str, str, str]] = []
+    for what, marks, files in passes:
+        run = san.run([*base, "-m", marks, *(str(p.relative_to(REPO)) for p in files)],
+                      tmp_path / f"logs-{marks.replace(' ', '-')}", RUN_TIMEOUT, env)
+        _check(run, san, f"{what}, {len(files)} files")
+        loads += run.loads
+    assert {name for _, _, name, _ in loads} == set(san.modules), "extensions never loaded"
+    assert len({pid for pid, *_ in loads}) > 2, "no child process loaded an extension"

@@ -423,3 +423,48 @@ def test_a_transaction_left_open_by_a_crash_goes_to_python(tmp_path: Path) -> No
     assert plan_span(b"".join(records), 0, len(b"".join(records)), resolve,
                      lambda blob: True) is not None
     assert plan_span(cut, 0, len(cut), resolve, lambda blob: True) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_damaged_spans_are_planned_or_given_back(tmp_path: Path, monkeypatch, seed: int
+                                                 ) -> None:
+    """Malformed trail bytes reach the planner whole (a range's span, read as the Replicat
+    reads it, then damaged at record starts: bytes set, lengths made 0 or huge, cut,
+    spliced): it plans them or gives them back (None), never raises; each span is a bytes
+    object of its own size, so a read past its end is a read past the buffer (which the
+    sanitizer run, tests/integration/test_sanitizers.py, reports)."""
+    from trailgate.replicat import range_apply
+    from trailgate.trail.records import decode_record
+
+    rng = random.Random(seed)
+    trail = write(tmp_path, workload(rng, 40))
+    upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
+    read = range_apply.read_span(trail, TrailPosition(0, 0), upper)
+    assert read is not None
+    data, segments = read
+    starts, pos = [], 0
+    while pos < len(data):
+        starts.append(pos)
+        pos += decode_record(data, pos, len(data)).length
+    planned_count = 0
+    for _ in range(150):
+        blob = bytearray(data)
+        for _ in range(rng.randrange(1, 4)):
+            at = min(len(blob) - 1, rng.choice(starts) + rng.randrange(-2, 40))
+            how = rng.randrange(5)
+            if how == 0:
+                blob[at] = rng.randrange(256)
+            elif how == 1:  # a length (sub-record or record) 0 or huge
+                blob[at:at + 2] = rng.choice([b"\x00\x00", b"\xff\xff", b"\x7f\xff"])
+            elif how == 2:
+                del blob[at:at + rng.randrange(1, 60)]
+            elif how == 3:
+                blob[at:at] = data[rng.choice(starts):][:rng.randrange(1, 80)]
+            else:
+                del blob[at:]
+                break
+        damaged = bytes(blob)
+        monkeypatch.setattr(range_apply, "read_span", lambda *_, d=damaged: (d, segments))
+        planned = plan_range(mapper(), trail, TrailPosition(0, 0), upper, ROUTER)
+        planned_count += planned is not None
+    assert 0 < planned_count < 150  # the damage reaches both: planned spans and given back
