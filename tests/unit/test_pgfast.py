@@ -265,3 +265,17 @@ def test_next_mark_finds_keepalives_begins_and_commits() -> None:
                 assert chunk[k][1] is not None and chunk[k][1][:1] not in (b"B", b"C")
             if got < min(stop, len(chunk)):
                 assert chunk[got][1] is None or chunk[got][1][:1] in (b"B", b"C")
+
+
+def test_a_negative_start_is_refused_not_read_before_the_list() -> None:
+    """``encode_rows`` and ``next_mark`` read ``chunk[start]`` in C: a negative start read
+    before the list's items (a heap overflow the sanitizer run found with mutated calls,
+    tests/integration/test_sanitizers.py); it is an IndexError now."""
+    rng = random.Random(3)
+    rel = build_relation(_relation([0]), [classify(t) for t in TYPES], set())
+    chunk = _chunk(rng, [0])[:20]
+    with pytest.raises(IndexError, match="negative start"):
+        fastpath.rows_encoder(chunk, -1, len(chunk), struct.pack(">I", OID), rel.layout, None,
+                              "public.t", 77, [], 10, 1 << 20)
+    with pytest.raises(IndexError, match="negative start"):
+        fastpath.next_mark(chunk, -3, len(chunk))

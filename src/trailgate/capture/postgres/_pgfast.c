@@ -667,6 +667,8 @@ static PyObject *encode_rows(PyObject *self, PyObject *const *args, Py_ssize_t n
     unsigned long long io_time = PyLong_AsUnsignedLongLong(args[7]);
     if (PyErr_Occurred())
         return NULL;
+    if (start < 0) /* chunk[start] would be before the list's items */
+        return PyErr_Format(PyExc_IndexError, "encode_rows: negative start %zd", start);
     if (stop > PyList_GET_SIZE(chunk))
         stop = PyList_GET_SIZE(chunk);
     const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(args[3]);
@@ -718,6 +720,8 @@ static PyObject *next_mark(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_ssize_t i = PyLong_AsSsize_t(args[1]), stop = PyLong_AsSsize_t(args[2]);
     if (PyErr_Occurred())
         return NULL;
+    if (i < 0) /* chunk[i] would be before the list's items */
+        return PyErr_Format(PyExc_IndexError, "next_mark: negative start %zd", i);
     if (stop > PyList_GET_SIZE(chunk))
         stop = PyList_GET_SIZE(chunk);
     for (; i < stop; i++) {
