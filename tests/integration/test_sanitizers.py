@@ -173,8 +173,9 @@ def _check(run: Run, san: Sanitized, what: str) -> None:
 def test_c_extensions_under_address_and_undefined_behaviour_sanitizers(
         tmp_path, pg_cluster: Cluster) -> None:
     """The quick cases of every file naming an extension, of the fuzzers and of the trail
-    tests, then the heavy cases of the files naming an extension and of the trail fuzzer
-    (``TRAILGATE_SANITIZE_HEAVY=0`` leaves those out)."""
+    tests; the quick cases of the files naming an extension with each call into C also made
+    with mutated arguments (sanitizer_mutate.py); then the heavy cases of the files naming
+    an extension and of the trail fuzzer (``TRAILGATE_SANITIZE_HEAVY=0`` leaves those out)."""
     cc, runtime = _toolchain()
     specs = discover_extensions()
     covering = _covering_tests(specs)
@@ -188,13 +189,18 @@ def test_c_extensions_under_address_and_undefined_behaviour_sanitizers(
     env = {"TRAILGATE_SANITIZE_PG": pg_cluster.create_database("sanitized_copy")}
     base = ["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
             *(f"--deselect={t}" for t in NOT_UNDER_SANITIZERS)]
-    passes = [("quick cases", "not heavy", quick)]
+    mutated = sorted(naming - {Path(__file__).with_name("sanitized_checks.py")})
+    passes = [("quick cases", ["-m", "not heavy"], quick),
+              ("quick cases, calls mutated", ["-m", "not heavy", "-p", "sanitizer_mutate"],
+               mutated)]
     if os.environ.get("TRAILGATE_SANITIZE_HEAVY", "1") != "0":
-        passes.append(("heavy cases", "heavy", heavy))
+        passes.append(("heavy cases", ["-m", "heavy"], heavy))
+    env["PYTHONPATH"] = os.pathsep.join(  # the mutating plugin's directory
+        [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])
     loads: list[tuple[int, str, str, str]] = []
-    for what, marks, files in passes:
-        run = san.run([*base, "-m", marks, *(str(p.relative_to(REPO)) for p in files)],
-                      tmp_path / f"logs-{marks.replace(' ', '-')}", RUN_TIMEOUT, env)
+    for n, (what, options, files) in enumerate(passes):
+        run = san.run([*base, *options, *(str(p.relative_to(REPO)) for p in files)],
+                      tmp_path / f"logs-{n}", RUN_TIMEOUT, env)
         _check(run, san, f"{what}, {len(files)} files")
         loads += run.loads
     assert {name for _, _, name, _ in loads} == set(san.modules), "extensions never loaded"
