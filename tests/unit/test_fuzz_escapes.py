@@ -265,7 +265,6 @@ def test_header_only_reads_and_the_catalog_stop_where_the_reader_raises(tmp_path
     from trailgate.model import TrailPosition
     from trailgate.spark.trail_catalog import tables_between
     from trailgate.spark.trail_rows import header_batches
-
     from trailgate.trail._accel import speedups
 
     trail, rba = _trail_with_damage(tmp_path, how)

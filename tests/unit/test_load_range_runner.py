@@ -24,7 +24,7 @@ class _Context:
         self.cancelled = threading.Event()
         self.submitted = threading.Event()
 
-    def cancelAllJobs(self) -> None:  # noqa: N802 - SparkContext's name
+    def cancelAllJobs(self) -> None:
         if self.submitted.is_set():
             self.cancelled.set()
 
