@@ -23,6 +23,7 @@ from trailgate.capture.oracle.changes import (
 )
 from trailgate.capture.oracle.fastpath import fast_body
 from trailgate.capture.oracle.records import RBA, Cursor, RedoRecord, located, tokenize
+from trailgate.capture.oracle.recordscan import parse_record as _c_record
 from trailgate.capture.oracle.supplemental import (
     HEADER_LINE,
     fast_supplemental,
@@ -79,10 +80,15 @@ def parse_dump(path: str | Path, *, start: RBA | None = None
     a resumed capture needs their positions but not their contents.
     """
     p = str(path)
+    scan = _c_record
     try:
         with open(path, encoding="latin-1") as f:
-            for line, text in _record_texts(f):
-                yield _record(p, text, line, start)
+            if scan is None:
+                for line, text in _record_texts(f):
+                    yield _record(p, text, line, start)
+                return
+            for line, text in _record_texts(f):  # C first; None: the Python parser decides
+                yield scan(text, p, line, start) or _record(p, text, line, start)
     except OSError as exc:
         raise SourceError(f"{p}: cannot read the dump file: {exc.strerror}") from None
 
