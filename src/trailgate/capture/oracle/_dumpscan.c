@@ -8,8 +8,8 @@
  * filling their slots.
  *
  * The rule is the fast path's: parse_record() gives exactly the object the Python code
- * gives, or None when anything is unusual (a character outside printable ASCII, tab and
- * newline, a number too long for 64 bits, array operations, direct loads, a wrapped or
+ * gives, or None when anything is unusual (a character outside printable ASCII and newline,
+ * a number too long for 64 bits, array operations, direct loads, a wrapped or
  * misspelt token, any slip), and the caller then parses the record in Python, which gives
  * the object or the located error.  Each reader below mirrors one regex of dumpparser.py,
  * fastpath.py or supplemental.py (named in its comment) and may be narrower, never wider.
@@ -29,8 +29,9 @@
 enum { OK = 0, BAIL = 1, ERR = -1 };
 
 /* ----------------------------------------------------------------------------------------
- * Characters.  A record holding anything but printable ASCII, tab and newline is left to
- * Python, so whitespace here is exactly what the regexes' \s and str.split() see.
+ * Characters.  A record holding anything but printable ASCII and newline is left to Python,
+ * so whitespace here is what the regexes' \s and str.split() see, and the reference's own
+ * rules about spaces (a change header ends at the line with " RBL:") hold too.
  */
 static inline int is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n'; }
 static inline int is_hws(unsigned char c) { return c == ' ' || c == '\t'; }
@@ -1239,7 +1240,7 @@ static PyObject *ds_parse_record(PyObject *module, PyObject *const *args, Py_ssi
     const unsigned char *s = PyUnicode_1BYTE_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     for (Py_ssize_t i = 0; i < n; i++)
-        if (s[i] < 0x20 ? s[i] != '\n' && s[i] != '\t' : s[i] == 0x7f)
+        if (s[i] < 0x20 ? s[i] != '\n' : s[i] == 0x7f)
             Py_RETURN_NONE;
     long long first_line = PyLong_AsLongLong(args[2]);
     if (first_line == -1 && PyErr_Occurred()) {
