@@ -151,6 +151,8 @@ def test_the_fast_path_takes_the_common_changes():
 # crash it or make it accept what the reference refuses.
 
 C = recordscan.parse_record
+#: how many times over to run the C reader's random cases (the sanitizer build runs more)
+ROUNDS = int(os.environ.get("TRAILGATE_DUMPSCAN_ROUNDS", "1"))
 needs_c = pytest.mark.skipif(C is None, reason="the C record reader was not built "
                                                 "(or TRAILGATE_PURE_PYTHON is set)")
 
@@ -239,7 +241,7 @@ def test_c_reader_random_mutations_fail_or_succeed_as_the_reference():
     rng = random.Random(11)
     base = [r for t in (*corpus(), bench_like()) for r in records(t)]
     taken = 0
-    for _ in range(4000):
+    for _ in range(4000 * ROUNDS):
         line, rec = rng.choice(base)
         toks = list(re.finditer(r"\S+", rec))
         m = rng.choice(toks[1:])
@@ -253,7 +255,7 @@ def test_c_reader_malformed_text_never_crashes_or_reads_past_the_end():
     rng = random.Random(5)
     base = [r for t in (*corpus(), bench_like()) for r in records(t)]
     palette = "0123456789abcdefx:.#[]()*- \n\t\x00\x7f\x85\xa0\u00e9\u2028\U0001f600"
-    for _ in range(1500):
+    for _ in range(1500 * ROUNDS):
         line, rec = rng.choice(base)
         kind = rng.randrange(4)
         if kind == 0:  # cut short anywhere
