@@ -14,6 +14,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from trailgate.capture.oracle.changes import (
@@ -213,7 +214,7 @@ class Assembler:
         for op in ev.ops:
             kind = op[0]
             if kind == ADD:  # the position is built only if the transaction is new
-                buffer.add(op[3], op[4], lambda op=op: pos(op[1], op[2]))
+                buffer.add(op[3], op[4], partial(pos, op[1], op[2]))
             elif kind == BEGIN:
                 buffer.begin(op[3], pos(op[1], op[2]))
             elif kind == COMPENSATE:
