@@ -1,12 +1,11 @@
 """The dump parser's C record reader, ``_dumpscan.parse_record``, when it was built.
 
-``parse_record(text, path, first_line, start)`` reads one redo record's text into the same
-RedoRecord (changes, KDOs, supplemental data) that ``dumpparser._record`` builds, or returns
-``None`` for anything outside the common layouts, and the Python parser then decides, with
-its located errors.  The C code fills the dataclasses' slots directly, so it checks at import
-that the classes still have the fields it was written for; if they differ, or the extension
-was not compiled, or ``TRAILGATE_PURE_PYTHON`` is set, ``parse_record`` is ``None`` and
-every record takes the Python path.
+``parse_record(text, path, first_line, start)`` gives the RedoRecord ``dumpparser._record``
+builds, or ``None`` for anything outside the common layouts (the Python parser then decides,
+with its located errors).  The C code fills the dataclasses' slots, so it checks at import
+that the classes have the fields it was written for; if not, or without the extension, or
+with ``TRAILGATE_PURE_PYTHON`` set, ``parse_record`` is ``None`` and Python reads every
+record.
 """
 
 from __future__ import annotations
