@@ -1243,10 +1243,10 @@ static PyObject *ds_parse_record(PyObject *module, PyObject *const *args, Py_ssi
         if (s[i] < 0x20 ? s[i] != '\n' : s[i] == 0x7f)
             Py_RETURN_NONE;
     long long first_line = PyLong_AsLongLong(args[2]);
-    if (first_line == -1 && PyErr_Occurred()) {
+    if (first_line == -1 && PyErr_Occurred())
         PyErr_Clear();
+    if (first_line < 0 || first_line > (1LL << 62)) /* line arithmetic must not overflow */
         Py_RETURN_NONE;
-    }
     long long from[3] = {-1, -1, -1};
     if (start != Py_None) {
         if (!PyTuple_Check(start) || PyTuple_GET_SIZE(start) != 3)
