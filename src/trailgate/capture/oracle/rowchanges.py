@@ -22,12 +22,13 @@ from trailgate.capture.oracle.changes import (
     RowChange,
     UndoRecord,
 )
-from trailgate.capture.oracle.datatypes import decoder, to_trail
+from trailgate.capture.oracle.datatypes import CHARSETS, decoder, to_trail
 from trailgate.capture.oracle.dictionary import Dictionary, OracleColumn, OracleTable
 from trailgate.capture.oracle.records import RedoRecord, located
+from trailgate.capture.oracle.recordscan import row_values
 from trailgate.capture.oracle.rowid import dba_block, dba_file, encode_rowid
 from trailgate.errors import SourceError
-from trailgate.model import Change, OpType
+from trailgate.model import Change, ColumnKind, OpType
 
 __all__ = ["OnUnknown", "RowBuilder"]
 
@@ -53,9 +54,8 @@ class RowBuilder:
         self.dictionary = dictionary
         self.on_unknown = on_unknown
         self._warn = warn or log.warning
-        #: per table: segment column -> (column, its decoder), built at first use
-        self._layouts: dict[int, tuple[OracleTable, dict[int, tuple[OracleColumn, Callable[
-            [bytes], bytes]]]]] = {}
+        #: per table (by id): its value layout, built at first use
+        self._layouts: dict[int, _Layout] = {}
 
     # -- entry point -----------------------------------------------------------------------
     def build(self, record: RedoRecord, change: RowChange | DirectLoad,
@@ -143,14 +143,20 @@ class RowBuilder:
             raise self._error(record, change, f"{table.qualified_name}.{col.name} "
                               f"({col.type}): {exc}") from None
 
-    def _piece(self, record, change, table, cols, offset) -> dict[OracleColumn, bytes | None]:
-        out: dict[OracleColumn, bytes | None] = {}
+    def _layout(self, table: OracleTable) -> _Layout:
         layout = self._layouts.get(id(table))
-        if layout is None or layout[0] is not table:
-            layout = self._layouts[id(table)] = (table, {
-                segcol: (col, decoder(col.kind, col.charset))
-                for segcol, col in table.by_segcol.items()})
-        segcols = layout[1]
+        if layout is None or layout.table is not table:
+            layout = self._layouts[id(table)] = _Layout(table)
+        return layout
+
+    def _piece(self, record, change, table, cols, offset) -> dict[OracleColumn, bytes | None]:
+        layout = self._layout(table)
+        if row_values is not None and layout.by_column is not None:
+            done = row_values(layout.by_column, cols, offset, None)
+            if done is not None:
+                return done
+        out: dict[OracleColumn, bytes | None] = {}
+        segcols = layout.segcols
         for colno, raw in cols:
             entry = segcols.get(colno + offset)
             if entry is None:
@@ -182,8 +188,13 @@ class RowBuilder:
         if row.fb != WHOLE_ROW:
             raise self._error(record, change, f"insert of a row piece with flags {row.fb}: "
                               f"only whole rows ({WHOLE_ROW}) are supported")
-        values = self._piece(record, change, table, row.columns, 1)
-        after = {c.index: values.get(c) for c in table.columns}
+        layout = self._layout(table)
+        after = None
+        if row_values is not None and layout.by_index is not None:
+            after = row_values(layout.by_index, row.columns, 1, layout.template)
+        if after is None:
+            values = self._piece(record, change, table, row.columns, 1)
+            after = {c.index: values.get(c) for c in table.columns}
         return self._make(OpType.INSERT, record, table, self._rowid(change, change.dba,
                                                                     row.slot), after=after)
 
@@ -269,3 +280,55 @@ class RowBuilder:
             return self._make(OpType.PK_UPDATE, record, table, rowid, after=after,
                               before=before)
         return self._make(OpType.FIELD_COMP, record, table, rowid, after=after)
+
+
+#: ``recordscan.row_values`` codes of the decoders it has in C (others call the Python one)
+_NUMBER, _UTF8, _DATE, _TIMESTAMP, _RAW, _PYTHON = range(6)
+_MAX_SEGCOL = 4096  # past this (no Oracle table has it) the layout stays in Python
+
+
+def _code(col: OracleColumn) -> int:
+    kind = col.kind
+    if kind is ColumnKind.NUMBER:
+        return _NUMBER
+    if kind in (ColumnKind.VARCHAR2, ColumnKind.CHAR, ColumnKind.LONG):
+        return _UTF8 if CHARSETS.get(col.charset.upper()) == "utf-8" else _PYTHON
+    if kind is ColumnKind.DATE:
+        return _DATE
+    if kind is ColumnKind.TIMESTAMP:
+        return _TIMESTAMP
+    return _RAW if kind is ColumnKind.RAW else _PYTHON
+
+
+class _Layout:
+    """A table's columns as the row builder reads them: ``segcols`` for the Python code,
+    and for the C ``row_values`` tuples indexed by segment column number, keyed by column
+    (``by_column``) or by trail column index (``by_index``, with ``template``: every
+    column NULL, in table order, the insert image it fills).  A C layout is ``None`` when
+    its dict could differ from the Python code's (columns outside ``table.columns``,
+    indexes repeated, segment numbers out of range)."""
+
+    __slots__ = ("by_column", "by_index", "segcols", "table", "template")
+
+    def __init__(self, table: OracleTable):
+        self.table = table
+        self.segcols: dict[int, tuple[OracleColumn, Callable[[bytes], bytes]]] = {
+            segcol: (col, decoder(col.kind, col.charset))
+            for segcol, col in table.by_segcol.items()}
+        self.template: dict[int, bytes | None] = {c.index: None for c in table.columns}
+        self.by_column: tuple[tuple[object, int, Callable[[bytes], bytes]] | None, ...] | None
+        self.by_index: tuple[tuple[object, int, Callable[[bytes], bytes]] | None, ...] | None
+        self.by_column = self.by_index = None
+        if not self.segcols or not all(0 <= n <= _MAX_SEGCOL for n in self.segcols):
+            return
+        width = max(self.segcols) + 1
+        by_column: list[tuple[object, int, Callable[[bytes], bytes]] | None] = [None] * width
+        by_index: list[tuple[object, int, Callable[[bytes], bytes]] | None] = [None] * width
+        for segcol, (col, decode) in self.segcols.items():
+            by_column[segcol] = (col, _code(col), decode)
+            by_index[segcol] = (col.index, _code(col), decode)
+        self.by_column = tuple(by_column)
+        members = {id(c) for c in table.columns}
+        if len(self.template) == len(table.columns) and all(
+                id(col) in members for col, _ in self.segcols.values()):
+            self.by_index = tuple(by_index)
