@@ -72,8 +72,8 @@ class RowBuilder:
                 return []
             table = self._table(record, change, undo)
             if kdo.op == "IRP":
-                return [self._insert(record, change, table, KdoRow(kdo.slot, kdo.fb,
-                                                                  kdo.columns))]
+                return [self._insert_row(record, change, table, kdo.slot, kdo.fb,
+                                         kdo.columns)]
             if kdo.op == "QMI":
                 return [self._insert(record, change, table, row) for row in kdo.rows]
             assert undo is not None  # _check_undo raised for a DRP or URP without one
@@ -179,30 +179,39 @@ class RowBuilder:
 
     def _make(self, op: OpType, record: RedoRecord, table: OracleTable, rowid: str,
               after=None, before=None) -> Change:
-        return Change(op=op, table=table.qualified_name, after=after, before=before,
-                      io_time=record.julian_time, audit_seq=record.rba.seq,
-                      audit_pos=record.rba.audit_pos, rowid=rowid)
+        rba = record.rba  # positional: a dataclass's keywords cost more, per change
+        return Change(op, self._layout(table).name, after, before, record.julian_time,
+                      rba.seq, rba.audit_pos, rowid)
 
     # -- operations ------------------------------------------------------------------------
     def _insert(self, record, change, table: OracleTable, row: KdoRow) -> Change:
-        if row.fb != WHOLE_ROW:
-            raise self._error(record, change, f"insert of a row piece with flags {row.fb}: "
+        return self._insert_row(record, change, table, row.slot, row.fb, row.columns)
+
+    def _insert_row(self, record, change, table: OracleTable, slot: int, fb: str,
+                    columns: list[tuple[int, bytes | None]]) -> Change:
+        if fb != WHOLE_ROW:
+            raise self._error(record, change, f"insert of a row piece with flags {fb}: "
                               f"only whole rows ({WHOLE_ROW}) are supported")
         layout = self._layout(table)
         after = None
         if row_values is not None and layout.by_index is not None:
-            after = row_values(layout.by_index, row.columns, 1, layout.template)
+            after = row_values(layout.by_index, columns, 1, layout.template)
         if after is None:
-            values = self._piece(record, change, table, row.columns, 1)
+            values = self._piece(record, change, table, columns, 1)
             after = {c.index: values.get(c) for c in table.columns}
-        return self._make(OpType.INSERT, record, table, self._rowid(change, change.dba,
-                                                                    row.slot), after=after)
+        return self._make(OpType.INSERT, record, table, self._rowid(change, change.dba, slot),
+                          after=after)
 
     def _supplemental(self, record, change, table: OracleTable,
                       undo: UndoRecord) -> dict[OracleColumn, bytes | None]:
         sup = undo.supplemental
         if sup is None:
             return {}
+        layout = self._layout(table)
+        if row_values is not None and layout.by_intcol is not None:
+            done = row_values(layout.by_intcol, sup.columns, 0, None)
+            if done is not None:
+                return done
         out: dict[OracleColumn, bytes | None] = {}
         for intcol, raw in sup.columns:
             col = table.by_intcol.get(intcol)
@@ -214,7 +223,10 @@ class RowBuilder:
 
     def _key(self, record, change, table, known: dict[OracleColumn, bytes | None],
              what: str) -> dict[OracleColumn, bytes | None]:
-        keycols = table.key_columns
+        layout = self._layout(table)
+        keycols = layout.keys
+        if keycols is None:
+            keycols = layout.keys = table.key_columns
         missing = [c.name for c in keycols if c not in known]
         if missing:
             raise self._error(record, change, f"{what} of {table.qualified_name} does not "
@@ -300,35 +312,44 @@ def _code(col: OracleColumn) -> int:
     return _RAW if kind is ColumnKind.RAW else _PYTHON
 
 
+_Entry = tuple[object, int, Callable[[bytes], bytes]]  # (dict key, value code, decoder)
+
+
+def _values_layout(columns: dict[int, tuple[OracleColumn, Callable[[bytes], bytes]]],
+                   by_index: bool) -> tuple[_Entry | None, ...] | None:
+    """The ``row_values`` layout of ``columns`` (number -> column): a tuple indexed by the
+    number, each column keyed by itself or by its index; ``None`` when a number is out of
+    range (the Python code then reads those columns)."""
+    if not columns or not all(0 <= n <= _MAX_SEGCOL for n in columns):
+        return None
+    layout: list[_Entry | None] = [None] * (max(columns) + 1)
+    for n, (col, decode) in columns.items():
+        layout[n] = (col.index if by_index else col, _code(col), decode)
+    return tuple(layout)
+
+
 class _Layout:
     """A table's columns as the row builder reads them: ``segcols`` for the Python code,
     and for the C ``row_values`` tuples indexed by segment column number, keyed by column
     (``by_column``) or by trail column index (``by_index``, with ``template``: every
-    column NULL, in table order, the insert image it fills).  A C layout is ``None`` when
-    its dict could differ from the Python code's (columns outside ``table.columns``,
-    indexes repeated, segment numbers out of range)."""
+    column NULL, in table order, the insert image it fills), and by INTCOL# for
+    supplemental data (``by_intcol``).  ``by_index`` is ``None`` when its image could differ
+    from the Python code's (columns outside ``table.columns``, indexes repeated)."""
 
-    __slots__ = ("by_column", "by_index", "segcols", "table", "template")
+    __slots__ = ("by_column", "by_index", "by_intcol", "keys", "name", "segcols", "table",
+                 "template")
 
     def __init__(self, table: OracleTable):
         self.table = table
+        self.name = table.qualified_name
+        self.keys: list[OracleColumn] | None = None  # the key columns, at first need
         self.segcols: dict[int, tuple[OracleColumn, Callable[[bytes], bytes]]] = {
             segcol: (col, decoder(col.kind, col.charset))
             for segcol, col in table.by_segcol.items()}
         self.template: dict[int, bytes | None] = {c.index: None for c in table.columns}
-        self.by_column: tuple[tuple[object, int, Callable[[bytes], bytes]] | None, ...] | None
-        self.by_index: tuple[tuple[object, int, Callable[[bytes], bytes]] | None, ...] | None
-        self.by_column = self.by_index = None
-        if not self.segcols or not all(0 <= n <= _MAX_SEGCOL for n in self.segcols):
-            return
-        width = max(self.segcols) + 1
-        by_column: list[tuple[object, int, Callable[[bytes], bytes]] | None] = [None] * width
-        by_index: list[tuple[object, int, Callable[[bytes], bytes]] | None] = [None] * width
-        for segcol, (col, decode) in self.segcols.items():
-            by_column[segcol] = (col, _code(col), decode)
-            by_index[segcol] = (col.index, _code(col), decode)
-        self.by_column = tuple(by_column)
+        self.by_column = _values_layout(self.segcols, False)
+        self.by_intcol = _values_layout({n: (c, decoder(c.kind, c.charset))
+                                         for n, c in table.by_intcol.items()}, False)
         members = {id(c) for c in table.columns}
-        if len(self.template) == len(table.columns) and all(
-                id(col) in members for col, _ in self.segcols.values()):
-            self.by_index = tuple(by_index)
+        self.by_index = _values_layout(self.segcols, True) if len(self.template) == len(
+            table.columns) and all(id(c) in members for c, _ in self.segcols.values()) else None
