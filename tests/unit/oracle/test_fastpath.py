@@ -347,12 +347,16 @@ def test_pure_python_parse_gives_the_same_records(monkeypatch):
 
 def test_pure_python_env_turns_the_c_reader_off():
     path = str(FIXTURES / "single_update.dmp")
-    code = ("from trailgate.capture.oracle import recordscan, dumpparser; "
+    code = ("from trailgate.capture.oracle import recordscan, dumpparser, rowchanges; "
+            "from trailgate.capture.oracle import capture_oracle_dumps; "
             f"recs = list(dumpparser.parse_dump({path!r})); "
-            "print(recordscan.parse_record is None, len(recs))")
+            "print(recordscan.parse_record is None, rowchanges.row_values is None, len(recs)); "
+            f"print(repr(list(capture_oracle_dumps({str(US03)!r}, [{path!r}]))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env={**os.environ, PURE_PYTHON_ENV: "1"}).stdout.split()
-    assert out == ["True", "2"]
+                         check=True, env={**os.environ, PURE_PYTHON_ENV: "1"}).stdout
+    flags, captured = out.split("\n", 1)
+    assert flags.split() == ["True", "True", "2"]
+    assert captured.strip() == repr(list(DumpCapture(Dictionary.load(US03), [path])))
 
 
 # -- the C row values (_dumpscan.row_values) -----------------------------------------------
