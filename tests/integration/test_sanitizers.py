@@ -144,10 +144,12 @@ def test_the_harness_catches_a_read_past_a_buffer_and_undefined_behaviour(tmp_pa
 
 
 def _covering_tests(specs: list[ExtensionSpec]) -> dict[str, list[Path]]:
-    """Extension name -> the unit test files that name it (``_spanplan`` or ``spanplan``
-    as a word); the inner checks (sanitized_checks.py) name the COPY pump."""
+    """Extension name -> the unit test files (tests/unit and below) that name it
+    (``_spanplan`` or ``spanplan`` as a word), but for those building a sanitized module of
+    their own; the inner checks (sanitized_checks.py) name the COPY pump."""
     found: dict[str, list[Path]] = {}
-    candidates = sorted(REPO.joinpath("tests", "unit").glob("test_*.py"))
+    candidates = sorted(p for p in REPO.joinpath("tests", "unit").rglob("test_*.py")
+                        if "sanitiz" not in p.name)  # a test's own sanitized build: not here
     candidates.append(Path(__file__).with_name("sanitized_checks.py"))
     for spec in specs:
         word = re.compile(rf"(?<![A-Za-z0-9_])_?{re.escape(spec.short_name.lstrip('_'))}"
@@ -183,7 +185,7 @@ def test_c_extensions_under_address_and_undefined_behaviour_sanitizers(
     assert not untested, f"no test names these extensions, so none runs sanitized: {untested}"
     naming = {p for ps in covering.values() for p in ps}
     unit = REPO / "tests" / "unit"
-    quick = sorted(naming | {p for glob in ALSO_UNDER_SANITIZERS for p in unit.glob(glob)})
+    quick = sorted(naming | {p for glob in ALSO_UNDER_SANITIZERS for p in unit.rglob(glob)})
     heavy = sorted(naming | {unit / "test_fuzz_trails.py"})
     san = Sanitized.prepare(tmp_path / "san", specs, cc, runtime)
     env = {"TRAILGATE_SANITIZE_PG": pg_cluster.create_database("sanitized_copy")}
