@@ -11,8 +11,9 @@ so they get the sanitized modules too, whatever ``PYTHONPATH`` they are given.  
 writes each load (or failed load) of an extension, with its process id, to a log, so a run in
 which a process quietly fell back to pure Python is seen.  CPython is not instrumented: the
 sanitizer's runtime is preloaded (``LD_PRELOAD``), Python's own allocator is switched to
-``malloc`` so that every object is a heap block ASan guards, and each report is written to a
-file per process (the fuzz workers send their stderr to /dev/null).
+``malloc`` so that every object is a heap block ASan guards; ASan writes each report to a
+file per process, and UBSan (which has no report file beside ASan) to stderr, which the fuzz
+workers keep in a file instead of /dev/null.
 """
 
 from __future__ import annotations
