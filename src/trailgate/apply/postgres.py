@@ -22,7 +22,7 @@ from trailgate.apply.checkpoint_table import STREAM_BATCH, table_identifier
 from trailgate.apply.discard import DdlDiscard, Discard, DiscardWriter
 from trailgate.apply.mapping import MappedChange, Mapper, TableMapping, TargetColumn, TargetTable
 from trailgate.apply.pg_ddl import PgDdl
-from trailgate.apply.pg_sets import Deviation, Stages, run_plan, stage_shapes
+from trailgate.apply.pg_sets import Deviation, First, SetRunner, has_copies
 from trailgate.apply.planner import DUPLICATE_CODES, MISSING_CODES, CollisionError
 from trailgate.apply.records import ApplyResult, TableCounts, TrailChange
 from trailgate.apply.setplan import SetPlan, plan_table
@@ -130,7 +130,7 @@ class PgApplier:
         self.conn = conn if conn is not None else self._connect()
         self.mapper = Mapper(params, PgCatalog(self.conn, conninfo), group=self.group)
         self._queries: dict[tuple[Any, ...], sql.Composed] = {}
-        self._stages = Stages(self.conn)
+        self._sets = SetRunner(self.conn)
         self._strict = False  # in a set-based attempt: a collision is a Deviation
         self.set_attempts = 0  # set-based attempts, and how many fell back (tests, reports)
         self.set_fallbacks = 0
@@ -233,7 +233,6 @@ class PgApplier:
         position = str(max(tc.position for tc in changes)) if changes else ""
         result = ApplyResult()
         discards: list[Discard | DdlDiscard] = []
-        stages_before = set(self._stages.names)
         try:
             with self._partition(batch_id, partition, position, result, advance) as cur:
                 if cur is not None:
@@ -245,7 +244,7 @@ class PgApplier:
                             discards.extend(ddl)
                             continue
                         mapped = self.mapper.map_all(list(part), defs)
-                        plans = self._set_plans(mapped)  # stage tables made in the transaction
+                        plans = self._set_plans(mapped)
                         done = (self._apply_sets(cur, plans, result) if plans is not None
                                 else self._apply_pipelined(cur, mapped, result))
                         if not done:
@@ -254,8 +253,6 @@ class PgApplier:
                                 self._apply_run(cur, run, result, applied)
                             discards.extend(applied)
         except BaseException:
-            for shape in set(self._stages.names) - stages_before:
-                del self._stages.names[shape]  # made in the rolled-back transaction
             self._forget_definitions()  # what a rolled-back DDL did is undone too
             raise
         if self.discard is not None:
@@ -263,10 +260,9 @@ class PgApplier:
         return result
 
     def _forget_definitions(self) -> None:
-        """After DDL: read target tables again, build statements and stage tables anew."""
+        """After DDL: read target tables again and build statements anew."""
         self.mapper.forget_all()
         self._queries.clear()
-        self._stages.invalidate()
 
     def apply_plans(self, batch_id: int, partition: int, plans: Sequence[SetPlan],
                     position: str, *, advance: tuple[str, str] | None = None
@@ -276,21 +272,54 @@ class PgApplier:
         nothing committed — when the target is not as the plans expect (a collision, an
         error): the caller then applies the partition with :meth:`apply_partition`, whose
         one-change-at-a-time fallback gives HANDLECOLLISIONS and REPERROR their behaviour.
+        Without inserts (no COPY) the whole transaction — its BEGIN, the checkpoint row, the
+        set statements — goes out as one pipeline: one round trip, then the COMMIT.
         """
         result = ApplyResult()
         try:
-            self._stages.ensure(shape for plan in plans for shape in stage_shapes(plan))
-        except Deviation:
+            self._sets.prepare()
+        except psycopg.OperationalError as exc:
+            raise self._lost(exc, batch_id, partition) from None
+        first = self._row_statement(batch_id, partition, position, advance)
+        self.set_attempts += 1
+        try:
+            with (nullcontext() if has_copies(plans) else self.conn.pipeline()) as pipe, \
+                    self.conn.transaction():
+                self._sets.run(plans, pipeline=pipe, first=first)
+        except _Skipped:
+            result.skipped = True  # applied before: this attempt was rolled back
+            return result
+        except Deviation as exc:
+            self.set_fallbacks += 1
+            log.debug("set-based apply from the trail fell back to the Python path: %s", exc)
             return None
         except psycopg.OperationalError as exc:
             raise self._lost(exc, batch_id, partition) from None
-        try:
-            with self._partition(batch_id, partition, position, result, advance) as cur:
-                if cur is not None and not self._apply_sets(cur, list(plans), result):
-                    raise _Fallback
-        except _Fallback:
-            return None
+        for plan in plans:
+            result.table(plan.mapping.target.qualified_name).add(plan.counts)
         return result
+
+    def _row_statement(self, batch_id: int, partition: int, position: str,
+                       advance: tuple[str, str] | None) -> list[First]:
+        """The checkpoint-table statement of a pipelined attempt: the streamed apply's row
+        moved (an error if another process moved it), or the partition's row claimed
+        (:class:`_Skipped` if it was applied before); none without a checkpoint table."""
+        if self.checkpoint is None:
+            return []
+        if advance is not None:
+            query, params = self._advance_query(*advance)
+
+            def moved(cur: psycopg.Cursor[Any]) -> None:
+                row = cur.fetchone()
+                if row is None or row[0] != 1:
+                    raise self._moved_elsewhere(advance[0])
+            return [First(query, params, moved)]
+
+        def claimed(cur: psycopg.Cursor[Any]) -> None:
+            if cur.fetchone() is None:
+                raise _Skipped
+        return [First(self._claim_query(), (self.group, batch_id, partition, position),
+                      claimed)]
 
     @contextmanager
     def _partition(self, batch_id: int, partition: int, position: str,
@@ -327,36 +356,48 @@ class PgApplier:
         means another process applies for this group: an error, nothing committed."""
         if self.checkpoint is None:
             return
-        ident = self.checkpoint[2]
-        moved = self.conn.execute(
-            sql.SQL("UPDATE {} SET position = %s, updated = now() WHERE group_name = %s "
-                    "AND batch_id = %s AND partition = 0 AND position = %s RETURNING 1"
-                    ).format(ident), (end, self.group, STREAM_BATCH, start)).fetchone()
-        if moved is None:
-            moved = self.conn.execute(
-                sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
-                        "VALUES (%s, %s, 0, %s) ON CONFLICT DO NOTHING RETURNING 1"
-                        ).format(ident), (self.group, STREAM_BATCH, end)).fetchone()
-        if moved is None:
-            raise TargetError(
-                f"REPLICAT {self.group}: its row in checkpoint table "
-                f"{self.checkpoint[0]}.{self.checkpoint[1]} no longer says trail position "
-                f"{start}: another process applies for this group; stop it, then start "
-                f"this one again (nothing of this transaction was committed)")
+        row = self.conn.execute(*self._advance_query(start, end)).fetchone()
+        if row is None or row[0] != 1:
+            raise self._moved_elsewhere(start)
+
+    def _advance_query(self, start: str, end: str) -> tuple[sql.Composed, dict[str, Any]]:
+        """One statement: the row moved from ``start`` to ``end``, or created if there is
+        none; it returns 1 if either happened."""
+        assert self.checkpoint is not None
+        query = sql.SQL(
+            "WITH moved AS (UPDATE {t} SET position = %(end)s, updated = now() "
+            "WHERE group_name = %(group)s AND batch_id = %(batch)s AND partition = 0 "
+            "AND position = %(start)s RETURNING 1), "
+            "added AS (INSERT INTO {t} (group_name, batch_id, partition, position) "
+            "SELECT %(group)s::text, %(batch)s::bigint, 0, %(end)s::text "
+            "WHERE NOT EXISTS (SELECT FROM moved) ON CONFLICT DO NOTHING RETURNING 1) "
+            "SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM added)"
+        ).format(t=self.checkpoint[2])
+        return query, {"start": start, "end": end, "group": self.group, "batch": STREAM_BATCH}
+
+    def _moved_elsewhere(self, start: str) -> TargetError:
+        assert self.checkpoint is not None
+        return TargetError(
+            f"REPLICAT {self.group}: its row in checkpoint table "
+            f"{self.checkpoint[0]}.{self.checkpoint[1]} no longer says trail position "
+            f"{start}: another process applies for this group; stop it, then start "
+            f"this one again (nothing of this transaction was committed)")
+
+    def _claim_query(self) -> sql.Composed:
+        assert self.checkpoint is not None
+        return sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
+                       "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1").format(
+            self.checkpoint[2])
 
     def _claim(self, batch_id: int, partition: int, position: str) -> bool:
-        assert self.checkpoint is not None
-        row = self.conn.execute(
-            sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1").format(
-                self.checkpoint[2]), (self.group, batch_id, partition, position)).fetchone()
+        row = self.conn.execute(self._claim_query(),
+                                (self.group, batch_id, partition, position)).fetchone()
         return row is not None
 
     # -- set-based (BATCHSQL) ------------------------------------------------------------
     def _set_plans(self, mapped: list[MappedChange]) -> list[SetPlan] | None:
         """BATCHSQL: one set plan per table (first-change order), or None to apply one
-        change at a time.  Creates the stage tables the plans need (outside the
-        partition's transaction)."""
+        change at a time."""
         if not self.batchsql or len(mapped) < SET_MIN_CHANGES:
             return None
         by_table: dict[int, tuple[TableMapping, list[MappedChange]]] = {}
@@ -374,11 +415,7 @@ class PgApplier:
         if all(p.ordered == p_changes for p, (_, p_changes) in zip(
                 plans, by_table.values(), strict=True)):
             return None  # nothing to apply as sets
-        try:
-            self._stages.ensure(shape for plan in plans for shape in stage_shapes(plan))
-        except Deviation as exc:
-            log.debug("set-based apply not possible: %s", exc)
-            return None
+        self._sets.prepare()
         return plans
 
     def _apply_sets(self, cur: psycopg.Cursor[Any], plans: list[SetPlan],
@@ -389,9 +426,8 @@ class PgApplier:
         attempt = ApplyResult()
         try:
             with self.conn.transaction():
-                self._stages.begin()
+                self._sets.run(plans)
                 for plan in plans:
-                    run_plan(cur, self._stages, plan)
                     attempt.table(plan.mapping.target.qualified_name).add(plan.counts)
                 self._strict = True
                 try:
@@ -611,8 +647,8 @@ class PgApplier:
                                  f"error {codes[0]}", m, codes)
 
 
-class _Fallback(Exception):
-    """Roll the partition's transaction back: its set plans met a collision or error."""
+class _Skipped(Exception):
+    """Roll a pipelined attempt back: its checkpoint row says it was applied before."""
 
 
 def _param(type_name: str) -> sql.Composable:
