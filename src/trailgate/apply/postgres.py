@@ -228,7 +228,7 @@ class PgApplier:
         """A partition holding DDL (or a definition change) in one transaction, in trail
         order: each run of DML applied as a partition is (set-based under BATCHSQL, with
         its own definitions), each DDL record as DDLERROR says; after a DDL ran, target
-        definitions, statements and stage tables are made anew, so COLMAP USEDEFAULTS,
+        definitions and statements are made anew, so COLMAP USEDEFAULTS,
         KEYCOLS and BATCHSQL see what it changed."""
         position = str(max(tc.position for tc in changes)) if changes else ""
         result = ApplyResult()
