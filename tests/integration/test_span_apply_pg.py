@@ -296,3 +296,32 @@ def test_streamed_steps_of_random_changes_leave_the_source_state(pg_db: str,
     assert a.set_fallbacks == 0
     assert rows(conn, f"SELECT position FROM {CKPT} WHERE group_name = 'LIVE'") == [
         (recorded,)]
+
+
+def test_a_step_of_updates_goes_out_pipelined_and_a_replay_is_skipped(pg_db: str,
+                                                                    tmp_path: Path) -> None:
+    """Updates only (no COPY): the whole attempt is one pipeline — BEGIN, the checkpoint
+    row, the set statement — and still exactly once: the same batch again is skipped and
+    changes nothing; a row that fails to match rolls back everything, the checkpoint row
+    included."""
+    conn = setup(pg_db, DDL)
+    conn.execute("INSERT INTO fast.items (id, name) SELECT g, 'old' FROM generate_series(0, 39) g")
+    txns = [Transaction("0.1.1", 9, [Change(OpType.FIELD_COMP, "public.items",
+                                            {0: str(k).encode(), 1: b"new"})
+                                     for k in range(40)], 2_460_000_000_000_001)]
+    trail = write(tmp_path, txns)
+    upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
+    p = params("MAP public.items, TARGET fast.items;", "BATCHSQL\n")
+    with applier(pg_db, p, group="fast") as a:
+        first = apply_span(a, 3, trail, TrailPosition(0, 0), upper, ROUTER)
+        conn.execute("UPDATE fast.items SET name = 'later' WHERE id = 5")
+        again = apply_span(a, 3, trail, TrailPosition(0, 0), upper, ROUTER)
+        assert (a.set_attempts, a.set_fallbacks) == (2, 0)
+        conn.execute("DELETE FROM fast.items WHERE id = 7")
+        assert apply_span(a, 4, trail, TrailPosition(0, 0), upper, ROUTER) is None
+    assert first is not None and first[0] is not None and not first[0].skipped
+    assert first[0].counts["fast.items"].updates == 40
+    assert again is not None and again[0] is not None and again[0].skipped
+    assert rows(conn, "SELECT name, count(*) FROM fast.items GROUP BY name ORDER BY name") == [
+        ("later", 1), ("new", 38)]
+    assert rows(conn, f"SELECT batch_id FROM {CKPT}") == [(3,)]
