@@ -302,8 +302,8 @@ def test_a_step_of_updates_goes_out_pipelined_and_a_replay_is_skipped(pg_db: str
                                                                     tmp_path: Path) -> None:
     """Updates only (no COPY): the whole attempt is one pipeline — BEGIN, the checkpoint
     row, the set statement — and still exactly once: the same batch again is skipped and
-    changes nothing; a row that fails to match rolls back everything, the checkpoint row
-    included."""
+    changes nothing; a row that fails to match, or a statement that fails, rolls back
+    everything, the checkpoint row included, and the session goes on."""
     conn = setup(pg_db, DDL)
     conn.execute("INSERT INTO fast.items (id, name) SELECT g, 'old' FROM generate_series(0, 39) g")
     txns = [Transaction("0.1.1", 9, [Change(OpType.FIELD_COMP, "public.items",
@@ -319,9 +319,16 @@ def test_a_step_of_updates_goes_out_pipelined_and_a_replay_is_skipped(pg_db: str
         assert (a.set_attempts, a.set_fallbacks) == (2, 0)
         conn.execute("DELETE FROM fast.items WHERE id = 7")
         assert apply_span(a, 4, trail, TrailPosition(0, 0), upper, ROUTER) is None
+        conn.execute("INSERT INTO fast.items (id, name) VALUES (7, 'back')")
+        conn.execute("ALTER TABLE fast.items ADD CONSTRAINT not_new CHECK (id <> 7 OR name <> 'new')")
+        assert apply_span(a, 5, trail, TrailPosition(0, 0), upper, ROUTER) is None  # an error
+        conn.execute("ALTER TABLE fast.items DROP CONSTRAINT not_new")
+        done = apply_span(a, 6, trail, TrailPosition(0, 0), upper, ROUTER)  # the same session
+        assert (a.set_attempts, a.set_fallbacks) == (5, 2)
+    assert done is not None and done[0] is not None and not done[0].skipped
     assert first is not None and first[0] is not None and not first[0].skipped
     assert first[0].counts["fast.items"].updates == 40
     assert again is not None and again[0] is not None and again[0].skipped
     assert rows(conn, "SELECT name, count(*) FROM fast.items GROUP BY name ORDER BY name") == [
-        ("later", 1), ("new", 38)]
-    assert rows(conn, f"SELECT batch_id FROM {CKPT}") == [(3,)]
+        ("new", 40)]
+    assert rows(conn, f"SELECT batch_id FROM {CKPT} ORDER BY 1") == [(3,), (6,)]

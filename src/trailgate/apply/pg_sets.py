@@ -63,7 +63,7 @@ class First:
     """A statement the caller sends ahead of the plans, in the same pipeline; ``check``
     sees its cursor once the results are in (before the plans' own checks)."""
 
-    query: sql.Composed
+    query: sql.SQL | sql.Composed
     params: Sequence[Any] | Mapping[str, Any]
     check: Callable[[Cursor], None]
 

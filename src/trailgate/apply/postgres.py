@@ -290,19 +290,26 @@ class PgApplier:
         error): the caller then applies the partition with :meth:`apply_partition`, whose
         one-change-at-a-time fallback gives HANDLECOLLISIONS and REPERROR their behaviour.
         Without inserts (no COPY) the whole transaction — its BEGIN, the checkpoint row, the
-        set statements — goes out as one pipeline: one round trip, then the COMMIT.
+        set statements — goes out as one pipeline: a round trip for their results, one for
+        the COMMIT.  (BEGIN and COMMIT are sent as statements: psycopg's own transaction
+        block would sync the pipeline on entering and leaving it, a round trip each.)
         """
         result = ApplyResult()
         try:
             self._sets.prepare()
         except psycopg.OperationalError as exc:
             raise self._lost(exc, batch_id, partition) from None
-        first = self._row_statement(batch_id, partition, position, advance)
+        first = [First(sql.SQL("BEGIN"), (), _no_check),
+                 *self._row_statement(batch_id, partition, position, advance)]
         self.set_attempts += 1
         try:
-            with (nullcontext() if has_copies(plans) else self.conn.pipeline()) as pipe, \
-                    self.conn.transaction():
-                self._sets.run(plans, pipeline=pipe, first=first)
+            with nullcontext() if has_copies(plans) else self.conn.pipeline() as pipe:
+                try:
+                    self._sets.run(plans, pipeline=pipe, first=first)
+                except BaseException:
+                    self._rollback()
+                    raise
+                self.conn.execute("COMMIT")
         except _Skipped:
             result.skipped = True  # applied before: this attempt was rolled back
             return result
@@ -315,6 +322,16 @@ class PgApplier:
         for plan in plans:
             result.table(plan.mapping.target.qualified_name).add(plan.counts)
         return result
+
+    def _rollback(self) -> None:
+        """End a transaction begun with a BEGIN statement (in a pipeline: queued), unless
+        the connection is lost (the server then rolls it back itself)."""
+        if self.conn.info.transaction_status == psycopg.pq.TransactionStatus.UNKNOWN:
+            return
+        try:
+            self.conn.execute("ROLLBACK")
+        except psycopg.Error as exc:
+            log.warning("rolling back a set-based attempt failed: %s", exc)
 
     def _row_statement(self, batch_id: int, partition: int, position: str,
                        advance: tuple[str, str] | None) -> list[First]:
@@ -707,6 +724,10 @@ class PgApplier:
             raise CollisionError(f"{text}. The Replicat stops (REPERROR ABEND); correct the "
                                  f"target, or use HANDLECOLLISIONS or a REPERROR rule for "
                                  f"error {codes[0]}", m, codes)
+
+
+def _no_check(cur: psycopg.Cursor[Any]) -> None:
+    """A first statement whose result needs no look (BEGIN)."""
 
 
 class _Skipped(Exception):
