@@ -410,8 +410,9 @@ class PgApplier:
     def _lost(self, exc: Exception, batch_id: int, partition: int) -> TargetError:
         what = ("the trail's next transactions" if batch_id == STREAM_BATCH
                 else f"batch {batch_id} partition {partition}")
+        reason = " ".join(str(exc).split())  # libpq's text may run over several lines
         return TargetError(f"lost the connection to {describe(self.conninfo)} while "
-                           f"applying {what}: {exc}; nothing of it was committed, "
+                           f"applying {what}: {reason}; nothing of it was committed, "
                            f"restarting the Replicat applies it again")
 
     def advance_stream(self, start: str, end: str) -> None:
