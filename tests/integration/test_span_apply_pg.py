@@ -320,7 +320,8 @@ def test_a_step_of_updates_goes_out_pipelined_and_a_replay_is_skipped(pg_db: str
         conn.execute("DELETE FROM fast.items WHERE id = 7")
         assert apply_span(a, 4, trail, TrailPosition(0, 0), upper, ROUTER) is None
         conn.execute("INSERT INTO fast.items (id, name) VALUES (7, 'back')")
-        conn.execute("ALTER TABLE fast.items ADD CONSTRAINT not_new CHECK (id <> 7 OR name <> 'new')")
+        conn.execute("ALTER TABLE fast.items ADD CONSTRAINT not_new "
+                     "CHECK (id <> 7 OR name <> 'new')")
         assert apply_span(a, 5, trail, TrailPosition(0, 0), upper, ROUTER) is None  # an error
         conn.execute("ALTER TABLE fast.items DROP CONSTRAINT not_new")
         done = apply_span(a, 6, trail, TrailPosition(0, 0), upper, ROUTER)  # the same session
