@@ -778,9 +778,13 @@ static int span_item(PyObject *chunk, Py_ssize_t i, unsigned long long *lsn, PyO
     return 0;
 }
 
-static PyObject *malformed(const char *what, unsigned long long lsn) {
-    return PyErr_Format(PyExc_ValueError, "malformed pgoutput %s message at LSN %X/%X", what,
-                        (unsigned)(lsn >> 32), (unsigned)(lsn & 0xFFFFFFFFu));
+/* ValueError "<text> at LSN X/Y", the LSN as PostgreSQL writes it. */
+static PyObject *at_lsn(const char *text, unsigned long long lsn) {
+    char message[160];
+    snprintf(message, sizeof message, "%s at LSN %X/%X", text, (unsigned)(lsn >> 32),
+             (unsigned)(lsn & 0xFFFFFFFFu));
+    PyErr_SetString(PyExc_ValueError, message);
+    return NULL;
 }
 
 /* scan_span(chunk, i, stop, end, bound, in_txn) -> (i, bound, in_txn, action): from
@@ -824,13 +828,12 @@ static PyObject *scan_span(PyObject *self, PyObject *const *args, Py_ssize_t nar
         const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(data);
         Py_ssize_t n = PyBytes_GET_SIZE(data);
         if (n == 0)
-            return PyErr_Format(PyExc_ValueError, "empty pgoutput message at LSN %X/%X",
-                                (unsigned)(lsn >> 32), (unsigned)(lsn & 0xFFFFFFFFu));
+            return at_lsn("empty pgoutput message", lsn);
         if (in_txn) {
             i++;
             if (d[0] == 'C') { /* flags, commit LSN, end LSN at offset 10 */
                 if (n < 18)
-                    return malformed("Commit", lsn);
+                    return at_lsn("malformed pgoutput Commit message", lsn);
                 in_txn = 0;
                 unsigned long long commit_end = get64(d + 10);
                 if (commit_end > bound)
@@ -844,7 +847,7 @@ static PyObject *scan_span(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
         if (d[0] == 'B') { /* its commit LSN at offset 1 */
             if (n < 9)
-                return malformed("Begin", lsn);
+                return at_lsn("malformed pgoutput Begin message", lsn);
             if (get64(d + 1) >= end) {
                 if (end > bound)
                     bound = end;
