@@ -1,13 +1,12 @@
 """Change rows: what flows from a capture source (or a trail) into the ``trail`` sink.
 
-The ``trail`` source shows values as text for people and SQL; these rows keep everything a
-trail record needs, exactly: values in trail form, the transaction on every row, a
-definition row before each table's first change and a position row at the end, so every
-batch is self-contained; *define* and *note* rows carry a DDL's new definition and its
-report lines.  A *packed* row carries records a source encoded itself, since Spark's cost is
-per row; a *transactions* row carries many whole transactions so encoded
-(``trail.txn_batch``), since a small transaction's cost is per transaction.  The schema:
-docs/processes.md, "Change rows".  Pure pyarrow, so it runs in Spark's workers too.
+Unlike the ``trail`` source's text values, these rows keep everything a trail record
+needs, exactly: values in trail form, the transaction on every row, a definition row before
+each table's first change and a position row at the end, so each batch is self-contained;
+*define* and *note* rows carry a DDL's new definition and its report lines.  *Packed* and
+*transactions* rows carry records a source encoded itself (``trail.txn_batch``), since
+Spark's cost is per row.  Schema: docs/processes.md, "Change rows".  Pure pyarrow: it runs
+in Spark's workers too.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
 """Many whole small transactions in one blob, their trail records already final.
 
 A source that reads a run of one-to-few-row transactions (the PostgreSQL Extract's C
-capture loop) hands them on as one blob, so the code between it and the file does its work
-per batch, not per transaction: the trail writer appends the records in one go when its
-file already has every table's definition and room for them (``TrailWriter.write_batch``),
-and otherwise each transaction takes the general path again, from the records with their
-T areas taken off (``TxnBatch.transactions``), which gives the same bytes.
-
-The blob, big-endian: ``u32`` transactions, ``u32`` records, ``u16`` tables; per table a
-``u16`` length and its UTF-8 name, then four ``u32`` counts of its records by operation
-(``OPERATIONS``); per transaction 26 bytes: ``u64`` CSN, ``u64`` io_time (Julian), ``u32``
-XID, ``u32`` bytes of its records, ``u16`` records; one byte per record naming its table;
-the records end to end, each as the writer writes it (the transaction's CSN and XID in a T
-area on its first record, TransInd set).  Only transactions that write a record are in it.
+capture loop) hands them on as one blob, so the code between it and the file works per
+batch, not per transaction: the writer appends the records in one go when its file has
+every table's definition and room (``TrailWriter.write_batch``); otherwise each transaction
+takes the general path again, from its records with the T area taken off, which gives the
+same bytes.  Only transactions that write a record are in a batch.
 """
 
 from __future__ import annotations
@@ -31,6 +24,11 @@ OPERATIONS = (OpType.INSERT, OpType.DELETE, OpType.FIELD_COMP, OpType.PK_UPDATE)
 #: Where a batch's records keep their TransInd (the 11.2 layout's).
 TRANS_IND_OFFSET = 4 + 4 + 24
 
+# The blob, big-endian: u32 transactions, u32 records, u16 tables; per table a u16 length
+# and its UTF-8 name, then four u32 counts of its records by operation (OPERATIONS); per
+# transaction 26 bytes: u64 CSN, u64 io_time (Julian), u32 XID, u32 bytes of its records,
+# u16 records; one byte per record naming its table; the records end to end, each as the
+# writer writes it (CSN and XID in a T area on a transaction's first record, TransInd set).
 _HEAD = struct.Struct(">IIH")
 _ENTRY = struct.Struct(">QQIIH")
 _COUNTS = struct.Struct(">IIII")

@@ -437,7 +437,7 @@ class PgCapture:
                     if data is None:  # a keepalive
                         j += 1
                         continue
-                    if begin is None and batch is not None and data[0] == 0x42:
+                    if begin is None and batch is not None and data and data[0] == 0x42:
                         j2, count, blob, csn, end_lsn, commit_time = batch(
                             chunk, j, hi, batch_rels, self._delivered_lsn, upto, BATCH_TXNS,
                             BATCH_BYTES, BATCH_TXN_ROWS)

@@ -3,10 +3,11 @@
 ``_pgfast.encode_change`` does in one pass what pgoutput.py, capture.py (``_image``,
 ``_update``), types.py and trail/values.py do with Python objects, and gives the same bytes;
 for anything unusual it returns ``None`` and the caller takes that Python path, which is the
-reference (``tests/unit/test_pgfast.py`` holds the two side by side).
+reference (``tests/unit/test_pgfast.py``).  ``txns_encoder`` takes many whole small
+transactions at once, ``scan_span`` finds where a stream's read stops.
 
-The C module is optional (``setup.py``); without it, or with ``TRAILGATE_PURE_PYTHON=1``,
-``available`` is false and every change takes the Python path.
+Without the C module (``setup.py``), or with ``TRAILGATE_PURE_PYTHON=1``, ``available`` is
+false and every change takes the Python path.
 """
 
 from __future__ import annotations
