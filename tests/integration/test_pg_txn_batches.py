@@ -24,6 +24,7 @@ from txn_stream_support import PARAMS, ReplayStream, chunks, random_stream
 from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres.capture import PgCapture
 from trailgate.changes.change_rows import OP_TXNS, ChangeRowBuilder
+from trailgate.extract.postgres.snapshot_tracker import SnapshotTracker
 from trailgate.extract.postgres.source import SourceOptions, _Emitter, _rows
 from trailgate.home import GroupInfo, Home, TrailInfo
 from trailgate.spark.trail_sink import SinkOptions, write_change_batches
@@ -47,17 +48,18 @@ def _home(path: Path, conninfo: str) -> SourceOptions:
 
 
 def _write(opts: SourceOptions, conninfo: str, parts: list, trail: Path, batched: bool,
-           sink_options: dict[str, str] | None = None, start: int = 1
+           sink_options: dict[str, str] | None = None, tracker: bool = False
            ) -> tuple[Any, PgCapture, int | None]:
-    """Read ``parts`` as the driver's streamed slot does and append them to ``trail``."""
-    emitter = _Emitter(opts.config, tracker=None)
+    """Read ``parts`` as the driver's streamed slot does and append them to ``trail``
+    (``tracker``: with a run's snapshot tracker, none under way, as ``run extract`` has)."""
+    emitter = _Emitter(opts.config, tracker=SnapshotTracker("run") if tracker else None)
     cap = PgCapture(conninfo, "no_slot", "no_pub", encode_plan=emitter.encode_plan,
                     stream=ReplayStream(parts), watch=emitter.watch)  # type: ignore[arg-type]
     rows = ChangeRowBuilder()
     last: list[int | None] = []
 
     def batches():
-        last.append((yield from _rows(opts, cap, emitter, start, END, rows, batched)))
+        last.append((yield from _rows(opts, cap, emitter, 1, END, rows, batched)))
         rows.add_position({"lsn": END})
         yield rows.take()
 
@@ -88,13 +90,15 @@ def _same(a: tuple[Any, PgCapture, int | None], b: tuple[Any, PgCapture, int | N
                                                           lb)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_batches_write_the_general_paths_bytes(pg_db, tmp_path, seed):
+@pytest.mark.parametrize(("seed", "tracker"), [(1, False), (2, False), (3, True)])
+def test_batches_write_the_general_paths_bytes(pg_db, tmp_path, seed, tracker):
     opts = _home(tmp_path / "home", pg_db)
     parts = chunks(random_stream(seed, 1500), seed)
     TAKEN.update({False: 0, True: 0})
-    general = _write(opts, pg_db, parts, tmp_path / "g" / "aa", batched=False)
-    batched = _write(opts, pg_db, parts, tmp_path / "b" / "aa", batched=True)
+    general = _write(opts, pg_db, parts, tmp_path / "g" / "aa", batched=False,
+                     tracker=tracker)
+    batched = _write(opts, pg_db, parts, tmp_path / "b" / "aa", batched=True,
+                     tracker=tracker)
     assert general[0].transactions > 1000
     assert TAKEN[False] == 0 and TAKEN[True] > general[0].transactions // 2
     assert record_bytes(tmp_path / "g" / "aa") == record_bytes(tmp_path / "b" / "aa")

@@ -458,8 +458,9 @@ class StreamedSlot:
     last one ended (a replay) or the last one failed.  ``confirm(end)`` once the batch is
     durable moves the slot.  ``close`` before anything else reads the slot (a Spark task's
     ``read_partition``): a streamed slot is busy.  ``batched``: runs of small transactions
-    go through in one C call and one change row each (``PgCapture.read_batched``) unless
-    a snapshot is being tracked; default: on unless ``TRAILGATE_TXN_BATCHES=0``.
+    go through in one C call and one change row each (``PgCapture.read_batched``; a
+    snapshot's table and messages stay on the general path, as the encode plan and the
+    batch's rules say); default: on unless ``TRAILGATE_TXN_BATCHES=0``.
     """
 
     def __init__(self, opts: SourceOptions, *, batched: bool | None = None):
@@ -503,7 +504,7 @@ class StreamedSlot:
         cap, emitter = self.open_at(start)
         if position:  # a micro-batch's read: the trail sink starts each from its state
             cap.republish_tables()
-        batched = self.batched and emitter.fast and emitter.tracker is None
+        batched = self.batched and emitter.fast
         done = False
         try:
             if position:
