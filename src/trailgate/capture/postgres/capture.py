@@ -359,6 +359,9 @@ class PgCapture:
                      ) -> Iterator[CapturedTransaction]:
         if upto_lsn is None:
             raise ValueError("PgCapture.read from a stream needs upto_lsn")
+        if max_transactions is not None:  # a span holds many: a stop inside one loses some
+            raise ValueError("PgCapture.read from a stream takes every transaction up to "
+                             "upto_lsn: max_transactions is for a read with SQL")
         self._reading = True
         transactions = self._transactions(stream.spans(upto_lsn),
                                           upto_lsn if batched else None)
