@@ -245,3 +245,7 @@ def test_damage_gives_the_readers_error_never_a_crash(tmp_path):
         else:
             assert isinstance(got, pa.Table) and got.equals(want)
     assert errors > 5
+    for cut in sorted(rng.sample(range(2000, len(clean)), 12)):  # a crashed writer's tail
+        path.write_bytes(clean[:cut])
+        got = _table(trail_rows.read_batches(str(trail), TrailPosition(0, 0), None))
+        assert got.equals(_reference(trail, TrailPosition(0, 0), None))

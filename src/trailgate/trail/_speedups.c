@@ -1812,8 +1812,7 @@ sp_split_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * Arrow buffers of whole batches instead of a Python object per value.  It decodes what
  * the reader decodes (every change's column list when values are asked for) and stops
  * where the reader would raise or where trail_rows' Python code does something this code
- * does not (DDL rows, fragments, LOB pieces, a column repeated in one image, a value that
- * is not UTF-8): `stop` True and `stop_at` the record's offset; the caller reads on from
+ * does not (DDL rows, fragments, LOB pieces, a column repeated in one image): `stop` True and `stop_at` the record's offset; the caller reads on from
  * `boundary` with the Python reader.  It also stops after the transaction that brings the
  * rows to `max_rows`.
  *
@@ -1958,6 +1957,73 @@ sc_truncate(strcol *c, Py_ssize_t n)
     c->off.len = (n + 1) * 4;
     c->data.len = o;
     c->n = n;
+}
+
+/* The length of the UTF-8 sequence at p (n bytes left) as Python's strict decoder takes
+ * it, 0 when none starts there. */
+static Py_ssize_t
+utf8_at(const unsigned char *p, Py_ssize_t n)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    Py_ssize_t more;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        more = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        more = 2;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    }
+    else if (c >= 0xF0 && c <= 0xF4) {
+        more = 3;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    }
+    else
+        return 0;
+    if (n <= more || p[1] < lo || p[1] > hi)
+        return 0;
+    for (Py_ssize_t k = 2; k <= more; k++)
+        if (p[k] < 0x80 || p[k] > 0xBF)
+            return 0;
+    return more + 1;
+}
+
+/* The bytes as text the way the generic rows decode them: UTF-8, each byte of what is not
+ * UTF-8 as \xNN (Python's "backslashreplace"). */
+static int
+sc_add_text(strcol *c, const unsigned char *p, Py_ssize_t n)
+{
+    if (utf8_valid(p, n))
+        return sc_add(c, p, n);
+    if (gb_grow(&c->data, c->data.len + 4 * n) < 0)
+        return FAILED;
+    unsigned char *o = c->data.p + c->data.len;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        Py_ssize_t k = utf8_at(p + i, n - i);
+        if (k > 0) {
+            memcpy(o, p + i, (size_t)k);
+            o += k;
+            i += k;
+        }
+        else {
+            o[0] = '\\';
+            o[1] = 'x';
+            o[2] = (unsigned char)HEX_DIGITS[p[i] >> 4];
+            o[3] = (unsigned char)HEX_DIGITS[p[i] & 15];
+            o += 4;
+            i++;
+        }
+    }
+    c->data.len = o - c->data.p;
+    return sc_end(c, 1);
 }
 
 /* A map<string,string> column: row offsets and validity, keys, items. */
@@ -2135,8 +2201,8 @@ image_columns(const unsigned char *b, Py_ssize_t start, Py_ssize_t end, const sp
 }
 
 /* An image as a map row: keys the spec's names (the index in decimal without one), items
- * the values (hex text for RAW).  INCONSISTENT for what the Python code must do: a column
- * repeated (a dict keeps its first place and last value), a value that is not UTF-8. */
+ * the values as text (hex for RAW).  INCONSISTENT for what the Python code must do: a
+ * column repeated (a dict keeps its first place and last value). */
 static int
 map_image(mapcol *m, const colvec *cv, const spec_t *s, uint32_t *seen, uint32_t stamp)
 {
@@ -2165,10 +2231,8 @@ map_image(mapcol *m, const colvec *cv, const spec_t *s, uint32_t *seen, uint32_t
             rc = sc_end(&m->items, 0);
         else if (e.kind != 0 && e.hex)
             rc = sc_add_hex(&m->items, c->v, c->n);
-        else if (!utf8_valid(c->v, c->n))
-            return INCONSISTENT;
         else
-            rc = sc_add(&m->items, c->v, c->n);
+            rc = sc_add_text(&m->items, c->v, c->n);
         if (rc != OK)
             return rc;
     }
