@@ -41,7 +41,8 @@ from trailgate.trail.reader import TrailReader, TrailRecord
 from trailgate.trail.records import RawRecord
 
 __all__ = ["ARROW_SCHEMA", "FIXED_KINDS", "SCHEMA_DDL", "RowSink", "drive", "header_arrays",
-           "keep_types", "op_label", "read_batches", "string_array"]
+           "keep_types", "op_label", "read_batches", "scalar_array",
+           "string_array"]
 
 #: The row schema, in Spark DDL (see docs/spark.md for each column's meaning).
 SCHEMA_DDL = (
@@ -247,10 +248,26 @@ class _Columns:
             if field.name in self.maps:
                 arrays.append(self.maps[field.name].array())
             else:
-                arrays.append(pa.array(self.scalars[field.name], field.type))
+                arrays.append(scalar_array(self.scalars[field.name], field.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         self.truncate((0,) * (1 + len(self.maps)))
         return batch
+
+
+_U64 = (1 << 64) - 1
+
+
+def scalar_array(values: list[Any], dtype: pa.DataType) -> pa.Array:
+    """A header column's values as an array of ``dtype``.  A value beyond a long (a 64-bit
+    unsigned field: AuditPos, a damaged IO time, a 20-digit CSN) wraps to its two's
+    complement, as the C codec's packed arrays give it, instead of failing the read."""
+    try:
+        return pa.array(values, dtype)
+    except OverflowError:
+        if not (pa.types.is_integer(dtype) or pa.types.is_timestamp(dtype)):
+            raise
+    wrapped = pa.array([None if v is None else v & _U64 for v in values], pa.uint64())
+    return wrapped.cast(pa.int64(), safe=False).cast(dtype)
 
 
 _Scalar = Callable[[TrailRecord, RawRecord, "int | None", "str | None", bool, bool], object]

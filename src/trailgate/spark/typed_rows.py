@@ -36,6 +36,7 @@ from trailgate.spark.trail_rows import (
     header_batches,
     keep_types,
     op_label,
+    scalar_array,
     string_array,
 )
 from trailgate.spark.typed_values import arrow_type, quote, spark_ddl, to_arrow
@@ -266,7 +267,7 @@ class _TypedColumns:
                                                              pa.bool_()))
         for (name, dtype) in CHANGE_FIELDS:
             if name in self.change:
-                arrays[name] = pa.array(self.change[name], dtype)
+                arrays[name] = scalar_array(self.change[name], dtype)
         batch = pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema],
                                            schema=self.schema)
         self.truncate((0, 0, 0))
