@@ -2411,8 +2411,11 @@ sp_change_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (!PyBytes_Check(buf) || as_ssize(args[1], &pos) < 0 || as_ssize(args[2], &end) < 0
         || as_ssize(args[4], &upper) < 0 || as_ssize(args[5], &max_rows) < 0
         || !PyBytes_Check(keep_arg) || PyBytes_GET_SIZE(keep_arg) != 256
-        || !PyDict_Check(names) || !PyList_Check(specs) || !PyTuple_Check(shape)
-        || !PyArg_ParseTuple(shape, "pinO", &typed, &build, &nslots, &after_slots))
+        || !PyDict_Check(names) || !PyList_Check(specs) || !PyTuple_Check(shape)) {
+        PyErr_SetString(PyExc_TypeError, "change_rows: an argument of the wrong type");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(shape, "pinO", &typed, &build, &nslots, &after_slots))
         return NULL;
     if (pos < 0 || pos > end || end > PyBytes_GET_SIZE(buf) || nslots < 0 || nslots > 0xFFFF
         || !PyBytes_Check(after_slots) || PyBytes_GET_SIZE(after_slots) != nslots) {
