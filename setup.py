@@ -2,11 +2,13 @@
 
 ``trailgate.trail._speedups`` speeds up the trail codec (``…release12._codec12`` its 12c+
 formats, ``…trail._seal`` encrypted records, with OpenSSL's libcrypto),
-``trailgate.capture.postgres._pgfast``
-the PostgreSQL Extract's row path, ``trailgate.apply._spanplan`` the Replicat's set-based
-apply of a batch, ``trailgate.capture.postgres._copypump`` the initial load's COPY data.  All are optional: when one cannot be compiled (no
-compiler, no Python headers) the install still succeeds and trailgate uses its pure-Python
-code, which is the reference the C code must match byte for byte.
+``trailgate.capture.postgres._pgfast`` the PostgreSQL Extract's row path,
+``trailgate.capture.oracle._dumpscan`` the Oracle redo dump parser,
+``trailgate.apply._spanplan`` the Replicat's set-based apply of a batch,
+``trailgate.capture.postgres._copypump`` the initial load's COPY data.  All are optional: when
+one cannot be compiled (no compiler, no Python headers) the install still succeeds and
+trailgate uses its pure-Python code, which is the reference the C code must match byte for
+byte.
 """
 
 from setuptools import Extension, setup
@@ -33,6 +35,11 @@ setup(
         Extension(
             "trailgate.capture.postgres._pgfast",
             sources=["src/trailgate/capture/postgres/_pgfast.c"],
+            optional=True,
+        ),
+        Extension(
+            "trailgate.capture.oracle._dumpscan",
+            sources=["src/trailgate/capture/oracle/_dumpscan.c"],
             optional=True,
         ),
         Extension(

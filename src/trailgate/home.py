@@ -21,6 +21,7 @@ from typing import Any
 
 from trailgate.checkpoint import CheckpointStore, atomic_write_text, exclusive_lock
 from trailgate.errors import ConfigError
+from trailgate.json_fields import check_fields, json_type
 
 __all__ = [
     "HOME_ENV",
@@ -87,31 +88,25 @@ class GroupInfo:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GroupInfo:
-        """The group a registry entry describes; ``TypeError`` names a field of the wrong
-        type (a registry edited by hand or damaged)."""
+        """The group a registry entry describes; ``ValueError`` names a field that is unknown
+        or of the wrong JSON type (a registry edited by hand or damaged)."""
         values = dict(data)
-        values["trails"] = [TrailInfo(**t) for t in values.get("trails", [])]
+        name = values.get("name")
+        check_fields(cls, values, f"group {name!r}", skip=("trails",))
+        trails = values.get("trails", [])
+        if not isinstance(trails, list):
+            raise ValueError(f"group {name!r}: 'trails' cannot be {json_type(trails)}")
+        for trail in trails:
+            if not isinstance(trail, dict):
+                raise ValueError(f"group {name!r}: a trail cannot be {json_type(trail)}")
+            check_fields(TrailInfo, trail, f"group {name!r}: trail")
+        values["trails"] = [TrailInfo(**t) for t in trails]
         info = cls(**values)
-        for name, kinds in _FIELD_TYPES.items():
-            if not isinstance(getattr(info, name), kinds):
-                raise TypeError(f"group {info.name!r}: {name} cannot be "
-                                f"{type(getattr(info, name)).__name__}")
-        for trail in info.trails:
-            if not isinstance(trail.path, str) or not isinstance(trail.kind, str) or \
-                    type(trail.megabytes) is not int:
-                raise TypeError(f"group {info.name!r}: trail {trail} has a field of the "
-                                "wrong type")
         if info.kind not in ("EXTRACT", "REPLICAT"):
             raise ValueError(f"group {info.name!r}: kind {info.kind!r} is neither EXTRACT nor "
                              "REPLICAT")
         return info
 
-
-#: the JSON types of a registry entry's fields (GroupInfo's, but for its trails)
-_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
-    "name": str, "kind": str, "source": str, "source_path": (str, type(None)),
-    "checkpoint_table": (str, type(None)), "begin": (str, dict, type(None)),
-    "description": (str, type(None)), "created": str}
 
 
 class Home:

@@ -15,7 +15,6 @@ import dataclasses
 import json
 import struct
 import sys
-import types
 import typing
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from trailgate.errors import ConfigError
+from trailgate.json_fields import check_fields, fits, json_type
 from trailgate.model import (
     Change,
     Column,
@@ -79,7 +79,7 @@ def _columns_from_json(items: list[Any] | None, where: str) -> dict[int, bytes |
     for item in items:
         if not isinstance(item, dict):
             raise ValueError(f"{where}: a column must be a JSON object, not "
-                             f"{_json_type(item)}")
+                             f"{json_type(item)}")
         if "index" not in item:
             raise ValueError(f"{where}: a column without its index")
         if "hex" in item:
@@ -115,24 +115,6 @@ def _header_json(header: FileHeader) -> dict[str, Any]:
     return fields
 
 
-def _fits(value: Any, hint: Any) -> bool:
-    """Whether the JSON ``value`` has the type ``hint`` names (a dataclass field's)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, a) for a in args)
-    if hint is type(None):
-        return value is None
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint in (str, bool):
-        return isinstance(value, hint)
-    if origin in (list, tuple):
-        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
-    if hint in (list, tuple, dict):
-        return isinstance(value, list if hint is tuple else hint)
-    return True  # a nested dataclass or an enum: built and checked by the caller
-
-
 _T = typing.TypeVar("_T")
 
 
@@ -140,27 +122,18 @@ def _built(cls: type[_T], data: Any, what: str, **converted: Any) -> _T:
     """``cls`` from the JSON object ``data`` (fields in ``converted`` already built): a
     ``ValueError`` names a field that is unknown or of the wrong JSON type."""
     if not isinstance(data, dict):
-        raise ValueError(f"{what} must be a JSON object, not {_json_type(data)}")
+        raise ValueError(f"{what} must be a JSON object, not {json_type(data)}")
+    check_fields(cls, data, what, skip=converted)
     hints = typing.get_type_hints(cls)
-    for key, value in data.items():
-        if key not in hints:
-            raise ValueError(f"{what} has no field {key!r}")
-        if key not in converted and not _fits(value, hints[key]):
-            raise ValueError(f"{what}: {key!r} cannot be {_json_type(value)} {value!r:.40}")
     fields = {**data, **converted}
     if typing.get_origin(hints.get("version")) is tuple and "version" in fields:
         fields["version"] = tuple(fields["version"])
     return cls(**fields)
 
 
-def _json_type(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
-
-
 def _header_from_json(data: Any) -> FileHeader:
     if not isinstance(data, dict):
-        raise ValueError(f"the file header must be a JSON object, not {_json_type(data)}")
+        raise ValueError(f"the file header must be a JSON object, not {json_type(data)}")
     # an import writes the clear: ENCRYPTTRAIL is a writer's
     data = {k: v for k, v in data.items() if k != "encryption"}
     parts = {"machine": _built(MachineInfo, data.get("machine", {}), "header.machine"),
@@ -182,7 +155,7 @@ def _tabledef_from_json(data: Any) -> TableDef:
 
 def _column_from_json(data: Any) -> Column:
     if not isinstance(data, dict):
-        raise ValueError(f"a column must be a JSON object, not {_json_type(data)}")
+        raise ValueError(f"a column must be a JSON object, not {json_type(data)}")
     index = data.get("index")
     if isinstance(index, int) and not 0 <= index <= 0xFFFF:
         raise ValueError(f"a column index must be 0 to 65535, not {index}")
@@ -268,8 +241,8 @@ _CHANGE_FIELDS: dict[str, Any] = {
 
 def _change_from_json(obj: dict[str, Any], where: str) -> Change:
     for key, hint in _CHANGE_FIELDS.items():
-        if key in obj and not _fits(obj[key], hint):
-            raise ValueError(f"{where}: {key!r} cannot be {_json_type(obj[key])}")
+        if key in obj and not fits(obj[key], hint):
+            raise ValueError(f"{where}: {key!r} cannot be {json_type(obj[key])}")
     tokens = obj.get("tokens") or None
     if tokens is not None and not (isinstance(tokens, dict) and all(
             isinstance(v, str) for v in tokens.values())):

@@ -18,6 +18,7 @@ from trailgate.apply import (
     requires_single_partition,
     split_partitions,
 )
+from trailgate.errors import TargetError
 from trailgate.model import OpType
 
 pytestmark = pytest.mark.postgres
@@ -248,3 +249,41 @@ def test_failed_partition_is_applied_on_retry(pg_db: str) -> None:
         res = a.apply_partition(1, 0, bad, DEFS)
     assert not res.skipped
     assert rows(conn, "SELECT * FROM orders ORDER BY id") == [(1, "a", 1), (2, "fixed", 5)]
+
+
+def test_streamed_steps_begin_with_the_rows_move_and_fall_back_whole(pg_db: str,
+                                                                     tmp_path: Path) -> None:
+    """A streamed step's BEGIN and its checkpoint row's move are one round trip; a small
+    step is tried without savepoints, and one that collides is rolled back whole and applied
+    again change by change (REPERROR DISCARD), its row moved once; a step whose row another
+    process moved commits nothing."""
+    conn = setup(pg_db, ORDERS_DDL)
+    seed(conn)
+    dsc = tmp_path / "rep1.dsc"
+    p = params(MAP, head="REPERROR (DEFAULT, DISCARD)\n")
+    t = Trail()
+    with applier(pg_db, p, discard=DiscardWriter(dsc)) as a:
+        clean = [t(OpType.FIELD_COMP, "public.orders", {0: b"1", 2: b"11"})]
+        trace = tmp_path / "libpq.trace"
+        with trace.open("w") as fh:  # what the client sends: each Query or Sync waits
+            a.conn.pgconn.trace(fh.fileno())
+            a.conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+            a.apply_partition(-1, 0, clean, DEFS, advance=("0:0", "0:150"))
+            a.conn.pgconn.untrace()
+        sent = [line.split("\t")[2] for line in trace.read_text().splitlines()
+                if line.startswith("F\t")]
+        # BEGIN with the row's move (the first step creates the row), the change, COMMIT
+        assert [m for m in sent if m in ("Query", "Sync")] == [
+            "Query", "Sync", "Sync", "Query"], sent
+        mixed = [t(OpType.FIELD_COMP, "public.orders", {0: b"9", 2: b"90"}),  # missing
+                 t(OpType.FIELD_COMP, "public.orders", {0: b"2", 2: b"22"})]
+        res = a.apply_partition(-1, 0, mixed, DEFS, advance=("0:150", "0:350"))
+        assert (res.counts["public.orders"].updates, res.counts["public.orders"].discards
+                ) == (1, 1)
+        assert a.pipelined_fallbacks == 1
+        with pytest.raises(TargetError, match="another process applies for this group"):
+            a.apply_partition(-1, 0, [t(OpType.DELETE, "public.orders", before={0: b"1"})],
+                              DEFS, advance=("0:150", "0:450"))
+    assert rows(conn, "SELECT * FROM orders ORDER BY id") == [(1, "a", 11), (2, "b", 22)]
+    assert rows(conn, f"SELECT position FROM {CKPT} WHERE batch_id = -1") == [("0:350",)]
+    assert dsc.read_text().count("Discarded record from action DISCARD") == 1

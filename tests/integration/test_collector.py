@@ -250,3 +250,20 @@ def test_staging_files_gone_past_the_remote_trail_is_an_error_not_a_gap(tmp_path
                                                "trail begins at file 2"):
             TrailMirror(str(local), _target(collector.port)).sync()
     assert TrailName(remote).sequence_numbers() == [0]
+
+
+def test_a_port_probe_is_logged_quietly_and_a_cut_hello_is_a_warning(tmp_path: Path) -> None:
+    """A connection closed before its first frame (a port probe, a health check) is an INFO
+    line; one closed after a frame's header, in the middle of its HELLO, is a WARNING."""
+    log: list[tuple[str, str]] = []
+    with running_collector(tmp_path / "home", log=log) as collector:
+        socket.create_connection(("127.0.0.1", collector.port)).close()
+        with socket.create_connection(("127.0.0.1", collector.port)) as cut:
+            cut.sendall(b"\x01\x00\x00\x00\x20")  # a frame header: 32 bytes to come, none sent
+        deadline = time.monotonic() + 10
+        while len([e for e in log if "collector: 127.0.0.1" in e[1] or "session from" in e[1]]
+                   ) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    quiet = [e for e in log if "closed without a word" in e[1]]
+    loud = [e for e in log if e[0] == "WARNING" and "(waiting for a SERVER_HELLO frame)" in e[1]]
+    assert [e[0] for e in quiet] == ["INFO"] and len(loud) == 1, log

@@ -171,3 +171,23 @@ def test_failed_registry_change_is_not_written(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         home.add_group(_extract())
     assert home.registry_file.read_bytes() == before
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("begin", [1], "'begin' cannot be an array"),
+    ("created", 5, "'created' cannot be a number"),
+    ("colour", "red", "has no field 'colour'"),
+    ("trails", [{"path": 7}], "trail: 'path' cannot be a number"),
+    ("trails", [{"path": "./dirdat/aa", "speed": 1}], "trail has no field 'speed'"),
+    ("trails", "aa", "'trails' cannot be a string"),
+])
+def test_a_registry_field_of_the_wrong_type_is_named(tmp_path: Path, field: str, value: object,
+                                                     said: str) -> None:
+    home = Home(tmp_path).create()
+    home.add_group(_extract())
+    data = json.loads(home.registry_file.read_text())
+    data["groups"]["EXT1"][field] = value
+    home.registry_file.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="corrupt") as info:
+        home.groups()
+    assert said in str(info.value)

@@ -148,3 +148,30 @@ def test_a_marker_that_cannot_be_read_follows_the_default_rules(tmp_path: Path):
     with pytest.raises(DdlError, match=r"cannot be read.*The Replicat stops .DDLERROR DEFAULT "
                                        r"ABEND.*add DDLERROR DEFAULT IGNORE"):
         lake.apply(garbled, RETYPED, ApplyResult())
+
+
+def test_the_ddl_discard_check_reads_only_what_was_appended(tmp_path: Path):
+    """The replay check keeps what it read of the discard file and reads only what was
+    appended since (other writers' entries included); a file emptied at start (PURGE) or
+    replaced is read again from its start."""
+    from trailgate.apply import discard as discard_module
+
+    lake, _ = _lake(tmp_path, "DDLERROR DEFAULT DISCARD")
+    path = tmp_path / "rep1.dsc"
+    lake.apply(_ddl(), RETYPED, ApplyResult())
+    other = TrailChange(_ddl().change, 105, "1.2.5", TrailPosition(4, 2600))
+    # another writer's entry, then a line still being written
+    DiscardWriter(path).write([discard_module.DdlDiscard(other, "ALTER …", "elsewhere", ())])
+    with path.open("ab") as fh:
+        fh.write(b"Operation: DDL, trail position seqno 4, RBA 2700")
+    assert lake.apply(other, RETYPED, ApplyResult()) is False  # seen in the appended part
+    assert path.read_text().count("RBA 2600, CSN 105") == 1
+    whole = path.read_bytes().rfind(b"\n") + 1
+    assert discard_module._ddl_seen[path][1] == whole  # read up to the last whole line
+    with path.open("ab") as fh:
+        fh.write(b", CSN 106, XID 1.2.6\n")
+    replayed = TrailChange(_ddl().change, 106, "1.2.6", TrailPosition(4, 2700))
+    assert lake.apply(replayed, RETYPED, ApplyResult()) is False  # the line, once whole
+    path.write_bytes(b"")  # PURGE at the next start
+    lake.apply(_ddl(), RETYPED, ApplyResult())
+    assert path.read_text().count("RBA 1971, CSN 103") == 1

@@ -153,7 +153,7 @@ def test_a_big_file_splits_at_transaction_boundaries_and_pieces_know_the_columns
 
 
 def test_the_catalogs_c_pass_finds_what_the_reader_finds(tmp_path):
-    """``tables_between`` through the C codec's scan equals the reference loop: several
+    """``tables_between`` through the C codec's scan equals the reader's logical records: several
     tables, definitions that change, ranges starting inside the file, a record cut short
     at the end (a writer that died) and a damaged record (the reader reports it)."""
     from trailgate.spark import trail_catalog
@@ -173,7 +173,7 @@ def test_the_catalogs_c_pass_finds_what_the_reader_finds(tmp_path):
 
     def both(start: int, end: int | None) -> None:
         fast = trail_catalog.tables_between(str(trail), 0, start, end)
-        slow = trail_catalog._tables_python(str(trail), 0, start, end)
+        slow = trail_catalog._tables_slow(str(trail), 0, start, end, {})
         assert [(x.name, x.changes, x.history) for x in fast] == [
             (x.name, x.changes, x.history) for x in slow]
 

@@ -204,11 +204,41 @@ def test_master_key_versions(tmp_path: Path) -> None:
                                           "not in the wallet"):
         master_key(tmp_path, 1, environ={})
     wallet.mark([2], deleted=True)
-    with pytest.raises(ConfigError, match=r"every version .* RENEW MASTERKEY"):
+    with pytest.raises(ConfigError, match=r"every version .* is marked for deletion: RENEW"):
+        master_key(tmp_path, environ={})
+    assert wallet.purge() == [2]
+    with pytest.raises(ConfigError, match=r"every version .* was deleted and purged: RENEW"):
         master_key(tmp_path, environ={})
     assert wallet.renew() == 3  # a version number is never used twice
     assert master_key(tmp_path, environ={}).version == 3
     _no_secret_in(tmp_path, first.key.hex())
+
+
+def test_a_passphrase_wallet_derives_its_key_once_per_command(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """scrypt is slow on purpose: a command that reads the wallet several times (DELETE
+    MASTERKEY: the versions, the marks, the name) derives the key once, not per read."""
+    from trailgate.wallet import sealed
+
+    env = {PASSPHRASE_ENV: "correct horse battery staple"}
+    MasterKeyWallet(tmp_path, env).create()
+    MasterKeyWallet(tmp_path, env).add()
+    MasterKeyWallet(tmp_path, env).renew()
+    derived: list[bytes] = []
+    real = sealed.derive_passphrase_key
+
+    def counted(passphrase: str, salt: bytes, *costs: int) -> bytes:
+        derived.append(salt)
+        return real(passphrase, salt, *costs)
+
+    monkeypatch.setattr(sealed, "derive_passphrase_key", counted)
+    wallet = MasterKeyWallet(tmp_path, env)  # what one GGSCI command uses
+    versions = [v.version for v in wallet.versions()]
+    assert wallet.mark(versions[:1], deleted=True) == [1] and wallet.name()
+    assert len(derived) == 1
+    with pytest.raises(ConfigError, match="wrong passphrase"):
+        MasterKeyWallet(tmp_path, {PASSPHRASE_ENV: "wrong"}).name()
 
 
 def test_a_groups_connection_string_names_the_alias_not_the_password(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ entries are written relative to the target's commit, per target, is in docs/repl
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -91,6 +92,32 @@ def _ddl_operation_line(rec: TrailChange) -> str:
             f"{rec.position.rba}, CSN {rec.csn}, XID {rec.xid}")
 
 
+_DDL_PREFIX = b"Operation: DDL, "
+#: per discard file: (inode, bytes scanned, the DDL operation lines in them)
+_ddl_seen: dict[Path, tuple[int, int, set[bytes]]] = {}
+_ddl_lock = threading.Lock()
+
+
+def _ddl_lines(path: Path) -> set[bytes]:
+    """The DDL operation lines of the discard file at ``path``, reading only what was
+    appended since the last look (the whole file again after a PURGE or a move)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return set()
+    with _ddl_lock:
+        ino, done, lines = _ddl_seen.get(path, (st.st_ino, 0, set()))
+        if ino != st.st_ino or st.st_size < done:
+            done, lines = 0, set()
+        with open(path, "rb") as fh:
+            fh.seek(done)
+            data = fh.read(st.st_size - done)
+        whole = data.rfind(b"\n") + 1  # a line still being appended is read next time
+        lines.update(x for x in data[:whole].split(b"\n") if x.startswith(_DDL_PREFIX))
+        _ddl_seen[path] = (st.st_ino, done + whole, lines)
+        return lines
+
+
 def prepare_discard_file(spec: DiscardFileSpec, path: str | os.PathLike[str]) -> Path:
     """At Replicat start: create the directory; empty the file for ``PURGE``."""
     target = Path(path)
@@ -118,8 +145,8 @@ class DiscardWriter:
     def write_ddl_once(self, discard: DdlDiscard) -> bool:
         """Write ``discard`` unless the file already has an entry for its trail position
         (a replayed batch); True when it was written."""
-        line = (_ddl_operation_line(discard.record) + "\n").encode("utf-8")
-        if self.path.exists() and line in self.path.read_bytes():
+        line = _ddl_operation_line(discard.record).encode("utf-8")
+        if line in _ddl_lines(self.path):
             return False
         self.write([discard])
         return True

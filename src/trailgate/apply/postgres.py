@@ -205,16 +205,33 @@ class PgApplier:
             return self._apply_segments(batch_id, partition, changes, segments, advance)
         mapped = self.mapper.map_all(list(changes), table_defs)
         position = str(max(tc.position for tc in changes)) if changes else ""
-        result = ApplyResult()
-        discards: list[Discard] = []
         try:
             plans = self._set_plans(mapped)
         except psycopg.OperationalError as exc:
             raise self._lost(exc, batch_id, partition) from None
+        if plans is None and mapped:
+            # a few changes: first as they are, with no savepoint at all (each costs two
+            # round trips); a collision or error rolls the whole transaction back, and it
+            # is applied again change by change under savepoints, as REPERROR needs
+            result = ApplyResult()
+            self.pipelined_attempts += 1
+            self._strict = True
+            try:
+                with self._partition(batch_id, partition, position, result, advance) as cur:
+                    if cur is not None:
+                        for run in self._runs(mapped, True):
+                            self._apply_run(cur, run, result, [])
+                return result
+            except Deviation as exc:
+                self.pipelined_fallbacks += 1
+                log.debug("the partition falls back to a savepoint per change: %s", exc)
+            finally:
+                self._strict = False
+        result = ApplyResult()
+        discards: list[Discard] = []
         with self._partition(batch_id, partition, position, result, advance) as cur:
             if cur is not None:
-                done = (self._apply_sets(cur, plans, result) if plans is not None
-                        else self._apply_pipelined(cur, mapped, result))
+                done = plans is not None and self._apply_sets(cur, plans, result)
                 if not done:  # exactly: each change (BATCHSQL: run) under a savepoint
                     for run in self._runs(mapped, self.batchsql):
                         self._apply_run(cur, run, result, discards)
@@ -301,6 +318,10 @@ class PgApplier:
         when the row shows the partition applied before.  An exception rolls it all back;
         a lost connection becomes a TargetError."""
         try:
+            if advance is not None and self.checkpoint is not None:
+                with self._stream_transaction(*advance), self.conn.cursor() as cur:
+                    yield cur
+                return
             with self.conn.transaction():
                 if advance is not None:
                     self.advance_stream(*advance)
@@ -313,6 +334,32 @@ class PgApplier:
                     yield cur
         except psycopg.OperationalError as exc:
             raise self._lost(exc, batch_id, partition) from None
+
+    @contextmanager
+    def _stream_transaction(self, start: str, end: str) -> Iterator[None]:
+        """The streamed apply's transaction, begun in the same round trip as its row's
+        move from ``start`` to ``end`` (:meth:`advance_stream`), committed when the block
+        ends, rolled back when it raises.  Savepoints inside are psycopg's as usual: it
+        sees the server in a transaction."""
+        assert self.checkpoint is not None
+        try:
+            cur = self.conn.execute(sql.SQL(
+                "BEGIN; UPDATE {} SET position = {}, updated = now() WHERE group_name = {} "
+                "AND batch_id = {} AND partition = 0 AND position = {} RETURNING 1").format(
+                self.checkpoint[2], sql.Literal(end), sql.Literal(self.group),
+                sql.Literal(STREAM_BATCH), sql.Literal(start)))
+            cur.nextset()  # past BEGIN's result to the UPDATE's
+            if cur.fetchone() is None:
+                self._first_stream_row(start, end)
+            yield
+        except BaseException:
+            if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:
+                try:
+                    self.conn.execute("ROLLBACK")
+                except psycopg.Error as exc:
+                    log.warning("rolling back the streamed apply's step failed: %s", exc)
+            raise
+        self.conn.execute("COMMIT")
 
     def _lost(self, exc: Exception, batch_id: int, partition: int) -> TargetError:
         what = ("the trail's next transactions" if batch_id == STREAM_BATCH
@@ -333,10 +380,16 @@ class PgApplier:
                     "AND batch_id = %s AND partition = 0 AND position = %s RETURNING 1"
                     ).format(ident), (end, self.group, STREAM_BATCH, start)).fetchone()
         if moved is None:
-            moved = self.conn.execute(
-                sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
-                        "VALUES (%s, %s, 0, %s) ON CONFLICT DO NOTHING RETURNING 1"
-                        ).format(ident), (self.group, STREAM_BATCH, end)).fetchone()
+            self._first_stream_row(start, end)
+
+    def _first_stream_row(self, start: str, end: str) -> None:
+        """The streamed apply's row when the UPDATE found none at ``start``: created if the
+        group has none, else an error (another process moved it)."""
+        assert self.checkpoint is not None
+        moved = self.conn.execute(
+            sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
+                    "VALUES (%s, %s, 0, %s) ON CONFLICT DO NOTHING RETURNING 1"
+                    ).format(self.checkpoint[2]), (self.group, STREAM_BATCH, end)).fetchone()
         if moved is None:
             raise TargetError(
                 f"REPLICAT {self.group}: its row in checkpoint table "

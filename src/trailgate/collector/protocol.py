@@ -26,7 +26,7 @@ from trailgate.errors import NetworkError
 
 __all__ = [
     "ACK", "COMMIT", "ERROR", "HELLO", "MAX_CHUNK", "PROTOCOL", "SERVER_HELLO", "STAT",
-    "STATUS", "WELCOME", "WINDOW", "WRITE", "Connection", "Write", "auth_mac", "crc",
+    "STATUS", "WELCOME", "WINDOW", "WRITE", "Connection", "PeerClosed", "Write", "auth_mac", "crc",
     "decode_write", "encode_write", "need",
 ]
 
@@ -55,6 +55,11 @@ def auth_mac(token: str, nonce: str, sender: str, trail: str) -> str:
     sender and the trail (the token itself never crosses the wire)."""
     text = "\0".join((nonce, sender, trail)).encode()
     return hmac.new(token.encode(), text, hashlib.sha256).hexdigest()
+
+
+class PeerClosed(NetworkError):
+    """The peer closed the connection between two frames, with nothing of the next sent:
+    before its first frame, a port probe or a health check."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +127,7 @@ class Connection:
     def send_json(self, kind: int, message: dict[str, Any]) -> None:
         self.send(kind, json.dumps(message, separators=(",", ":")).encode())
 
-    def _read(self, n: int, what: str) -> bytes:
+    def _read(self, n: int, what: str, frame_start: bool = False) -> bytes:
         buf = bytearray()
         while len(buf) < n:
             try:
@@ -137,15 +142,18 @@ class Connection:
                 raise NetworkError(f"{self.peer}: the connection broke while waiting for "
                                    f"{what}: {_reason(exc)}") from None
             if not chunk:
-                raise NetworkError(f"{self.peer}: the peer closed the connection"
-                                   + (f" in the middle of {what}" if buf else
-                                      f" (waiting for {what})"))
+                if buf:
+                    raise NetworkError(f"{self.peer}: the peer closed the connection in "
+                                       f"the middle of {what}")
+                closed = PeerClosed if frame_start else NetworkError
+                raise closed(f"{self.peer}: the peer closed the connection (waiting for "
+                             f"{what})")
             buf += chunk
         return bytes(buf)
 
     def receive(self) -> tuple[int, bytes]:
         """The next frame, its kind checked and its length bounded."""
-        kind, length = _HEAD.unpack(self._read(_HEAD.size, "a frame"))
+        kind, length = _HEAD.unpack(self._read(_HEAD.size, "a frame", True))
         if kind not in _NAMES:
             raise NetworkError(f"{self.peer}: unknown frame type {kind} (not a trailgate "
                                f"collector peer, or a different protocol version)")

@@ -37,6 +37,7 @@ from trailgate.collector.protocol import (
     WINDOW,
     WRITE,
     Connection,
+    PeerClosed,
     auth_mac,
     crc,
     decode_write,
@@ -201,8 +202,8 @@ class _Session:
         self.conn.send_json(SERVER_HELLO, {"protocol": PROTOCOL, "nonce": nonce})
         try:
             hello = self.conn.receive_json(HELLO)
-        except NetworkError as exc:
-            self._said_nothing = "closed the connection (waiting" in str(exc)
+        except PeerClosed:
+            self._said_nothing = True
             raise
         if hello.get("protocol") != PROTOCOL:
             raise NetworkError(f"{self.peer}: the sender speaks {hello.get('protocol')!r}, "

@@ -40,6 +40,7 @@ from trailgate.load.sink_driver import SinkDriver
 from trailgate.load.task import Summary
 from trailgate.model import julian_from_unix_micros
 from trailgate.process.runtime import GroupProcess
+from trailgate.spark.session import default_master
 
 __all__ = ["LoadOptions", "run_load"]
 
@@ -56,16 +57,6 @@ class LoadOptions:
     out: TextIO | None = None
     rows_per_range: int | None = None
     spark: Any = None
-
-
-def _int_conf(cfg: LoadConfig, key: str) -> int | None:
-    text = cfg.params.spark.conf.get(key)
-    if text is None:
-        return None
-    if not text.isdigit() or int(text) <= 0:
-        raise ConfigError(f"SPARK CONF {key}={text}: expected a positive whole number",
-                          path=cfg.params.path)
-    return int(text)
 
 
 def _resolve(conn: Any, cfg: LoadConfig) -> list[tuple[SourceTable, Any]]:
@@ -265,7 +256,8 @@ def run_load(home: Home, name: str, opts: LoadOptions | None = None) -> int:
         proc.echo_parameters(cfg.params.files or [cfg.params.path])
         path = manifest_path(home.dirchk, cfg.group)
         sink = SinkDriver(cfg)
-        per_range = opts.rows_per_range or _int_conf(cfg, ROWS_PER_RANGE_CONF)
+        per_range = (opts.rows_per_range
+                     or cfg.params.spark.whole(ROWS_PER_RANGE_CONF, path=cfg.params.path))
         with connect(cfg.conninfo, application_name=f"trailgate load {cfg.group}") as conn:
             tables = _resolve(conn, cfg)
             manifest = _manifest(conn, cfg, tables, path, per_range)
@@ -316,7 +308,7 @@ def _route(cfg: LoadConfig, spark: Any, ranges: int) -> Route:
     from trailgate.capture.postgres.copy_read import pump_available
 
     master = (spark.sparkContext.master if spark is not None else
-              cfg.params.spark.master or os.environ.get("TRAILGATE_SPARK_MASTER", "local[2]"))
+              cfg.params.spark.master or default_master())
     return choose_route(cfg.sink_kind, master, ranges, cfg.params.spark.conf,
                         pump=pump_available(), path=cfg.params.path)
 

@@ -3,7 +3,8 @@
 The threads start at once; a Spark job, when the route has one, gets the ranges the threads
 have not begun once its session is up, and is cancelled if the threads load every range
 first (its tasks could only skip them).  A stop request or a failing range stops the
-threads taking more and cancels the job; the first range failure is the error raised.
+threads taking more and cancels the job, again at each tick in case the job was submitted
+just after; the first range failure is the error raised.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ class RangeRunner:
         threads = self._threads
         if self._stop_requested():
             self.cancel()
+        elif (threads is not None and threads.error is not None
+              and self._spark_running.is_set()):
+            # a job submitted just after the failing thread's cancel found nothing to cancel
+            self.spark.sparkContext.cancelAllJobs()
         elif (threads is not None and self._spark_running.is_set() and not threads.alive()
               and threads.error is None
               and self._wanted <= {(r[0], r[1]) for r in threads.results if not r[3]}):
@@ -92,7 +97,8 @@ class RangeRunner:
             failure = threads.error
             if isinstance(failure, TrailgateError):
                 raise failure
-            raise SourceError(f"a range of the load failed in the driver: {failure}")
+            raise SourceError(f"a range of the load failed in the driver: {failure}") \
+                from failure
         if job_error is not None:
             if isinstance(job_error, TrailgateError):
                 raise job_error

@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from trailgate.errors import ConfigError
+from trailgate.params.model import SparkOptions
 
 __all__ = ["DRIVER_THREADS_CONF", "SPARK_RANGES_CONF", "SPARK_RANGES_DEFAULT", "Route",
            "choose_route", "local_cores"]
@@ -53,15 +53,6 @@ def local_cores(master: str) -> int | None:
     return (os.cpu_count() or 1) if m.group(1) == "*" else max(1, int(m.group(1)))
 
 
-def _conf_int(conf: dict[str, str], key: str, path: str | None) -> int | None:
-    text = conf.get(key)
-    if text is None:
-        return None
-    if not text.strip().isdigit():
-        raise ConfigError(f"SPARK CONF {key}={text}: expected a whole number", path=path)
-    return int(text)
-
-
 def choose_route(kind: str, master: str, ranges: int, conf: dict[str, str], *,
                  pump: bool, path: str | None = None) -> Route:
     """The route of a run with ``ranges`` ranges to load into a ``kind`` target (the
@@ -74,13 +65,14 @@ def choose_route(kind: str, master: str, ranges: int, conf: dict[str, str], *,
                               "TRAILGATE_PURE_PYTHON=1): the copy loop is Python, so every "
                               "range is a Spark task")
     cores = local_cores(master)
-    threads = _conf_int(conf, DRIVER_THREADS_CONF, path)
+    spark = SparkOptions(conf=conf)
+    threads = spark.whole(DRIVER_THREADS_CONF, minimum=0, path=path)
     if threads is None:
         threads = cores if cores is not None else CLUSTER_DRIVER_THREADS
     if threads <= 0:
         return Route(0, True, f"PostgreSQL target, {DRIVER_THREADS_CONF}=0: every range "
                               f"is a Spark task")
-    limit = _conf_int(conf, SPARK_RANGES_CONF, path)
+    limit = spark.whole(SPARK_RANGES_CONF, minimum=0, path=path)
     limit = SPARK_RANGES_DEFAULT if limit is None else limit
     lead = (f"PostgreSQL target: binary COPY pumped in C, {threads} range(s) at a time in "
             f"the driver's threads from the start")

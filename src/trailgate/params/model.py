@@ -262,6 +262,19 @@ class SparkOptions:
             raise ConfigError(f"SPARK CONF {name}: expected true or false, not {value!r}")
         return value == "true"
 
+    def whole(self, name: str, *, minimum: int = 1, path: str | None = None) -> int | None:
+        """A ``SPARK CONF`` whole number of trailgate's, at least ``minimum``; None when
+        unset.  Only ASCII digits count: ``int()`` would also take ``+5``, ``1_000`` and
+        other scripts' digits, which no reader of the file would take for a number."""
+        text = self.conf.get(name)
+        if text is None:
+            return None
+        digits = text.strip()
+        if not (digits.isascii() and digits.isdigit()) or int(digits) < minimum:
+            what = "a positive whole number" if minimum == 1 else f"a whole number ≥ {minimum}"
+            raise ConfigError(f"SPARK CONF {name}={text}: expected {what}", path=path)
+        return int(digits)
+
 
 @dataclass(slots=True)
 class TargetSpec:

@@ -78,20 +78,6 @@ def target_conninfo(home: Home, params: ReplicatParams) -> str:
                           password=params.password)
 
 
-def _int_conf(params: ReplicatParams, key: str) -> int | None:
-    text = params.spark.conf.get(key)
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ConfigError(f"SPARK CONF {key}={text}: expected a positive whole number",
-                          path=params.path)
-    return value
-
-
 def is_uri(location: str) -> bool:
     """True for a location with a scheme other than ``file:`` (``s3://bucket/lake``)."""
     m = _URI.match(location)
@@ -183,10 +169,10 @@ def load_replicat_config(home: Home, group: str) -> ReplicatConfig:
         group=info.name, home=str(home.path), trail=str(trail), trail_label=info.source_path,
         begin=_begin(info), target_kind=target.kind, target=location,
         checkpoint_table=info.checkpoint_table if target.kind == "POSTGRES" else None,
-        discard_file=discard, partitions=_int_conf(params, PARTITIONS_CONF),
-        max_records=_int_conf(params, MAX_RECORDS_CONF) or MAX_RECORDS_DEFAULT,
+        discard_file=discard, partitions=params.spark.whole(PARTITIONS_CONF, path=params.path),
+        max_records=params.spark.whole(MAX_RECORDS_CONF, path=params.path) or MAX_RECORDS_DEFAULT,
         params=params, info=info,
-        split_min_records=_int_conf(params, SPLIT_MIN_CONF))
+        split_min_records=params.spark.whole(SPLIT_MIN_CONF, path=params.path))
 
 
 def spark_conf(params: ReplicatParams) -> dict[str, str]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["LOCAL_JIT", "SPARK_DIR_ENV", "get_spark", "stop_spark"]
+__all__ = ["LOCAL_JIT", "SPARK_DIR_ENV", "default_master", "get_spark", "stop_spark"]
 
 #: Directory for Spark's warehouse, scratch space and log configuration (default: a temp dir).
 SPARK_DIR_ENV = "TRAILGATE_SPARK_DIR"
@@ -46,6 +46,12 @@ LOCAL_JIT = "-XX:TieredStopAtLevel=1"
 
 _registered: set[int] = set()
 _CLASS_PATH = "spark.driver.extraClassPath"
+
+
+def default_master() -> str:
+    """The master of a group or run that names none: ``$TRAILGATE_SPARK_MASTER``, else
+    ``local[2]``."""
+    return os.environ.get("TRAILGATE_SPARK_MASTER", "local[2]")
 
 
 def _spark_dir(work_dir: str | Path | None) -> Path:
@@ -118,7 +124,7 @@ def get_spark(
     from trailgate.spark.local_fs import local_fs_settings
     from trailgate.spark.trail_sink import TrailDataSource  # the trail source, plus the sink
 
-    master = master or os.environ.get("TRAILGATE_SPARK_MASTER", "local[2]")
+    master = master or default_master()
     settings = _defaults(_spark_dir(work_dir), master.startswith("local"))
     fs = local_fs_settings(master)
     settings.update(fs)

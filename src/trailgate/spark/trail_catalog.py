@@ -81,9 +81,9 @@ def tables_between(trail: str, seqno: int, start_rba: int, end_rba: int | None
     resume = _tables_fast(trail, seqno, start_rba, end_rba, found)
     if resume is None:
         return list(found.values())
-    if resume != start_rba:  # the C pass stopped at something the reader must judge
-        return _tables_slow(trail, seqno, resume, end_rba, found)
-    return _tables_python(trail, seqno, start_rba, end_rba)
+    # the reader goes on where the C pass stopped (something for it to judge), or does the
+    # whole range (no C codec, a 12c+ or encrypted file)
+    return _tables_slow(trail, seqno, resume, end_rba, found)
 
 
 _ROW_FLAGS = bytes(1 if n in _ROWS else 0 for n in range(256))
@@ -143,39 +143,11 @@ def _definition(buf: bytes, at: int, length: int, path: object, rba: int) -> Tab
         raise TrailFormatError(f"metadata record: {exc}", path=str(path), rba=rba) from None
 
 
-def _tables_python(trail: str, seqno: int, start_rba: int, end_rba: int | None
-                   ) -> list[TrailTable]:
-    """:func:`tables_between`'s reference loop, one record at a time."""
-    path = TrailName(trail).file(seqno)
-    found: dict[str, TrailTable] = {}
-    reader = TrailReader(trail, start=TrailPosition(seqno, start_rba), values=False)
-    for position, raw in reader.raw_records():
-        if position.seqno != seqno or (end_rba is not None and position.rba >= end_rba):
-            break
-        if reader.header is not None and reader.header.compatibility > 3:
-            return _tables_slow(trail, seqno, start_rba, end_rba, {})  # a 12c+ file
-        io_type = raw.io_type
-        if io_type in _ROWS:
-            if raw.table:
-                found.setdefault(raw.table, TrailTable(raw.table)).changes += 1
-        elif io_type == _METADATA:
-            if raw.continued:
-                return _tables_slow(trail, seqno, start_rba, end_rba, {})  # fragments
-            if raw.data and raw.orig_node not in (1, 4):  # not a DDR/PNR record
-                try:
-                    table = decode_tabledef(raw.data)
-                except ValueError as exc:
-                    raise TrailFormatError(f"metadata record: {exc}", path=str(path),
-                                           rba=position.rba) from None
-                found.setdefault(table.qualified_name, TrailTable(
-                    table.qualified_name)).add_definition(position, table)
-    return list(found.values())
-
-
 def _tables_slow(trail: str, seqno: int, start_rba: int, end_rba: int | None,
                  found: dict[str, TrailTable]) -> list[TrailTable]:
     """:func:`tables_between` read as logical records (metadata split into fragments, the
-    12c+ formats' definitions), adding to what ``found`` holds before ``start_rba``."""
+    12c+ formats' definitions), adding to what ``found`` holds before ``start_rba``: the
+    reference the C pass is tested against."""
     reader = TrailReader(trail, start=TrailPosition(seqno, start_rba), values=False)
     for record in reader.records():
         position = record.position

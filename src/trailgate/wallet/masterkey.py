@@ -164,8 +164,10 @@ class MasterKeyWallet:
         current = _current(doc)
         if version is None:
             if current is None:
-                raise ConfigError(f"every version of Masterkey '{name}' is marked for "
-                                  "deletion: RENEW MASTERKEY makes a new current version",
+                state = ("is marked for deletion" if doc["versions"] else
+                         "was deleted and purged")
+                raise ConfigError(f"every version of Masterkey '{name}' {state}: RENEW "
+                                  "MASTERKEY makes a new current version",
                                   path=str(self.path))
             version = current
         entry = doc["versions"].get(str(version))

@@ -83,6 +83,10 @@ class SealedFile:
 
     def _spec_for(self, header: Mapping[str, Any]) -> KeySpec:
         source = header.get("key")
+        known = self._spec
+        if source == "passphrase" and known is not None and all(
+                known.header.get(k) == header.get(k) for k in ("key", "salt", "n", "r", "p")):
+            return known  # scrypt is slow by design: once per salt for this object
         if source == "passphrase":
             passphrase = self.environ.get(PASSPHRASE_ENV)
             if passphrase is None:

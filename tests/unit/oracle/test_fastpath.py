@@ -1,21 +1,27 @@
-"""The regex fast path decodes exactly what the token parser (the reference) decodes, and
-never accepts what the reference refuses: every change of every fixture, of generated dumps,
-and of thousands of random mutations gives the same object or the same error both ways."""
+"""The fast paths decode exactly what the token parser (the reference) decodes, and never
+accept what the reference refuses: every change of every fixture, of generated dumps, and of
+thousands of random mutations gives the same object or the same error both ways.  The regex
+fast path is checked change by change; the C record reader record by record, also on text
+cut short, garbled or holding numbers past 64 bits."""
 
 from __future__ import annotations
 
 import io
+import os
 import random
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from trailgate.capture.oracle import dumpparser
+from trailgate.capture.oracle import dumpparser, recordscan
 from trailgate.capture.oracle.datatypes import encode_number
 from trailgate.capture.oracle.dumpwriter import DumpWriter, Xid
 from trailgate.capture.oracle.records import RBA
 from trailgate.errors import SourceError
+from trailgate.trail._accel import PURE_PYTHON_ENV
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "oracle"
 RBA0 = RBA(0x44, 5, 0x10)
@@ -96,6 +102,8 @@ _MUTATIONS = [
     lambda tok: "KDO Op code: URP",
     lambda tok: "Header (20 bytes)\n",
     lambda tok: "op: F",
+    lambda tok: "\t" + tok,  # whitespace the regexes' \s takes but the reference may not
+    lambda tok: tok + "\x1c",
 ]
 
 
@@ -134,3 +142,208 @@ def test_the_fast_path_takes_the_common_changes():
         assert fast_body(change, body if sup is None else body[: sup.start()], line), op
         taken.add(op)
     assert taken == {"5.1", "5.2", "5.4", "11.2", "11.3", "11.5"}
+
+
+# -- the C record reader (_dumpscan.parse_record) -----------------------------------------
+# It must give the reference's record (every change by the token parser) or None; after a
+# None the Python path must still give the reference's record or error.  Malformed text of
+# every kind (cut short, garbled, huge numbers, non-ASCII, control characters) must never
+# crash it or make it accept what the reference refuses.
+
+C = recordscan.parse_record
+#: how many times over to run the C reader's random cases (the sanitizer build runs more)
+ROUNDS = int(os.environ.get("TRAILGATE_DUMPSCAN_ROUNDS", "1"))
+needs_c = pytest.mark.skipif(C is None, reason="the C record reader was not built "
+                                                "(or TRAILGATE_PURE_PYTHON is set)")
+
+
+def records(text: str) -> list[tuple[int, str]]:
+    return list(dumpparser._record_texts(io.StringIO(text)))
+
+
+def reference_record(rec: str, line: int, start: RBA | None = None):
+    return outcome(lambda: dumpparser._record("t.dmp", rec, line, start,
+                                              dumpparser.reference_change))
+
+
+def c_same_as_reference(rec: str, line: int, start: RBA | None = None) -> bool:
+    """Check one record both ways; whether the C reader took it."""
+    assert C is not None
+    want = reference_record(rec, line, start)
+    got = C(rec, "t.dmp", line, start)
+    if got is None:
+        python = outcome(lambda: dumpparser._record("t.dmp", rec, line, start))
+        assert python == want, (repr(rec), want)
+        return False
+    assert ("ok", got) == want, (repr(rec), want)
+    return True
+
+
+def bench_like() -> str:
+    """Records as benchmarks/oracle_dump.py writes them (inserts, PK updates, deletes)."""
+    out = io.StringIO()
+    w = DumpWriter(out)
+    row = [encode_number(10_000), b"Jordan", b"Sherwood", b"M", b"Manchester", b"Chemistry",
+           encode_number(2013), encode_number(9000)]
+    for t in range(3):
+        xid = Xid(1 + t, t, 100 + t)
+        w.insert(xid, 7, row)
+        w.update(xid, 7, {7: encode_number(9000)}, {7: encode_number(7500)},
+                 [(1, encode_number(10_000))])
+        w.delete(xid, 7, row)
+        w.commit(xid, seconds=0)
+    w.end()
+    return out.getvalue()
+
+
+#: layouts the reference reads that the fixtures do not show: (name, pattern, replacement)
+_VARIANTS = [
+    ("CON_UID", r"(VLD: 0x05)", r"\1 CON_UID: 3721"),
+    ("CON_ID", r"(CHANGE #\d+) TYP:", r"\1 CON_ID:3 TYP:"),
+    ("marker CON_ID", r"MARKER SCN:", "MARKER CON_ID:1 SCN:"),
+    ("FLG", r"RBL:0\n", "RBL:0 FLG:0x0001\n"),
+    ("marker FLG", r"(OP:5\.20 ENC:0)", r"\1 FLG:0x0000"),
+    ("Vector content", r"(nnew: \d+ size: 0)\n", r"\1\nVector content: \n"),
+    ("other undo", r"opc: 11\.1 objn:", "opc: 11.19 objn:"),
+    ("indented", r"\n(?=\S)", "\n   "),
+    ("double spaces", r"(?<=:) (?=\S)", "  "),
+    ("wrapped header", r" LEN: 0x0200", "\nLEN: 0x0200"),
+    ("wrapped kdo", r" hdba: ", "\nhdba: "),
+    ("wrapped value", r"(col  4: \[40\](?: [0-9a-f]{2}){20})", "\\1\n       "),
+    ("lower-case supplemental", r"\n C2 ", "\n c2 "),
+    ("28-byte header", r"Header \(20 bytes\)\n (\S+ \S+ \S+ \S+ \S+)",
+     "Header (28 bytes)\n \\1 01000436 00000007"),
+]
+
+
+def variants() -> list[tuple[str, str]]:
+    base = generated()
+    out = []
+    for name, pattern, repl in _VARIANTS:
+        text = re.sub(pattern, repl, base)
+        assert text != base, name
+        out.append((name, text))
+    return out
+
+
+@needs_c
+def test_c_reader_gives_the_reference_records_for_layout_variants():
+    for name, text in variants():
+        taken = 0
+        for line, rec in records(text):
+            taken += c_same_as_reference(rec, line)
+        assert taken, name  # each variant is read in C somewhere, not only left to Python
+
+
+@needs_c
+def test_c_reader_gives_the_reference_records():
+    taken = total = 0
+    for text in corpus():
+        for line, rec in records(text):
+            taken += c_same_as_reference(rec, line)
+            total += 1
+    assert taken >= total - 3  # only the array insert and the direct load are left to Python
+
+
+@needs_c
+def test_c_reader_takes_the_common_records():
+    """Not a speed test: the usual records must not fall back to the Python parser."""
+    for text in (generated(), bench_like()):
+        for line, rec in records(text):
+            assert c_same_as_reference(rec, line), rec
+
+
+@needs_c
+def test_c_reader_skips_bodies_below_the_start_as_python_does():
+    for line, rec in records(generated()):
+        for start in (None, RBA(0, 0, 0), RBA(0x50, 5, 0x90), RBA(1 << 40, 0, 0)):
+            assert c_same_as_reference(rec, line, start)
+
+
+_C_MUTATIONS = [
+    *_MUTATIONS,
+    lambda tok: re.sub(r"\d+", "9" * 40, tok, count=1),  # a huge number
+    lambda tok: re.sub(r"[0-9a-f]+", "f" * 30, tok, count=1),
+    lambda tok: tok + "\u00e9",  # non-ASCII
+    lambda tok: tok[:1] + "\u00a0" + tok[1:],  # a space Python's split sees, C refuses
+    lambda tok: tok + "\x00",
+    lambda tok: "\x1c" + tok,
+    lambda tok: tok + "\r",
+    lambda tok: "-" + tok,
+    lambda tok: "0" + tok,
+    lambda tok: "CHANGE #2",
+]
+
+
+@needs_c
+def test_c_reader_random_mutations_fail_or_succeed_as_the_reference():
+    rng = random.Random(11)
+    base = [r for t in (*corpus(), bench_like(), *(v for _, v in variants()))
+            for r in records(t)]
+    taken = 0
+    for _ in range(4000 * ROUNDS):
+        line, rec = rng.choice(base)
+        toks = list(re.finditer(r"\S+", rec))
+        m = rng.choice(toks[1:])
+        new = rng.choice(_C_MUTATIONS)(m[0])
+        taken += c_same_as_reference(rec[: m.start()] + new + rec[m.end() :], line)
+    assert taken > 800  # mutations the layout tolerates are still read in C
+
+
+@needs_c
+def test_c_reader_malformed_text_never_crashes_or_reads_past_the_end():
+    rng = random.Random(5)
+    base = [r for t in (*corpus(), bench_like()) for r in records(t)]
+    palette = "0123456789abcdefx:.#[]()*- \n\t\x00\x7f\x85\xa0\u00e9\u2028\U0001f600"
+    for _ in range(1500 * ROUNDS):
+        line, rec = rng.choice(base)
+        kind = rng.randrange(4)
+        if kind == 0:  # cut short anywhere
+            text = rec[: rng.randrange(len(rec) + 1)]
+        elif kind == 1:  # garbled characters
+            chars = list(rec)
+            for _ in range(rng.randint(1, 4)):
+                chars[rng.randrange(len(chars))] = rng.choice(palette)
+            text = "".join(chars)
+        elif kind == 2:  # a whole line dropped or doubled
+            lines = rec.split("\n")
+            k = rng.randrange(len(lines))
+            lines[k : k + 1] = [] if rng.random() < 0.5 else [lines[k], lines[k]]
+            text = "\n".join(lines)
+        else:  # a number grown past 64 bits
+            runs = list(re.finditer(r"[0-9a-f]+", rec))
+            m = rng.choice(runs)
+            text = rec[: m.start()] + m[0] * rng.randint(5, 12) + rec[m.end() :]
+        c_same_as_reference(text, line)
+    assert C("", "t.dmp", 1, None) is None
+    assert C("REDO RECORD", "t.dmp", 1, None) is None
+
+
+@needs_c
+def test_c_reader_leaves_other_arguments_to_python():
+    line, rec = records(generated())[0]
+    assert C(rec.encode(), "t.dmp", line, None) is None
+    assert C(rec, "t.dmp", "1", None) is None
+    assert C(rec, "t.dmp", line, (1, 2)) is None
+    assert C(rec, "t.dmp", line, ("a", 1, 2)) is None
+    assert C(rec, "t.dmp", 1 << 70, None) is None
+    assert C(rec, "t.dmp", (1 << 63) - 1, None) is None  # line numbers would overflow
+    assert C(rec, "t.dmp", -1, None) is None
+
+
+def test_pure_python_parse_gives_the_same_records(monkeypatch):
+    """With the C reader (when built) and without it: the same records from a whole file."""
+    path = FIXTURES / "multi_update.dmp"
+    with_c = list(dumpparser.parse_dump(path))
+    monkeypatch.setattr(dumpparser, "_c_record", None)
+    assert list(dumpparser.parse_dump(path)) == with_c
+
+
+def test_pure_python_env_turns_the_c_reader_off():
+    path = str(FIXTURES / "single_update.dmp")
+    code = ("from trailgate.capture.oracle import recordscan, dumpparser; "
+            f"recs = list(dumpparser.parse_dump({path!r})); "
+            "print(recordscan.parse_record is None, len(recs))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, PURE_PYTHON_ENV: "1"}).stdout.split()
+    assert out == ["True", "2"]

@@ -147,6 +147,8 @@ def test_index_cluster_header_and_cluster_key():
     (lambda t: t.replace("C2 0B 02", "C2 0B"), "has 2 bytes, expected 3"),
     (lambda t: t.replace("C2 0B 02", "C2 0B 0G"), "hex"),
     (lambda t: t.rsplit("\n", 2)[0], "cut short"),
+    # \xa0 is whitespace to str.split but not to bytes.fromhex: a message, not a traceback
+    (lambda t: t.replace("00000008 00001000", "00000008\xa000001000"), "separated by spaces"),
 ])
 def test_malformed_blocks_are_refused(mutate, message):
     with pytest.raises(SourceError, match=message):

@@ -14,6 +14,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from trailgate.capture.oracle.changes import (
@@ -61,11 +62,18 @@ def record_events(rec: RedoRecord, builder: RowBuilder) -> RecordEvents:
     """The assembly events of one parsed record (row values decoded by ``builder``)."""
     ev = RecordEvents(rec.thread, rec.rba, rec.scn, rec.path, rec.line, len(rec.changes))
     ops = ev.ops
-    undo_xids = {c.xid for c in rec.changes if isinstance(c, UndoRecord)}
-    applied = [c for c in rec.changes if isinstance(c, UndoApplied)]
-    for k, c in enumerate(rec.changes, 1):
-        if (isinstance(c, UndoHeader) and c.sqn) or (isinstance(c, UndoRecord) and c.begin):
-            ops.append((BEGIN, k, c.line, c.xid))
+    undo_xids: set[str] = set()
+    applied: list[UndoApplied] = []
+    for k, c in enumerate(rec.changes, 1):  # starts first, then the rest in change order
+        if isinstance(c, UndoRecord):
+            undo_xids.add(c.xid)
+            if c.begin:
+                ops.append((BEGIN, k, c.line, c.xid))
+        elif isinstance(c, UndoHeader):
+            if c.sqn:
+                ops.append((BEGIN, k, c.line, c.xid))
+        elif isinstance(c, UndoApplied):
+            applied.append(c)
     pending: deque[UndoRecord] = deque()
     for k, c in enumerate(rec.changes, 1):
         if isinstance(c, UndoRecord):
@@ -205,8 +213,8 @@ class Assembler:
         buffer = self.buffer
         for op in ev.ops:
             kind = op[0]
-            if kind == ADD:
-                buffer.add(op[3], op[4], pos(op[1], op[2]))
+            if kind == ADD:  # the position is built only if the transaction is new
+                buffer.add(op[3], op[4], partial(pos, op[1], op[2]))
             elif kind == BEGIN:
                 buffer.begin(op[3], pos(op[1], op[2]))
             elif kind == COMPENSATE:

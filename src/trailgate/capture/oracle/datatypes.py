@@ -11,6 +11,7 @@ writes; the caller adds file, line and RBA.  Nothing here guesses.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from decimal import Decimal, localcontext
 
 from trailgate.model import ColumnKind
@@ -21,6 +22,7 @@ __all__ = [
     "decode_number",
     "decode_text",
     "decode_timestamp",
+    "decoder",
     "encode_date",
     "encode_number",
     "to_trail",
@@ -44,6 +46,7 @@ _NEG_TERMINATOR = 102  # 0x66, after the mantissa of a negative NUMBER shorter t
 
 
 _NUMBERS: dict[bytes, bytes] = {}  # values repeat (keys aside): decode each once
+_PAIRS = [f"{d:02d}" for d in range(100)]  # a base-100 digit as two decimal digits
 
 
 def decode_number(raw: bytes) -> bytes:
@@ -74,9 +77,9 @@ def _decode_number(raw: bytes) -> bytes:
             raise ValueError("NUMBER is +infinity, which the trail cannot carry")
         if not body or len(body) > 20:
             raise ValueError(f"NUMBER mantissa of {len(body)} bytes (1 to 20 expected)")
-        digits = [b - 1 for b in body]
-        if any(not 1 <= b <= 100 for b in body):
+        if min(body) < 1 or max(body) > 100:
             raise ValueError(f"NUMBER digit byte out of range in {raw.hex(' ')}")
+        digits = [b - 1 for b in body]
         negative = False
     else:
         if raw == b"\x00":
@@ -89,13 +92,13 @@ def _decode_number(raw: bytes) -> bytes:
             raise ValueError(f"negative NUMBER {raw.hex(' ')} lacks its 0x66 terminator")
         if not body or len(body) > 20:
             raise ValueError(f"NUMBER mantissa of {len(body)} bytes (1 to 20 expected)")
-        if any(not 2 <= b <= 101 for b in body):
+        if min(body) < 2 or max(body) > 101:
             raise ValueError(f"NUMBER digit byte out of range in {raw.hex(' ')}")
         digits = [101 - b for b in body]
         negative = True
     if digits[0] == 0 or digits[-1] == 0:
         raise ValueError(f"NUMBER {raw.hex(' ')} is not normalised")
-    text = "".join(f"{d:02d}" for d in digits)
+    text = "".join(map(_PAIRS.__getitem__, digits))
     int_len = 2 * (exp + 1)  # decimal digits before the point
     if int_len <= 0:
         out = "0." + "0" * (-int_len) + text.rstrip("0")
@@ -194,14 +197,43 @@ def to_trail(raw: bytes | None, kind: ColumnKind, charset: str) -> bytes | None:
     """One column's redo bytes -> its trail form (``None`` stays NULL)."""
     if raw is None:
         return None
+    return decoder(kind, charset)(raw)
+
+
+_DECODERS: dict[tuple[ColumnKind, str], Callable[[bytes], bytes]] = {}
+
+
+def decoder(kind: ColumnKind, charset: str) -> Callable[[bytes], bytes]:
+    """The function turning a column's (non-NULL) redo bytes into trail form, chosen once
+    per column kind and character set (capture calls it for every value)."""
+    fn = _DECODERS.get((kind, charset))
+    if fn is None:
+        fn = _DECODERS[(kind, charset)] = _decoder(kind, charset)
+    return fn
+
+
+def _decoder(kind: ColumnKind, charset: str) -> Callable[[bytes], bytes]:
     if kind is ColumnKind.NUMBER:
-        return decode_number(raw)
+        return decode_number
     if kind in (ColumnKind.VARCHAR2, ColumnKind.CHAR, ColumnKind.LONG):
-        return decode_text(raw, charset)
+        codec = CHARSETS.get(charset.upper())
+        if codec == "utf-8":
+            def utf8(raw: bytes) -> bytes:
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise ValueError(f"bytes {raw[:16].hex(' ')} are not valid "
+                                     f"{charset}") from None
+                return raw
+            return utf8
+        return lambda raw: decode_text(raw, charset)
     if kind is ColumnKind.DATE:
-        return decode_date(raw)
+        return decode_date
     if kind is ColumnKind.TIMESTAMP:
-        return decode_timestamp(raw)
+        return decode_timestamp
     if kind is ColumnKind.RAW:
-        return raw
-    raise ValueError(f"column kind {kind} has no Oracle decoding")
+        return lambda raw: raw
+
+    def none(raw: bytes) -> bytes:
+        raise ValueError(f"column kind {kind} has no Oracle decoding")
+    return none

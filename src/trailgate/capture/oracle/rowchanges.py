@@ -22,7 +22,7 @@ from trailgate.capture.oracle.changes import (
     RowChange,
     UndoRecord,
 )
-from trailgate.capture.oracle.datatypes import to_trail
+from trailgate.capture.oracle.datatypes import decoder, to_trail
 from trailgate.capture.oracle.dictionary import Dictionary, OracleColumn, OracleTable
 from trailgate.capture.oracle.records import RedoRecord, located
 from trailgate.capture.oracle.rowid import dba_block, dba_file, encode_rowid
@@ -53,6 +53,9 @@ class RowBuilder:
         self.dictionary = dictionary
         self.on_unknown = on_unknown
         self._warn = warn or log.warning
+        #: per table: segment column -> (column, its decoder), built at first use
+        self._layouts: dict[int, tuple[OracleTable, dict[int, tuple[OracleColumn, Callable[
+            [bytes], bytes]]]]] = {}
 
     # -- entry point -----------------------------------------------------------------------
     def build(self, record: RedoRecord, change: RowChange | DirectLoad,
@@ -132,13 +135,6 @@ class RowBuilder:
                               f"does not say which")
         return tables[0]
 
-    def _column(self, record, change, table: OracleTable, segcol: int) -> OracleColumn:
-        col = table.by_segcol.get(segcol)
-        if col is None:
-            raise self._unknown(record, change, f"{table.qualified_name} has no column with "
-                                f"segment column number {segcol} in the dictionary")
-        return col
-
     def _value(self, record, change, col: OracleColumn, raw: bytes | None,
                table: OracleTable) -> bytes | None:
         try:
@@ -149,9 +145,27 @@ class RowBuilder:
 
     def _piece(self, record, change, table, cols, offset) -> dict[OracleColumn, bytes | None]:
         out: dict[OracleColumn, bytes | None] = {}
+        layout = self._layouts.get(id(table))
+        if layout is None or layout[0] is not table:
+            layout = self._layouts[id(table)] = (table, {
+                segcol: (col, decoder(col.kind, col.charset))
+                for segcol, col in table.by_segcol.items()})
+        segcols = layout[1]
         for colno, raw in cols:
-            col = self._column(record, change, table, colno + offset)
-            out[col] = self._value(record, change, col, raw, table)
+            entry = segcols.get(colno + offset)
+            if entry is None:
+                raise self._unknown(record, change, f"{table.qualified_name} has no column "
+                                    f"with segment column number {colno + offset} in the "
+                                    f"dictionary")
+            col, decode = entry
+            if raw is None:
+                out[col] = None
+                continue
+            try:
+                out[col] = decode(raw)
+            except ValueError as exc:
+                raise self._error(record, change, f"{table.qualified_name}.{col.name} "
+                                  f"({col.type}): {exc}") from None
         return out
 
     def _rowid(self, change, dba: int, slot: int) -> str:

@@ -54,7 +54,11 @@ def _hex(lines: list[tuple[int, str]], width: int, fail) -> bytes:
             for tok in text.split():
                 if len(tok) != width or not _HEX_TOKEN.fullmatch(tok):
                     raise fail(lineno, f"expected {width}-digit hex groups but found {tok!r}")
-        out += bytes.fromhex(text)
+        try:
+            out += bytes.fromhex(text)
+        except ValueError:  # groups split by a character fromhex does not skip (e.g. \x1c)
+            raise fail(lineno, f"expected {width}-digit hex groups separated by spaces but "
+                               f"found {text!r}") from None
     return bytes(out)
 
 
@@ -137,6 +141,13 @@ def fast_supplemental(text: str, start: int, line: int) -> SupplementalData | No
     m = _FAST.match(text, start)
     if m is None:
         return None
+    try:
+        return _fast_block(m, line)
+    except ValueError:  # a separator fromhex does not skip: the reference names it
+        return None
+
+
+def _fast_block(m: re.Match[str], line: int) -> SupplementalData | None:
     header = bytes.fromhex(m[2])
     if len(header) != int(m[1]):
         return None

@@ -13,6 +13,7 @@ import os
 import pickle
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +49,7 @@ def _size(change: Change) -> int:
     total = 96
     for image in (change.after, change.before):
         if image:
-            total += sum(16 + (len(v) if v else 0) for v in image.values())
+            total += 16 * len(image) + sum(map(len, filter(None, image.values())))
     return total
 
 
@@ -84,10 +85,14 @@ class TransactionBuffer:
             txn = self.open[xid] = OpenTransaction(xid, pos, begun=True)
         return txn
 
-    def add(self, xid: str, changes: list[Change], pos: Position) -> OpenTransaction:
+    def add(self, xid: str, changes: list[Change],
+            pos: Position | Callable[[], Position]) -> OpenTransaction:
+        """Add a transaction's changes; ``pos`` (or ``pos()``, asked for only then) is where
+        it starts when this is the first of it that was read."""
         txn = self.open.get(xid)
         if txn is None:  # its start lies before the first record read
-            txn = self.open[xid] = OpenTransaction(xid, pos, begun=False)
+            start = pos if isinstance(pos, Position) else pos()
+            txn = self.open[xid] = OpenTransaction(xid, start, begun=False)
         if changes:
             txn.changes.extend(changes)
             added = sum(_size(c) for c in changes)

@@ -32,10 +32,15 @@ log = logging.getLogger("trailgate.extract")
 IDLE_WAIT_SECONDS = 0.5
 #: While a stop file holds the group: how often the thread looks whether it is gone.
 HOLD_WAIT_SECONDS = 0.05
-#: The least time between two reads while no micro-batch waits: each read has a fixed cost
-#: (a generator chain, an Arrow batch, a write), so under load a read takes what arrived in
-#: this time rather than each chunk of the stream as it lands.
+#: The longest time between the starts of two reads while no micro-batch waits: each read
+#: has a fixed cost (a generator chain, an Arrow batch, a write), so under load a read takes
+#: what arrived in this time rather than each chunk of the stream as it lands.
 GATHER_SECONDS = 0.02
+#: The shortest such time: a trickle of small transactions is read almost as it lands.
+MIN_GATHER_SECONDS = 0.002
+#: Between those, the gap is this many times what the last read took, so reads use at most
+#: a tenth of the thread's time whatever their fixed cost on this machine.
+GATHER_PER_READ = 10.0
 
 
 class TrailStreamer:
@@ -130,6 +135,7 @@ class TrailStreamer:
         slot = self.slot
         slot.open_at(self.start)
         last_read = 0.0
+        gather = GATHER_SECONDS
         released = False  # the stream was closed for a hold
         while True:
             with self._cond:
@@ -166,7 +172,7 @@ class TrailStreamer:
                 continue
             target = want if held else max(slot.available(), want)
             if target > self._written:
-                pause = last_read + GATHER_SECONDS - time.monotonic()
+                pause = last_read + gather - time.monotonic()
                 if sync_end is None and pause > 0:  # gather more (a sync ends the pause)
                     with self._cond:
                         if self._sync_end is None and not self._closing:
@@ -174,6 +180,8 @@ class TrailStreamer:
                     continue
                 last_read = time.monotonic()
                 appender.append(slot.read(self._written, target, position=False))
+                gather = min(GATHER_SECONDS, max(
+                    MIN_GATHER_SECONDS, GATHER_PER_READ * (time.monotonic() - last_read)))
                 with self._cond:
                     self._written = target
                 continue
