@@ -1,15 +1,11 @@
 """Rows with values built by the C codec a chunk at a time, the Python reader taking the rest.
 
-``change_rows`` in the C codec applies :func:`trail_rows.drive`'s transaction rule to the
-complete records of one chunk of an 11.2 file and returns the Arrow buffers of the rows,
-so no Python object is made per value.  It needs each table's definition as a compact
-*spec* (built here from the ``TableDef`` the trail's metadata records give), calls back
-here for a table name it has not met and for each metadata record, and stops where the
-Python code does something it does not (DDL rows, fragments, LOB pieces, damage, a value
-that is not UTF-8).  From such a stop, and for a file it cannot read (12c+, encrypted),
-the caller's ``fallback`` (drive over the Python reader) reads the transactions that start
-before the stop and says where it stopped, with the definitions in force there, and the C
-pass carries on: the rows are drive's in every case.
+``change_rows`` applies :func:`trail_rows.drive`'s transaction rule to one chunk of an 11.2
+file and returns the Arrow buffers of its rows, no Python object per value.  It learns each
+table's definition as a compact spec built here, and stops where the Python code does what
+it does not (DDL rows, fragments, LOB pieces, damage).  From a stop, and for a file it
+cannot read (12c+, encrypted), the caller's ``fallback`` (drive) reads the transactions
+that start before it and says where it stopped, so the rows are drive's in every case.
 """
 
 from __future__ import annotations
