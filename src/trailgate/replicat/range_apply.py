@@ -190,12 +190,15 @@ def apply_span(applier: PgApplier, batch_id: int, trail: str, lower: TrailPositi
 
 def apply_range(applier: PgApplier, batch_id: int, trail: str, lower: TrailPosition,
                 upper: TrailPosition, router: Router, *, advance: tuple[str, str] | None = None,
-                csn_filter: BatchFilter | None = None) -> tuple[ApplyResult | None, str]:
+                csn_filter: BatchFilter | None = None, records: int | None = None
+                ) -> tuple[ApplyResult | None, str]:
     """Apply ``[lower, upper)`` (whole transactions) as key partition 0 of ``batch_id``, or as
     the stream apply's next step (``advance``): (the result, None when nothing in the range
     is mapped; the range's position row JSON).  Set-based from the bytes when it can be,
-    else read and applied change by change; ``csn_filter`` (ATCSN/AFTERCSN) always reads."""
-    if csn_filter is None:
+    else read and applied change by change; ``csn_filter`` (ATCSN/AFTERCSN) always reads.
+    ``records``, when the caller counted the range's change records: fewer than set-based
+    apply takes go straight to the reading path, without planning first."""
+    if csn_filter is None and (records is None or records >= SET_MIN_CHANGES):
         done = apply_span(applier, batch_id, trail, lower, upper, router, advance=advance)
         if done is not None:
             return done

@@ -6,6 +6,7 @@ compatibility rule) and refuses a file whose CompatibilityLevel is newer than it
 
 from __future__ import annotations
 
+import copy
 import os
 import platform
 import socket
@@ -288,9 +289,41 @@ def now_julian() -> int:
     return julian_from_unix_micros(time.time_ns() // 1000)
 
 
+#: decoded file headers by their bytes: a reader opening a file for each small step (the
+#: streamed apply) would otherwise parse the same header hundreds of times a second
+_decoded: dict[tuple[bytes, int], FileHeader] = {}
+_DECODED_KEPT = 16
+
+
 def decode_file_header(buf: bytes, *, max_compatibility: int = MAX_READ_LEVEL) -> FileHeader:
     """Parse the F record at the start of ``buf``. Raises ``ValueError`` on damage and on a
-    CompatibilityLevel newer than ``max_compatibility``."""
+    CompatibilityLevel newer than ``max_compatibility``.  Each call gives a header of its
+    own (a copy of one decoded before from the same bytes)."""
+    if len(buf) >= 8 and buf[0] == ord("F"):
+        total = (buf[2] << 8) | buf[3]
+        key = (bytes(buf[:total]), max_compatibility)
+        known = _decoded.get(key)
+        if known is not None and len(buf) >= total:
+            return _copy(known)
+        header = _decode_file_header(buf, max_compatibility)
+        if len(_decoded) >= _DECODED_KEPT:
+            del _decoded[next(iter(_decoded))]
+        _decoded[key] = header
+        return _copy(header)
+    return _decode_file_header(buf, max_compatibility)
+
+
+def _copy(header: FileHeader) -> FileHeader:
+    """A header whose lists and dict are its own (the nested infos are not changed in
+    place by anyone: they are replaced)."""
+    out = copy.copy(header)
+    out.uri_history = list(header.uri_history)
+    out.tokens = list(header.tokens)
+    out.offsets = dict(header.offsets)
+    return out
+
+
+def _decode_file_header(buf: bytes, max_compatibility: int) -> FileHeader:
     if len(buf) < 8:
         raise ValueError("file is shorter than a file header")
     if buf[0] != ord("F"):

@@ -1,8 +1,8 @@
 """The C record reader built with AddressSanitizer and UndefinedBehaviorSanitizer runs the
-C-reader cases of test_fastpath.py (five times the random cases): a read past a buffer, a
-use after free, a leak of a reference into freed memory or undefined arithmetic aborts the
-run instead of passing unnoticed.  Heavy: it compiles the module and runs Python under the
-sanitizer runtime."""
+C-reader and C row-value cases of test_fastpath.py (five times the random cases): a read
+past a buffer, a use after free, a leak of a reference into freed memory or undefined
+arithmetic aborts the run instead of passing unnoticed.  Heavy: it compiles the module and
+runs Python under the sanitizer runtime."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ sys.modules[spec.name] = module
 from trailgate.capture.oracle import recordscan
 assert recordscan.parse_record is module.parse_record, "the sanitized build is not in use"
 import pytest
-sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-k", "c_reader", sys.argv[2]]))
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-k", "c_reader or c_row_values",
+                     sys.argv[2]]))
 """
 
 

@@ -12,14 +12,20 @@ import random
 import re
 import subprocess
 import sys
+from collections import Counter
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from trailgate.capture.oracle import dumpparser, recordscan
-from trailgate.capture.oracle.datatypes import encode_number
+from trailgate.capture.oracle import DumpCapture, dumpparser, recordscan, rowchanges
+from trailgate.capture.oracle.changes import KdoRow
+from trailgate.capture.oracle.datatypes import CHARSETS, encode_number
+from trailgate.capture.oracle.dictionary import Dictionary, OracleColumn
 from trailgate.capture.oracle.dumpwriter import DumpWriter, Xid
 from trailgate.capture.oracle.records import RBA
+from trailgate.capture.oracle.rowchanges import RowBuilder
 from trailgate.errors import SourceError
 from trailgate.trail._accel import PURE_PYTHON_ENV
 
@@ -341,9 +347,191 @@ def test_pure_python_parse_gives_the_same_records(monkeypatch):
 
 def test_pure_python_env_turns_the_c_reader_off():
     path = str(FIXTURES / "single_update.dmp")
-    code = ("from trailgate.capture.oracle import recordscan, dumpparser; "
+    code = ("from trailgate.capture.oracle import recordscan, dumpparser, rowchanges; "
+            "from trailgate.capture.oracle import capture_oracle_dumps; "
             f"recs = list(dumpparser.parse_dump({path!r})); "
-            "print(recordscan.parse_record is None, len(recs))")
+            "print(recordscan.parse_record is None, rowchanges.row_values is None, len(recs)); "
+            f"print(repr(list(capture_oracle_dumps({str(US03)!r}, [{path!r}]))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env={**os.environ, PURE_PYTHON_ENV: "1"}).stdout.split()
-    assert out == ["True", "2"]
+                         check=True, env={**os.environ, PURE_PYTHON_ENV: "1"}).stdout
+    flags, captured = out.split("\n", 1)
+    assert flags.split() == ["True", "True", "2"]
+    assert captured.strip() == repr(list(DumpCapture(Dictionary.load(US03), [path])))
+
+
+# -- the C row values (_dumpscan.row_values) -----------------------------------------------
+# A row piece's trail-form values built in C must be the dict the Python code builds, or
+# None; after a None the Python code gives the dict or its located error.  Checked piece by
+# piece on random and mangled bytes of every column kind, and capture by capture (C values
+# on and off) on every fixture and on random dumps.
+
+V = recordscan.row_values
+needs_c_values = pytest.mark.skipif(V is None, reason="the C row values were not built "
+                                                      "(or TRAILGATE_PURE_PYTHON is set)")
+US03 = (Path(__file__).parents[3] / "src" / "trailgate" / "capture" / "oracle" / "examples"
+        / "us03_dictionary.json")
+_KINDS = ["NUMBER", "VARCHAR2", "CHAR", "NVARCHAR2", "DATE", "TIMESTAMP", "RAW", "LONG",
+          "FLOAT", "NCHAR"]
+
+
+def kinds_dictionary(charset: str) -> Dictionary:
+    """One table with a column of every type (the key first), data object 76495."""
+    cols = [{"name": "ID", "type": "NUMBER", "nullable": False}]
+    cols += [{"name": f"C{k}_{t}", "type": t} for k, t in enumerate(_KINDS)]
+    return Dictionary.from_dict({
+        "format": "trailgate-oracle-dictionary", "version": 1, "database_charset": charset,
+        "tables": [{"owner": "K", "table": "KINDS", "object_id": 76490,
+                    "data_object_id": 76495, "columns": cols,
+                    "primary_key": {"name": "KINDS_PK", "columns": ["ID"]}}]})
+
+
+def random_value(rng: random.Random, col: OracleColumn, bad: float = 0.2) -> bytes | None:
+    """A value for ``col``: mostly valid, a ``bad`` share random bytes or one byte mangled."""
+    roll = rng.random()
+    if roll < 0.1:
+        return None
+    if roll < 0.1 + bad:  # any bytes at all
+        return bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 2, 7, 11, 21, 22])))
+    if col.type in ("NUMBER", "FLOAT"):
+        value = encode_number(rng.choice([0, 1, -1, 10 ** rng.randrange(40),
+                                          rng.randrange(-10 ** 12, 10 ** 12),
+                                          f"{rng.randrange(-999, 999)}.{rng.randrange(10**6)}",
+                                          f"-0.{'0' * rng.randrange(5)}{rng.randrange(1, 99)}",
+                                          f"1e{rng.randrange(-129, 125)}"]))
+    elif col.type in ("DATE", "TIMESTAMP"):
+        value = bytes([rng.randrange(100, 200), rng.randrange(100, 200), rng.randrange(1, 13),
+                       rng.randrange(1, 32), rng.randrange(1, 25), rng.randrange(1, 61),
+                       rng.randrange(1, 61)])
+        if col.type == "TIMESTAMP" and rng.random() < 0.7:
+            value += rng.randrange(1_000_000_000).to_bytes(4, "big")
+    elif col.type == "RAW":
+        value = rng.randbytes(rng.randrange(8))
+    else:
+        text = rng.choice(["Jordan", "", "Zoë", "東京", "a\u00a0b", "x" * 30, "\U0001f600"])
+        value = text.encode(CHARSETS[col.charset], errors="replace")
+    if rng.random() < bad and value:  # one byte mangled
+        k = rng.randrange(len(value))
+        value = value[:k] + bytes([rng.randrange(256)]) + value[k + 1:]
+    return value
+
+
+def built(fn):
+    try:
+        return "ok", fn()
+    except SourceError as exc:
+        return "error", str(exc)
+    except rowchanges._Skip:  # the skip policy drops the change (warned)
+        return "skipped", None
+
+
+@needs_c_values
+@pytest.mark.parametrize("charset", ["AL32UTF8", "WE8MSWIN1252"])
+def test_c_row_values_random_pieces_as_python(monkeypatch, charset):
+    dictionary = kinds_dictionary(charset)
+    table = dictionary.tables[0]
+    columns = table.columns
+    rng = random.Random(f"row values {charset}")
+    record = SimpleNamespace(path="t.dmp", rba=RBA0, julian_time=0)
+    change = SimpleNamespace(line=7, dba=0x01000436, obj=76495)
+    taken = 0
+    for _ in range(1500 * ROUNDS):
+        on_unknown = rng.choice(["stop", "skip"])
+        n = rng.randrange(len(columns) + 2)
+        first = rng.choice([0, 0, 0, 1, 3, len(columns), -2])
+        cols = [(first + k, random_value(rng, columns[(first + k) % len(columns)]))
+                for k in range(n)]
+        if rng.random() < 0.1 and cols:
+            cols.append(cols[0])  # a column twice: the later value stands, as in Python
+        offset = rng.choice([1, 1, 1, 0, 2, -1])
+        fb = "--H-FL--" if rng.random() < 0.9 else "--H-F---"
+        row = KdoRow(3, fb, cols)
+        cases = []
+        for use_c in (True, False):
+            monkeypatch.setattr(rowchanges, "row_values", V if use_c else None)
+            b = RowBuilder(dictionary, on_unknown, warn=lambda _m: None)
+            cases.append((built(partial(b._piece, record, change, table, cols, offset)),
+                          built(partial(b._insert, record, change, table, row))))
+            if use_c:
+                layout = b._layout(table)
+                taken += V(layout.by_column, cols, offset, None) is not None
+        assert cases[0] == cases[1], (cols, offset)
+    assert taken > 1500 * ROUNDS // 6  # many pieces are decoded in C, not handed back
+
+
+@needs_c_values
+def test_c_row_values_capture_the_fixtures_and_random_dumps_as_python(monkeypatch, tmp_path):
+    def capture(path: Path, dictionary: Dictionary, on_unknown: str):
+        warnings: list[str] = []
+        try:
+            cap = DumpCapture(dictionary, [path], on_unknown=on_unknown)
+            txns = list(cap)
+            warnings = cap.warnings
+            return "ok", txns, warnings, cap.rolled_back
+        except SourceError as exc:
+            return "error", str(exc), warnings
+
+    def both_ways(path: Path, dictionary: Dictionary, on_unknown: str = "stop") -> str:
+        got = []
+        for fn in (V, None):
+            monkeypatch.setattr(rowchanges, "row_values", fn)
+            got.append(capture(path, dictionary, on_unknown))
+        assert got[0] == got[1], path
+        return got[0][0]
+
+    us03 = Dictionary.load(US03)
+    outcomes: Counter[str] = Counter()
+    for path in sorted(FIXTURES.glob("*.dmp")):
+        outcomes[both_ways(path, us03)] += 1
+    assert outcomes["ok"] >= 7, outcomes
+    outcomes.clear()
+    rng = random.Random("row values in dumps")
+    for round_ in range(12 * ROUNDS):
+        charset = rng.choice(["AL32UTF8", "WE8MSWIN1252"])
+        dictionary = kinds_dictionary(charset)
+        columns = dictionary.tables[0].columns
+        out = io.StringIO()
+        w = DumpWriter(out)
+        for t in range(8):
+            xid = Xid(4, t, 100 + t)
+            key = encode_number(t)
+
+            def row(key: bytes = key, rest: list[OracleColumn] = columns[1:]
+                    ) -> list[bytes | None]:
+                return [key, *(random_value(rng, c, 0.01) for c in rest)]
+            w.insert(xid, t, row())
+            picked = rng.sample(range(1, len(columns)), 2)
+            w.update(xid, t, {c: random_value(rng, columns[c], 0.01) for c in picked},
+                     {c: random_value(rng, columns[c], 0.01) for c in picked}, [(1, key)])
+            w.delete(xid, t, row())
+            w.commit(xid, rollback=rng.random() < 0.1)
+        w.end()
+        path = tmp_path / f"r{round_}.dmp"
+        path.write_text(out.getvalue(), encoding="latin-1")
+        outcomes[both_ways(path, dictionary, rng.choice(["stop", "skip"]))] += 1
+    assert outcomes["ok"] >= 2 and outcomes["error"] >= 2, outcomes  # both kinds compared
+
+
+@needs_c_values
+def test_c_row_values_leave_odd_arguments_to_python():
+    table = kinds_dictionary("AL32UTF8").tables[0]
+    layout = RowBuilder(kinds_dictionary("AL32UTF8"))._layout(table)
+    assert layout.by_column is not None
+    good = [(0, encode_number(5))]
+    assert V(layout.by_column, good, 1, None) == {table.columns[0]: b"5"}
+    assert V(layout.by_index, good, 1, {0: None, 1: None}) == {0: b"5", 1: None}
+    for args in [(list(layout.by_column), good, 1, None), (layout.by_column, tuple(good), 1,
+                 None), (layout.by_column, good, "1", None), (layout.by_column, good, 1, []),
+                 (layout.by_column, [(0, "05")], 1, None), (layout.by_column, [[0, b"\x80"]],
+                 1, None), (layout.by_column, [(0,)], 1, None),
+                 (layout.by_column, [(1 << 80, None)], 1, None),
+                 (layout.by_column, [(0, None)], 1 << 80, None),
+                 (layout.by_column, [(0, None)], -(1 << 62), None),
+                 (layout.by_column, [(1 << 62, None)], 1 << 62, None),
+                 ((None, ("k", 1 << 70, None)), [(0, b"\x80")], 1, None),
+                 ((None, ("k", "x", None)), [(0, b"\x80")], 1, None),
+                 ((None, ("k", 9, None)), [(0, b"\x80")], 1, None),
+                 ((None, ("k", 5, lambda raw: "text")), [(0, b"\x80")], 1, None),
+                 ((None, ("k",)), [(0, b"\x80")], 1, None), ((), [(0, None)], 1, None)]:
+        assert V(*args) is None, args
+    assert V(layout.by_column, good, 1) is None
+    assert V((None, ([], 4, None)), [(0, b"")], 1, None) is None  # an unhashable key: Python

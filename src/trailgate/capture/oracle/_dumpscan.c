@@ -14,6 +14,9 @@
  * the object or the located error.  Each reader below mirrors one regex of dumpparser.py,
  * fastpath.py or supplemental.py (named in its comment) and may be narrower, never wider.
  * It never raises for bad input; an exception means memory ran out.
+ *
+ * row_values() then turns a parsed row piece into its trail-form values under the same
+ * rule: the dict rowchanges.py builds, or None and the Python code decides.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1435,7 +1438,271 @@ static PyObject *ds_setup(PyObject *module, PyObject *const *args, Py_ssize_t na
     Py_RETURN_TRUE;
 }
 
+/* ----------------------------------------------------------------------------------------
+ * Row values: a row piece's columns to trail form (datatypes.py's decoders, in C), keyed as
+ * rowchanges.py keys them, so Python makes one dict per image rather than an object per
+ * column.  The rule is the reader's: the very dict the Python code builds, or None when
+ * anything is off (a column the layout lacks, bytes a decoder refuses, an odd argument),
+ * and the caller then runs the Python code, which gives the dict or the located error.
+ */
+enum { V_NUMBER, V_UTF8, V_DATE, V_TIMESTAMP, V_RAW, V_PYTHON };
+
+/* datatypes._decode_number: NUMBER bytes to plain decimal ASCII; BAIL on what it refuses. */
+static int number_text(const unsigned char *raw, Py_ssize_t n, char *out, Py_ssize_t *len)
+{
+    if (n == 0)
+        return BAIL;
+    if (n == 1 && raw[0] == 0x80) {
+        out[0] = '0';
+        *len = 1;
+        return OK;
+    }
+    unsigned head = raw[0];
+    const unsigned char *body = raw + 1;
+    Py_ssize_t nb = n - 1;
+    int digits[21], negative = (head & 0x80) == 0, exp;
+    if (!negative) {
+        exp = (int)(head & 0x7F) - 65;
+        if (head == 0xFF && nb == 1 && body[0] == 0x65)
+            return BAIL;
+        if (nb == 0 || nb > 20)
+            return BAIL;
+        for (Py_ssize_t k = 0; k < nb; k++) {
+            if (body[k] < 1 || body[k] > 100)
+                return BAIL;
+            digits[k] = body[k] - 1;
+        }
+    } else {
+        if (n == 1 && head == 0x00)
+            return BAIL;
+        exp = (int)(~head & 0x7F) - 65;
+        if (nb > 0 && body[nb - 1] == 102)
+            nb--;
+        else if (nb != 20)
+            return BAIL;
+        if (nb == 0 || nb > 20)
+            return BAIL;
+        for (Py_ssize_t k = 0; k < nb; k++) {
+            if (body[k] < 2 || body[k] > 101)
+                return BAIL;
+            digits[k] = 101 - body[k];
+        }
+    }
+    if (digits[0] == 0 || digits[nb - 1] == 0)
+        return BAIL;
+    char text[40];
+    Py_ssize_t tl = 2 * nb, o = 0;
+    for (Py_ssize_t k = 0; k < nb; k++) {
+        text[2 * k] = (char)('0' + digits[k] / 10);
+        text[2 * k + 1] = (char)('0' + digits[k] % 10);
+    }
+    if (negative)
+        out[o++] = '-';
+    Py_ssize_t int_len = 2 * ((Py_ssize_t)exp + 1), end = tl;
+    if (int_len <= 0) {
+        while (end > 0 && text[end - 1] == '0')
+            end--;
+        out[o++] = '0';
+        out[o++] = '.';
+        for (Py_ssize_t k = 0; k < -int_len; k++)
+            out[o++] = '0';
+        memcpy(out + o, text, (size_t)end);
+        o += end;
+    } else if (int_len >= tl) {
+        Py_ssize_t a = 0;
+        while (a < tl && text[a] == '0')
+            a++;
+        memcpy(out + o, text + a, (size_t)(tl - a));
+        o += tl - a;
+        for (Py_ssize_t k = 0; k < int_len - tl; k++)
+            out[o++] = '0';
+    } else {
+        Py_ssize_t a = 0;
+        while (a < int_len && text[a] == '0')
+            a++;
+        if (a == int_len)
+            out[o++] = '0';
+        memcpy(out + o, text + a, (size_t)(int_len - a));
+        o += int_len - a;
+        while (end > int_len && text[end - 1] == '0')
+            end--;
+        if (end > int_len) {
+            out[o++] = '.';
+            memcpy(out + o, text + int_len, (size_t)(end - int_len));
+            o += end - int_len;
+        }
+    }
+    *len = o;
+    return OK;
+}
+
+/* datatypes._datetime_fields: OK with the six fields, or BAIL. */
+static int datetime_fields(const unsigned char *raw, int *f)
+{
+    int century = raw[0] - 100, year = raw[1] - 100;
+    if (century < 0 || year < 0)
+        return BAIL;
+    f[0] = century * 100 + year;
+    f[1] = raw[2];
+    f[2] = raw[3];
+    f[3] = raw[4] - 1;
+    f[4] = raw[5] - 1;
+    f[5] = raw[6] - 1;
+    if (!(1 <= f[0] && f[0] <= 9999 && 1 <= f[1] && f[1] <= 12 && 1 <= f[2] && f[2] <= 31
+          && 0 <= f[3] && f[3] < 24 && 0 <= f[4] && f[4] < 60 && 0 <= f[5] && f[5] < 60))
+        return BAIL;
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (f[0] % 4 == 0 && f[0] % 100 != 0) || f[0] % 400 == 0;
+    int most = days[f[1] - 1] + (f[1] == 2 && leap);
+    return f[2] <= most ? OK : BAIL;
+}
+
+/* One non-NULL value in trail form (a new reference), NULL with no exception set for BAIL,
+ * NULL with one set for an error.  `decode` is the Python decoder for V_PYTHON. */
+static PyObject *trail_value(int code, PyObject *raw, PyObject *decode)
+{
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(raw);
+    Py_ssize_t n = PyBytes_GET_SIZE(raw);
+    char out[200];
+    Py_ssize_t len;
+    int f[6];
+    switch (code) {
+    case V_NUMBER:
+        if (number_text(s, n, out, &len) != OK)
+            return NULL;
+        return PyBytes_FromStringAndSize(out, len);
+    case V_UTF8: {
+        Py_ssize_t k = 0;
+        while (k < n && s[k] < 0x80)
+            k++;
+        if (k < n) { /* not all ASCII: Python's own UTF-8 check decides */
+            PyObject *text = PyUnicode_DecodeUTF8((const char *)s, n, NULL);
+            if (text == NULL) {
+                PyErr_Clear();
+                return NULL;
+            }
+            Py_DECREF(text);
+        }
+        return Py_NewRef(raw);
+    }
+    case V_DATE:
+        if (n != 7 || datetime_fields(s, f) != OK)
+            return NULL;
+        len = snprintf(out, sizeof out, "%04d-%02d-%02d:%02d:%02d:%02d", f[0], f[1], f[2],
+                       f[3], f[4], f[5]);
+        return PyBytes_FromStringAndSize(out, len);
+    case V_TIMESTAMP: {
+        if ((n != 7 && n != 11) || datetime_fields(s, f) != OK)
+            return NULL;
+        unsigned long nanos = 0;
+        if (n == 11)
+            nanos = (unsigned long)s[7] << 24 | (unsigned long)s[8] << 16
+                    | (unsigned long)s[9] << 8 | s[10];
+        if (nanos >= 1000000000UL)
+            return NULL;
+        len = snprintf(out, sizeof out, "%04d-%02d-%02d:%02d:%02d:%02d.%09lu", f[0], f[1],
+                       f[2], f[3], f[4], f[5], nanos);
+        return PyBytes_FromStringAndSize(out, len);
+    }
+    case V_RAW:
+        return Py_NewRef(raw);
+    default: {
+        PyObject *value = PyObject_CallOneArg(decode, raw);
+        if (value == NULL || !PyBytes_CheckExact(value)) {
+            Py_XDECREF(value);
+            PyErr_Clear(); /* the Python code calls it again and reports it, located */
+            return NULL;
+        }
+        return value;
+    }
+    }
+}
+
+/* row_values(layout, cols, offset, template) -> dict | None
+ *   layout: tuple indexed by segment column number; each entry None or
+ *           (key, code, decoder): the dict key, a V_* code and the Python decoder;
+ *   cols: list of (colno, bytes | None) as the KDO holds them;
+ *   offset: added to colno to give the segment column number;
+ *   template: None, or a dict the result starts as a copy of (keys in image order).
+ * The dict {key: value} in column order (on template's keys first), or None: use Python. */
+static PyObject *ds_row_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4 || !PyTuple_CheckExact(args[0]) || !PyList_CheckExact(args[1])
+        || !PyLong_CheckExact(args[2]) || (args[3] != Py_None && !PyDict_CheckExact(args[3])))
+        Py_RETURN_NONE;
+    PyObject *layout = args[0], *cols = args[1];
+    long offset = PyLong_AsLong(args[2]);
+    if (offset == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *out = args[3] == Py_None ? PyDict_New() : PyDict_Copy(args[3]);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t width = PyTuple_GET_SIZE(layout);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cols); i++) {
+        PyObject *col = PyList_GET_ITEM(cols, i);
+        if (!PyTuple_CheckExact(col) || PyTuple_GET_SIZE(col) != 2
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(col, 0)))
+            goto bail;
+        PyObject *raw = PyTuple_GET_ITEM(col, 1);
+        if (raw != Py_None && !PyBytes_CheckExact(raw))
+            goto bail;
+        long colno = PyLong_AsLong(PyTuple_GET_ITEM(col, 0));
+        if (colno == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            goto bail;
+        }
+        if (colno > PY_SSIZE_T_MAX / 4 || colno < -(PY_SSIZE_T_MAX / 4)
+            || offset > PY_SSIZE_T_MAX / 4 || offset < -(PY_SSIZE_T_MAX / 4))
+            goto bail;
+        Py_ssize_t segcol = (Py_ssize_t)colno + (Py_ssize_t)offset;
+        if (segcol < 0 || segcol >= width)
+            goto bail;
+        PyObject *entry = PyTuple_GET_ITEM(layout, segcol);
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(entry, 1)))
+            goto bail;
+        PyObject *value;
+        if (raw == Py_None) {
+            value = Py_NewRef(Py_None);
+        } else {
+            long code = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
+            if (code == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                goto bail;
+            }
+            value = trail_value(code < V_NUMBER || code > V_PYTHON ? V_PYTHON : (int)code, raw,
+                                PyTuple_GET_ITEM(entry, 2));
+            if (value == NULL) {
+                if (PyErr_Occurred())
+                    goto error;
+                goto bail;
+            }
+        }
+        int bad = PyDict_SetItem(out, PyTuple_GET_ITEM(entry, 0), value);
+        Py_DECREF(value);
+        if (bad < 0) { /* an unhashable key: not a layout rowchanges.py builds */
+            if (PyErr_ExceptionMatches(PyExc_MemoryError))
+                goto error;
+            PyErr_Clear();
+            goto bail;
+        }
+    }
+    return out;
+bail:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"row_values", (PyCFunction)(void (*)(void))ds_row_values, METH_FASTCALL,
+     "row_values(layout, cols, offset, template) -> dict | None: a row piece's values in "
+     "trail form, keyed by the layout (None: use Python)"},
     {"parse_record", (PyCFunction)(void (*)(void))ds_parse_record, METH_FASTCALL,
      "parse_record(text, path, first_line, start) -> RedoRecord | None (None: use Python)"},
     {"setup", (PyCFunction)(void (*)(void))ds_setup, METH_FASTCALL,

@@ -14,7 +14,6 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from trailgate.capture.oracle.changes import (
@@ -58,40 +57,64 @@ class RecordEvents:
     ops: list[tuple[Any, ...]] = field(default_factory=list)
 
 
+_UNDO, _HEADER, _APPLIED, _ROW, _COMMIT, _OTHER = range(1, 7)  # a change's part in assembly
+_ROLES: dict[type, int] = {}
+
+
+def _role(cls: type) -> int:
+    """What assembly does with changes of class ``cls`` (worked out once per class)."""
+    role = _ROLES.get(cls)
+    if role is None:
+        role = next((r for r, base in ((_UNDO, UndoRecord), (_HEADER, UndoHeader),
+                                        (_APPLIED, UndoApplied), (_ROW, (RowChange, DirectLoad)),
+                                        (_COMMIT, Commit)) if issubclass(cls, base)), _OTHER)
+        _ROLES[cls] = role
+    return role
+
+
 def record_events(rec: RedoRecord, builder: RowBuilder) -> RecordEvents:
     """The assembly events of one parsed record (row values decoded by ``builder``)."""
-    ev = RecordEvents(rec.thread, rec.rba, rec.scn, rec.path, rec.line, len(rec.changes))
-    ops = ev.ops
+    changes = rec.changes
+    ops: list[tuple[Any, ...]] = []
+    ev = RecordEvents(rec.thread, rec.rba, rec.scn, rec.path, rec.line, len(changes), ops)
+    roles = _ROLES
+    kinds = [roles.get(type(c)) or _role(type(c)) for c in changes]
     undo_xids: set[str] = set()
     applied: list[UndoApplied] = []
-    for k, c in enumerate(rec.changes, 1):  # starts first, then the rest in change order
-        if isinstance(c, UndoRecord):
+    for k, role in enumerate(kinds):  # starts first, then the rest in change order
+        if role == _UNDO:
+            c = changes[k]
             undo_xids.add(c.xid)
             if c.begin:
-                ops.append((BEGIN, k, c.line, c.xid))
-        elif isinstance(c, UndoHeader):
+                ops.append((BEGIN, k + 1, c.line, c.xid))
+        elif role == _HEADER:
+            c = changes[k]
             if c.sqn:
-                ops.append((BEGIN, k, c.line, c.xid))
-        elif isinstance(c, UndoApplied):
-            applied.append(c)
+                ops.append((BEGIN, k + 1, c.line, c.xid))
+        elif role == _APPLIED:
+            applied.append(changes[k])
     pending: deque[UndoRecord] = deque()
-    for k, c in enumerate(rec.changes, 1):
-        if isinstance(c, UndoRecord):
+    for k, role in enumerate(kinds):
+        if role == _UNDO:
+            c = changes[k]
             if c.kdo is not None:
                 pending.append(c)
-        elif isinstance(c, (RowChange, DirectLoad)):
+        elif role == _ROW:
+            c = changes[k]
             if applied:  # undo being applied by a rollback: a compensation, not new work
                 xid = c.xid or next((a.xid for a in applied if a.xid), "")
                 if not xid:
                     raise located(rec.path, c.line, rec.rba, "rollback compensation "
                                   "without a transaction id")
-                ops.append((COMPENSATE, k, c.line, xid))
+                ops.append((COMPENSATE, k + 1, c.line, xid))
                 continue
-            undo = pending.popleft() if isinstance(c, RowChange) and pending else None
+            undo = pending.popleft() if pending and type(c) is not DirectLoad and \
+                isinstance(c, RowChange) else None
             xid = _xid(rec, c, undo, undo_xids)
-            ops.append((ADD, k, c.line, xid, builder.build(rec, c, undo)))
-        elif isinstance(c, Commit):
-            ops.append((COMMIT, k, c.line, c.xid, c.rolled_back, rec.julian_time))
+            ops.append((ADD, k + 1, c.line, xid, builder.build(rec, c, undo)))
+        elif role == _COMMIT:
+            c = changes[k]
+            ops.append((COMMIT, k + 1, c.line, c.xid, c.rolled_back, rec.julian_time))
     return ev
 
 
@@ -112,6 +135,9 @@ def _xid(rec: RedoRecord, c: RowChange | DirectLoad, undo: UndoRecord | None,
 
 def merge_threads(streams: Mapping[int, Iterable[RecordEvents]]) -> Iterator[RecordEvents]:
     """Each thread's records checked for order, all threads merged by SCN (RAC)."""
+    if len(streams) == 1:  # one thread: nothing to merge
+        [(thread, records)] = streams.items()
+        return _checked(thread, records)
     return heapq.merge(*(_checked(t, s) for t, s in streams.items()),
                        key=lambda r: (r.scn, r.thread))
 
@@ -153,7 +179,9 @@ class Assembler:
         self.last_commit_scn: int | None = None
         self.records = 0  # redo records taken (for summaries)
         self.last_commit_time: int | None = None
-        self._read: dict[int, Position] = {}
+        #: per thread, the last commit handed out or record passed: a Position, or the
+        #: record's events (its end, made a Position only when asked: one per record costs)
+        self._read: dict[int, Position | RecordEvents] = {}
         self._skip_through: dict[int, Position] = {}
         self.start: dict[int, RBA] = {}
         self._open_at_close: list[tuple[str, Position]] | None = None
@@ -167,7 +195,7 @@ class Assembler:
             (t.xid, t.start) for t in self.buffer.open.values()]
         threads: dict[str, Any] = {}
         for thread in sorted(set(self._read) | {start.thread for _, start in opens}):
-            read = self._read.get(thread)
+            read = self.read_position(thread)
             starts = [start for _, start in opens if start.thread == thread]
             oldest = min(starts) if starts else None
             threads[str(thread)] = {"read": read.to_json() if read else None,
@@ -197,7 +225,11 @@ class Assembler:
 
     def read_position(self, thread: int) -> Position | None:
         """The last commit handed out (or record passed) on ``thread``."""
-        return self._read.get(thread)
+        at = self._read.get(thread)
+        if isinstance(at, RecordEvents):
+            at = self._read[thread] = Position(at.thread, at.rba, at.changes, at.scn, at.path,
+                                               at.line)
+        return at
 
     # -- feeding ---------------------------------------------------------------------------
     def feed(self, ev: RecordEvents) -> Iterator[Transaction]:
@@ -206,24 +238,26 @@ class Assembler:
         if start is not None and ev.rba < start:
             return
         self.records += 1
-
-        def pos(k: int, line: int) -> Position:
-            return Position(ev.thread, ev.rba, k, ev.scn, ev.path, line)
-
+        thread, rba, scn, path = ev.thread, ev.rba, ev.scn, ev.path
         buffer = self.buffer
-        for op in ev.ops:
+        opened = buffer.open
+        for op in ev.ops:  # a start Position is made only for a transaction not yet open
             kind = op[0]
-            if kind == ADD:  # the position is built only if the transaction is new
-                buffer.add(op[3], op[4], partial(pos, op[1], op[2]))
+            if kind == ADD:
+                xid = op[3]
+                buffer.add(xid, op[4], None if xid in opened else
+                           Position(thread, rba, op[1], scn, path, op[2]))
             elif kind == BEGIN:
-                buffer.begin(op[3], pos(op[1], op[2]))
+                if op[3] not in opened:
+                    buffer.begin(op[3], Position(thread, rba, op[1], scn, path, op[2]))
             elif kind == COMPENSATE:
-                buffer.add(op[3], [], pos(op[1], op[2])).compensated = True
+                buffer.add(op[3], [], Position(thread, rba, op[1], scn, path,
+                                               op[2])).compensated = True
             else:
-                txn = self._commit(ev, op, pos(op[1], op[2]))
+                txn = self._commit(ev, op, Position(thread, rba, op[1], scn, path, op[2]))
                 if txn is not None:
                     yield txn
-        self._read[ev.thread] = pos(ev.changes, ev.line)
+        self._read[thread] = ev
 
     def finish(self) -> None:
         """The input ended: note the transactions still open (they are not emitted)."""

@@ -22,12 +22,13 @@ from trailgate.capture.oracle.changes import (
     RowChange,
     UndoRecord,
 )
-from trailgate.capture.oracle.datatypes import decoder, to_trail
+from trailgate.capture.oracle.datatypes import CHARSETS, decoder, to_trail
 from trailgate.capture.oracle.dictionary import Dictionary, OracleColumn, OracleTable
 from trailgate.capture.oracle.records import RedoRecord, located
+from trailgate.capture.oracle.recordscan import row_values
 from trailgate.capture.oracle.rowid import dba_block, dba_file, encode_rowid
 from trailgate.errors import SourceError
-from trailgate.model import Change, OpType
+from trailgate.model import Change, ColumnKind, OpType
 
 __all__ = ["OnUnknown", "RowBuilder"]
 
@@ -53,9 +54,8 @@ class RowBuilder:
         self.dictionary = dictionary
         self.on_unknown = on_unknown
         self._warn = warn or log.warning
-        #: per table: segment column -> (column, its decoder), built at first use
-        self._layouts: dict[int, tuple[OracleTable, dict[int, tuple[OracleColumn, Callable[
-            [bytes], bytes]]]]] = {}
+        #: per table (by id): its value layout, built at first use
+        self._layouts: dict[int, _Layout] = {}
 
     # -- entry point -----------------------------------------------------------------------
     def build(self, record: RedoRecord, change: RowChange | DirectLoad,
@@ -72,8 +72,8 @@ class RowBuilder:
                 return []
             table = self._table(record, change, undo)
             if kdo.op == "IRP":
-                return [self._insert(record, change, table, KdoRow(kdo.slot, kdo.fb,
-                                                                  kdo.columns))]
+                return [self._insert_row(record, change, table, kdo.slot, kdo.fb,
+                                         kdo.columns)]
             if kdo.op == "QMI":
                 return [self._insert(record, change, table, row) for row in kdo.rows]
             assert undo is not None  # _check_undo raised for a DRP or URP without one
@@ -143,14 +143,20 @@ class RowBuilder:
             raise self._error(record, change, f"{table.qualified_name}.{col.name} "
                               f"({col.type}): {exc}") from None
 
-    def _piece(self, record, change, table, cols, offset) -> dict[OracleColumn, bytes | None]:
-        out: dict[OracleColumn, bytes | None] = {}
+    def _layout(self, table: OracleTable) -> _Layout:
         layout = self._layouts.get(id(table))
-        if layout is None or layout[0] is not table:
-            layout = self._layouts[id(table)] = (table, {
-                segcol: (col, decoder(col.kind, col.charset))
-                for segcol, col in table.by_segcol.items()})
-        segcols = layout[1]
+        if layout is None or layout.table is not table:
+            layout = self._layouts[id(table)] = _Layout(table)
+        return layout
+
+    def _piece(self, record, change, table, cols, offset) -> dict[OracleColumn, bytes | None]:
+        layout = self._layout(table)
+        if row_values is not None and layout.by_column is not None:
+            done = row_values(layout.by_column, cols, offset, None)
+            if done is not None:
+                return done
+        out: dict[OracleColumn, bytes | None] = {}
+        segcols = layout.segcols
         for colno, raw in cols:
             entry = segcols.get(colno + offset)
             if entry is None:
@@ -173,25 +179,39 @@ class RowBuilder:
 
     def _make(self, op: OpType, record: RedoRecord, table: OracleTable, rowid: str,
               after=None, before=None) -> Change:
-        return Change(op=op, table=table.qualified_name, after=after, before=before,
-                      io_time=record.julian_time, audit_seq=record.rba.seq,
-                      audit_pos=record.rba.audit_pos, rowid=rowid)
+        rba = record.rba  # positional: a dataclass's keywords cost more, per change
+        return Change(op, self._layout(table).name, after, before, record.julian_time,
+                      rba.seq, rba.audit_pos, rowid)
 
     # -- operations ------------------------------------------------------------------------
     def _insert(self, record, change, table: OracleTable, row: KdoRow) -> Change:
-        if row.fb != WHOLE_ROW:
-            raise self._error(record, change, f"insert of a row piece with flags {row.fb}: "
+        return self._insert_row(record, change, table, row.slot, row.fb, row.columns)
+
+    def _insert_row(self, record, change, table: OracleTable, slot: int, fb: str,
+                    columns: list[tuple[int, bytes | None]]) -> Change:
+        if fb != WHOLE_ROW:
+            raise self._error(record, change, f"insert of a row piece with flags {fb}: "
                               f"only whole rows ({WHOLE_ROW}) are supported")
-        values = self._piece(record, change, table, row.columns, 1)
-        after = {c.index: values.get(c) for c in table.columns}
-        return self._make(OpType.INSERT, record, table, self._rowid(change, change.dba,
-                                                                    row.slot), after=after)
+        layout = self._layout(table)
+        after = None
+        if row_values is not None and layout.by_index is not None:
+            after = row_values(layout.by_index, columns, 1, layout.template)
+        if after is None:
+            values = self._piece(record, change, table, columns, 1)
+            after = {c.index: values.get(c) for c in table.columns}
+        return self._make(OpType.INSERT, record, table, self._rowid(change, change.dba, slot),
+                          after=after)
 
     def _supplemental(self, record, change, table: OracleTable,
                       undo: UndoRecord) -> dict[OracleColumn, bytes | None]:
         sup = undo.supplemental
         if sup is None:
             return {}
+        layout = self._layout(table)
+        if row_values is not None and layout.by_intcol is not None:
+            done = row_values(layout.by_intcol, sup.columns, 0, None)
+            if done is not None:
+                return done
         out: dict[OracleColumn, bytes | None] = {}
         for intcol, raw in sup.columns:
             col = table.by_intcol.get(intcol)
@@ -203,7 +223,10 @@ class RowBuilder:
 
     def _key(self, record, change, table, known: dict[OracleColumn, bytes | None],
              what: str) -> dict[OracleColumn, bytes | None]:
-        keycols = table.key_columns
+        layout = self._layout(table)
+        keycols = layout.keys
+        if keycols is None:
+            keycols = layout.keys = table.key_columns
         missing = [c.name for c in keycols if c not in known]
         if missing:
             raise self._error(record, change, f"{what} of {table.qualified_name} does not "
@@ -269,3 +292,64 @@ class RowBuilder:
             return self._make(OpType.PK_UPDATE, record, table, rowid, after=after,
                               before=before)
         return self._make(OpType.FIELD_COMP, record, table, rowid, after=after)
+
+
+#: ``recordscan.row_values`` codes of the decoders it has in C (others call the Python one)
+_NUMBER, _UTF8, _DATE, _TIMESTAMP, _RAW, _PYTHON = range(6)
+_MAX_SEGCOL = 4096  # past this (no Oracle table has it) the layout stays in Python
+
+
+def _code(col: OracleColumn) -> int:
+    kind = col.kind
+    if kind is ColumnKind.NUMBER:
+        return _NUMBER
+    if kind in (ColumnKind.VARCHAR2, ColumnKind.CHAR, ColumnKind.LONG):
+        return _UTF8 if CHARSETS.get(col.charset.upper()) == "utf-8" else _PYTHON
+    if kind is ColumnKind.DATE:
+        return _DATE
+    if kind is ColumnKind.TIMESTAMP:
+        return _TIMESTAMP
+    return _RAW if kind is ColumnKind.RAW else _PYTHON
+
+
+_Entry = tuple[object, int, Callable[[bytes], bytes]]  # (dict key, value code, decoder)
+
+
+def _values_layout(columns: dict[int, tuple[OracleColumn, Callable[[bytes], bytes]]],
+                   by_index: bool) -> tuple[_Entry | None, ...] | None:
+    """The ``row_values`` layout of ``columns`` (number -> column): a tuple indexed by the
+    number, each column keyed by itself or by its index; ``None`` when a number is out of
+    range (the Python code then reads those columns)."""
+    if not columns or not all(0 <= n <= _MAX_SEGCOL for n in columns):
+        return None
+    layout: list[_Entry | None] = [None] * (max(columns) + 1)
+    for n, (col, decode) in columns.items():
+        layout[n] = (col.index if by_index else col, _code(col), decode)
+    return tuple(layout)
+
+
+class _Layout:
+    """A table's columns as the row builder reads them: ``segcols`` for the Python code,
+    and for the C ``row_values`` tuples indexed by segment column number, keyed by column
+    (``by_column``) or by trail column index (``by_index``, with ``template``: every
+    column NULL, in table order, the insert image it fills), and by INTCOL# for
+    supplemental data (``by_intcol``).  ``by_index`` is ``None`` when its image could differ
+    from the Python code's (columns outside ``table.columns``, indexes repeated)."""
+
+    __slots__ = ("by_column", "by_index", "by_intcol", "keys", "name", "segcols", "table",
+                 "template")
+
+    def __init__(self, table: OracleTable):
+        self.table = table
+        self.name = table.qualified_name
+        self.keys: list[OracleColumn] | None = None  # the key columns, at first need
+        self.segcols: dict[int, tuple[OracleColumn, Callable[[bytes], bytes]]] = {
+            segcol: (col, decoder(col.kind, col.charset))
+            for segcol, col in table.by_segcol.items()}
+        self.template: dict[int, bytes | None] = {c.index: None for c in table.columns}
+        self.by_column = _values_layout(self.segcols, False)
+        self.by_intcol = _values_layout({n: (c, decoder(c.kind, c.charset))
+                                         for n, c in table.by_intcol.items()}, False)
+        members = {id(c) for c in table.columns}
+        self.by_index = _values_layout(self.segcols, True) if len(self.template) == len(
+            table.columns) and all(id(c) in members for c, _ in self.segcols.values()) else None

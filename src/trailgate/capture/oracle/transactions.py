@@ -47,9 +47,12 @@ class Position:
 
 def _size(change: Change) -> int:
     total = 96
-    for image in (change.after, change.before):
-        if image:
-            total += 16 * len(image) + sum(map(len, filter(None, image.values())))
+    image = change.after
+    if image:
+        total += 16 * len(image) + sum(map(len, filter(None, image.values())))
+    image = change.before
+    if image:
+        total += 16 * len(image) + sum(map(len, filter(None, image.values())))
     return total
 
 
@@ -86,16 +89,18 @@ class TransactionBuffer:
         return txn
 
     def add(self, xid: str, changes: list[Change],
-            pos: Position | Callable[[], Position]) -> OpenTransaction:
+            pos: Position | Callable[[], Position] | None) -> OpenTransaction:
         """Add a transaction's changes; ``pos`` (or ``pos()``, asked for only then) is where
-        it starts when this is the first of it that was read."""
+        it starts when this is the first of it that was read (``None``: it is open)."""
         txn = self.open.get(xid)
         if txn is None:  # its start lies before the first record read
+            if pos is None:
+                raise ValueError(f"transaction {xid} is not open and no start was given")
             start = pos if isinstance(pos, Position) else pos()
             txn = self.open[xid] = OpenTransaction(xid, start, begun=False)
         if changes:
             txn.changes.extend(changes)
-            added = sum(_size(c) for c in changes)
+            added = sum(map(_size, changes))
             txn.mem_bytes += added
             self.mem_bytes += added
             if txn.mem_bytes > self.spill_threshold:
