@@ -197,7 +197,7 @@ class PgApplier:
         Returns counts per target table, or ``skipped=True`` if it was applied before.
         Raises TargetError (REPERROR ABEND, mapping problems): nothing of the partition is
         then committed.  ``advance`` ``(from, to)``: instead of a batch's row, the streamed
-        apply's row moves from ``from`` to ``to`` (:meth:`advance_stream`).  ``segments``:
+        apply's row moves from ``from`` to ``to`` (:meth:`_advance_query`).  ``segments``:
         the changes cut where a DDL record is or a definition changes, each with the
         definitions of its own changes (see :meth:`_apply_segments`).
         """
@@ -331,7 +331,7 @@ class PgApplier:
         try:
             self.conn.execute("ROLLBACK")
         except psycopg.Error as exc:
-            log.warning("rolling back a set-based attempt failed: %s", exc)
+            log.warning("rolling back an attempt begun with BEGIN failed: %s", exc)
 
     def _row_statement(self, batch_id: int, partition: int, position: str,
                        advance: tuple[str, str] | None) -> list[First]:
@@ -341,13 +341,11 @@ class PgApplier:
         if self.checkpoint is None:
             return []
         if advance is not None:
-            query, params = self._advance_query(*advance)
-
             def moved(cur: psycopg.Cursor[Any]) -> None:
                 row = cur.fetchone()
                 if row is None or row[0] != 1:
                     raise self._moved_elsewhere(advance[0])
-            return [First(query, params, moved)]
+            return [First(self._advance_query(*advance), (), moved)]
 
         def claimed(cur: psycopg.Cursor[Any]) -> None:
             if cur.fetchone() is None:
@@ -369,10 +367,9 @@ class PgApplier:
                     yield cur
                 return
             with self.conn.transaction():
-                if advance is not None:
-                    self.advance_stream(*advance)
-                elif self.checkpoint is not None and not self._claim(batch_id, partition,
-                                                                     position):
+                # (a streamed step without a checkpoint table has no row to move)
+                if advance is None and self.checkpoint is not None and not self._claim(
+                        batch_id, partition, position):
                     result.skipped = True
                     yield None
                     return
@@ -384,26 +381,18 @@ class PgApplier:
     @contextmanager
     def _stream_transaction(self, start: str, end: str) -> Iterator[None]:
         """The streamed apply's transaction, begun in the same round trip as its row's
-        move from ``start`` to ``end`` (:meth:`advance_stream`), committed when the block
-        ends, rolled back when it raises.  Savepoints inside are psycopg's as usual: it
-        sees the server in a transaction."""
-        assert self.checkpoint is not None
+        move from ``start`` to ``end`` (:meth:`_advance_query`: an error if another process
+        moved it), committed when the block ends, rolled back when it raises.  Savepoints
+        inside are psycopg's as usual: it sees the server in a transaction."""
         try:
-            cur = self.conn.execute(sql.SQL(
-                "BEGIN; UPDATE {} SET position = {}, updated = now() WHERE group_name = {} "
-                "AND batch_id = {} AND partition = 0 AND position = {} RETURNING 1").format(
-                self.checkpoint[2], sql.Literal(end), sql.Literal(self.group),
-                sql.Literal(STREAM_BATCH), sql.Literal(start)))
-            cur.nextset()  # past BEGIN's result to the UPDATE's
-            if cur.fetchone() is None:
-                self._first_stream_row(start, end)
+            cur = self.conn.execute(sql.SQL("BEGIN; ") + self._advance_query(start, end))
+            cur.nextset()  # past BEGIN's result to the row's
+            row = cur.fetchone()
+            if row is None or row[0] != 1:
+                raise self._moved_elsewhere(start)
             yield
         except BaseException:
-            if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:
-                try:
-                    self.conn.execute("ROLLBACK")
-                except psycopg.Error as exc:
-                    log.warning("rolling back the streamed apply's step failed: %s", exc)
+            self._rollback()
             raise
         self.conn.execute("COMMIT")
 
@@ -415,45 +404,21 @@ class PgApplier:
                            f"applying {what}: {reason}; nothing of it was committed, "
                            f"restarting the Replicat applies it again")
 
-    def advance_stream(self, start: str, end: str) -> None:
-        """Move the streamed apply's row from ``start`` (where it read the row last; a first
-        row is created) to ``end``, inside the caller's transaction.  Anything else there
-        means another process applies for this group: an error, nothing committed."""
-        if self.checkpoint is None:
-            return
-        ident = self.checkpoint[2]
-        moved = self.conn.execute(
-            sql.SQL("UPDATE {} SET position = %s, updated = now() WHERE group_name = %s "
-                    "AND batch_id = %s AND partition = 0 AND position = %s RETURNING 1"
-                    ).format(ident), (end, self.group, STREAM_BATCH, start)).fetchone()
-        if moved is None:
-            self._first_stream_row(start, end)
-
-    def _first_stream_row(self, start: str, end: str) -> None:
-        """The streamed apply's row when the UPDATE found none at ``start``: created if the
-        group has none, else an error (another process moved it)."""
+    def _advance_query(self, start: str, end: str) -> sql.Composed:
+        """One statement, its values inlined (so it can follow a BEGIN in one simple query):
+        the row moved from ``start`` to ``end``, or created if there is none; it returns 1
+        if either happened."""
         assert self.checkpoint is not None
-        moved = self.conn.execute(
-            sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
-                    "VALUES (%s, %s, 0, %s) ON CONFLICT DO NOTHING RETURNING 1"
-                    ).format(self.checkpoint[2]), (self.group, STREAM_BATCH, end)).fetchone()
-        if moved is None:
-            raise self._moved_elsewhere(start)
-
-    def _advance_query(self, start: str, end: str) -> tuple[sql.Composed, dict[str, Any]]:
-        """One statement: the row moved from ``start`` to ``end``, or created if there is
-        none; it returns 1 if either happened."""
-        assert self.checkpoint is not None
-        query = sql.SQL(
-            "WITH moved AS (UPDATE {t} SET position = %(end)s, updated = now() "
-            "WHERE group_name = %(group)s AND batch_id = %(batch)s AND partition = 0 "
-            "AND position = %(start)s RETURNING 1), "
+        return sql.SQL(
+            "WITH moved AS (UPDATE {t} SET position = {end}, updated = now() "
+            "WHERE group_name = {group} AND batch_id = {batch} AND partition = 0 "
+            "AND position = {start} RETURNING 1), "
             "added AS (INSERT INTO {t} (group_name, batch_id, partition, position) "
-            "SELECT %(group)s::text, %(batch)s::bigint, 0, %(end)s::text "
+            "SELECT {group}::text, {batch}::bigint, 0, {end}::text "
             "WHERE NOT EXISTS (SELECT FROM moved) ON CONFLICT DO NOTHING RETURNING 1) "
             "SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM added)"
-        ).format(t=self.checkpoint[2])
-        return query, {"start": start, "end": end, "group": self.group, "batch": STREAM_BATCH}
+        ).format(t=self.checkpoint[2], end=sql.Literal(end), group=sql.Literal(self.group),
+                 batch=sql.Literal(STREAM_BATCH), start=sql.Literal(start))
 
     def _moved_elsewhere(self, start: str) -> TargetError:
         assert self.checkpoint is not None
