@@ -14,10 +14,12 @@ Spark, then times, in one session and one after the other:
   ``max(at)``, ``count(name)``), the same over the generic form, over the JSON file (Spark
   infers a schema of its own, as a user would have it) and over Parquet.
 
-Each query runs twice and the faster run counts (the first warms the Python workers).
-Prints seconds and each one's ratio to the JSON reader's time for the same query.
+The queries run in rounds, each round every query once (three rounds by default), and
+each query's best round counts: the first round warms the JVM and the Python workers, and
+on a shared machine interleaving spreads the load's drift over every reader.  Prints
+seconds and each one's ratio to the JSON reader's time for the same query.
 
-    .venv/bin/python benchmarks/spark_read.py [--changes 1000000] [--keep DIR]
+    .venv/bin/python benchmarks/spark_read.py [--changes 1000000] [--keep DIR] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -86,19 +88,25 @@ def write_trail(trail: Path, changes: int) -> None:
     writer.close()
 
 
-def best(fn: Callable[[], object], runs: int = 2) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def best_interleaved(queries: list[tuple[str, str, Callable[[], object]]], rounds: int
+                     ) -> list[tuple[str, str, float]]:
+    """Each query's best time over ``rounds`` rounds, every round running every query once:
+    on a shared machine the load drifts, and a reader measured only while it was high
+    would be wronged (the JVM also warms up over the first round)."""
+    times: list[list[float]] = [[] for _ in queries]
+    for _ in range(rounds):
+        for k, (_, _, fn) in enumerate(queries):
+            start = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - start)
+    return [(q, what, min(t)) for (q, what, _), t in zip(queries, times, strict=True)]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--changes", type=int, default=1_000_000)
     parser.add_argument("--keep", help="work directory to keep (default: a temporary one)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every query")
     args = parser.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="spark-read-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -139,23 +147,23 @@ def main() -> int:
         return lambda: df.groupBy("op").count().collect()  # type: ignore[attr-defined]
 
     cols = [c for c in js.columns if c != "op"]
-    results = [
-        ("groupBy(op).count", "json", best(group(js))),
-        ("groupBy(op).count", "trail generic", best(group(generic))),
-        ("groupBy(op).count", "trail generic, schema op", best(group(only_op))),
-        ("groupBy(op).count", "trail typed", best(group(typed))),
-        ("groupBy(op).count", "trail typed, schema op", best(group(typed_op))),
-        ("groupBy(op).count", "parquet", best(group(pq))),
-        ("full read", "json", best(lambda: js.agg(*[F.count(c) for c in cols]).collect())),
-        ("full read", "trail generic", best(lambda: generic.agg(
-            F.count("after"), F.count("before"), F.count("io_time")).collect())),
-        ("full read", "trail typed", best(lambda: typed.agg(
+    results = best_interleaved([
+        ("groupBy(op).count", "json", group(js)),
+        ("groupBy(op).count", "trail generic", group(generic)),
+        ("groupBy(op).count", "trail generic, schema op", group(only_op)),
+        ("groupBy(op).count", "trail typed", group(typed)),
+        ("groupBy(op).count", "trail typed, schema op", group(typed_op)),
+        ("groupBy(op).count", "parquet", group(pq)),
+        ("full read", "json", lambda: js.agg(*[F.count(c) for c in cols]).collect()),
+        ("full read", "trail generic", lambda: generic.agg(
+            F.count("after"), F.count("before"), F.count("io_time")).collect()),
+        ("full read", "trail typed", lambda: typed.agg(
             F.sum("price"), F.max("at"), F.count("name"), F.count("blob"),
-            F.count("before")).collect())),
-        ("full read", "parquet", best(lambda: pq.agg(
+            F.count("before")).collect()),
+        ("full read", "parquet", lambda: pq.agg(
             F.sum("price"), F.max("at"), F.count("name"), F.count("blob"),
-            F.count("before")).collect())),
-    ]
+            F.count("before")).collect()),
+    ], args.rounds)
     print(f"{total:,} changes, {os.cpu_count()} cores; load: {os.getloadavg()}")
     ref = {q: s for q, what, s in results if what == "json"}
     for query, what, seconds in results:

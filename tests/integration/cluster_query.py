@@ -1,6 +1,9 @@
 """Run in its own process by the cluster tests: a batch trail query on a Spark master given
 as argv[1], over the trail argv[2].  Prints ``MIDBATCH`` once the job has finished some of
-its tasks but not all (the test then kills the worker), and the result as JSON at the end."""
+its tasks but not all (the test then kills a worker), and the result as JSON at the end.
+With argv[3] (a number of cores), the application takes that many and starts its job only
+once executors with all of them have registered, so each worker has work when one is
+killed."""
 
 from __future__ import annotations
 
@@ -14,13 +17,18 @@ from trailgate.spark import get_spark
 
 def main() -> None:
     master, trail = sys.argv[1], sys.argv[2]
-    spark = get_spark("trailgate-cluster-test", master=master, conf={
+    conf = {
         # no spark.cores.max: the application takes the cores of every worker, so a new
         # worker gets an executor at once (the master forgets the killed one's only after
         # spark.worker.timeout)
         "spark.executor.memory": "512m",
         "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-        "spark.task.maxFailures": "8"})
+        "spark.task.maxFailures": "8"}
+    if len(sys.argv) > 3:
+        conf.update({"spark.cores.max": sys.argv[3],
+                     "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+                     "spark.scheduler.maxRegisteredResourcesWaitingTime": "300s"})
+    spark = get_spark("trailgate-cluster-test", master=master, conf=conf)
     sc = spark.sparkContext
     result: dict[str, object] = {}
 

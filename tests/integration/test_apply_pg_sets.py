@@ -279,37 +279,33 @@ def test_without_batchsql_pipelined_then_a_savepoint_per_change(pg_db: str) -> N
         (1, "dup", 10), (5, "e", 1)]
 
 
-def test_stage_joins_probe_the_target_index_for_this_transaction_only(pg_db: str) -> None:
-    """The joins run with random_page_cost lowered by SET LOCAL: a few thousand staged keys
+def test_joins_probe_the_target_index_for_this_transaction_only(pg_db: str) -> None:
+    """The joins run with random_page_cost lowered by SET LOCAL: a few thousand keys sent
     against a large table are looked up in its index (not a hash of the whole table), and
     the session keeps its own setting afterwards; a server set lower keeps its value."""
     from psycopg import sql
 
-    from trailgate.apply.pg_sets import JOIN_RANDOM_PAGE_COST, Stages
+    from trailgate.apply.pg_sets import JOIN_RANDOM_PAGE_COST, SetRunner, _update
 
     setup(pg_db, "CREATE SCHEMA big; CREATE TABLE big.t (id int PRIMARY KEY, v text);"
                  "INSERT INTO big.t SELECT g, 'x' FROM generate_series(1, 200000) g;"
                  "ANALYZE big.t")
     conn = psycopg.connect(pg_db, autocommit=True)
-    stages = Stages(conn)
-    shape = ("big", "t", "update", ("id", "v"))
-    stages.ensure([shape])
-    assert stages.join_setting is not None
+    runner = SetRunner(conn)
+    runner.prepare()
+    assert runner.join_setting is not None
+    sent = [(str(k), "y") for k in range(1, 200000, 100)]
+    update = _update(sql.Identifier("big", "t"), ("id",), ("v",),
+                     {"id": "integer", "v": "text"}, True, sent)
     with conn.transaction(), conn.cursor() as cur:
-        stages.begin()
-        stage = stages.take(cur, shape)
-        with cur.copy(sql.SQL("COPY {} (id, v) FROM STDIN").format(stage)) as copy:
-            for k in range(1, 200000, 100):
-                copy.write_row((k, "y"))
-        cur.execute(sql.SQL("ANALYZE {}").format(stage))
-        stages.joins(cur)
+        cur.execute(runner.join_setting)
         assert float(cur.execute("SHOW random_page_cost").fetchone()[0]) == \
             JOIN_RANDOM_PAGE_COST
-        plan = "\n".join(r[0] for r in cur.execute(sql.SQL(
-            "EXPLAIN UPDATE big.t SET v = s.v FROM {} s WHERE big.t.id = s.id").format(stage)))
+        plan = "\n".join(r[0] for r in cur.execute(sql.SQL("EXPLAIN ") + update.query,
+                                                    update.params))
         assert "Nested Loop" in plan and "Index Scan using t_pkey" in plan, plan
     assert conn.execute("SHOW random_page_cost").fetchone()[0] == "4"
     conn.execute("SET random_page_cost = 1")
-    lower = Stages(conn)
-    lower.ensure([])
+    lower = SetRunner(conn)
+    lower.prepare()
     assert lower.join_setting is None

@@ -193,3 +193,143 @@ def test_without_batchsql_the_python_path_applies(pg_db: str, tmp_path: Path) ->
     upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
     with applier(pg_db, params("MAP public.items, TARGET fast.items;"), group="fast") as a:
         assert apply_span(a, 1, trail, TrailPosition(0, 0), upper, ROUTER) is None
+
+
+ROWS_DDL = """CREATE SCHEMA live;
+CREATE TABLE live.rows (id int PRIMARY KEY, name text, qty int, price numeric(8,2));
+CREATE TABLE live.loose (n int, label text, v int);"""
+ROWS = tdef("public.rows", [("id", "integer"), ("name", "text"), ("qty", "integer"),
+                            ("price", "numeric(8,2)")], ["id"])
+LOOSE = tdef("public.loose", [("n", "integer"), ("label", "text"), ("v", "integer")], ["n"])
+
+
+def mixed_steps(rng: random.Random, txns: int, keys: int
+                ) -> tuple[list[Transaction], list[dict[str, dict[int, tuple[Any, ...]]]]]:
+    """Random transactions of inserts, full and partial updates (NULLs among the values,
+    the same key changed several times), deletes and now and then a key change, over two
+    tables; and after each transaction what the source holds (the model)."""
+    model: dict[str, dict[int, tuple[Any, ...]]] = {"rows": {}, "loose": {}}
+    out, states = [], []
+    for n in range(txns):
+        changes = []
+        for _ in range(rng.randrange(1, 12)):
+            table = "rows" if rng.random() < 0.75 else "loose"
+            rows_ = model[table]
+            k = rng.randrange(keys)
+            width = 4 if table == "rows" else 3
+            new = tuple([k] + [rng.choice([None, "a", "b\tc", "ü"]) if i == 1 else
+                               rng.choice([None, 1, 7, 42]) if i == 2 else
+                               rng.choice([None, "1.50", "-2.25"])
+                               for i in range(1, width)])
+            name = f"public.{table}"
+            if k not in rows_:
+                changes.append(Change(OpType.INSERT, name, _image(new)))
+                rows_[k] = new
+            elif table == "rows" and n % 25 == 24 and rng.random() < 0.2:  # a key change
+                free = [m for m in range(keys) if m not in rows_]
+                if not free:
+                    continue
+                m = rng.choice(free)
+                changes.append(Change(OpType.PK_UPDATE, name, {0: str(m).encode(), 2: b"9"},
+                                      {0: str(k).encode()}))
+                old = rows_.pop(k)
+                rows_[m] = (m, old[1], 9, old[3])
+            elif rng.random() < 0.7:
+                partial = rng.random() < 0.5
+                image = {i: v for i, v in _image(new).items()
+                         if i == 0 or not partial or rng.random() < 0.5}
+                changes.append(Change(OpType.FIELD_COMP, name, image))
+                rows_[k] = tuple(new[i] if i in image else rows_[k][i] for i in range(width))
+            else:
+                changes.append(Change(OpType.DELETE, name, None, {0: str(k).encode()}))
+                del rows_[k]
+        out.append(Transaction(f"0.{n}.5", 900 + n, changes, 2_460_000_000_000_000 + n))
+        states.append({t: dict(r) for t, r in model.items()})
+    return out, states
+
+
+def _image(row: tuple[Any, ...]) -> dict[int, bytes | None]:
+    return {i: None if v is None else str(v).encode() for i, v in enumerate(row)}
+
+
+def test_streamed_steps_of_random_changes_leave_the_source_state(pg_db: str,
+                                                                 tmp_path: Path) -> None:
+    """The stream apply's steps (``apply_range`` with the checkpoint row moved) over random
+    inserts, full and partial updates, NULLs, deletes, repeated changes of one key within a
+    step and key changes, into a table with a primary key and one located by KEYCOLS
+    without one (each statement's rows then counted one by one): after every step the
+    target holds what the source held at that point."""
+    from trailgate.apply.checkpoint_table import STREAM_BATCH
+    from trailgate.replicat.range_apply import apply_range
+
+    conn = setup(pg_db, ROWS_DDL)
+    rng = random.Random(19)
+    txns, states = mixed_steps(rng, 200, 25)
+    prefix = str(tmp_path / "mx")
+    with TrailWriter(prefix, fsync=False) as w:
+        ends = [w.write_transaction(txn, {"public.rows": ROWS, "public.loose": LOOSE})
+                for txn in txns]
+    router = Router.of([("public.*", None)], [])
+    p = params("MAP public.rows, TARGET live.rows;\n"
+               "MAP public.loose, TARGET live.loose, KEYCOLS (n);", "BATCHSQL\n")
+    lower, recorded, steps, from_bytes = TrailPosition(0, 0), "", 0, 0
+    with applier(pg_db, p, group="live") as a:
+        while True:
+            upper, _, _ = scan_boundary(prefix, lower, max_records=rng.choice([12, 40, 150]))
+            if upper == lower:
+                break
+            done = apply_span(a, STREAM_BATCH, prefix, lower, upper, router,
+                              advance=(recorded, str(upper)))
+            if done is None:
+                apply_range(a, STREAM_BATCH, prefix, lower, upper, router,
+                            advance=(recorded, str(upper)))
+            else:
+                from_bytes += 1
+            recorded, lower, steps = str(upper), upper, steps + 1
+            want = states[ends.index(upper)]  # steps end where transactions do
+            got_rows = {r[0]: (r[0], r[1], r[2], None if r[3] is None else str(r[3]))
+                        for r in rows(conn, "SELECT * FROM live.rows")}
+            got_loose = {r[0]: r for r in rows(conn, "SELECT * FROM live.loose")}
+            assert got_rows == want["rows"], steps
+            assert got_loose == want["loose"], steps
+    assert steps >= 10 and from_bytes >= steps // 2, (steps, from_bytes)
+    assert a.set_fallbacks == 0
+    assert rows(conn, f"SELECT position FROM {CKPT} WHERE group_name = 'LIVE'") == [
+        (recorded,)]
+
+
+def test_a_step_of_updates_goes_out_pipelined_and_a_replay_is_skipped(pg_db: str,
+                                                                    tmp_path: Path) -> None:
+    """Updates only (no COPY): the whole attempt is one pipeline — BEGIN, the checkpoint
+    row, the set statement — and still exactly once: the same batch again is skipped and
+    changes nothing; a row that fails to match, or a statement that fails, rolls back
+    everything, the checkpoint row included, and the session goes on."""
+    conn = setup(pg_db, DDL)
+    conn.execute("INSERT INTO fast.items (id, name) SELECT g, 'old' FROM generate_series(0, 39) g")
+    txns = [Transaction("0.1.1", 9, [Change(OpType.FIELD_COMP, "public.items",
+                                            {0: str(k).encode(), 1: b"new"})
+                                     for k in range(40)], 2_460_000_000_000_001)]
+    trail = write(tmp_path, txns)
+    upper, _, _ = scan_boundary(trail, TrailPosition(0, 0))
+    p = params("MAP public.items, TARGET fast.items;", "BATCHSQL\n")
+    with applier(pg_db, p, group="fast") as a:
+        first = apply_span(a, 3, trail, TrailPosition(0, 0), upper, ROUTER)
+        conn.execute("UPDATE fast.items SET name = 'later' WHERE id = 5")
+        again = apply_span(a, 3, trail, TrailPosition(0, 0), upper, ROUTER)
+        assert (a.set_attempts, a.set_fallbacks) == (2, 0)
+        conn.execute("DELETE FROM fast.items WHERE id = 7")
+        assert apply_span(a, 4, trail, TrailPosition(0, 0), upper, ROUTER) is None
+        conn.execute("INSERT INTO fast.items (id, name) VALUES (7, 'back')")
+        conn.execute("ALTER TABLE fast.items ADD CONSTRAINT not_new "
+                     "CHECK (id <> 7 OR name <> 'new')")
+        assert apply_span(a, 5, trail, TrailPosition(0, 0), upper, ROUTER) is None  # an error
+        conn.execute("ALTER TABLE fast.items DROP CONSTRAINT not_new")
+        done = apply_span(a, 6, trail, TrailPosition(0, 0), upper, ROUTER)  # the same session
+        assert (a.set_attempts, a.set_fallbacks) == (5, 2)
+    assert done is not None and done[0] is not None and not done[0].skipped
+    assert first is not None and first[0] is not None and not first[0].skipped
+    assert first[0].counts["fast.items"].updates == 40
+    assert again is not None and again[0] is not None and again[0].skipped
+    assert rows(conn, "SELECT name, count(*) FROM fast.items GROUP BY name ORDER BY name") == [
+        ("new", 40)]
+    assert rows(conn, f"SELECT batch_id FROM {CKPT} ORDER BY 1") == [(3,), (6,)]

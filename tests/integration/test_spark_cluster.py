@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from cluster_support import StandaloneCluster
+from cluster_support import QUICK_JVM, StandaloneCluster
 from deltalake import DeltaTable
 from replicat_support import ROOT, Increments, replicat_home, run_group, write_trail
 
@@ -37,21 +37,28 @@ def write_files(trail: Path, work: Increments, files: int,
     return counts
 
 
-def query_killing_the_worker(cluster: StandaloneCluster, trail: Path) -> list[list[object]]:
-    """The batch query on the cluster; the worker is killed once some of the job's tasks
-    are done and a new one started.  Its result."""
+def query_killing_the_worker(cluster: StandaloneCluster, trail: Path, *,
+                             survivor_cores: int | None = None) -> list[list[object]]:
+    """The batch query on the cluster; a worker is killed once some of the job's tasks are
+    done, and a new one started — or, with ``survivor_cores`` (the cores of the cluster's
+    workers, all of which the job waits for), the others finish the job.  Its result."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), SPARK_LOCAL_IP="127.0.0.1")
+    if cluster.quick:
+        env.update(QUICK_JVM)
+    extra = [] if survivor_cores is None else [str(survivor_cores)]
     proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("cluster_query.py")),
-                             cluster.url, str(trail)], stdout=subprocess.PIPE,
+                             cluster.url, str(trail), *extra], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     killed = False
     result = None
     try:
+        cluster.wait_workers()  # those still registering: the driver starts meanwhile
         assert proc.stdout is not None
         for line in proc.stdout:
             if line.startswith("MIDBATCH") and not killed:
                 cluster.kill_worker()
-                cluster.start_worker()
+                if survivor_cores is None:
+                    cluster.start_worker()
                 killed = True
             elif line.startswith("{"):
                 result = json.loads(line)
@@ -60,8 +67,11 @@ def query_killing_the_worker(cluster: StandaloneCluster, trail: Path) -> list[li
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0 and result is not None, proc.stderr.read() if proc.stderr else ""
+    errors = proc.stderr.read() if proc.stderr else ""
+    assert proc.returncode == 0 and result is not None, errors
     assert killed, "the job ended before the test could kill its worker"
+    # the driver saw the application's executor on that worker go (its work was redone)
+    assert "Lost executor" in errors, errors[-3000:]
     return list(result["counts"])
 
 
@@ -83,11 +93,17 @@ def replicat_on_cluster(tmp_path: Path, cluster: StandaloneCluster, target: str,
 
 
 def test_cluster_trail_query_survives_a_lost_worker(tmp_path: Path) -> None:
+    # two one-core workers started with the driver; one is killed mid-job and the other
+    # redoes its tasks (and the map outputs lost with it): no replacement JVMs to wait for
     work = Increments(seed=31, accounts=40)
     trail = tmp_path / "dirdat" / "rt"
     expected = write_files(trail, work, files=6, per_file=300)
-    with StandaloneCluster(tmp_path / "cluster") as cluster:
-        counts = query_killing_the_worker(cluster, trail)
+    cluster = StandaloneCluster(tmp_path / "cluster", cores=1, workers=2, quick=True)
+    try:
+        cluster.start(wait=False)
+        counts = query_killing_the_worker(cluster, trail, survivor_cores=2)
+    finally:
+        cluster.stop()
     assert {(t, op): n for t, op, n in counts} == dict(expected)
 
 

@@ -6,6 +6,7 @@ take as is), the C planner must give the range back (None)."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from pathlib import Path
 from typing import Any
@@ -468,3 +469,62 @@ def test_damaged_spans_are_planned_or_given_back(tmp_path: Path, monkeypatch, se
         planned = plan_range(mapper(), trail, TrailPosition(0, 0), upper, ROUTER)
         planned_count += planned is not None
     assert 0 < planned_count < 150  # the damage reaches both: planned spans and given back
+
+
+def _read_text_array(data: bytes) -> list[str | None]:
+    """A binary one-dimensional text[] (PostgreSQL's array_recv form) read back."""
+    import struct
+
+    ndim, _, oid, length, lower = struct.unpack_from("!iiiii", data)
+    assert (ndim, oid, lower) == (1, 25, 1)
+    out: list[str | None] = []
+    pos = 20
+    for _ in range(length):
+        (n,) = struct.unpack_from("!i", data, pos)
+        pos += 4
+        if n < 0:
+            out.append(None)
+            continue
+        out.append(data[pos:pos + n].decode("utf-8"))
+        pos += n
+    assert pos == len(data)
+    return out
+
+
+def test_copy_columns_give_back_what_copy_text_says() -> None:
+    """COPY rows (written with the escaping COPY reads) become one text[]
+    per column holding the same values, NULLs included; anything else in the buffer is a
+    ValueError naming it, never a crash or a read past the end."""
+    from trailgate.apply.spanplan import copy_columns
+
+    rng = random.Random(7)
+    pieces = ["a", "\t", "\n", "\\", "\\N", "N", "\r", "\b", "\f", "\v", "é", "☃", " ", ""]
+    rows = [tuple(None if rng.random() < 0.2 else
+                  "".join(rng.choice(pieces) for _ in range(rng.randrange(5)))
+                  for _ in range(3)) for _ in range(300)]
+
+    def escape(v: str | None) -> str:
+        if v is None:
+            return "\\N"
+        table = {"\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+                 "\f": "\\f", "\r": "\\r"}
+        return "".join(table.get(ch, ch) for ch in v)
+
+    data = "".join("\t".join(escape(v) for v in row) + "\n" for row in rows).encode()
+    columns = copy_columns(CopyRows(data, len(rows)), 3)
+    assert [_read_text_array(c) for c in columns] == [list(c) for c in zip(*rows, strict=True)]
+    from trailgate.apply import _spanplan  # type: ignore[attr-defined]
+
+    for bad, width, n in [(b"1\n", 2, 1), (b"1\t2\t3\n", 2, 1), (b"1\t2", 2, 1),
+                          (b"1\t2\\\n", 2, 1), (b"1\t\\x41\n", 2, 1), (b"1\t2\n", 2, 2),
+                          (b"1\t2\n3\t4\n", 2, 1), (b"1\t\\N2\n", 2, 1), (b"", 0, 0),
+                          (b"", 2, -1)]:
+        with pytest.raises(ValueError):
+            _spanplan.copy_columns(bad, width, n)
+    for _ in range(300):  # random damage: a ValueError or columns, never a crash
+        cut = bytearray(data[:rng.randrange(len(data))])
+        for _ in range(3):
+            if cut:
+                cut[rng.randrange(len(cut))] = rng.choice(b"\t\n\\Nx0a")
+        with contextlib.suppress(ValueError):
+            _spanplan.copy_columns(bytes(cut), 3, rng.randrange(300))

@@ -1107,10 +1107,168 @@ done:
     return result;
 }
 
+/* -- COPY text to binary text[] arrays ---------------------------------------------------- */
+
+#define ARRAY_HEADER 20 /* ndim, has-null flag, element type, length, lower bound */
+#define TEXT_OID 25
+
+static void
+put_be32(char *o, uint32_t v)
+{
+    o[0] = (char)(v >> 24);
+    o[1] = (char)(v >> 16);
+    o[2] = (char)(v >> 8);
+    o[3] = (char)v;
+}
+
+/* One COPY text field, s[0, n), unescaped into b as a binary array element (its length,
+ * then its bytes; "\N" is NULL). Returns 1 for NULL, 0 for a value, -1 on bad input (a
+ * ValueError set) or no memory. */
+static int
+put_element(Buf *b, const unsigned char *s, Py_ssize_t n)
+{
+    if (n == 2 && s[0] == '\\' && s[1] == 'N') {
+        if (buf_reserve(b, 4) < 0)
+            return -1;
+        put_be32(b->p + b->n, 0xFFFFFFFFu);
+        b->n += 4;
+        return 1;
+    }
+    if (buf_reserve(b, 4 + n) < 0)
+        return -1;
+    Py_ssize_t at = b->n;
+    char *o = b->p + at + 4;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c == '\\') {
+            if (++i == n) {
+                PyErr_SetString(PyExc_ValueError, "COPY text: a field ends in a backslash");
+                return -1;
+            }
+            switch (s[i]) {
+            case 'b': c = '\b'; break;
+            case 't': c = '\t'; break;
+            case 'n': c = '\n'; break;
+            case 'v': c = '\v'; break;
+            case 'f': c = '\f'; break;
+            case 'r': c = '\r'; break;
+            case 'N': case 'x': case '0': case '1': case '2': case '3': case '4': case '5':
+            case '6': case '7':
+                PyErr_SetString(PyExc_ValueError,
+                                "COPY text: an escape this module never writes");
+                return -1;
+            default: c = s[i];
+            }
+        }
+        *o++ = (char)c;
+    }
+    Py_ssize_t len = o - (b->p + at + 4);
+    if (len > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "COPY text: a field longer than 2 GB");
+        return -1;
+    }
+    put_be32(b->p + at, (uint32_t)len);
+    b->n = at + 4 + len;
+    return 0;
+}
+
+/* copy_columns(data, columns, rows): the COPY text rows of `data` (each line `columns`
+ * tab-separated fields, `rows` lines) as one binary text[] array per column — the form
+ * PostgreSQL's array_recv reads — so a set statement can take them as parameters and
+ * unnest them. Anything else in `data` is a ValueError. */
+static PyObject *
+copy_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    Py_buffer view;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "copy_columns(data, columns, rows)");
+        return NULL;
+    }
+    Py_ssize_t columns = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t rows = PyLong_AsSsize_t(args[2]);
+    if ((columns == -1 || rows == -1) && PyErr_Occurred())
+        return NULL;
+    if (columns < 1 || columns > MAX_TARGETS || rows < 0 || rows > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "copy_columns: columns or rows out of range");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *p = view.buf;
+    Py_ssize_t end = view.len;
+    PyObject *result = NULL;
+    Buf *bufs = PyMem_Calloc((size_t)columns, sizeof(Buf));
+    char *nulls = PyMem_Calloc((size_t)columns, 1);
+    if (bufs == NULL || nulls == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t c = 0; c < columns; c++) {
+        if (buf_reserve(&bufs[c], ARRAY_HEADER + 8 * (rows < 65536 ? rows : 65536)) < 0)
+            goto done;
+        bufs[c].n = ARRAY_HEADER;
+    }
+    Py_ssize_t pos = 0, line = 0;
+    while (pos < end) {
+        if (line == rows) {
+            PyErr_SetString(PyExc_ValueError, "COPY text: more lines than rows");
+            goto done;
+        }
+        for (Py_ssize_t c = 0; c < columns; c++) {
+            Py_ssize_t start = pos;
+            while (pos < end && p[pos] != '\t' && p[pos] != '\n')
+                pos++;
+            if (pos == end || (p[pos] == '\t') != (c + 1 < columns)) {
+                PyErr_Format(PyExc_ValueError,
+                             "COPY text: line %zd does not hold %zd fields", line + 1, columns);
+                goto done;
+            }
+            int rc = put_element(&bufs[c], p + start, pos - start);
+            if (rc < 0)
+                goto done;
+            nulls[c] |= (char)rc;
+            pos++; /* the tab, or the line's newline */
+        }
+        line++;
+    }
+    if (line != rows) {
+        PyErr_SetString(PyExc_ValueError, "COPY text: fewer lines than rows");
+        goto done;
+    }
+    result = PyTuple_New(columns);
+    if (result == NULL)
+        goto done;
+    for (Py_ssize_t c = 0; c < columns; c++) {
+        char *h = bufs[c].p;
+        put_be32(h, 1);
+        put_be32(h + 4, (uint32_t)nulls[c]);
+        put_be32(h + 8, TEXT_OID);
+        put_be32(h + 12, (uint32_t)rows);
+        put_be32(h + 16, 1);
+        PyObject *item = PyBytes_FromStringAndSize(h, bufs[c].n);
+        if (item == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, c, item);
+    }
+done:
+    if (bufs != NULL)
+        for (Py_ssize_t c = 0; c < columns; c++)
+            buf_free(&bufs[c]);
+    PyMem_Free(bufs);
+    PyMem_Free(nulls);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"plan_span", (PyCFunction)(void (*)(void))plan_span, METH_FASTCALL,
      "plan_span(buf, start, end, resolve, on_metadata) -> (tables, last_kept_rba, kept, "
      "mapped, last_commit) | None"},
+    {"copy_columns", (PyCFunction)(void (*)(void))copy_columns, METH_FASTCALL,
+     "copy_columns(data, columns, rows) -> tuple of binary text[] arrays, one per column"},
     {NULL, NULL, 0, NULL},
 };
 

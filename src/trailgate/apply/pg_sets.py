@@ -1,32 +1,39 @@
-"""Running a :class:`~trailgate.apply.setplan.SetPlan` on PostgreSQL: COPY and joins.
+"""Running :class:`~trailgate.apply.setplan.SetPlan` s on PostgreSQL: COPY and joins.
 
-Inserts are copied straight into the target; updates and deletes copy their keys into a
-temporary stage table (one per shape and connection, ``ON COMMIT DELETE ROWS``) and run one
-``UPDATE … FROM`` or ``DELETE … USING`` joined on the key.  Every statement checks that each
-staged row met exactly one target row, else it raises :class:`Deviation` and the caller
-applies row by row.  The joins run with a low ``random_page_cost`` so they probe the key's
-index: docs/replicat.md, "PostgreSQL target".
+Inserts are copied straight into the target; updates and deletes send their rows as one
+``text[]`` parameter per column and run one ``UPDATE … FROM unnest(…)`` or ``DELETE … USING
+unnest(…)`` joined on the key, each value cast to its column's type as the row-by-row
+statements cast it.  With no stage table the statements of a step go out pipelined, with
+the caller's own first statements (its checkpoint row), so a step costs a round trip or
+two instead of one per statement.  Every statement checks that each row met exactly one
+target row, else the attempt raises :class:`Deviation` and the caller applies row by row.
+The joins run with a low ``random_page_cost`` so they probe the key's index:
+docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from psycopg import sql
+from psycopg import pq, sql
+from psycopg.adapt import Dumper
 
 from trailgate.apply.setplan import CopyRows, SetPlan
+from trailgate.apply.spanplan import copy_columns
 
-__all__ = ["JOIN_RANDOM_PAGE_COST", "Deviation", "Stages", "run_plan", "stage_shapes"]
+__all__ = ["JOIN_RANDOM_PAGE_COST", "Deviation", "First", "SetRunner", "has_copies"]
 
-#: The planner's ``random_page_cost`` for the stage joins (see above).
+#: The planner's ``random_page_cost`` for the joins (see above).
 JOIN_RANDOM_PAGE_COST = 1.1
+#: PostgreSQL's ``text[]``.
+_TEXT_ARRAY_OID = 1009
 
 Conn = psycopg.Connection[Any]
 Cursor = psycopg.Cursor[Any]
-Shape = tuple[str, str, str, tuple[str, ...]]  # (schema, table, purpose, columns)
+Rows = Sequence[tuple[Any, ...]] | CopyRows
 
 
 class Deviation(Exception):
@@ -34,163 +41,249 @@ class Deviation(Exception):
     apply the partition one change at a time."""
 
 
-def stage_shapes(plan: SetPlan) -> list[Shape]:
-    """The stage tables a plan needs."""
-    t = plan.mapping.target
-    out: list[Shape] = []
-    if plan.delete_first:
-        out.append((t.schema, t.name, "delete_first", plan.key_columns))
-    for sets in plan.updates:
-        out.append((t.schema, t.name, "update", plan.key_columns + sets))
-    if plan.delete_last:
-        out.append((t.schema, t.name, "delete_last", plan.key_columns))
-    return out
+class _TextArray:
+    """A ``text[]`` parameter already in PostgreSQL's binary form (built in C)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
 
 
-class Stages:
-    """This connection's stage tables, by shape; named after the shape (a hash), so a
-    table made earlier on the same connection is the right one."""
+class _TextArrayDumper(Dumper):
+    format = pq.Format.BINARY
+    oid = _TEXT_ARRAY_OID
+
+    def dump(self, obj: _TextArray) -> bytes:
+        return obj.data
+
+
+@dataclass(slots=True)
+class First:
+    """A statement the caller sends ahead of the plans, in the same pipeline; ``check``
+    sees its cursor once the results are in (before the plans' own checks)."""
+
+    query: sql.SQL | sql.Composed
+    params: Sequence[Any] | Mapping[str, Any]
+    check: Callable[[Cursor], None]
+
+
+@dataclass(slots=True)
+class _Statement:
+    query: sql.Composed
+    params: Sequence[Any] = ()
+    expected: int | None = None  # rows each must meet; None: no check
+    counted: bool = False  # the query returns (count, distinct count) instead of a rowcount
+
+
+@dataclass(slots=True)
+class _Copy:
+    query: sql.Composed
+    rows: Rows
+
+
+@dataclass(slots=True)
+class _Steps:
+    items: list[_Statement | _Copy] = field(default_factory=list)
+
+
+def has_copies(plans: Sequence[SetPlan]) -> bool:
+    """Whether running ``plans`` needs a COPY (inserts), which a pipeline cannot hold."""
+    return any(rows for plan in plans for rows in plan.inserts.values())
+
+
+class SetRunner:
+    """Runs set plans on one connection (module docstring)."""
 
     def __init__(self, conn: Conn):
         self.conn = conn
-        self.names: dict[Shape, sql.Identifier] = {}
-        self.used: set[Shape] = set()
+        conn.adapters.register_dumper(_TextArray, _TextArrayDumper)
         self.join_setting: sql.Composed | None = None  # SET LOCAL for the joins, if any
         self._checked = False
-        self._joins_set = False
-        self._generation = 0  # bumped by DDL: stage tables made before keep old types
 
-    def invalidate(self) -> None:
-        """After DDL on the target: the next stage tables are new ones (a column's type
-        may have changed, which a shape does not show)."""
-        self._generation += 1
-        self.names.clear()
+    def prepare(self) -> None:
+        """Once per connection, outside any pipeline: whether the joins need the setting."""
+        if self._checked:
+            return
+        row = self.conn.execute("SELECT current_setting('random_page_cost')::float8").fetchone()
+        self._checked = True
+        if row is not None and float(row[0]) > JOIN_RANDOM_PAGE_COST:
+            self.join_setting = sql.SQL("SET LOCAL random_page_cost = {}").format(
+                sql.Literal(str(JOIN_RANDOM_PAGE_COST)))
 
-    def ensure(self, shapes: Iterable[Shape]) -> None:
-        """Create missing stage tables (autocommit; before the partition's transaction);
-        raises Deviation if PostgreSQL refuses."""
-        if not self._checked:
-            self._checked = True
-            row = self.conn.execute("SELECT current_setting('random_page_cost')::float8"
-                                    ).fetchone()
-            if row is not None and float(row[0]) > JOIN_RANDOM_PAGE_COST:
-                self.join_setting = sql.SQL("SET LOCAL random_page_cost = {}").format(
-                    sql.Literal(str(JOIN_RANDOM_PAGE_COST)))
-        for shape in shapes:
-            if shape in self.names:
+    def run(self, plans: Sequence[SetPlan], *, pipeline: psycopg.Pipeline | None = None,
+            first: Sequence[First] = ()) -> None:
+        """Apply the plans' four phases (not their ``ordered`` changes), inside the
+        caller's transaction, after ``first``.  ``pipeline``: the caller's (the plans then
+        hold no COPY); else the statements between COPYs go out in a pipeline each.
+        Raises Deviation (any error of a statement, too); checks ``first`` before the
+        plans' rows."""
+        steps = _Steps()
+        for plan in plans:
+            _plan_steps(steps, plan, self.join_setting)
+        try:
+            if pipeline is not None:
+                statements = [s for s in steps.items if isinstance(s, _Statement)]
+                if len(statements) != len(steps.items):
+                    raise ValueError("a COPY cannot be sent in a pipeline")
+                sent = self._send(first, statements)
+                pipeline.sync()
+                self._check(sent, first)
+                return
+            items = steps.items
+            start = 0
+            pending_first = first
+            while start < len(items) or pending_first:
+                stop = start
+                while stop < len(items) and not isinstance(items[stop], _Copy):
+                    stop += 1
+                if stop > start or pending_first:
+                    statements = [s for s in items[start:stop] if isinstance(s, _Statement)]
+                    with self.conn.pipeline():
+                        sent = self._send(pending_first, statements)
+                    self._check(sent, pending_first)
+                    pending_first = ()
+                if stop < len(items):
+                    item = items[stop]
+                    assert isinstance(item, _Copy)
+                    _copy(self.conn, item)
+                    stop += 1
+                start = stop
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:
+            raise Deviation(str(exc)) from None
+
+    def _send(self, first: Sequence[First], statements: Sequence[_Statement]
+              ) -> list[tuple[Cursor, _Statement | First]]:
+        sent: list[tuple[Cursor, _Statement | First]] = []
+        items: list[_Statement | First] = [*first, *statements]
+        for item in items:
+            cur = self.conn.cursor()
+            cur.execute(item.query, item.params)
+            sent.append((cur, item))
+        return sent
+
+    @staticmethod
+    def _check(sent: list[tuple[Cursor, _Statement | First]], first: Sequence[First]) -> None:
+        for cur, item in sent[:len(first)]:
+            assert isinstance(item, First)
+            item.check(cur)
+        for cur, item in sent[len(first):]:
+            assert isinstance(item, _Statement)
+            if item.expected is None:
                 continue
-            schema, table, _, columns = shape
-            digest = zlib.crc32(repr((shape, self._generation) if self._generation else shape
-                                     ).encode("utf-8", "surrogatepass"))
-            name = sql.Identifier(f"trailgate_stage_{digest:08x}")
-            try:
-                self.conn.execute(sql.SQL(
-                    "CREATE TEMPORARY TABLE IF NOT EXISTS {} ON COMMIT DELETE ROWS AS "
-                    "SELECT {} FROM {} WITH NO DATA").format(
-                        name, sql.SQL(", ").join(map(sql.Identifier, columns)),
-                        sql.Identifier(schema, table)))
-            except psycopg.OperationalError:
-                raise
-            except psycopg.Error as exc:  # e.g. no TEMPORARY privilege: go row by row
-                raise Deviation(f"cannot create a stage table: {exc}") from None
-            self.names[shape] = name
-
-    def begin(self) -> None:
-        """A new attempt: every stage is empty (a transaction's first use, or rolled back)."""
-        self.used.clear()
-        self._joins_set = False
-
-    def joins(self, cur: Cursor) -> None:
-        """Before a stage join: this transaction's planner setting (once)."""
-        if self.join_setting is not None and not self._joins_set:
-            cur.execute(self.join_setting)
-            self._joins_set = True
-
-    def take(self, cur: Cursor, shape: Shape) -> sql.Identifier:
-        """The stage for ``shape``, emptied if this transaction used it already (two MAPs
-        into one target table)."""
-        name = self.names[shape]
-        if shape in self.used:
-            cur.execute(sql.SQL("DELETE FROM {}").format(name))
-        self.used.add(shape)
-        return name
+            if item.counted:
+                row = cur.fetchone()
+                found = row[1] if row is not None and row[0] == row[1] else -1
+            else:
+                found = cur.rowcount
+            if found != item.expected:
+                raise Deviation(f"{item.expected} rows sent, {max(found, 0)} found")
 
 
-def run_plan(cur: Cursor, stages: Stages, plan: SetPlan) -> None:
-    """Apply the plan's four phases (not ``plan.ordered``); raises Deviation."""
+def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: sql.Composed | None) -> None:
     t = plan.mapping.target
     table = sql.Identifier(t.schema, t.name)
     keys = plan.key_columns
-    if plan.delete_first or plan.updates or plan.delete_last:
-        stages.joins(cur)
+    types = {c.name: c.type_name for c in t.columns}
+    unique = bool(t.key) and set(keys) == set(t.key)
+    items = steps.items
+    if join_setting is not None and (plan.delete_first or plan.updates or plan.delete_last):
+        items.append(_Statement(join_setting))
     if plan.delete_first:
-        shape = (t.schema, t.name, "delete_first", keys)
-        _delete(cur, table, stages.take(cur, shape), keys, plan.delete_first)
+        items.append(_delete(table, keys, types, unique, plan.delete_first))
     for cols, rows in plan.inserts.items():
-        _copy(cur, table, cols, rows)
+        if rows:
+            items.append(_Copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
+                table, sql.SQL(", ").join(map(sql.Identifier, cols))), rows))
     for sets, rows in plan.updates.items():
-        shape = (t.schema, t.name, "update", keys + sets)
-        _update(cur, table, stages.take(cur, shape), keys, sets, rows)
+        if rows:
+            items.append(_update(table, keys, sets, types, unique, rows))
     if plan.delete_last:
-        shape = (t.schema, t.name, "delete_last", keys)
-        _delete(cur, table, stages.take(cur, shape), keys, plan.delete_last)
+        items.append(_delete(table, keys, types, unique, plan.delete_last))
 
 
-Rows = Sequence[tuple[Any, ...]] | CopyRows
+def _copy(conn: Conn, item: _Copy) -> None:
+    with conn.cursor() as cur, cur.copy(item.query) as copy:
+        rows = item.rows
+        if isinstance(rows, CopyRows):
+            copy.write(rows.data)
+            return
+        write = copy.write_row
+        for row in rows:
+            write(row)
 
 
-def _copy(cur: Cursor, table: sql.Composable, columns: Sequence[str], rows: Rows) -> None:
-    query = sql.SQL("COPY {} ({}) FROM STDIN").format(
-        table, sql.SQL(", ").join(map(sql.Identifier, columns)))
-    try:
-        with cur.copy(query) as copy:
-            if isinstance(rows, CopyRows):
-                copy.write(rows.data)
-                return
-            write = copy.write_row
-            for row in rows:
-                write(row)
-    except psycopg.OperationalError:
-        raise
-    except psycopg.Error as exc:
-        raise Deviation(str(exc)) from None
+def _arrays(rows: Rows, width: int) -> list[Any]:
+    """One ``text[]`` parameter per column of ``rows``."""
+    if isinstance(rows, CopyRows):
+        return [_TextArray(data) for data in copy_columns(rows, width)]
+    columns: list[list[str | None]] = [[] for _ in range(width)]
+    for row in rows:
+        for column, value in zip(columns, row, strict=True):
+            column.append(None if value is None else str(value))
+    return columns
 
 
-def _join(table: sql.Composable, keys: Sequence[str]) -> sql.Composable:
+def _source(columns: Sequence[str], ordinal: str | None) -> sql.Composable:
+    """The rows sent, as ``s``: ``(SELECT unnest(%s::text[]) AS column, …) AS s`` (set
+    functions in a select list run in step and stream their rows, where ``unnest(…)`` in
+    FROM stores them first: a tenth less CPU on a large step), or with each row's number
+    ``unnest(%s::text[], …) WITH ORDINALITY AS s(columns…, ordinal)``."""
+    if ordinal is None:
+        return sql.SQL("(SELECT {}) AS s").format(sql.SQL(", ").join(
+            sql.SQL("unnest(%s::text[]) AS {}").format(sql.Identifier(c)) for c in columns))
+    return sql.SQL("unnest({}) WITH ORDINALITY AS s({})").format(
+        sql.SQL(", ").join(sql.SQL("%s::text[]") for _ in columns),
+        sql.SQL(", ").join(map(sql.Identifier, [*columns, ordinal])))
+
+
+def _value(column: str, types: dict[str, str]) -> sql.Composable:
+    return sql.SQL("s.{}::{}").format(sql.Identifier(column), sql.SQL(types[column]))
+
+
+def _join(keys: Sequence[str], types: dict[str, str]) -> sql.Composable:
     return sql.SQL(" AND ").join(
-        sql.SQL("{}.{} = s.{}").format(table, sql.Identifier(k), sql.Identifier(k))
-        for k in keys)
+        sql.SQL("t.{} = {}").format(sql.Identifier(k), _value(k, types)) for k in keys)
 
 
-def _check(cur: Cursor, statement: sql.Composable, expected: int) -> None:
-    """Run ``statement`` (returning the stage rows' ctids) and check each staged row met
-    exactly one target row."""
-    query = sql.SQL("WITH done AS ({}) SELECT count(*), count(DISTINCT ctid) FROM done"
-                    ).format(statement)
-    try:
-        row = cur.execute(query).fetchone()
-    except psycopg.OperationalError:
-        raise
-    except psycopg.Error as exc:
-        raise Deviation(str(exc)) from None
-    if row is None or row[0] != expected or row[1] != expected:
-        raise Deviation(f"{expected} rows staged, {row[1] if row else 0} found")
+def _ordinal(columns: Sequence[str]) -> str:
+    name = "trailgate_n"
+    while name in columns:
+        name += "_"
+    return name
 
 
-def _delete(cur: Cursor, table: sql.Composable, stage: sql.Identifier,
-            keys: Sequence[str], rows: Rows) -> None:
-    _copy(cur, stage, keys, rows)
-    _check(cur, sql.SQL("DELETE FROM {} USING {} s WHERE {} RETURNING s.ctid").format(
-        table, stage, _join(table, keys)), len(rows))
+def _checked(statement: sql.Composed, ordinal: str, unique: bool) -> sql.Composed:
+    if unique:
+        return statement
+    return sql.SQL("WITH done AS ({} RETURNING s.{}) SELECT count(*), count(DISTINCT {}) "
+                   "FROM done").format(statement, sql.Identifier(ordinal),
+                                       sql.Identifier(ordinal))
 
 
-def _update(cur: Cursor, table: sql.Composable, stage: sql.Identifier,
-            keys: Sequence[str], sets: Sequence[str], rows: Rows) -> None:
-    _copy(cur, stage, (*keys, *sets), rows)
+def _delete(table: sql.Identifier, keys: Sequence[str], types: dict[str, str], unique: bool,
+            rows: Rows) -> _Statement:
+    """With a unique key (the target's primary key) and keys sent once each, the row count
+    says whether each met one row; otherwise each sent row's number is counted."""
+    ordinal = None if unique else _ordinal(keys)
+    statement = sql.SQL("DELETE FROM {} AS t USING {} WHERE {}").format(
+        table, _source(keys, ordinal), _join(keys, types))
+    return _Statement(_checked(statement, ordinal or "", unique), _arrays(rows, len(keys)),
+                      len(rows), not unique)
+
+
+def _update(table: sql.Identifier, keys: Sequence[str], sets: Sequence[str],
+            types: dict[str, str], unique: bool, rows: Rows) -> _Statement:
+    columns = (*keys, *sets)
+    ordinal = None if unique else _ordinal(columns)
     if sets:
-        assign = sql.SQL(", ").join(sql.SQL("{} = s.{}").format(
-            sql.Identifier(c), sql.Identifier(c)) for c in sets)
+        assign = sql.SQL(", ").join(sql.SQL("{} = {}").format(
+            sql.Identifier(c), _value(c, types)) for c in sets)
     else:  # only the key: still find the row (a missing row is a collision)
-        assign = sql.SQL("{} = s.{}").format(sql.Identifier(keys[0]), sql.Identifier(keys[0]))
-    _check(cur, sql.SQL("UPDATE {} SET {} FROM {} s WHERE {} RETURNING s.ctid").format(
-        table, assign, stage, _join(table, keys)), len(rows))
+        assign = sql.SQL("{} = t.{}").format(sql.Identifier(keys[0]), sql.Identifier(keys[0]))
+    statement = sql.SQL("UPDATE {} AS t SET {} FROM {} WHERE {}").format(
+        table, assign, _source(columns, ordinal), _join(keys, types))
+    return _Statement(_checked(statement, ordinal or "", unique), _arrays(rows, len(columns)),
+                      len(rows), not unique)

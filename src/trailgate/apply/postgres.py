@@ -22,7 +22,7 @@ from trailgate.apply.checkpoint_table import STREAM_BATCH, table_identifier
 from trailgate.apply.discard import DdlDiscard, Discard, DiscardWriter
 from trailgate.apply.mapping import MappedChange, Mapper, TableMapping, TargetColumn, TargetTable
 from trailgate.apply.pg_ddl import PgDdl
-from trailgate.apply.pg_sets import Deviation, Stages, run_plan, stage_shapes
+from trailgate.apply.pg_sets import Deviation, First, SetRunner, has_copies
 from trailgate.apply.planner import DUPLICATE_CODES, MISSING_CODES, CollisionError
 from trailgate.apply.records import ApplyResult, TableCounts, TrailChange
 from trailgate.apply.setplan import SetPlan, plan_table
@@ -130,7 +130,7 @@ class PgApplier:
         self.conn = conn if conn is not None else self._connect()
         self.mapper = Mapper(params, PgCatalog(self.conn, conninfo), group=self.group)
         self._queries: dict[tuple[Any, ...], sql.Composed] = {}
-        self._stages = Stages(self.conn)
+        self._sets = SetRunner(self.conn)
         self._strict = False  # in a set-based attempt: a collision is a Deviation
         self.set_attempts = 0  # set-based attempts, and how many fell back (tests, reports)
         self.set_fallbacks = 0
@@ -197,7 +197,7 @@ class PgApplier:
         Returns counts per target table, or ``skipped=True`` if it was applied before.
         Raises TargetError (REPERROR ABEND, mapping problems): nothing of the partition is
         then committed.  ``advance`` ``(from, to)``: instead of a batch's row, the streamed
-        apply's row moves from ``from`` to ``to`` (:meth:`advance_stream`).  ``segments``:
+        apply's row moves from ``from`` to ``to`` (:meth:`_advance_query`).  ``segments``:
         the changes cut where a DDL record is or a definition changes, each with the
         definitions of its own changes (see :meth:`_apply_segments`).
         """
@@ -245,12 +245,11 @@ class PgApplier:
         """A partition holding DDL (or a definition change) in one transaction, in trail
         order: each run of DML applied as a partition is (set-based under BATCHSQL, with
         its own definitions), each DDL record as DDLERROR says; after a DDL ran, target
-        definitions, statements and stage tables are made anew, so COLMAP USEDEFAULTS,
+        definitions and statements are made anew, so COLMAP USEDEFAULTS,
         KEYCOLS and BATCHSQL see what it changed."""
         position = str(max(tc.position for tc in changes)) if changes else ""
         result = ApplyResult()
         discards: list[Discard | DdlDiscard] = []
-        stages_before = set(self._stages.names)
         try:
             with self._partition(batch_id, partition, position, result, advance) as cur:
                 if cur is not None:
@@ -262,7 +261,7 @@ class PgApplier:
                             discards.extend(ddl)
                             continue
                         mapped = self.mapper.map_all(list(part), defs)
-                        plans = self._set_plans(mapped)  # stage tables made in the transaction
+                        plans = self._set_plans(mapped)
                         done = (self._apply_sets(cur, plans, result) if plans is not None
                                 else self._apply_pipelined(cur, mapped, result))
                         if not done:
@@ -271,8 +270,6 @@ class PgApplier:
                                 self._apply_run(cur, run, result, applied)
                             discards.extend(applied)
         except BaseException:
-            for shape in set(self._stages.names) - stages_before:
-                del self._stages.names[shape]  # made in the rolled-back transaction
             self._forget_definitions()  # what a rolled-back DDL did is undone too
             raise
         if self.discard is not None:
@@ -280,10 +277,9 @@ class PgApplier:
         return result
 
     def _forget_definitions(self) -> None:
-        """After DDL: read target tables again, build statements and stage tables anew."""
+        """After DDL: read target tables again and build statements anew."""
         self.mapper.forget_all()
         self._queries.clear()
-        self._stages.invalidate()
 
     def apply_plans(self, batch_id: int, partition: int, plans: Sequence[SetPlan],
                     position: str, *, advance: tuple[str, str] | None = None
@@ -293,21 +289,69 @@ class PgApplier:
         nothing committed — when the target is not as the plans expect (a collision, an
         error): the caller then applies the partition with :meth:`apply_partition`, whose
         one-change-at-a-time fallback gives HANDLECOLLISIONS and REPERROR their behaviour.
+        Without inserts (no COPY) the whole transaction — its BEGIN, the checkpoint row, the
+        set statements — goes out as one pipeline: a round trip for their results, one for
+        the COMMIT.  (BEGIN and COMMIT are sent as statements: psycopg's own transaction
+        block would sync the pipeline on entering and leaving it, a round trip each.)
         """
         result = ApplyResult()
         try:
-            self._stages.ensure(shape for plan in plans for shape in stage_shapes(plan))
-        except Deviation:
+            self._sets.prepare()
+        except psycopg.OperationalError as exc:
+            raise self._lost(exc, batch_id, partition) from None
+        first = [First(sql.SQL("BEGIN"), (), _no_check),
+                 *self._row_statement(batch_id, partition, position, advance)]
+        self.set_attempts += 1
+        try:
+            with nullcontext() if has_copies(plans) else self.conn.pipeline() as pipe:
+                try:
+                    self._sets.run(plans, pipeline=pipe, first=first)
+                except BaseException:
+                    self._rollback()
+                    raise
+                self.conn.execute("COMMIT")
+        except _Skipped:
+            result.skipped = True  # applied before: this attempt was rolled back
+            return result
+        except Deviation as exc:
+            self.set_fallbacks += 1
+            log.debug("set-based apply from the trail fell back to the Python path: %s", exc)
             return None
         except psycopg.OperationalError as exc:
             raise self._lost(exc, batch_id, partition) from None
-        try:
-            with self._partition(batch_id, partition, position, result, advance) as cur:
-                if cur is not None and not self._apply_sets(cur, list(plans), result):
-                    raise _Fallback
-        except _Fallback:
-            return None
+        for plan in plans:
+            result.table(plan.mapping.target.qualified_name).add(plan.counts)
         return result
+
+    def _rollback(self) -> None:
+        """End a transaction begun with a BEGIN statement (in a pipeline: queued), unless
+        the connection is lost (the server then rolls it back itself)."""
+        if self.conn.info.transaction_status == psycopg.pq.TransactionStatus.UNKNOWN:
+            return
+        try:
+            self.conn.execute("ROLLBACK")
+        except psycopg.Error as exc:
+            log.warning("rolling back an attempt begun with BEGIN failed: %s", exc)
+
+    def _row_statement(self, batch_id: int, partition: int, position: str,
+                       advance: tuple[str, str] | None) -> list[First]:
+        """The checkpoint-table statement of a pipelined attempt: the streamed apply's row
+        moved (an error if another process moved it), or the partition's row claimed
+        (:class:`_Skipped` if it was applied before); none without a checkpoint table."""
+        if self.checkpoint is None:
+            return []
+        if advance is not None:
+            def moved(cur: psycopg.Cursor[Any]) -> None:
+                row = cur.fetchone()
+                if row is None or row[0] != 1:
+                    raise self._moved_elsewhere(advance[0])
+            return [First(self._advance_query(*advance), (), moved)]
+
+        def claimed(cur: psycopg.Cursor[Any]) -> None:
+            if cur.fetchone() is None:
+                raise _Skipped
+        return [First(self._claim_query(), (self.group, batch_id, partition, position),
+                      claimed)]
 
     @contextmanager
     def _partition(self, batch_id: int, partition: int, position: str,
@@ -323,10 +367,9 @@ class PgApplier:
                     yield cur
                 return
             with self.conn.transaction():
-                if advance is not None:
-                    self.advance_stream(*advance)
-                elif self.checkpoint is not None and not self._claim(batch_id, partition,
-                                                                     position):
+                # (a streamed step without a checkpoint table has no row to move)
+                if advance is None and self.checkpoint is not None and not self._claim(
+                        batch_id, partition, position):
                     result.skipped = True
                     yield None
                     return
@@ -338,78 +381,68 @@ class PgApplier:
     @contextmanager
     def _stream_transaction(self, start: str, end: str) -> Iterator[None]:
         """The streamed apply's transaction, begun in the same round trip as its row's
-        move from ``start`` to ``end`` (:meth:`advance_stream`), committed when the block
-        ends, rolled back when it raises.  Savepoints inside are psycopg's as usual: it
-        sees the server in a transaction."""
-        assert self.checkpoint is not None
+        move from ``start`` to ``end`` (:meth:`_advance_query`: an error if another process
+        moved it), committed when the block ends, rolled back when it raises.  Savepoints
+        inside are psycopg's as usual: it sees the server in a transaction."""
         try:
-            cur = self.conn.execute(sql.SQL(
-                "BEGIN; UPDATE {} SET position = {}, updated = now() WHERE group_name = {} "
-                "AND batch_id = {} AND partition = 0 AND position = {} RETURNING 1").format(
-                self.checkpoint[2], sql.Literal(end), sql.Literal(self.group),
-                sql.Literal(STREAM_BATCH), sql.Literal(start)))
-            cur.nextset()  # past BEGIN's result to the UPDATE's
-            if cur.fetchone() is None:
-                self._first_stream_row(start, end)
+            cur = self.conn.execute(sql.SQL("BEGIN; ") + self._advance_query(start, end))
+            cur.nextset()  # past BEGIN's result to the row's
+            row = cur.fetchone()
+            if row is None or row[0] != 1:
+                raise self._moved_elsewhere(start)
             yield
         except BaseException:
-            if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.UNKNOWN:
-                try:
-                    self.conn.execute("ROLLBACK")
-                except psycopg.Error as exc:
-                    log.warning("rolling back the streamed apply's step failed: %s", exc)
+            self._rollback()
             raise
         self.conn.execute("COMMIT")
 
     def _lost(self, exc: Exception, batch_id: int, partition: int) -> TargetError:
         what = ("the trail's next transactions" if batch_id == STREAM_BATCH
                 else f"batch {batch_id} partition {partition}")
+        reason = " ".join(str(exc).split())  # libpq's text may run over several lines
         return TargetError(f"lost the connection to {describe(self.conninfo)} while "
-                           f"applying {what}: {exc}; nothing of it was committed, "
+                           f"applying {what}: {reason}; nothing of it was committed, "
                            f"restarting the Replicat applies it again")
 
-    def advance_stream(self, start: str, end: str) -> None:
-        """Move the streamed apply's row from ``start`` (where it read the row last; a first
-        row is created) to ``end``, inside the caller's transaction.  Anything else there
-        means another process applies for this group: an error, nothing committed."""
-        if self.checkpoint is None:
-            return
-        ident = self.checkpoint[2]
-        moved = self.conn.execute(
-            sql.SQL("UPDATE {} SET position = %s, updated = now() WHERE group_name = %s "
-                    "AND batch_id = %s AND partition = 0 AND position = %s RETURNING 1"
-                    ).format(ident), (end, self.group, STREAM_BATCH, start)).fetchone()
-        if moved is None:
-            self._first_stream_row(start, end)
-
-    def _first_stream_row(self, start: str, end: str) -> None:
-        """The streamed apply's row when the UPDATE found none at ``start``: created if the
-        group has none, else an error (another process moved it)."""
+    def _advance_query(self, start: str, end: str) -> sql.Composed:
+        """One statement, its values inlined (so it can follow a BEGIN in one simple query):
+        the row moved from ``start`` to ``end``, or created if there is none; it returns 1
+        if either happened."""
         assert self.checkpoint is not None
-        moved = self.conn.execute(
-            sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
-                    "VALUES (%s, %s, 0, %s) ON CONFLICT DO NOTHING RETURNING 1"
-                    ).format(self.checkpoint[2]), (self.group, STREAM_BATCH, end)).fetchone()
-        if moved is None:
-            raise TargetError(
-                f"REPLICAT {self.group}: its row in checkpoint table "
-                f"{self.checkpoint[0]}.{self.checkpoint[1]} no longer says trail position "
-                f"{start}: another process applies for this group; stop it, then start "
-                f"this one again (nothing of this transaction was committed)")
+        return sql.SQL(
+            "WITH moved AS (UPDATE {t} SET position = {end}, updated = now() "
+            "WHERE group_name = {group} AND batch_id = {batch} AND partition = 0 "
+            "AND position = {start} RETURNING 1), "
+            "added AS (INSERT INTO {t} (group_name, batch_id, partition, position) "
+            "SELECT {group}::text, {batch}::bigint, 0, {end}::text "
+            "WHERE NOT EXISTS (SELECT FROM moved) ON CONFLICT DO NOTHING RETURNING 1) "
+            "SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM added)"
+        ).format(t=self.checkpoint[2], end=sql.Literal(end), group=sql.Literal(self.group),
+                 batch=sql.Literal(STREAM_BATCH), start=sql.Literal(start))
+
+    def _moved_elsewhere(self, start: str) -> TargetError:
+        assert self.checkpoint is not None
+        return TargetError(
+            f"REPLICAT {self.group}: its row in checkpoint table "
+            f"{self.checkpoint[0]}.{self.checkpoint[1]} no longer says trail position "
+            f"{start}: another process applies for this group; stop it, then start "
+            f"this one again (nothing of this transaction was committed)")
+
+    def _claim_query(self) -> sql.Composed:
+        assert self.checkpoint is not None
+        return sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
+                       "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1").format(
+            self.checkpoint[2])
 
     def _claim(self, batch_id: int, partition: int, position: str) -> bool:
-        assert self.checkpoint is not None
-        row = self.conn.execute(
-            sql.SQL("INSERT INTO {} (group_name, batch_id, partition, position) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1").format(
-                self.checkpoint[2]), (self.group, batch_id, partition, position)).fetchone()
+        row = self.conn.execute(self._claim_query(),
+                                (self.group, batch_id, partition, position)).fetchone()
         return row is not None
 
     # -- set-based (BATCHSQL) ------------------------------------------------------------
     def _set_plans(self, mapped: list[MappedChange]) -> list[SetPlan] | None:
         """BATCHSQL: one set plan per table (first-change order), or None to apply one
-        change at a time.  Creates the stage tables the plans need (outside the
-        partition's transaction)."""
+        change at a time."""
         if not self.batchsql or len(mapped) < SET_MIN_CHANGES:
             return None
         by_table: dict[int, tuple[TableMapping, list[MappedChange]]] = {}
@@ -427,11 +460,7 @@ class PgApplier:
         if all(p.ordered == p_changes for p, (_, p_changes) in zip(
                 plans, by_table.values(), strict=True)):
             return None  # nothing to apply as sets
-        try:
-            self._stages.ensure(shape for plan in plans for shape in stage_shapes(plan))
-        except Deviation as exc:
-            log.debug("set-based apply not possible: %s", exc)
-            return None
+        self._sets.prepare()
         return plans
 
     def _apply_sets(self, cur: psycopg.Cursor[Any], plans: list[SetPlan],
@@ -442,9 +471,8 @@ class PgApplier:
         attempt = ApplyResult()
         try:
             with self.conn.transaction():
-                self._stages.begin()
+                self._sets.run(plans)
                 for plan in plans:
-                    run_plan(cur, self._stages, plan)
                     attempt.table(plan.mapping.target.qualified_name).add(plan.counts)
                 self._strict = True
                 try:
@@ -664,8 +692,12 @@ class PgApplier:
                                  f"error {codes[0]}", m, codes)
 
 
-class _Fallback(Exception):
-    """Roll the partition's transaction back: its set plans met a collision or error."""
+def _no_check(cur: psycopg.Cursor[Any]) -> None:
+    """A first statement whose result needs no look (BEGIN)."""
+
+
+class _Skipped(Exception):
+    """Roll a pipelined attempt back: its checkpoint row says it was applied before."""
 
 
 def _param(type_name: str) -> sql.Composable:

@@ -20,7 +20,7 @@ from trailgate.apply.values import converter_name
 from trailgate.model import ColumnKind, TableDef
 from trailgate.trail._accel import load_optional
 
-__all__ = ["SpanResult", "available", "plan_span", "table_spec"]
+__all__ = ["SpanResult", "available", "copy_columns", "plan_span", "table_spec"]
 
 _FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
 #: ``_spanplan.c``'s converter codes (its CONV_* enum, in order).
@@ -68,6 +68,15 @@ def table_spec(spec_id: int, mapping: TableMapping, source: TableDef) -> tuple[A
     n_source = max([c.index for c in source.columns] + [i for i, _, _ in fields]) + 1
     fixed = frozenset(c.index for c in source.columns if c.kind in _FIXED_KINDS)
     return (spec_id, n_source, fixed, len(plain), tuple(fields), tuple(key))
+
+
+def copy_columns(rows: CopyRows, width: int) -> tuple[bytes, ...]:
+    """The ``width`` columns of ``rows`` (which only C makes) each as a ``text[]`` in
+    PostgreSQL's binary form, for a set statement to ``unnest``."""
+    if _module is None:
+        raise RuntimeError("COPY rows without the C set planner")
+    out: tuple[bytes, ...] = _module.copy_columns(rows.data, width, rows.rows)
+    return out
 
 
 @dataclass(slots=True)

@@ -1,12 +1,12 @@
 """Change rows: what flows from a capture source (or a trail) into the ``trail`` sink.
 
-The ``trail`` source shows values as text for people and SQL; these rows keep everything a
-trail record needs, exactly: values in trail form, the transaction on every row, a
-definition row before each table's first change and a position row at the end, so every
-batch is self-contained; *define* and *note* rows carry a DDL's new definition and its
-report lines.  A *packed* row carries records a source encoded itself, since Spark's cost is
-per row.  The schema: docs/processes.md, "Change rows".  Pure pyarrow, so it runs in Spark's
-workers too.
+Unlike the ``trail`` source's text values, these rows keep everything a trail record
+needs, exactly: values in trail form, the transaction on every row, a definition row before
+each table's first change and a position row at the end, so each batch is self-contained;
+*define* and *note* rows carry a DDL's new definition and its report lines.  *Packed* and
+*transactions* rows carry records a source encoded itself (``trail.txn_batch``), since
+Spark's cost is per row.  Schema: docs/processes.md, "Change rows".  Pure pyarrow: it runs
+in Spark's workers too.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ __all__ = [
     "OP_NOTE",
     "OP_PACKED",
     "OP_POSITION",
+    "OP_TXNS",
     "ChangeColumns",
     "ChangeRow",
     "ChangeRowBuilder",
@@ -42,6 +43,7 @@ OP_POSITION = -1
 OP_PACKED = -2
 OP_DEFINE = -3
 OP_NOTE = -4
+OP_TXNS = -5
 
 CHANGE_SCHEMA_DDL = (
     "op int, table_name string, csn long, xid string, txn_last boolean, "
@@ -131,6 +133,12 @@ class ChangeRowBuilder:
         self.rows.append((OP_PACKED, table, csn, xid, last, None, None, io_time, None, None,
                           None, None, None, records))
         self.value_bytes += len(records)
+
+    def add_transactions(self, batch: bytes) -> None:
+        """Many whole transactions, already encoded (a ``trail.txn_batch`` blob)."""
+        self.rows.append((OP_TXNS, None, None, None, True, None, None, None, None, None,
+                          None, None, None, batch))
+        self.value_bytes += len(batch)
 
     def add_table(self, table: TableDef, csn: int | None = None, xid: str | None = None) -> None:
         """A table definition, valid for the changes after it."""

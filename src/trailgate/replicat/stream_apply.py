@@ -54,6 +54,12 @@ POLL_SECONDS = 0.01
 WATCH_SECONDS = 1.0
 #: Seconds between looks at the stop file while it holds the streamer.
 HOLD_SECONDS = 0.05
+#: A step's start is at least this many times what the last step took after that step's
+#: start, and at most :data:`STEP_GAP_SECONDS` after it: a step costs round trips and
+#: Python whatever it holds, so when transactions come faster than steps are cheap they
+#: gather into fewer steps, while a trickle is applied as each transaction lands.
+STEP_SPACING = 20.0
+STEP_GAP_SECONDS = 0.01
 
 
 @dataclass(slots=True)
@@ -158,6 +164,7 @@ class ApplyStreamer:
     def _run(self) -> None:
         state: ScanState | None = None
         idle: tuple[int, int, bool] | None = None  # the trail's look when a scan found nothing
+        next_step = 0.0  # the monotonic time before which no step starts unless asked
         try:
             while True:
                 with self._cond:
@@ -171,16 +178,23 @@ class ApplyStreamer:
                 if idle is not None and want <= at and self._look(state, at) == idle:
                     self._idle()
                     continue
+                gap = next_step - time.monotonic()
+                if gap > 0 and want <= at:
+                    self._pause(gap)  # more transactions for the same step's cost
+                    continue
                 end, records, state = scan_boundary(
                     self.trail, at, limit=want if held else None, max_records=CHUNK_RECORDS,
                     state=state, mark=ddl_mark)
                 if end > at:
                     idle = None
+                    began = time.monotonic()
                     if state.marked and state.covered >= SPLIT_DDL_RECORDS:
                         for lower, upper in ddl_steps(self.trail, at, end):
                             self._apply(lower, upper)
                     else:
                         self._apply(at, end, records)
+                    now = time.monotonic()
+                    next_step = began + min(STEP_GAP_SECONDS, STEP_SPACING * (now - began))
                     continue
                 idle = self._look(state, at)
                 self._idle()

@@ -9,7 +9,7 @@ transaction start belong to an earlier range.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,6 +26,13 @@ from trailgate.model import (
     Values,
     unix_micros_from_julian,
 )
+from trailgate.spark.change_chunks import (
+    SPEC_KEEP,
+    SPEC_KNOWN,
+    Stopped,
+    change_batches,
+    spec_bytes,
+)
 from trailgate.trail._accel import speedups
 from trailgate.trail.chunks import file_chunks
 from trailgate.trail.ddl import ddl_fields
@@ -33,7 +40,9 @@ from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import TrailReader, TrailRecord
 from trailgate.trail.records import RawRecord
 
-__all__ = ["ARROW_SCHEMA", "SCHEMA_DDL", "RowSink", "drive", "op_label", "read_batches"]
+__all__ = ["ARROW_SCHEMA", "FIXED_KINDS", "SCHEMA_DDL", "RowSink", "drive", "header_arrays",
+           "keep_types", "op_label", "read_batches", "scalar_array",
+           "string_array"]
 
 #: The row schema, in Spark DDL (see docs/spark.md for each column's meaning).
 SCHEMA_DDL = (
@@ -43,7 +52,8 @@ SCHEMA_DDL = (
     "tokens map<string,string>, rowid string, audit_rba long, audit_pos long"
 )
 
-_MAP = pa.map_(pa.string(), pa.string())
+_STRING = pa.string()
+_MAP = pa.map_(_STRING, _STRING)
 ARROW_SCHEMA = pa.schema([
     ("seqno", pa.int64()), ("rba", pa.int64()), ("end_rba", pa.int64()),
     ("op", pa.string()), ("io_type", pa.int32()), ("table_name", pa.string()),
@@ -238,10 +248,26 @@ class _Columns:
             if field.name in self.maps:
                 arrays.append(self.maps[field.name].array())
             else:
-                arrays.append(pa.array(self.scalars[field.name], field.type))
+                arrays.append(scalar_array(self.scalars[field.name], field.type))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
         self.truncate((0,) * (1 + len(self.maps)))
         return batch
+
+
+_U64 = (1 << 64) - 1
+
+
+def scalar_array(values: list[Any], dtype: pa.DataType) -> pa.Array:
+    """A header column's values as an array of ``dtype``.  A value beyond a long (a 64-bit
+    unsigned field: AuditPos, a damaged IO time, a 20-digit CSN) wraps to its two's
+    complement, as the C codec's packed arrays give it, instead of failing the read."""
+    try:
+        return pa.array(values, dtype)
+    except OverflowError:
+        if not (pa.types.is_integer(dtype) or pa.types.is_timestamp(dtype)):
+            raise
+    wrapped = pa.array([None if v is None else v & _U64 for v in values], pa.uint64())
+    return wrapped.cast(pa.int64(), safe=False).cast(dtype)
 
 
 _Scalar = Callable[[TrailRecord, RawRecord, "int | None", "str | None", bool, bool], object]
@@ -326,8 +352,96 @@ def read_batches(
     if speedups is not None and fields is not None and _HEADER_FIELDS.issuperset(fields) \
             and tables is None and not include_metadata:
         return header_batches(trail, lower, upper, fields, ops)
+    if speedups is not None and not include_metadata:
+        return _c_batches(trail, lower, upper, cols, keep, tables, ops, batch_rows, values,
+                          definitions)
     return drive(trail, lower, upper, cols, keep=keep, metadata=metadata,
                  batch_rows=batch_rows, values=values, tables=definitions)
+
+
+FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
+#: change_rows' build bits of the generic columns beyond the header's
+_BUILD = {"csn": 1, "xid": 2, "rowid": 4, "tokens": 8, "before": 16, "after": 32}
+
+
+def _c_batches(trail: str, lower: TrailPosition, upper: TrailPosition | None,
+               cols: _Columns, keep: Callable[[TrailRecord], bool],
+               tables: Callable[[str], bool] | None, ops: frozenset[str] | None,
+               batch_rows: int, values: bool, definitions: dict[str, TableDef] | None
+               ) -> Iterator[pa.RecordBatch]:
+    """:func:`read_batches` with the rows built by the C codec (``change_rows``), drive
+    taking the spans it leaves (see :mod:`change_chunks`)."""
+    schema = cols.schema
+    build = sum(bit for name, bit in _BUILD.items() if name in schema.names)
+    if not values:
+        build &= ~(_BUILD["before"] | _BUILD["after"])
+
+    def spec_of(name: str, table: TableDef | None) -> bytes:
+        flags = SPEC_KEEP if tables is None or tables(name) else 0
+        if table is None:
+            return spec_bytes(flags, {})
+        names = {c.index: c.name for c in table.columns}
+        fixed = {c.index for c in table.columns if c.kind in FIXED_KINDS}
+        raw = {c.index for c in table.columns if c.kind is ColumnKind.RAW}
+        return spec_bytes(flags | SPEC_KNOWN, {
+            i: (2 if i in fixed else 1, 1 if i in raw else 0, name.encode("utf-8"))
+            for i, name in names.items()})
+
+    def assemble(seq: int, base: int, rows: int, columns: list[Any],
+                 table_names: list[str]) -> pa.RecordBatch:
+        return _change_batch(schema, seq, base, rows, columns, table_names)
+
+    def fallback(at: TrailPosition, end: TrailPosition, in_force: dict[str, TableDef]
+                 ) -> Generator[pa.RecordBatch, None, Stopped | None]:
+        return drive(trail, at, end, cols, keep=keep, batch_rows=batch_rows, values=values,
+                     tables=in_force)
+
+    return change_batches(trail, lower, upper, keep=keep_types(ops),
+                          shape=(False, build, 0, b""), batch_rows=batch_rows,
+                          tables=definitions, spec_of=spec_of, assemble=assemble,
+                          fallback=fallback)
+
+
+def keep_types(ops: frozenset[str] | None) -> bytes:
+    """The IO types that are rows (a 256-byte flag table), ``ops`` those to keep."""
+    return bytes(1 if n in _ROW_TYPES and n != _COMMENT and (
+        ops is None or op_label(n) in ops) else 0 for n in range(256))
+
+
+def string_array(rows: int, off: bytes, data: bytes, valid: bytes | None,
+                 dtype: pa.DataType = _STRING) -> pa.Array:
+    """A string (or binary) array of ``change_rows``'s offsets, data and validity."""
+    return pa.Array.from_buffers(dtype, rows, [
+        None if valid is None else pa.py_buffer(valid), pa.py_buffer(off), pa.py_buffer(data)])
+
+
+def _map(rows: int, parts: list[bytes]) -> pa.Array:
+    off, valid, key_off, key_data, item_off, item_data, item_valid = parts
+    entries = len(key_off) // 4 - 1
+    keys = string_array(entries, key_off, key_data, None)
+    items = string_array(entries, item_off, item_data, item_valid)
+    struct = pa.StructArray.from_arrays([keys, items], fields=[_MAP.key_field,
+                                                              _MAP.item_field])
+    return pa.Array.from_buffers(_MAP, rows, [pa.py_buffer(valid), pa.py_buffer(off)],
+                                 children=[struct])
+
+
+def _change_batch(schema: pa.Schema, seq: int, base: int, rows: int, columns: list[Any],
+                  table_names: list[str]) -> pa.RecordBatch:
+    """The generic columns of ``rows`` rows from ``change_rows``'s buffers."""
+    out = header_arrays(schema.names, seq, base, rows, columns, table_names)
+    for field in schema.names:
+        if field == "csn":
+            out[field] = pa.Array.from_buffers(pa.int64(), rows, [
+                pa.py_buffer(columns[9]), pa.py_buffer(columns[8])])
+        elif field == "xid":
+            out[field] = string_array(rows, *columns[10:13])
+        elif field == "rowid":
+            out[field] = string_array(rows, *columns[13:16])
+        elif field in ("tokens", "before", "after"):
+            k = 16 + 7 * ("tokens", "before", "after").index(field)
+            out[field] = _map(rows, columns[k:k + 7])
+    return pa.RecordBatch.from_arrays([out[n] for n in schema.names], schema=schema)
 
 
 #: The columns a record's header holds: a read of only these needs no record decoded.
@@ -349,8 +463,7 @@ def header_batches(trail: str, lower: TrailPosition, upper: TrailPosition | None
     so the rows are drive's in every case."""
     assert speedups is not None
     schema = pa.schema([ARROW_SCHEMA.field(name) for name in fields])
-    keep = bytes(1 if n in _ROW_TYPES and n != _COMMENT and (
-        ops is None or op_label(n) in ops) else 0 for n in range(256))
+    keep = keep_types(ops)
     name = TrailName(trail)
     seq, pos = lower.seqno, lower.rba
     while True:
@@ -426,6 +539,18 @@ def _header_batch(schema: pa.Schema, seq: int, base: int, rows: int,
                   ) -> pa.RecordBatch | None:
     """The header columns of ``rows`` rows from ``header_rows``'s packed arrays (None: a
     table name that is not UTF-8, for the reader to report)."""
+    try:
+        table_names = [b.decode("utf-8") for b in names]
+    except UnicodeDecodeError:
+        return None
+    out = header_arrays(schema.names, seq, base, rows, columns, table_names)
+    return pa.RecordBatch.from_arrays([out[n] for n in schema.names], schema=schema)
+
+
+def header_arrays(fields: Sequence[str], seq: int, base: int, rows: int,
+                   columns: Sequence[Any], table_names: list[str]) -> dict[str, pa.Array]:
+    """The header columns among ``fields`` from the packed arrays of ``header_rows`` or
+    ``change_rows`` (the others are left out)."""
     def packed(dtype: pa.DataType, k: int) -> pa.Array:
         return pa.Array.from_buffers(dtype, rows, [None, pa.py_buffer(columns[k])])
 
@@ -433,7 +558,7 @@ def _header_batch(schema: pa.Schema, seq: int, base: int, rows: int,
     io_types = packed(pa.uint8(), 2)
     flags = packed(pa.uint8(), 3)
     out: dict[str, pa.Array] = {}
-    for field in schema.names:
+    for field in fields:
         if field == "seqno":
             out[field] = pa.repeat(pa.scalar(seq, pa.int64()), rows)
         elif field == "rba":
@@ -445,10 +570,6 @@ def _header_batch(schema: pa.Schema, seq: int, base: int, rows: int,
         elif field == "io_type":
             out[field] = pc.cast(io_types, pa.int32())
         elif field == "table_name":
-            try:
-                table_names = [b.decode("utf-8") for b in names]
-            except UnicodeDecodeError:
-                return None
             out[field] = pc.take(pa.array(table_names, pa.string()), packed(pa.int32(), 4))
         elif field == "io_time":
             julian = pc.cast(packed(pa.uint64(), 5), pa.int64(), safe=False)
@@ -463,9 +584,9 @@ def _header_batch(schema: pa.Schema, seq: int, base: int, rows: int,
             out[field] = pc.not_equal(pc.bit_wise_and(flags, 2), 0)
         elif field == "audit_pos":
             out[field] = pc.cast(packed(pa.uint64(), 6), pa.int64(), safe=False)
-        else:  # audit_rba
+        elif field == "audit_rba":
             out[field] = pc.cast(packed(pa.uint32(), 7), pa.int64())
-    return pa.RecordBatch.from_arrays([out[n] for n in schema.names], schema=schema)
+    return out
 
 
 def drive(
@@ -479,14 +600,17 @@ def drive(
     batch_rows: int = 10_000,
     values: bool = True,
     tables: dict[str, TableDef] | None = None,
-) -> Iterator[pa.RecordBatch]:
+) -> Generator[pa.RecordBatch, None, Stopped | None]:
     """The transaction rule of the module docstring over ``[lower, upper)``: the row records
     ``keep`` chooses go to ``sink`` with their transaction's CSN and XID; metadata records
     ``metadata`` chooses too; a batch is taken after a transaction once ``batch_rows`` are
     there.  ``values=False`` leaves row records' columns undecoded (``change`` is None);
-    ``tables``: the definitions in force at ``lower`` (the reader learns later ones)."""
+    ``tables``: the definitions in force at ``lower`` (the reader learns later ones).
+    Returns where it stopped before the trail's end (the first record it did not take,
+    with the definitions in force there), for a C pass to go on from."""
     reader = TrailReader(trail, start=lower, values=values, tables=tables)
     txn: _OpenTxn | None = None
+    stopped: TrailPosition | None = None
 
     def beyond(record: TrailRecord) -> bool:
         return upper is not None and record.position >= upper
@@ -497,6 +621,7 @@ def drive(
         if io_type == _METADATA:
             if beyond(record):
                 if txn is None:
+                    stopped = record.position
                     break
             elif metadata is not None and metadata(record):
                 sink.add(record, txn.csn if txn else None, txn.xid if txn else None,
@@ -507,10 +632,12 @@ def drive(
                 sink.truncate(txn.mark)
                 txn = None
             if beyond(record):
+                stopped = record.position
                 break
             txn = _OpenTxn(raw.csn, raw.xid, sink.mark())
         elif txn is None:
             if beyond(record):
+                stopped = record.position
                 break
             continue  # the rest of a transaction that started before this range
         if io_type in _ROW_TYPES and keep(record):
@@ -524,3 +651,4 @@ def drive(
         sink.truncate(txn.mark)
     if len(sink):
         yield sink.take()
+    return None if stopped is None else Stopped(stopped, dict(reader.tables))

@@ -27,6 +27,7 @@ from trailgate.changes.change_rows import (
     OP_NOTE,
     OP_PACKED,
     OP_POSITION,
+    OP_TXNS,
     ChangeColumns,
 )
 from trailgate.checkpoint import Checkpoint, CheckpointStore
@@ -42,8 +43,9 @@ from trailgate.spark.trail_sink_state import (
 from trailgate.spark.trail_source import TrailDataSource as _TrailSource
 from trailgate.trail.keys import use_home
 from trailgate.trail.naming import TrailName
-from trailgate.trail.records import split_run
+from trailgate.trail.records import IO_TYPE_OFFSET, split_run
 from trailgate.trail.release import format_for_level, parse_release
+from trailgate.trail.txn_batch import OPERATIONS, TxnBatch
 from trailgate.trail.writer import TrailWriter
 
 if TYPE_CHECKING:
@@ -241,6 +243,14 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
                 tables[table_def.qualified_name] = table_def
                 defines.append(table_def)
                 continue
+            if op == OP_TXNS:  # many whole transactions, already encoded
+                if in_txn or defines:
+                    raise ValueError(f"the trail sink's input has a batch of transactions "
+                                     f"inside transaction {txn_xid} (CSN {txn_csn})")
+                _write_batch(writer, last, tables, TxnBatch.parse(records[i] or b""), tally,
+                             notes)
+                notes = []
+                continue
             if not in_txn:
                 txn_csn, txn_xid = int(cols.csns[i] or 0), cols.xids[i] or ""
                 skip = last.covers(txn_csn, txn_xid)
@@ -294,6 +304,45 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
     if in_txn:
         raise ValueError(f"the trail sink's input ended inside transaction {txn_xid} (CSN "
                          f"{txn_csn}): a source must send whole transactions")
+
+
+def _write_batch(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
+                 batch: TxnBatch, tally: _Tally, notes: list[str]) -> None:
+    """The transactions of a batch not already in the trail: in one go when the writer can
+    (``TrailWriter.write_batch``), else each as a transaction of packed rows is written."""
+    counts = tally.counts
+    if not last.covers(*batch.first) and writer.write_batch(batch, tables):
+        for name, per_op in zip(batch.names, batch.counts, strict=True):
+            for op, n in zip(OPERATIONS, per_op, strict=True):
+                if n:
+                    key = (name, int(op))
+                    counts[key] = counts.get(key, 0) + n
+        csn, xid, _ = batch.last
+        last.add(csn, xid)
+        tally.written += batch.count
+        tally.notes.extend(notes)
+        return
+    for txn in batch.transactions():
+        if last.covers(txn.csn, txn.xid):
+            tally.skipped += 1
+            notes = []
+            continue
+        runs = txn.runs
+        if not (len(runs) == 1 and len(runs[0][1]) == 1 and writer.write_only(
+                txn.xid, txn.csn, runs[0][1][0], tables.get(runs[0][0]), runs[0][0],
+                txn.io_time)):
+            writer.begin_transaction(txn.xid, txn.csn)
+            for name, records in runs:
+                writer.add_run(records, tables.get(name), name, txn.io_time)
+            writer.commit_transaction()
+        for name, records in runs:
+            for record in records:
+                key = (name, record[IO_TYPE_OFFSET])
+                counts[key] = counts.get(key, 0) + 1
+        last.add(txn.csn, txn.xid)
+        tally.written += 1
+        tally.notes.extend(notes)
+        notes = []
 
 
 def _durable(opts: SinkOptions, writer: TrailWriter, last: LastWritten, tally: _Tally,

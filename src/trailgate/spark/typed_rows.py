@@ -10,7 +10,7 @@ decoded when only the change's own columns are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -20,8 +20,25 @@ import pyarrow.compute as pc
 
 from trailgate.model import Column, ColumnKind, OpType, TableDef, TrailPosition, Values
 from trailgate.model import unix_micros_from_julian as _micros
+from trailgate.spark.change_chunks import (
+    SPEC_KEEP,
+    SPEC_KNOWN,
+    SPEC_STOP,
+    Stopped,
+    change_batches,
+    spec_bytes,
+)
 from trailgate.spark.trail_catalog import TrailTable
-from trailgate.spark.trail_rows import drive, header_batches, op_label
+from trailgate.spark.trail_rows import (
+    FIXED_KINDS,
+    drive,
+    header_arrays,
+    header_batches,
+    keep_types,
+    op_label,
+    scalar_array,
+    string_array,
+)
 from trailgate.spark.typed_values import arrow_type, quote, spark_ddl, to_arrow
 from trailgate.trail._accel import speedups
 from trailgate.trail.reader import TrailRecord
@@ -152,6 +169,7 @@ class _TypedColumns:
     def __init__(self, table: TypedTable, fields: tuple[str, ...]):
         full = table.arrow_schema()
         self.schema = pa.schema([full.field(name) for name in fields])
+        self.table_name = table.name
         self.value_names = [n for n, _ in table.columns if n in fields]
         self.value_types = [t for n, t in table.columns if n in fields]
         self.before = "before" in fields
@@ -249,7 +267,7 @@ class _TypedColumns:
                                                              pa.bool_()))
         for (name, dtype) in CHANGE_FIELDS:
             if name in self.change:
-                arrays[name] = pa.array(self.change[name], dtype)
+                arrays[name] = scalar_array(self.change[name], dtype)
         batch = pa.RecordBatch.from_arrays([arrays[f.name] for f in self.schema],
                                            schema=self.schema)
         self.truncate((0, 0, 0))
@@ -281,8 +299,83 @@ def read_typed_batches(
         return raw.table == name and op_label(raw.io_type) in keep_ops
 
     start = table.definition_at(lower)
+    tables = {name: start} if start is not None else None
+    if speedups is not None:
+        return _c_typed(trail, lower, upper, cols, keep, keep_ops, batch_rows, tables)
     return drive(trail, lower, upper, cols, keep=keep, batch_rows=batch_rows,
-                 values=cols.values, tables={name: start} if start is not None else None)
+                 values=cols.values, tables=tables)
+
+
+def _c_typed(trail: str, lower: TrailPosition, upper: TrailPosition | None,
+             cols: _TypedColumns, keep: Callable[[TrailRecord], bool], ops: frozenset[str],
+             batch_rows: int, tables: dict[str, TableDef] | None
+             ) -> Iterator[pa.RecordBatch]:
+    """:func:`read_typed_batches` with the value columns built by the C codec
+    (``change_rows``: one binary column per slot, converted by Arrow as the Python rows
+    are), drive taking the spans it leaves (see :mod:`change_chunks`)."""
+    schema = cols.schema
+    slot_of = cols.slot_of
+    nslots = len(cols.all_types)
+    wanted = set(cols.after_slots)
+    build = (1 if "csn" in schema.names else 0) | (2 if "xid" in schema.names else 0) | (
+        16 if cols.before else 0) | (32 if cols.value_names else 0)
+    after_slots = bytes(1 if k in wanted else 0 for k in range(nslots))
+
+    def spec_of(name: str, table: TableDef | None) -> bytes:
+        flags = SPEC_KEEP if name == cols.table_name else 0
+        if table is None:
+            return spec_bytes(flags, {})
+        entries: dict[int, tuple[int, int, bytes | int]] = {}
+        fixed = {c.index for c in table.columns if c.kind in FIXED_KINDS}
+        for c in table.columns:
+            slot = slot_of.get(c.name, -1)
+            if c.index in entries and (slot >= 0 or entries[c.index][2] != -1):
+                flags |= SPEC_STOP  # an index given twice: the Python rows say what it is
+            hexed = slot >= 0 and c.kind is ColumnKind.RAW and pa.types.is_string(
+                cols.all_types[slot])
+            entries[c.index] = (2 if c.index in fixed else 1, int(hexed), slot)
+        return spec_bytes(flags | SPEC_KNOWN, entries)
+
+    def assemble(seq: int, base: int, rows: int, columns: list[Any],
+                 table_names: list[str]) -> pa.RecordBatch:
+        return _typed_batch(cols, seq, base, rows, columns, table_names)
+
+    def fallback(at: TrailPosition, end: TrailPosition, in_force: dict[str, TableDef]
+                 ) -> Generator[pa.RecordBatch, None, Stopped | None]:
+        return drive(trail, at, end, cols, keep=keep, batch_rows=batch_rows,
+                     values=cols.values, tables=in_force)
+
+    return change_batches(trail, lower, upper, keep=keep_types(ops),
+                          shape=(True, build, nslots, after_slots), batch_rows=batch_rows,
+                          tables=tables, spec_of=spec_of, assemble=assemble,
+                          fallback=fallback)
+
+
+def _typed_batch(cols: _TypedColumns, seq: int, base: int, rows: int, columns: list[Any],
+                 table_names: list[str]) -> pa.RecordBatch:
+    """The typed columns of ``rows`` rows from ``change_rows``'s buffers."""
+    schema = cols.schema
+    nslots = len(cols.all_types)
+    out = header_arrays(schema.names, seq, base, rows, columns, table_names)
+    if "csn" in schema.names:
+        out["csn"] = pa.Array.from_buffers(pa.int64(), rows, [
+            pa.py_buffer(columns[9]), pa.py_buffer(columns[8])])
+    if "xid" in schema.names:
+        out["xid"] = string_array(rows, *columns[10:13])
+
+    def slot(k: int) -> pa.Array:
+        return string_array(rows, columns[k], columns[k + 1], columns[k + 2], pa.binary())
+
+    for name, dtype, k in zip(cols.value_names, cols.value_types, cols.after_slots,
+                              strict=True):
+        out[name] = to_arrow(slot(16 + 3 * k), dtype)
+    if cols.before:
+        first = 16 + 3 * nslots
+        children = [to_arrow(slot(first + 3 * k), t) for k, t in enumerate(cols.all_types)]
+        out["before"] = pa.StructArray.from_buffers(
+            schema.field("before").type, rows,
+            [pa.py_buffer(columns[first + 3 * nslots])], children=children)
+    return pa.RecordBatch.from_arrays([out[f.name] for f in schema], schema=schema)
 
 
 def _header_only(trail: str, lower: TrailPosition, upper: TrailPosition | None, name: str,

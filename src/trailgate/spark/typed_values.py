@@ -44,16 +44,18 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def to_arrow(values: list[bytes | None], dtype: pa.DataType) -> pa.Array:
-    """The trail-form ``values`` of one column as an array of ``dtype``; a value the type
-    cannot hold (not a number, out of its range) is null."""
-    data = pa.array(values, pa.binary())
+def to_arrow(values: list[bytes | None] | pa.Array, dtype: pa.DataType) -> pa.Array:
+    """The trail-form ``values`` of one column (bytes, or a binary array) as an array of
+    ``dtype``; a value the type cannot hold (not a number, out of its range) is null."""
+    data = values if isinstance(values, pa.Array) else pa.array(values, pa.binary())
     if pa.types.is_binary(dtype):
         return data
     try:
         return _convert(data, dtype)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
+    if isinstance(values, pa.Array):
+        values = values.to_pylist()
     converted = [_one(v, dtype) for v in values]
     try:
         return pa.array(converted, dtype)

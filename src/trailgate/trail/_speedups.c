@@ -1803,6 +1803,999 @@ sp_split_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * change_rows(buf, pos, end, keep, upper, max_rows, names, specs, lookup, define, shape)
+ *   -> (boundary, rows, done, stop, stop_at, columns)
+ *
+ * header_rows with the values: trail_rows.drive's transaction rule over the complete
+ * records in buf[pos:end] (one 11.2 file, `pos` a transaction boundary), building the
+ * Arrow buffers of whole batches instead of a Python object per value.  It decodes what
+ * the reader decodes (every change's column list when values are asked for) and stops
+ * where the reader would raise or where trail_rows' Python code does something this code
+ * does not (DDL rows, fragments, LOB pieces, a column repeated in one image): `stop` True and `stop_at` the record's offset; the caller reads on from
+ * `boundary` with the Python reader.  It also stops after the transaction that brings the
+ * rows to `max_rows`.
+ *
+ * `names` maps a table name's bytes to its index; a name it lacks is handed to `lookup`,
+ * which adds it, appends its spec to `specs` and returns the index (None: stop).  A
+ * metadata record is handed to `define(offset, length)`, which applies the definition to
+ * `specs` and returns 0 (nothing to apply), 1 (applied) or -1 (stop: the reader raises).
+ *
+ * A spec (bytes, native byte order): flags (uint8: 1 table known, 2 rows kept, 4 stop at
+ * its rows), 3 bytes padding, ncols (uint32), then ncols entries of kind (uint8: 0 not in
+ * the table, 1 variable, 2 fixed width), hex (uint8: the value as lower-case hex text),
+ * name length (uint16) and name offset or typed slot (int32), then the names.
+ *
+ * `shape` = (typed, build, nslots, after_slots): build bits 1 csn, 2 xid, 4 rowid,
+ * 8 tokens, 16 before, 32 after.  The generic form builds map<string,string> columns
+ * (before, after, tokens); the typed form a binary column per slot (after: the slots
+ * `after_slots` flags; before: every slot, and the struct's validity).
+ * `columns` is a list of bytes: the eight header arrays of header_rows, csn (int64) and
+ * its validity, then xid and rowid (offsets, data, validity each), then either the maps
+ * tokens, before, after (row offsets, row validity, key offsets, key data, item offsets,
+ * item data, item validity each) or the typed slots (after slots flagged, then the before
+ * slots and the before validity).  A column not built is None.
+ */
+typedef struct {
+    unsigned char *p;
+    Py_ssize_t len, cap;
+} gbuf;
+
+static int
+gb_grow(gbuf *b, Py_ssize_t need)
+{
+    if (need <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 1024;
+    while (cap < need)
+        cap *= 2;
+    unsigned char *q = PyMem_Realloc(b->p, (size_t)cap);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = q;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int
+gb_put(gbuf *b, const void *src, Py_ssize_t n)
+{
+    if (b->len + n > b->cap && gb_grow(b, b->len + n) < 0)
+        return -1;
+    if (n)
+        memcpy(b->p + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+/* Bit i of the bitmap b set to v (bytes up to it added as zeros). */
+static inline int
+bit_put(gbuf *b, Py_ssize_t i, int v)
+{
+    Py_ssize_t need = i / 8 + 1;
+    if (need > b->len) {
+        if (gb_grow(b, need) < 0)
+            return -1;
+        memset(b->p + b->len, 0, (size_t)(need - b->len));
+        b->len = need;
+    }
+    if (v)
+        b->p[i >> 3] |= (unsigned char)(1u << (i & 7));
+    else
+        b->p[i >> 3] &= (unsigned char)~(1u << (i & 7));
+    return 0;
+}
+
+/* A string/binary column: int32 offsets, data, validity. */
+typedef struct {
+    gbuf off, data, valid;
+    Py_ssize_t n;
+} strcol;
+
+static int
+sc_init(strcol *c)
+{
+    int32_t zero = 0;
+    memset(c, 0, sizeof(*c));
+    return gb_put(&c->off, &zero, 4);
+}
+
+static void
+sc_free(strcol *c)
+{
+    PyMem_Free(c->off.p);
+    PyMem_Free(c->data.p);
+    PyMem_Free(c->valid.p);
+}
+
+/* OK, INCONSISTENT (the column passed 2 GiB: the Python code takes it) or FAILED. */
+static int
+sc_end(strcol *c, int valid)
+{
+    if (c->data.len > INT32_MAX)
+        return INCONSISTENT;
+    int32_t o = (int32_t)c->data.len;
+    if (gb_put(&c->off, &o, 4) < 0 || bit_put(&c->valid, c->n, valid) < 0)
+        return FAILED;
+    c->n++;
+    return OK;
+}
+
+static int
+sc_add(strcol *c, const unsigned char *p, Py_ssize_t n)
+{
+    if (gb_put(&c->data, p, n) < 0)
+        return FAILED;
+    return sc_end(c, 1);
+}
+
+static const char HEX_DIGITS[] = "0123456789abcdef";
+
+static int
+sc_add_hex(strcol *c, const unsigned char *p, Py_ssize_t n)
+{
+    if (gb_grow(&c->data, c->data.len + 2 * n) < 0)
+        return FAILED;
+    unsigned char *o = c->data.p + c->data.len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        o[2 * i] = (unsigned char)HEX_DIGITS[p[i] >> 4];
+        o[2 * i + 1] = (unsigned char)HEX_DIGITS[p[i] & 15];
+    }
+    c->data.len += 2 * n;
+    return sc_end(c, 1);
+}
+
+static void
+sc_truncate(strcol *c, Py_ssize_t n)
+{
+    if (n >= c->n)
+        return;
+    int32_t o;
+    memcpy(&o, c->off.p + n * 4, 4);
+    c->off.len = (n + 1) * 4;
+    c->data.len = o;
+    c->n = n;
+}
+
+/* The length of the UTF-8 sequence at p (n bytes left) as Python's strict decoder takes
+ * it, 0 when none starts there. */
+static Py_ssize_t
+utf8_at(const unsigned char *p, Py_ssize_t n)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    Py_ssize_t more;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        more = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        more = 2;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    }
+    else if (c >= 0xF0 && c <= 0xF4) {
+        more = 3;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    }
+    else
+        return 0;
+    if (n <= more || p[1] < lo || p[1] > hi)
+        return 0;
+    for (Py_ssize_t k = 2; k <= more; k++)
+        if (p[k] < 0x80 || p[k] > 0xBF)
+            return 0;
+    return more + 1;
+}
+
+/* The bytes as text the way the generic rows decode them: UTF-8, each byte of what is not
+ * UTF-8 as \xNN (Python's "backslashreplace"). */
+static int
+sc_add_text(strcol *c, const unsigned char *p, Py_ssize_t n)
+{
+    if (utf8_valid(p, n))
+        return sc_add(c, p, n);
+    if (gb_grow(&c->data, c->data.len + 4 * n) < 0)
+        return FAILED;
+    unsigned char *o = c->data.p + c->data.len;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        Py_ssize_t k = utf8_at(p + i, n - i);
+        if (k > 0) {
+            memcpy(o, p + i, (size_t)k);
+            o += k;
+            i += k;
+        }
+        else {
+            o[0] = '\\';
+            o[1] = 'x';
+            o[2] = (unsigned char)HEX_DIGITS[p[i] >> 4];
+            o[3] = (unsigned char)HEX_DIGITS[p[i] & 15];
+            o += 4;
+            i++;
+        }
+    }
+    c->data.len = o - c->data.p;
+    return sc_end(c, 1);
+}
+
+/* A map<string,string> column: row offsets and validity, keys, items. */
+typedef struct {
+    gbuf off, valid;
+    Py_ssize_t rows;
+    strcol keys, items;
+} mapcol;
+
+static int
+mc_init(mapcol *m)
+{
+    int32_t zero = 0;
+    memset(m, 0, sizeof(*m));
+    if (sc_init(&m->keys) < 0 || sc_init(&m->items) < 0)
+        return -1;
+    return gb_put(&m->off, &zero, 4);
+}
+
+static void
+mc_free(mapcol *m)
+{
+    PyMem_Free(m->off.p);
+    PyMem_Free(m->valid.p);
+    sc_free(&m->keys);
+    sc_free(&m->items);
+}
+
+/* The row's end: its entries are the keys added since the last one. */
+static int
+mc_end_row(mapcol *m, int valid)
+{
+    if (m->keys.n > INT32_MAX)
+        return INCONSISTENT;
+    int32_t o = (int32_t)m->keys.n;
+    if (gb_put(&m->off, &o, 4) < 0 || bit_put(&m->valid, m->rows, valid) < 0)
+        return FAILED;
+    m->rows++;
+    return OK;
+}
+
+static void
+mc_truncate(mapcol *m, Py_ssize_t rows)
+{
+    if (rows > m->rows)
+        return;
+    int32_t o;
+    memcpy(&o, m->off.p + rows * 4, 4);
+    m->off.len = (rows + 1) * 4;
+    m->rows = rows;
+    sc_truncate(&m->keys, o);
+    sc_truncate(&m->items, o);
+}
+
+/* A spec's parts (see above). */
+#define SPEC_KNOWN 1
+#define SPEC_KEEP 2
+#define SPEC_STOP 4
+typedef struct {
+    unsigned flags;
+    uint32_t ncols;
+    const unsigned char *entries, *names;
+    Py_ssize_t names_len;
+} spec_t;
+
+static int
+spec_of(PyObject *specs, long index, spec_t *s)
+{
+    if (index < 0 || index >= PyList_GET_SIZE(specs))
+        return -1;
+    PyObject *o = PyList_GET_ITEM(specs, index);
+    if (!PyBytes_Check(o) || PyBytes_GET_SIZE(o) < 8)
+        return -1;
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(o);
+    Py_ssize_t size = PyBytes_GET_SIZE(o);
+    s->flags = p[0];
+    memcpy(&s->ncols, p + 4, 4);
+    if ((Py_ssize_t)s->ncols > (size - 8) / 8)
+        return -1;
+    s->entries = p + 8;
+    s->names = p + 8 + (Py_ssize_t)s->ncols * 8;
+    s->names_len = size - 8 - (Py_ssize_t)s->ncols * 8;
+    return 0;
+}
+
+/* Entry i of a spec: kind, hex, name length, name offset / slot. */
+typedef struct {
+    unsigned kind, hex, name_len;
+    int32_t ref;
+} entry_t;
+
+static inline void
+entry_of(const spec_t *s, unsigned i, entry_t *e)
+{
+    if (i >= s->ncols) {
+        e->kind = e->hex = e->name_len = 0;
+        e->ref = -1;
+        return;
+    }
+    const unsigned char *p = s->entries + (Py_ssize_t)i * 8;
+    uint16_t len;
+    e->kind = p[0];
+    e->hex = p[1];
+    memcpy(&len, p + 2, 2);
+    e->name_len = len;
+    memcpy(&e->ref, p + 4, 4);
+}
+
+/* One decoded column of an image. */
+typedef struct {
+    unsigned index;
+    const unsigned char *v; /* NULL: SQL NULL */
+    Py_ssize_t n;
+} colval;
+
+typedef struct {
+    colval *items;
+    Py_ssize_t n, cap;
+} colvec;
+
+/* The column list b[start:end] as values.decode_columns reads it (the table's fixed-width
+ * columns from the spec; shape when the table is unknown) into *out.  OK, INCONSISTENT or
+ * FAILED. */
+static int
+image_columns(const unsigned char *b, Py_ssize_t start, Py_ssize_t end, const spec_t *s,
+              colvec *out)
+{
+    out->n = 0;
+    Py_ssize_t pos = start;
+    while (pos < end) {
+        if (end - pos < 4)
+            return INCONSISTENT;
+        unsigned index = be16(b + pos);
+        Py_ssize_t length = be16(b + pos + 2);
+        const unsigned char *v = b + pos + 4;
+        if (length > end - pos - 4 || length < 2)
+            return INCONSISTENT;
+        unsigned indicator = be16(v);
+        if (indicator != 0 && indicator != 0xFFFF)
+            return INCONSISTENT;
+        if (out->n == out->cap) {
+            Py_ssize_t cap = out->cap ? out->cap * 2 : 64;
+            colval *q = PyMem_Realloc(out->items, (size_t)cap * sizeof(colval));
+            if (q == NULL) {
+                PyErr_NoMemory();
+                return FAILED;
+            }
+            out->items = q;
+            out->cap = cap;
+        }
+        colval *c = &out->items[out->n++];
+        c->index = index;
+        if (indicator == 0xFFFF) {
+            c->v = NULL;
+            c->n = 0;
+        }
+        else {
+            int variable;
+            if (!(s->flags & SPEC_KNOWN)) {
+                variable = length >= 4 && (Py_ssize_t)be16(v + 2) == length - 4;
+            }
+            else {
+                entry_t e;
+                entry_of(s, index, &e);
+                variable = e.kind != 2;
+                if (variable && (length < 4 || (Py_ssize_t)be16(v + 2) != length - 4))
+                    return INCONSISTENT;
+            }
+            c->v = variable ? v + 4 : v + 2;
+            c->n = variable ? length - 4 : length - 2;
+        }
+        pos += 4 + length;
+    }
+    return OK;
+}
+
+/* An image as a map row: keys the spec's names (the index in decimal without one), items
+ * the values as text (hex for RAW).  INCONSISTENT for what the Python code must do: a
+ * column repeated (a dict keeps its first place and last value). */
+static int
+map_image(mapcol *m, const colvec *cv, const spec_t *s, uint32_t *seen, uint32_t stamp)
+{
+    for (Py_ssize_t k = 0; k < cv->n; k++) {
+        const colval *c = &cv->items[k];
+        if (seen[c->index] == stamp)
+            return INCONSISTENT;
+        seen[c->index] = stamp;
+        entry_t e;
+        entry_of(s, c->index, &e);
+        int rc;
+        if (e.kind != 0 && e.name_len > 0) {
+            if (e.ref < 0 || (Py_ssize_t)e.ref > s->names_len
+                || (Py_ssize_t)e.name_len > s->names_len - e.ref)
+                return INCONSISTENT;
+            rc = sc_add(&m->keys, s->names + e.ref, e.name_len);
+        }
+        else {
+            char digits[8];
+            int n = snprintf(digits, sizeof digits, "%u", c->index);
+            rc = sc_add(&m->keys, (const unsigned char *)digits, n);
+        }
+        if (rc != OK)
+            return rc;
+        if (c->v == NULL)
+            rc = sc_end(&m->items, 0);
+        else if (e.kind != 0 && e.hex)
+            rc = sc_add_hex(&m->items, c->v, c->n);
+        else
+            rc = sc_add_text(&m->items, c->v, c->n);
+        if (rc != OK)
+            return rc;
+    }
+    return mc_end_row(m, 1);
+}
+
+/* An image into the typed slot columns: each slot the value of its definition column
+ * (the last one in the list, as a dict has it), null when the image lacks it. */
+typedef struct {
+    const unsigned char *v;
+    Py_ssize_t n;
+    int hex;
+} slotval;
+
+static int
+slot_image(strcol *cols, const unsigned char *wanted, Py_ssize_t nslots, const colvec *cv,
+           const spec_t *s, slotval *tmp)
+{
+    for (Py_ssize_t k = 0; k < nslots; k++)
+        tmp[k].v = NULL;
+    if (cv != NULL) {
+        for (Py_ssize_t k = 0; k < cv->n; k++) {
+            const colval *c = &cv->items[k];
+            entry_t e;
+            entry_of(s, c->index, &e);
+            if (e.kind == 0 || e.ref < 0 || e.ref >= nslots)
+                continue;
+            tmp[e.ref].v = c->v;
+            tmp[e.ref].n = c->n;
+            tmp[e.ref].hex = (int)e.hex;
+        }
+    }
+    for (Py_ssize_t k = 0; k < nslots; k++) {
+        if (wanted != NULL && !wanted[k])
+            continue;
+        int rc;
+        if (tmp[k].v == NULL)
+            rc = sc_end(&cols[k], 0);
+        else if (tmp[k].hex)
+            rc = sc_add_hex(&cols[k], tmp[k].v, tmp[k].n);
+        else
+            rc = sc_add(&cols[k], tmp[k].v, tmp[k].n);
+        if (rc != OK)
+            return rc;
+    }
+    return OK;
+}
+
+#define B_CSN 1
+#define B_XID 2
+#define B_ROWID 4
+#define B_TOKENS 8
+#define B_BEFORE 16
+#define B_AFTER 32
+#define IO_DELETE 3
+#define IO_TRUNCATE 100
+#define IO_PK_UPDATE 115
+#define IO_DDL 160
+#define IO_COMMENT 205
+#define N_FIXED_COLUMNS 9 /* the header arrays and csn */
+
+static const Py_ssize_t fixed_widths[N_FIXED_COLUMNS] = {8, 4, 1, 1, 4, 8, 8, 4, 8};
+
+/* Whether the IO type is one the reader decodes (an OpType other than fragments, LOB
+ * pieces and metadata). */
+static inline int
+decoded_type(unsigned t)
+{
+    return t == 3 || t == 5 || t == 10 || t == 15 || t == 100 || t == 115 || t == 132
+           || t == 160 || t == 205;
+}
+
+typedef struct {
+    gbuf fixed[N_FIXED_COLUMNS];
+    gbuf csn_valid;
+    strcol xid, rowid;
+    mapcol maps[3]; /* tokens, before, after */
+    strcol *after, *before; /* typed: nslots each */
+    gbuf before_valid;
+    Py_ssize_t nslots;
+    colvec before_cv, after_cv;
+    uint32_t *seen;
+    slotval *tmp;
+} rowset;
+
+static void
+rs_free(rowset *r)
+{
+    for (int k = 0; k < N_FIXED_COLUMNS; k++)
+        PyMem_Free(r->fixed[k].p);
+    PyMem_Free(r->csn_valid.p);
+    sc_free(&r->xid);
+    sc_free(&r->rowid);
+    for (int k = 0; k < 3; k++)
+        mc_free(&r->maps[k]);
+    if (r->after != NULL)
+        for (Py_ssize_t k = 0; k < r->nslots; k++)
+            sc_free(&r->after[k]);
+    if (r->before != NULL)
+        for (Py_ssize_t k = 0; k < r->nslots; k++)
+            sc_free(&r->before[k]);
+    PyMem_Free(r->after);
+    PyMem_Free(r->before);
+    PyMem_Free(r->before_valid.p);
+    PyMem_Free(r->before_cv.items);
+    PyMem_Free(r->after_cv.items);
+    PyMem_Free(r->seen);
+    PyMem_Free(r->tmp);
+}
+
+static void
+rs_truncate(rowset *r, Py_ssize_t rows)
+{
+    for (int k = 0; k < N_FIXED_COLUMNS; k++)
+        r->fixed[k].len = rows * fixed_widths[k];
+    sc_truncate(&r->xid, rows);
+    sc_truncate(&r->rowid, rows);
+    for (int k = 0; k < 3; k++)
+        mc_truncate(&r->maps[k], rows);
+    for (Py_ssize_t k = 0; k < r->nslots; k++) {
+        sc_truncate(&r->after[k], rows);
+        sc_truncate(&r->before[k], rows);
+    }
+}
+
+static PyObject *
+gb_bytes(const gbuf *b)
+{
+    return PyBytes_FromStringAndSize((const char *)b->p, b->len);
+}
+
+/* Append a column's buffers to the list (None for each when `built` is false). */
+static int
+put_bufs(PyObject *list, const gbuf *const *bufs, int n, int built)
+{
+    for (int k = 0; k < n; k++) {
+        PyObject *o = built ? gb_bytes(bufs[k]) : Py_NewRef(Py_None);
+        if (o == NULL || PyList_Append(list, o) < 0) {
+            Py_XDECREF(o);
+            return -1;
+        }
+        Py_DECREF(o);
+    }
+    return 0;
+}
+
+static int
+put_str(PyObject *list, const strcol *c, int built)
+{
+    const gbuf *bufs[3] = {&c->off, &c->data, &c->valid};
+    return put_bufs(list, bufs, 3, built);
+}
+
+static int
+put_map(PyObject *list, const mapcol *m, int built)
+{
+    const gbuf *bufs[7] = {&m->off, &m->valid, &m->keys.off, &m->keys.data,
+                           &m->items.off, &m->items.data, &m->items.valid};
+    return put_bufs(list, bufs, 7, built);
+}
+
+static PyObject *
+sp_change_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "change_rows(buf, pos, end, keep, upper, max_rows, "
+                                         "names, specs, lookup, define, shape)");
+        return NULL;
+    }
+    PyObject *buf = args[0], *keep_arg = args[3], *names = args[6], *specs = args[7];
+    PyObject *lookup = args[8], *define = args[9], *shape = args[10];
+    Py_ssize_t pos, end, upper, max_rows, nslots;
+    int typed, build;
+    PyObject *after_slots;
+    if (!PyBytes_Check(buf) || as_ssize(args[1], &pos) < 0 || as_ssize(args[2], &end) < 0
+        || as_ssize(args[4], &upper) < 0 || as_ssize(args[5], &max_rows) < 0
+        || !PyBytes_Check(keep_arg) || PyBytes_GET_SIZE(keep_arg) != 256
+        || !PyDict_Check(names) || !PyList_Check(specs) || !PyTuple_Check(shape)) {
+        PyErr_SetString(PyExc_TypeError, "change_rows: an argument of the wrong type");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(shape, "pinO", &typed, &build, &nslots, &after_slots))
+        return NULL;
+    if (pos < 0 || pos > end || end > PyBytes_GET_SIZE(buf) || nslots < 0 || nslots > 0xFFFF
+        || !PyBytes_Check(after_slots) || PyBytes_GET_SIZE(after_slots) != nslots) {
+        PyErr_SetString(PyExc_ValueError, "change_rows: inconsistent arguments");
+        return NULL;
+    }
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(buf);
+    const unsigned char *keep = (const unsigned char *)PyBytes_AS_STRING(keep_arg);
+    const unsigned char *wanted = (const unsigned char *)PyBytes_AS_STRING(after_slots);
+    int values = (build & (B_BEFORE | B_AFTER)) != 0;
+
+    rowset r;
+    memset(&r, 0, sizeof r);
+    PyObject *result = NULL, *columns = NULL;
+    if (sc_init(&r.xid) < 0 || sc_init(&r.rowid) < 0)
+        goto fail;
+    for (int k = 0; k < 3; k++)
+        if (mc_init(&r.maps[k]) < 0)
+            goto fail;
+    if (typed) {
+        r.nslots = nslots;
+        r.after = PyMem_Calloc((size_t)(nslots ? nslots : 1), sizeof(strcol));
+        r.before = PyMem_Calloc((size_t)(nslots ? nslots : 1), sizeof(strcol));
+        r.tmp = PyMem_Calloc((size_t)(nslots ? nslots : 1), sizeof(slotval));
+        if (r.after == NULL || r.before == NULL || r.tmp == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t k = 0; k < nslots; k++)
+            if (sc_init(&r.after[k]) < 0 || sc_init(&r.before[k]) < 0)
+                goto fail;
+    }
+    else {
+        r.seen = PyMem_Calloc(0x10000, sizeof(uint32_t));
+        if (r.seen == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+    }
+    uint32_t stamp = 0;
+
+    Py_ssize_t boundary = pos, rows = 0, committed = 0, stop_at = -1;
+    int in_txn = 0, done = 0, stop = 0;
+    const unsigned char *name_at = NULL;
+    Py_ssize_t name_len = -1;
+    long name_index = 0;
+    /* the open transaction's CSN and XID (from its first record's T area) */
+    int64_t txn_csn = 0;
+    int txn_has_csn = 0;
+    const unsigned char *txn_xid = NULL;
+    Py_ssize_t txn_xid_len = 0;
+
+    for (;;) {
+        Frame f;
+        int found = frame_at(b, pos, end, &f);
+        if (found == FRAME_SHORT)
+            break;
+        if (found == FRAME_BAD || !record_sound(b, &f)) {
+            stop = 1;
+            break;
+        }
+        const unsigned char *h = f.h;
+        unsigned io_type = h[6], ind = h[24];
+        if (h[32] != 0 || io_type == IO_FRAGMENT || io_type == IO_LOB) {
+            stop = 1;
+            break;
+        }
+        if (io_type == IO_METADATA) {
+            PyObject *got = PyObject_CallFunction(define, "nn", pos, f.length);
+            if (got == NULL)
+                goto fail;
+            long applied = PyLong_Check(got) ? PyLong_AsLong(got) : -1;
+            Py_DECREF(got);
+            if (applied == -1 && PyErr_Occurred())
+                goto fail;
+            if (applied < 0) {
+                stop = 1;
+                break;
+            }
+            name_at = NULL; /* the spec may have changed */
+            pos += f.length;
+            continue;
+        }
+        /* the sub-records, as decode_record takes them */
+        const unsigned char *d = NULL, *u = NULL, *rowid = NULL, *xid = NULL;
+        Py_ssize_t d_len = 0, u_len = 0, rowid_len = 0, xid_len = 0;
+        int has_csn = 0, sealed = 0;
+        uint64_t csn = 0;
+        Py_ssize_t p = f.body;
+        while (p < f.body_end) {
+            unsigned char stype;
+            const unsigned char *v;
+            Py_ssize_t n;
+            if (next_sub(b, &p, f.body_end, &stype, &v, &n) < 0) {
+                sealed = 1; /* record_sound said otherwise: leave it to Python */
+                break;
+            }
+            if (stype == TYPE_D) {
+                d = v;
+                d_len = n;
+            }
+            else if (stype == TYPE_U) {
+                u = v;
+                u_len = n;
+            }
+            else if (stype == 'E') {
+                sealed = 1;
+            }
+            else if (stype == TYPE_T) {
+                rowid = xid = NULL;
+                has_csn = 0;
+                Py_ssize_t q = v - b, tend = q + n;
+                while (q < tend) {
+                    unsigned char ttype;
+                    const unsigned char *tv;
+                    Py_ssize_t tn;
+                    if (next_sub(b, &q, tend, &ttype, &tv, &tn) < 0) {
+                        sealed = 1;
+                        break;
+                    }
+                    if (ttype == TYPE_ROWID) {
+                        rowid = tv;
+                        rowid_len = (tn >= 2 && tv[tn - 2] == 0 && tv[tn - 1] == 1) ? tn - 2 : tn;
+                    }
+                    else if (ttype == TYPE_XID) {
+                        xid = tv;
+                        xid_len = tn;
+                    }
+                    else if (ttype == TYPE_CSN) {
+                        csn = 0;
+                        for (Py_ssize_t i = 0; i < tn; i++)
+                            csn = csn * 10 + (uint64_t)(tv[i] - '0');
+                        has_csn = 1;
+                        if (csn > (uint64_t)INT64_MAX)
+                            sealed = 1; /* beyond a long: the Python code says so */
+                    }
+                }
+            }
+        }
+        if (sealed) {
+            stop = 1;
+            break;
+        }
+        if (d == NULL)
+            d_len = 0;
+        /* the table's spec */
+        if (name_at == NULL || name_len != f.name_len
+            || memcmp(name_at, f.name, (size_t)f.name_len) != 0) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)f.name, f.name_len);
+            if (key == NULL)
+                goto fail;
+            PyObject *known = PyDict_GetItemWithError(names, key); /* borrowed */
+            long index = -1;
+            if (known != NULL) {
+                index = PyLong_AsLong(known);
+            }
+            else if (PyErr_Occurred()) {
+                Py_DECREF(key);
+                goto fail;
+            }
+            else {
+                PyObject *got = PyObject_CallOneArg(lookup, key);
+                if (got == NULL) {
+                    Py_DECREF(key);
+                    goto fail;
+                }
+                index = got == Py_None ? -2 : PyLong_AsLong(got);
+                Py_DECREF(got);
+            }
+            Py_DECREF(key);
+            if (index == -1 && PyErr_Occurred())
+                goto fail;
+            if (index < 0) {
+                stop = 1;
+                break;
+            }
+            name_at = f.name;
+            name_len = f.name_len;
+            name_index = index;
+        }
+        spec_t spec;
+        if (spec_of(specs, name_index, &spec) < 0) {
+            stop = 1;
+            break;
+        }
+        /* the change's images, decoded as the reader decodes them */
+        int kept_type = keep[io_type] && (spec.flags & SPEC_KEEP);
+        int has_before = 0, has_after = 0;
+        if (values && decoded_type(io_type)) {
+            int rc = OK;
+            if (io_type == IO_DDL || io_type == IO_COMMENT) {
+                if (!utf8_valid(d ? d : b, d_len) || (kept_type && !typed))
+                    rc = INCONSISTENT; /* DDL rows: their fields are parsed in Python */
+            }
+            else if (io_type == IO_PK_UPDATE) {
+                if (d_len < 2 || (Py_ssize_t)be16(d) > d_len - 2)
+                    rc = INCONSISTENT;
+                else {
+                    Py_ssize_t key_end = 2 + (Py_ssize_t)be16(d);
+                    rc = image_columns(d, 2, key_end, &spec, &r.before_cv);
+                    if (rc == OK)
+                        rc = image_columns(d, key_end, d_len, &spec, &r.after_cv);
+                    has_before = has_after = 1;
+                }
+            }
+            else if (io_type == IO_DELETE) {
+                rc = image_columns(d ? d : b, 0, d_len, &spec, &r.before_cv);
+                has_before = 1;
+            }
+            else if (io_type != IO_TRUNCATE) {
+                rc = image_columns(d ? d : b, 0, d_len, &spec, &r.after_cv);
+                has_after = 1;
+            }
+            if (rc == FAILED)
+                goto fail;
+            if (rc != OK || (kept_type && (spec.flags & SPEC_STOP))) {
+                stop = 1;
+                break;
+            }
+        }
+        int starts = ind == 0 || ind == 3, ends = ind >= 2;
+        if (starts) {
+            if (in_txn) {
+                rows = committed; /* the one before never ended: its writer stopped */
+                rs_truncate(&r, rows);
+            }
+            if (upper >= 0 && pos >= upper) {
+                in_txn = 0;
+                done = 1;
+                break;
+            }
+            in_txn = 1;
+            txn_has_csn = has_csn;
+            txn_csn = (int64_t)csn;
+            txn_xid = xid;
+            txn_xid_len = xid_len;
+        }
+        else if (!in_txn) {
+            if (upper >= 0 && pos >= upper) {
+                done = 1;
+                break;
+            }
+            pos += f.length;
+            continue; /* the rest of a transaction that started before this range */
+        }
+        if (kept_type && decoded_type(io_type) && io_type != IO_COMMENT) {
+            int64_t off = (int64_t)pos;
+            int32_t length = (int32_t)f.length;
+            uint64_t io_time = be64(h + 8), audit_pos = be64(h + 16);
+            uint32_t audit_rba = be32(h + 25);
+            unsigned char io8 = (unsigned char)io_type;
+            unsigned char flags = (unsigned char)((starts ? 1 : 0) | (ends ? 2 : 0));
+            int32_t table = (int32_t)name_index;
+            if (gb_put(&r.fixed[0], &off, 8) < 0 || gb_put(&r.fixed[1], &length, 4) < 0
+                || gb_put(&r.fixed[2], &io8, 1) < 0 || gb_put(&r.fixed[3], &flags, 1) < 0
+                || gb_put(&r.fixed[4], &table, 4) < 0 || gb_put(&r.fixed[5], &io_time, 8) < 0
+                || gb_put(&r.fixed[6], &audit_pos, 8) < 0
+                || gb_put(&r.fixed[7], &audit_rba, 4) < 0
+                || gb_put(&r.fixed[8], &txn_csn, 8) < 0
+                || bit_put(&r.csn_valid, rows, txn_has_csn) < 0)
+                goto fail;
+            int rc = OK;
+            if (build & B_XID)
+                rc = txn_xid ? sc_add(&r.xid, txn_xid, txn_xid_len) : sc_end(&r.xid, 0);
+            if (rc == OK && (build & B_ROWID))
+                rc = rowid ? sc_add(&r.rowid, rowid, rowid_len) : sc_end(&r.rowid, 0);
+            if (rc == OK && !typed && (build & B_TOKENS)) {
+                /* U area: name length, name, value length, value (record_sound checked it);
+                 * a name given twice goes to Python (a dict keeps its first place) */
+                mapcol *m = &r.maps[0];
+                Py_ssize_t q = 0, first = m->keys.n;
+                while (rc == OK && u != NULL && q < u_len) {
+                    Py_ssize_t n = be16(u + q);
+                    const unsigned char *name = u + q + 2;
+                    q += 2 + n;
+                    Py_ssize_t vn = be16(u + q);
+                    const unsigned char *value = u + q + 2;
+                    q += 2 + vn;
+                    for (Py_ssize_t k = first; k < m->keys.n; k++) {
+                        int32_t a, z;
+                        memcpy(&a, m->keys.off.p + k * 4, 4);
+                        memcpy(&z, m->keys.off.p + k * 4 + 4, 4);
+                        if (z - a == n && memcmp(m->keys.data.p + a, name, (size_t)n) == 0)
+                            rc = INCONSISTENT;
+                    }
+                    if (rc == OK)
+                        rc = sc_add(&m->keys, name, n);
+                    if (rc == OK)
+                        rc = sc_add(&m->items, value, vn);
+                }
+                if (rc == OK)
+                    rc = mc_end_row(m, m->keys.n > first);
+            }
+            if (rc == OK && values && !typed) {
+                for (int k = 1; k <= 2 && rc == OK; k++) {
+                    int has = k == 1 ? has_before : has_after;
+                    if (!(build & (k == 1 ? B_BEFORE : B_AFTER)))
+                        continue;
+                    if (!has) {
+                        rc = mc_end_row(&r.maps[k], 0);
+                        continue;
+                    }
+                    rc = map_image(&r.maps[k], k == 1 ? &r.before_cv : &r.after_cv, &spec,
+                                   r.seen, ++stamp);
+                    if (stamp == UINT32_MAX) {
+                        memset(r.seen, 0, 0x10000 * sizeof(uint32_t));
+                        stamp = 0;
+                    }
+                }
+            }
+            if (rc == OK && values && typed) {
+                if (build & B_AFTER)
+                    rc = slot_image(r.after, wanted, nslots, has_after ? &r.after_cv : NULL,
+                                    &spec, r.tmp);
+                if (rc == OK && (build & B_BEFORE)) {
+                    rc = slot_image(r.before, NULL, nslots, has_before ? &r.before_cv : NULL,
+                                    &spec, r.tmp);
+                    if (rc == OK && bit_put(&r.before_valid, rows, has_before) < 0)
+                        rc = FAILED;
+                }
+            }
+            if (rc == FAILED)
+                goto fail;
+            if (rc != OK) {
+                stop = 1;
+                break;
+            }
+            rows++;
+        }
+        pos += f.length;
+        if (ends) {
+            in_txn = 0;
+            boundary = pos;
+            committed = rows;
+            if (max_rows > 0 && committed >= max_rows)
+                break;
+        }
+    }
+    if (stop)
+        stop_at = pos;
+    rs_truncate(&r, committed);
+    columns = PyList_New(0);
+    if (columns == NULL)
+        goto fail;
+    {
+        for (int k = 0; k < N_FIXED_COLUMNS; k++) {
+            const gbuf *one[1] = {&r.fixed[k]};
+            if (put_bufs(columns, one, 1, 1) < 0)
+                goto fail;
+        }
+        const gbuf *cv[1] = {&r.csn_valid};
+        if (put_bufs(columns, cv, 1, 1) < 0 || put_str(columns, &r.xid, build & B_XID) < 0
+            || put_str(columns, &r.rowid, build & B_ROWID) < 0)
+            goto fail;
+        if (!typed) {
+            if (put_map(columns, &r.maps[0], build & B_TOKENS) < 0
+                || put_map(columns, &r.maps[1], build & B_BEFORE) < 0
+                || put_map(columns, &r.maps[2], build & B_AFTER) < 0)
+                goto fail;
+        }
+        else {
+            for (Py_ssize_t k = 0; k < nslots; k++)
+                if (put_str(columns, &r.after[k], (build & B_AFTER) && wanted[k]) < 0)
+                    goto fail;
+            for (Py_ssize_t k = 0; k < nslots; k++)
+                if (put_str(columns, &r.before[k], build & B_BEFORE) < 0)
+                    goto fail;
+            const gbuf *bv[1] = {&r.before_valid};
+            if (put_bufs(columns, bv, 1, build & B_BEFORE) < 0)
+                goto fail;
+        }
+    }
+    result = Py_BuildValue("(nniinN)", boundary, committed, done, stop, stop_at, columns);
+    columns = NULL;
+fail:
+    Py_XDECREF(columns);
+    rs_free(&r);
+    return result;
+}
+
 static PyMethodDef speedups_methods[] = {
     {"decode_columns", (PyCFunction)(void (*)(void))sp_decode_columns, METH_FASTCALL,
      "decode_columns(data, fixed, start, end) -> dict | None"},
@@ -1819,6 +2812,9 @@ static PyMethodDef speedups_methods[] = {
      "scan_records(buf, pos, end, state, max_records, mark, mark_types) -> tuple | None"},
     {"scan_tables", (PyCFunction)(void (*)(void))sp_scan_tables, METH_FASTCALL,
      "scan_tables(buf, pos, end, row_types, counts, first) -> (pos, metadata, stop)"},
+    {"change_rows", (PyCFunction)(void (*)(void))sp_change_rows, METH_FASTCALL,
+     "change_rows(buf, pos, end, keep, upper, max_rows, names, specs, lookup, define, "
+     "shape) -> (boundary, rows, done, stop, stop_at, columns)"},
     {"header_rows", (PyCFunction)(void (*)(void))sp_header_rows, METH_FASTCALL,
      "header_rows(buf, pos, end, keep, upper, names) -> (boundary, rows, done, stop, "
      "columns)"},

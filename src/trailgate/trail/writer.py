@@ -40,6 +40,7 @@ from trailgate.trail.records import (
 from trailgate.trail.release import DEFAULT_FORMAT, TrailFormat, format_for_level
 from trailgate.trail.release12 import FileEncoder, encode_change12
 from trailgate.trail.sealing import SEAL_OVERHEAD, RecordSealer
+from trailgate.trail.txn_batch import TRANS_IND_OFFSET, TxnBatch
 
 __all__ = ["TrailWriter"]
 
@@ -297,6 +298,39 @@ class TrailWriter:
         off = self._trans_ind_offset
         self._append(patched[:off] + _ONLY + patched[off + 1:])
         self._txn_records = 1
+        self._has_data = True
+        self._last_csn = csn
+        self._last_io_time = io_time
+        return True
+
+    def write_batch(self, batch: TxnBatch, tables: Mapping[str, TableDef]) -> bool:
+        """Many whole transactions whose records are final (:mod:`trail.txn_batch`),
+        appended in one go when that is what the general path would write: the open file
+        has each table's definition (``tables``) and room for them all, and its records are
+        11.2's, not sealed.  Otherwise nothing is done and the answer is ``False``: the
+        caller takes each transaction on the general path."""
+        if (self._txn is not None or self._enc is not None or self._sealer is not None
+                or self._fd is None or self._after
+                or self._trans_ind_offset != TRANS_IND_OFFSET):
+            return False
+        records = batch.records
+        if self._file_len + len(records) > self.max_bytes:
+            return False
+        for name in batch.names:
+            table = tables.get(name)
+            known = self._tables_in_file.get(name)
+            if table is None or known is None:
+                return False
+            if known is not table:
+                if known != table:
+                    return False
+                self._tables_in_file[name] = table  # the same definition: by identity
+        self._buf += records
+        self._file_len += len(records)
+        if len(self._buf) >= _SPILL_BYTES:
+            self._write_buffer()
+        csn, _, io_time = batch.last
+        self._txn_records = batch.last_records
         self._has_data = True
         self._last_csn = csn
         self._last_io_time = io_time

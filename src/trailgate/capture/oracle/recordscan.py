@@ -1,12 +1,11 @@
-"""The dump parser's C record reader, ``_dumpscan.parse_record``, when it was built.
+"""The dump parser's C record reader, ``_dumpscan``, when it was built.
 
 ``parse_record(text, path, first_line, start)`` gives the RedoRecord ``dumpparser._record``
-builds, or ``None`` for anything outside the common layouts (the Python parser then decides,
-with its located errors).  The C code fills the dataclasses' slots, so it checks at import
-that the classes have the fields it was written for; if not, or without the extension, or
-with ``TRAILGATE_PURE_PYTHON`` set, ``parse_record`` is ``None`` and Python reads every
-record.  ``row_values`` (same module, same conditions) turns a row piece's columns into
-the trail-form values ``rowchanges`` builds, or ``None`` for Python to decide.
+builds, or ``None`` outside the common layouts (the Python parser then decides, with its
+located errors); ``row_values`` likewise gives a row piece's trail-form values.  The C code
+fills the dataclasses' slots, so it checks at import that they have the fields it was
+written for; if not, without the extension, or with ``TRAILGATE_PURE_PYTHON`` set, both are
+``None`` and Python does the work.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 /* conv: how PostgreSQL's text becomes trail form (types.trail_from_pg_text) */
@@ -512,34 +514,33 @@ static inline void put64(unsigned char *p, uint64_t v) {
     }
 }
 
-/* The whole trail record of one row change, as records.encode_row_record(op, table, d_area,
- * io_time, lsn, lsn >> 24, None, None) makes it; o is the caller's scratch buffer (kept
- * between calls).  Returns a new bytes object, or NULL with *status 1 (not handled: the
- * Python path) or -1 (error set). */
-static PyObject *build_record(PyObject *msg, PyObject *layout, PyObject *keep, const char *name,
-                              Py_ssize_t name_len, unsigned long long io_time,
-                              unsigned long long lsn, Out *o, int *status) {
-    *status = 1;
+/* Append to o (from o->len on) the whole trail record of one row change, as
+ * records.encode_row_record(op, table, d_area, io_time, lsn, lsn >> 24, None, None) makes
+ * it; t_area (t_len bytes, may be 0) is a T sub-area put after the D area, where
+ * records.with_t_area puts a transaction's CSN and XID.  *at gets the record's offset.
+ * 0 ok, 1 not handled (o unchanged: the Python path), -1 error set. */
+static int put_record(PyObject *msg, PyObject *layout, PyObject *keep, const char *name,
+                      Py_ssize_t name_len, unsigned long long io_time, unsigned long long lsn,
+                      const unsigned char *t_area, Py_ssize_t t_len, Out *o, Py_ssize_t *at) {
     if ((lsn >> 24) > 0xFFFFFFFFull)
-        return NULL;
+        return 1;
+    Py_ssize_t base = o->len;
     Py_ssize_t prefix = 4 + 4 + H_FIXED + name_len + 1 + 4; /* G, H sub, D sub header */
-    if (out_reserve(o, prefix + 256) < 0) {
-        *status = -1;
-        return NULL;
-    }
-    o->len = prefix;
+    if (out_reserve(o, prefix + 256) < 0)
+        return -1;
+    o->len = base + prefix;
     int op = 0;
     int r = encode_parts(msg, layout, keep, o, &op);
-    Py_ssize_t dlen = o->len - prefix, total = o->len + 4;
+    Py_ssize_t dlen = o->len - base - prefix, total = o->len - base + t_len + 4;
     if (!r && (dlen > 0xFFFF || total > 0xFFFF))
         r = 1; /* fragments: the Python path */
-    if (!r && out_reserve(o, 4) < 0)
+    if (!r && out_reserve(o, t_len + 4) < 0)
         r = -1;
     if (r) {
-        *status = r;
-        return NULL;
+        o->len = base;
+        return r;
     }
-    unsigned char *b = o->buf;
+    unsigned char *b = o->buf + base;
     b[0] = 'G';
     b[1] = 0x01;
     put16(b + 2, (unsigned)total);
@@ -574,11 +575,30 @@ static PyObject *build_record(PyObject *msg, PyObject *layout, PyObject *keep, c
     dsub[0] = 'D';
     dsub[1] = 0;
     put16(dsub + 2, (unsigned)dlen);
-    unsigned char *z = b + o->len;
+    if (t_len)
+        memcpy(o->buf + o->len, t_area, (size_t)t_len);
+    o->len += t_len;
+    unsigned char *z = o->buf + o->len;
     z[0] = 'Z';
     z[1] = 0x01;
     put16(z + 2, (unsigned)total);
-    PyObject *record = PyBytes_FromStringAndSize((const char *)b, total);
+    o->len += 4;
+    *at = base;
+    return 0;
+}
+
+/* The whole trail record of one row change (put_record without a T area) as a new bytes
+ * object; o is the caller's scratch buffer (kept between calls).  NULL with *status 1
+ * (not handled: the Python path) or -1 (error set). */
+static PyObject *build_record(PyObject *msg, PyObject *layout, PyObject *keep, const char *name,
+                              Py_ssize_t name_len, unsigned long long io_time,
+                              unsigned long long lsn, Out *o, int *status) {
+    Py_ssize_t at;
+    o->len = 0;
+    *status = put_record(msg, layout, keep, name, name_len, io_time, lsn, NULL, 0, o, &at);
+    if (*status)
+        return NULL;
+    PyObject *record = PyBytes_FromStringAndSize((const char *)o->buf, o->len);
     *status = record == NULL ? -1 : 0;
     return record;
 }
@@ -738,6 +758,389 @@ static PyObject *next_mark(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromSsize_t(i < stop ? i : stop);
 }
 
+static inline uint64_t get64(const unsigned char *p) {
+    return ((uint64_t)get32(p) << 32) | get32(p + 4);
+}
+
+static inline void put32(unsigned char *p, uint32_t v) {
+    put16(p, v >> 16);
+    put16(p + 2, v & 0xFFFF);
+}
+
+/* The (lsn, message) pair at chunk[i]; 0 ok (*msg None for a keepalive), -1 error set. */
+static int span_item(PyObject *chunk, Py_ssize_t i, unsigned long long *lsn, PyObject **msg) {
+    PyObject *item = PyList_GET_ITEM(chunk, i);
+    if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2
+        || (PyTuple_GET_ITEM(item, 1) != Py_None && !PyBytes_CheckExact(PyTuple_GET_ITEM(item, 1)))) {
+        PyErr_SetString(PyExc_TypeError, "a span's items are (lsn, bytes | None) pairs");
+        return -1;
+    }
+    *lsn = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(item, 0));
+    if (PyErr_Occurred())
+        return -1;
+    *msg = PyTuple_GET_ITEM(item, 1);
+    return 0;
+}
+
+/* ValueError "<text> at LSN X/Y", the LSN as PostgreSQL writes it. */
+static PyObject *at_lsn(const char *text, unsigned long long lsn) {
+    char message[160];
+    snprintf(message, sizeof message, "%s at LSN %X/%X", text, (unsigned)(lsn >> 32),
+             (unsigned)(lsn & 0xFFFFFFFFu));
+    PyErr_SetString(PyExc_ValueError, message);
+    return NULL;
+}
+
+/* scan_span(chunk, i, stop, end, bound, in_txn) -> (i, bound, in_txn, action): from
+ * chunk[i] on, where WalStream.spans's read of the transactions committing before end
+ * stops (fastpath._scan_span is the reference).  action 0: chunk[stop] reached; 1: the
+ * keepalive at i ends the read (resume after it); 2: the read ends before chunk[i]; 3: the
+ * Commit before chunk[i] ends it.  bound: every commit before it has been received. */
+static PyObject *scan_span(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "scan_span(chunk: list, i, stop, end, bound, in_txn)");
+        return NULL;
+    }
+    PyObject *chunk = args[0];
+    Py_ssize_t i = PyLong_AsSsize_t(args[1]), stop = PyLong_AsSsize_t(args[2]);
+    unsigned long long end = PyLong_AsUnsignedLongLong(args[3]);
+    unsigned long long bound = PyLong_AsUnsignedLongLong(args[4]);
+    int in_txn = PyObject_IsTrue(args[5]);
+    if (PyErr_Occurred() || in_txn < 0)
+        return NULL;
+    if (stop > PyList_GET_SIZE(chunk))
+        stop = PyList_GET_SIZE(chunk);
+    if (i < 0)
+        i = 0;
+    int action = 0;
+    while (i < stop) {
+        unsigned long long lsn;
+        PyObject *data;
+        if (span_item(chunk, i, &lsn, &data) < 0)
+            return NULL;
+        if (data == Py_None) { /* a keepalive: the server has read the log up to lsn */
+            if (lsn > bound)
+                bound = lsn;
+            if (!in_txn && bound >= end) {
+                action = 1;
+                break;
+            }
+            i++;
+            continue;
+        }
+        const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(data);
+        Py_ssize_t n = PyBytes_GET_SIZE(data);
+        if (n == 0)
+            return at_lsn("empty pgoutput message", lsn);
+        if (in_txn) {
+            i++;
+            if (d[0] == 'C') { /* flags, commit LSN, end LSN at offset 10 */
+                if (n < 18)
+                    return at_lsn("malformed pgoutput Commit message", lsn);
+                in_txn = 0;
+                unsigned long long commit_end = get64(d + 10);
+                if (commit_end > bound)
+                    bound = commit_end;
+                if (bound >= end) {
+                    action = 3;
+                    break;
+                }
+            }
+            continue;
+        }
+        if (d[0] == 'B') { /* its commit LSN at offset 1 */
+            if (n < 9)
+                return at_lsn("malformed pgoutput Begin message", lsn);
+            if (get64(d + 1) >= end) {
+                if (end > bound)
+                    bound = end;
+                action = 2;
+                break;
+            }
+            in_txn = 1;
+            i++;
+            continue;
+        }
+        if (lsn >= end) { /* a message outside transactions, after end */
+            if (lsn > bound)
+                bound = lsn;
+            action = 2;
+            break;
+        }
+        if (lsn > bound)
+            bound = lsn;
+        i++;
+    }
+    return Py_BuildValue("(nKOi)", i, bound, in_txn ? Py_True : Py_False, action);
+}
+
+/* GoldenGate Julian microseconds at PostgreSQL's epoch (2000-01-01 UTC). */
+#define JULIAN_PG_EPOCH 211813444800000000LL
+#define MAX_BATCH_TABLES 255
+#define T_AREA_MAX 64
+#define TRANS_IND_AT 32 /* G and H sub-area headers, then 24 bytes of the H area */
+#define TXN_ENTRY 26    /* u64 csn, u64 io_time, u32 xid, u32 nbytes, u16 nrec */
+
+typedef struct {
+    PyObject *entry; /* (layout, keep, name) from rels (borrowed) */
+    const char *name;
+    Py_ssize_t name_len;
+    uint32_t counts[4];
+} BatchTable;
+
+/* A transaction's T area (records.with_t_area): its CSN and XID as decimal text. */
+static Py_ssize_t t_area(unsigned char *t, unsigned long long csn, unsigned xid) {
+    char c[24], x[12];
+    int cl = snprintf(c, sizeof c, "%llu", csn), xl = snprintf(x, sizeof x, "%u", xid);
+    Py_ssize_t len = 8 + cl + xl;
+    t[0] = 'T';
+    t[1] = 0;
+    put16(t + 2, (unsigned)len);
+    t[4] = 'L';
+    t[5] = 0;
+    put16(t + 6, (unsigned)cl);
+    memcpy(t + 8, c, (size_t)cl);
+    unsigned char *u = t + 8 + cl;
+    u[0] = '6';
+    u[1] = 0;
+    put16(u + 2, (unsigned)xl);
+    memcpy(u + 4, x, (size_t)xl);
+    return 4 + len;
+}
+
+/* The batch's table for relation oid: -1 not in rels (the general path), -2 dropped (the
+ * rules capture nothing of it), -3 error set, else its index in tabs. */
+static int batch_table(PyObject *rels, uint32_t oid, BatchTable *tabs, int *ntabs) {
+    PyObject *key = PyLong_FromUnsignedLong(oid);
+    if (key == NULL)
+        return -3;
+    PyObject *entry = PyDict_GetItemWithError(rels, key);
+    Py_DECREF(key);
+    if (entry == NULL)
+        return PyErr_Occurred() ? -3 : -1;
+    if (entry == Py_None)
+        return -2;
+    for (int t = 0; t < *ntabs; t++)
+        if (tabs[t].entry == entry)
+            return t;
+    if (*ntabs >= MAX_BATCH_TABLES || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3)
+        return -1;
+    BatchTable *bt = &tabs[*ntabs];
+    bt->name = table_name(PyTuple_GET_ITEM(entry, 2), &bt->name_len);
+    if (bt->name == NULL || bt->name_len > 0xFFFF)
+        return -1;
+    bt->entry = entry;
+    memset(bt->counts, 0, sizeof bt->counts);
+    return (*ntabs)++;
+}
+
+/* The batch blob (trail.txn_batch describes it): header, index, table of each record,
+ * records. */
+static PyObject *batch_blob(BatchTable *tabs, int ntabs, uint32_t ntxn, const Out *index,
+                            const Out *rtabs, const Out *recs) {
+    Py_ssize_t size = 10 + index->len + rtabs->len + recs->len;
+    for (int t = 0; t < ntabs; t++)
+        size += 2 + tabs[t].name_len + 16;
+    PyObject *blob = PyBytes_FromStringAndSize(NULL, size);
+    if (blob == NULL)
+        return NULL;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(blob);
+    put32(p, ntxn);
+    put32(p + 4, (uint32_t)rtabs->len);
+    put16(p + 8, (unsigned)ntabs);
+    p += 10;
+    for (int t = 0; t < ntabs; t++) {
+        put16(p, (unsigned)tabs[t].name_len);
+        memcpy(p + 2, tabs[t].name, (size_t)tabs[t].name_len);
+        p += 2 + tabs[t].name_len;
+        for (int k = 0; k < 4; k++, p += 4)
+            put32(p, tabs[t].counts[k]);
+    }
+    if (index->len)
+        memcpy(p, index->buf, (size_t)index->len);
+    p += index->len;
+    if (rtabs->len)
+        memcpy(p, rtabs->buf, (size_t)rtabs->len);
+    p += rtabs->len;
+    if (recs->len)
+        memcpy(p, recs->buf, (size_t)recs->len);
+    return blob;
+}
+
+/* encode_txns(chunk, start, stop, rels, after, upto, max_txns, max_bytes, max_rows)
+ *   -> (next, count, blob | None, last_csn, last_end_lsn, last_commit_time)
+ * A run of whole small transactions in one call: from chunk[start] on, each Begin, its row
+ * changes and its Commit become the transaction's trail records as the general path writes
+ * them (encode_row's records, the T area on the first, TransInd set), until stop, max_txns
+ * transactions, max_bytes of records, or a transaction this does not take: one with another
+ * message (Relation, Type, Origin, Message, Truncate), a row of a relation not in rels (an
+ * int oid -> (layout, keep, table name), or None: rows dropped), more than max_rows rows, a
+ * row encode_row leaves to Python, one committing at or before after or at or after upto,
+ * or one not whole in chunk[:stop].  next is the first item not taken (keepalives between
+ * transactions are taken), count the transactions taken; blob is None when none of them
+ * wrote a record.  last_commit_time is the last Commit's, as a Julian timestamp. */
+static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9 || !PyList_CheckExact(args[0]) || !PyDict_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "encode_txns(chunk: list, start, stop, rels: dict, "
+                        "after, upto, max_txns, max_bytes, max_rows)");
+        return NULL;
+    }
+    PyObject *chunk = args[0], *rels = args[3];
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), stop = PyLong_AsSsize_t(args[2]);
+    long long after = PyLong_AsLongLong(args[4]), upto = PyLong_AsLongLong(args[5]);
+    Py_ssize_t max_txns = PyLong_AsSsize_t(args[6]), max_bytes = PyLong_AsSsize_t(args[7]);
+    Py_ssize_t max_rows = PyLong_AsSsize_t(args[8]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (stop > PyList_GET_SIZE(chunk))
+        stop = PyList_GET_SIZE(chunk);
+    if (start < 0)
+        start = 0;
+    Out recs = {NULL, 0, 0}, index = {NULL, 0, 0}, rtabs = {NULL, 0, 0};
+    BatchTable tabs[MAX_BATCH_TABLES];
+    int ntabs = 0;
+    uint32_t nwritten = 0;
+    Py_ssize_t taken = start, count = 0;
+    long long last_csn = 0, last_end = 0, last_commit = 0;
+    unsigned char t[T_AREA_MAX];
+    PyObject *result = NULL;
+    while (taken < stop && count < max_txns && recs.len < max_bytes) {
+        unsigned long long lsn;
+        PyObject *data;
+        if (span_item(chunk, taken, &lsn, &data) < 0)
+            goto done;
+        if (data == Py_None) { /* a keepalive between transactions */
+            taken++;
+            continue;
+        }
+        const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(data);
+        if (PyBytes_GET_SIZE(data) != 21 || d[0] != 'B')
+            break;
+        long long final_lsn = (long long)get64(d + 1), begin_time = (long long)get64(d + 9);
+        unsigned xid = get32(d + 17);
+        if (final_lsn <= after || final_lsn >= upto || final_lsn <= last_csn || final_lsn < 0
+            || begin_time < -JULIAN_PG_EPOCH || begin_time > LLONG_MAX - JULIAN_PG_EPOCH)
+            break;
+        unsigned long long io_time = (unsigned long long)(begin_time + JULIAN_PG_EPOCH);
+        Py_ssize_t t_len = t_area(t, (unsigned long long)final_lsn, xid);
+        Py_ssize_t rec_mark = recs.len, tab_mark = rtabs.len, first_at = -1, last_at = -1;
+        int tabs_mark = ntabs;
+        Py_ssize_t nrec = 0, j = taken + 1;
+        int whole = 0, cached_oid_set = 0, cached = -1;
+        uint32_t cached_oid = 0;
+        while (j < stop) {
+            if (span_item(chunk, j, &lsn, &data) < 0)
+                goto done;
+            if (data == Py_None) {
+                j++;
+                continue;
+            }
+            d = (const unsigned char *)PyBytes_AS_STRING(data);
+            Py_ssize_t n = PyBytes_GET_SIZE(data);
+            if (n > 5 && (d[0] == 'I' || d[0] == 'U' || d[0] == 'D')) {
+                uint32_t oid = get32(d + 1);
+                int tb = cached;
+                if (!cached_oid_set || oid != cached_oid) {
+                    tb = batch_table(rels, oid, tabs, &ntabs);
+                    if (tb == -3)
+                        goto done;
+                    cached_oid = oid;
+                    cached_oid_set = 1;
+                    cached = tb;
+                }
+                if (tb == -1)
+                    break;
+                if (tb == -2) { /* a table the rules drop */
+                    j++;
+                    continue;
+                }
+                if (nrec >= max_rows)
+                    break;
+                PyObject *entry = tabs[tb].entry;
+                Py_ssize_t at;
+                int r = put_record(data, PyTuple_GET_ITEM(entry, 0), PyTuple_GET_ITEM(entry, 1),
+                                   tabs[tb].name, tabs[tb].name_len, io_time, lsn,
+                                   nrec ? NULL : t, nrec ? 0 : t_len, &recs, &at);
+                if (r < 0)
+                    goto done;
+                if (r > 0)
+                    break;
+                if (out_reserve(&rtabs, 1) < 0)
+                    goto done;
+                rtabs.buf[rtabs.len++] = (unsigned char)tb;
+                if (first_at < 0)
+                    first_at = at;
+                last_at = at;
+                nrec++;
+                j++;
+                continue;
+            }
+            if (n == 26 && d[0] == 'C' && (long long)get64(d + 2) == final_lsn) {
+                long long end_lsn = (long long)get64(d + 10), ctime = (long long)get64(d + 18);
+                if (ctime < -JULIAN_PG_EPOCH || ctime > LLONG_MAX - JULIAN_PG_EPOCH)
+                    break;
+                last_csn = final_lsn;
+                last_end = end_lsn;
+                last_commit = ctime + JULIAN_PG_EPOCH;
+                whole = 1;
+            }
+            break;
+        }
+        if (!whole) { /* not taken: what it added goes */
+            recs.len = rec_mark;
+            rtabs.len = tab_mark;
+            ntabs = tabs_mark;
+            break;
+        }
+        if (nrec) {
+            if (nrec == 1) {
+                recs.buf[first_at + TRANS_IND_AT] = 3; /* ONLY */
+            } else {
+                recs.buf[first_at + TRANS_IND_AT] = 0; /* FIRST */
+                recs.buf[last_at + TRANS_IND_AT] = 2;  /* LAST */
+            }
+            if (out_reserve(&index, TXN_ENTRY) < 0)
+                goto done;
+            unsigned char *e = index.buf + index.len;
+            put64(e, (uint64_t)final_lsn);
+            put64(e + 8, io_time);
+            put32(e + 16, xid);
+            put32(e + 20, (uint32_t)(recs.len - rec_mark));
+            put16(e + 24, (unsigned)nrec);
+            index.len += TXN_ENTRY;
+            nwritten++;
+        }
+        count++;
+        taken = j + 1;
+    }
+    {
+        PyObject *blob = Py_None;
+        Py_INCREF(blob);
+        if (nwritten) {
+            /* each table's records by operation, from each record's IO type */
+            Py_ssize_t at = 0;
+            for (Py_ssize_t r = 0; r < rtabs.len; r++) {
+                unsigned char io = recs.buf[at + 14];
+                int k = io == IO_TYPES[0] ? 0 : io == IO_TYPES[1] ? 1 : io == IO_TYPES[2] ? 2 : 3;
+                tabs[rtabs.buf[r]].counts[k]++;
+                at += get16(recs.buf + at + 2);
+            }
+            Py_DECREF(blob);
+            blob = batch_blob(tabs, ntabs, nwritten, &index, &rtabs, &recs);
+            if (blob == NULL)
+                goto done;
+        }
+        result = Py_BuildValue("(nnNLLL)", taken, count, blob, last_csn, last_end, last_commit);
+    }
+done:
+    PyMem_Free(recs.buf);
+    PyMem_Free(index.buf);
+    PyMem_Free(rtabs.buf);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"encode_change", (PyCFunction)(void (*)(void))encode_change, METH_FASTCALL,
      "encode_change(message, layout, keep) -> (op, d_area) | None: a pgoutput Insert, "
@@ -751,6 +1154,13 @@ static PyMethodDef methods[] = {
      "(lsn, message) pairs, records appended to out."},
     {"next_mark", (PyCFunction)(void (*)(void))next_mark, METH_FASTCALL,
      "next_mark(chunk, start, stop) -> index of the first keepalive, Begin or Commit."},
+    {"scan_span", (PyCFunction)(void (*)(void))scan_span, METH_FASTCALL,
+     "scan_span(chunk, i, stop, end, bound, in_txn) -> (i, bound, in_txn, action): where a "
+     "stream's read of the transactions committing before end stops."},
+    {"encode_txns", (PyCFunction)(void (*)(void))encode_txns, METH_FASTCALL,
+     "encode_txns(chunk, start, stop, rels, after, upto, max_txns, max_bytes, max_rows) -> "
+     "(next, count, blob, last_csn, last_end_lsn, last_commit_time): whole small "
+     "transactions as their trail records and an index (trail.txn_batch)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -41,7 +41,7 @@ from trailgate.model import (
     Transaction,
 )
 
-__all__ = ["HEARTBEAT_PREFIX", "CapturedTransaction", "EncodePlan", "PgCapture"]
+__all__ = ["HEARTBEAT_PREFIX", "CapturedBatch", "CapturedTransaction", "EncodePlan", "PgCapture"]
 
 #: Prefix of the non-transactional logical messages ``heartbeat()`` writes.
 HEARTBEAT_PREFIX = "trailgate.heartbeat"
@@ -55,6 +55,11 @@ _RECORD_OVERHEAD = 40  # rough bytes of an encoded record in a run, besides its 
 RUN_RECORDS = 200
 #: Rows of a SQL read per span (``_row_spans``).
 SPAN_ROWS = 500
+#: A batch of whole transactions (``read_batched``): at most this many, of at most
+#: ``BATCH_TXN_ROWS`` rows each, with records of at most about ``BATCH_BYTES`` in all.
+BATCH_TXNS = 10_000
+BATCH_TXN_ROWS = 16
+BATCH_BYTES = 1 << 20
 _ROW_MESSAGES = frozenset(b"IUD")  # Insert, Update, Delete: kept raw, decoded on demand
 
 
@@ -88,6 +93,20 @@ class CapturedTransaction:
     @property
     def spilled(self) -> bool:
         return isinstance(self.transaction.changes, SpilledChanges)
+
+
+@dataclass(slots=True)
+class CapturedBatch:
+    """Whole small transactions the C capture loop took in one call (``read_batched``):
+    ``blob`` their trail records and index (``trail.txn_batch``), ``None`` when none of
+    them wrote a record; ``csn``, ``end_lsn`` and ``commit_time`` (Julian) are the last
+    one's, ``count`` how many there are."""
+
+    blob: bytes | None
+    csn: int
+    end_lsn: int
+    commit_time: int
+    count: int
 
 
 class PgCapture:
@@ -132,6 +151,10 @@ class PgCapture:
         self._plans_epoch = 0  # counts reset_plans: a capture loop asks its plan again
         self._stream = stream
         self._watch = watch
+        # relation oid -> (layout, keep mask, table name), or None (rows dropped): the
+        # relations whose rows a batch (``read_batched``) may take, each asked of the
+        # encode plan and its definition handed out; cleared when either may change
+        self._batch_rels: dict[int, tuple[bytes, bytes | None, str] | None] = {}
 
     # --- connections ------------------------------------------------------------------------
 
@@ -318,23 +341,42 @@ class PgCapture:
                         gen.close()
             self._read_done(not conn.closed)
 
+    def read_batched(self, start_after_lsn: int | None, upto_lsn: int
+                     ) -> Iterator[CapturedTransaction | CapturedBatch]:
+        """``read`` from a stream, where a run of small transactions that need nothing
+        but their rows encoded comes as one ``CapturedBatch`` (the C path, when it is built
+        and the capture has an ``encode_plan``); anything else, from the first message a
+        batch does not take, as ``CapturedTransaction``s.  Each item is taken whole."""
+        if self._stream is None:
+            raise ValueError("PgCapture.read_batched reads a stream")
+        if start_after_lsn is not None:
+            self._delivered_lsn = max(self._delivered_lsn, start_after_lsn)
+        self._drop_previous()
+        yield from self._read_stream(self._stream, None, upto_lsn, batched=True)
+
     def _read_stream(self, stream: WalStream, max_transactions: int | None,
-                     upto_lsn: int | None) -> Iterator[CapturedTransaction]:
+                     upto_lsn: int | None, batched: bool = False
+                     ) -> Iterator[CapturedTransaction]:
         if upto_lsn is None:
             raise ValueError("PgCapture.read from a stream needs upto_lsn")
+        if max_transactions is not None:  # a span holds many: a stop inside one loses some
+            raise ValueError("PgCapture.read from a stream takes every transaction up to "
+                             "upto_lsn: max_transactions is for a read with SQL")
         self._reading = True
-        transactions = self._transactions(stream.spans(upto_lsn))
+        transactions = self._transactions(stream.spans(upto_lsn),
+                                          upto_lsn if batched else None)
         try:
             yield from self._deliver(transactions, max_transactions)
         finally:
             transactions.close()
             self._read_done(True)
 
-    def _deliver(self, transactions: Iterator[CapturedTransaction],
-                 max_transactions: int | None) -> Iterator[CapturedTransaction]:
+    def _deliver(self, transactions: Iterator[Any],
+                 max_transactions: int | None) -> Iterator[Any]:
         """Hand out transactions; each one's spilled file goes when the next is asked for."""
         for count, captured in enumerate(transactions, 1):
-            self._previous = captured
+            if type(captured) is CapturedTransaction:
+                self._previous = captured
             yield captured
             if max_transactions is not None and count >= max_transactions:
                 return
@@ -351,24 +393,28 @@ class PgCapture:
         """Ask the encode plan again for every table (what it answers has changed)."""
         self._plans.clear()
         self._plans_epoch += 1
+        self._batch_rels.clear()
 
     def republish_tables(self) -> None:
         """Hand out each table's definition again with its next transaction, as a new
         read of the slot would (a consumer that starts over, e.g. a new trail file, needs
         them)."""
         self._published.clear()
+        self._batch_rels.clear()
 
     def _drop_previous(self) -> None:
         prev, self._previous = self._previous, None
         if prev is not None and isinstance(prev.transaction.changes, SpilledChanges):
             prev.transaction.changes.path.unlink(missing_ok=True)
 
-    def _transactions(self, spans: Iterator[Span]
-                      ) -> Generator[CapturedTransaction, None, None]:
+    def _transactions(self, spans: Iterator[Span], upto: int | None = None
+                      ) -> Generator[Any, None, None]:
         """The transactions of a stream of spans (``fastpath.Span``), each taken whole.
 
         Runs of one table's row changes go to the C encoder (``rows_encoder``) in one call;
-        every other message, and a row change C leaves to Python, is handled here."""
+        every other message, and a row change C leaves to Python, is handled here.  With
+        ``upto`` (``read_batched``), a run of whole small transactions committing before it
+        goes to ``txns_encoder`` in one call, from each Begin met between transactions."""
         begin: pgo.Begin | None = None
         buffer: ChangeBuffer | None = None
         skip = False
@@ -385,6 +431,8 @@ class PgCapture:
         next_mark = fastpath.next_mark
         watch, flagged = self._watch, False
         epoch = self._plans_epoch
+        batch = fastpath.txns_encoder if upto is not None and encode is not None else None
+        batch_rels = self._batch_rels
         try:
             for chunk, j, hi in spans:
                 while j < hi:
@@ -392,6 +440,17 @@ class PgCapture:
                     if data is None:  # a keepalive
                         j += 1
                         continue
+                    if begin is None and batch is not None and data and data[0] == 0x42:
+                        j2, count, blob, csn, end_lsn, commit_time = batch(
+                            chunk, j, hi, batch_rels, self._delivered_lsn, upto, BATCH_TXNS,
+                            BATCH_BYTES, BATCH_TXN_ROWS)
+                        if count:
+                            self._delivered_lsn = csn
+                            self._last_end_lsn = end_lsn
+                            self._unacked[csn] = end_lsn
+                            yield CapturedBatch(blob, csn, end_lsn, commit_time, count)
+                            j = j2
+                            continue
                     if data[0] in _ROW_MESSAGES and begin is not None and len(data) > 5:
                         if buffer is None:  # a transaction already in the trail
                             j = max(j + 1, next_mark(chunk, j, hi))
@@ -404,6 +463,10 @@ class PgCapture:
                             name, layout, mask = rel.table.qualified_name, rel.layout, plan or None
                             if watch and name.lower() in watch:
                                 flagged = True
+                            elif batch is not None and plan is not None:  # defined: handed out
+                                batch_rels[int.from_bytes(key, "big")] = (
+                                    (layout, plan or None, name) if isinstance(plan, bytes)
+                                    else None)
                         if plan is False:
                             j += 1
                             continue
@@ -463,6 +526,7 @@ class PgCapture:
                                                                  self.memory_limit_bytes)
                     elif isinstance(msg, pgo.Relation):
                         self._relations[msg.oid] = self._relation(msg)
+                        batch_rels.clear()
                     elif isinstance(msg, pgo.TypeMessage | pgo.Origin):
                         if isinstance(msg, pgo.Origin):
                             origin = msg.name

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 import psycopg.pq as pq
 
-from trailgate.capture.postgres.fastpath import Span, next_mark
+from trailgate.capture.postgres.fastpath import Span, scan_span
 from trailgate.capture.postgres.pgoutput import PG_EPOCH_UNIX_MICROS, format_lsn, quote_ident
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect_failure, describe, session_conninfo
@@ -152,19 +152,19 @@ class WalStream:
                         yield item
         finally:
             spans.close()
-            if in_txn:
-                self._torn = True
+            self._torn = in_txn  # this knows where the consumer stopped; spans does not
 
     def spans(self, end: int) -> Generator[Span, None, None]:
         """Every transaction committing in ``[position, end)`` as spans of the read-ahead
         buffer, ``(chunk, lo, hi)``: ``chunk[lo:hi]`` are ``(lsn, message)`` pairs, in
         order, with keepalives (message ``None``) among them; then ``position`` is ``end``.
 
-        A span ends at a commit or at the end of its chunk, and the consumer takes each
-        span whole: one that stops after a span that ended at a commit gets the rest from
-        the next call; one that stops inside a transaction leaves the stream unusable
-        (open a new one).  Inside a transaction only Begin, Commit and keepalives matter to
-        the boundaries; the row changes between them are skipped in C (``next_mark``).
+        A span ends where the read ends or at the end of its chunk (so it may hold many
+        transactions, and end inside one), and the consumer takes each span whole: one
+        that stops after a span that ended between transactions gets the rest from the
+        next call; one that stops inside a transaction leaves the stream unusable (open a
+        new one).  The boundaries are found in C (``fastpath.scan_span``), which looks
+        only at Begin, Commit and keepalives inside a transaction.
         """
         if self._torn:
             raise RuntimeError("WalStream.spans: the last consumer stopped inside a "
@@ -173,67 +173,21 @@ class WalStream:
             return
         in_txn = False
         bound = self._bound
-        skip = next_mark
+        scan = scan_span
         try:
             while True:
-                chunk, i = self._chunk, self._index
-                n = len(chunk)
-                lo = i
-                while i < n:
-                    if in_txn:
-                        i = skip(chunk, i, n)
-                        if i >= n:
-                            break
-                    lsn, data = chunk[i]
-                    if data is None:  # a keepalive: the server has read the log up to lsn
-                        if lsn > bound:
-                            bound = lsn
-                        if not in_txn and bound >= end:
-                            if lo < i:
-                                self._index = i
-                                yield chunk, lo, i
-                            self._index = i + 1
-                            self._finish(bound, end)
-                            return
-                        i += 1
-                        continue
-                    kind = data[0]
-                    if not in_txn:
-                        if kind == 0x42:  # Begin: its commit LSN at offset 1
-                            if _unpack_lsn(data, 1)[0] >= end:
-                                break_at = max(bound, end)
-                            else:
-                                in_txn = True
-                                i += 1
-                                continue
-                        elif lsn >= end:  # a message outside transactions, after end
-                            break_at = max(bound, lsn)
-                        else:
-                            if lsn > bound:
-                                bound = lsn
-                            i += 1
-                            continue
-                        if lo < i:
-                            self._index = i
-                            yield chunk, lo, i
-                        self._index = i
-                        self._finish(break_at, end)
-                        return
-                    i += 1
-                    if kind == 0x43:  # Commit: flags, commit LSN, end LSN at offset 10
-                        in_txn = False
-                        commit_end = _unpack_lsn(data, 10)[0]
-                        self._index = i
-                        yield chunk, lo, i
-                        lo = i
-                        if commit_end > bound:
-                            bound = commit_end
-                        if bound >= end:
-                            self._finish(bound, end)
-                            return
+                chunk, lo = self._chunk, self._index
+                try:
+                    i, bound, in_txn, action = scan(chunk, lo, len(chunk), end, bound, in_txn)
+                except ValueError as exc:
+                    raise SourceError(f"slot {self.slot!r}: {exc}") from None
                 if lo < i:
                     self._index = i
                     yield chunk, lo, i
+                if action:  # 1: after the keepalive at i; 2: before item i; 3: after a commit
+                    self._index = i + 1 if action == 1 else i
+                    self._finish(bound, end)
+                    return
                 self._index = i
                 if not in_txn and bound >= end:
                     self._finish(bound, end)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from trailgate.capture.postgres import fastpath
-from trailgate.capture.postgres.capture import CapturedTransaction, PgCapture
+from trailgate.capture.postgres.capture import CapturedBatch, CapturedTransaction, PgCapture
 from trailgate.capture.postgres.changes import CapturedChanges, TransactionChanges
 from trailgate.capture.postgres.pgoutput import format_lsn
 from trailgate.capture.postgres.rows import EncodedRun, decode_row
@@ -55,6 +56,9 @@ __all__ = ["PgCaptureDataSource", "PgCapturePartition", "PgCaptureStreamReader",
 
 log = logging.getLogger("trailgate.extract")
 SLOT_WAIT_SECONDS = 60.0
+#: ``TRAILGATE_TXN_BATCHES=0`` makes the driver's streamed slot take every transaction on
+#: the general path (one object per transaction), not in batches (benchmarks, tests).
+TXN_BATCHES_ENV = "TRAILGATE_TXN_BATCHES"
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,11 +387,25 @@ def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = Tr
 
 
 def _rows(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int, end: int,
-          rows: ChangeRowBuilder) -> Generator[pa.RecordBatch, None, int | None]:
+          rows: ChangeRowBuilder, batched: bool = False
+          ) -> Generator[pa.RecordBatch, None, int | None]:
     """``cap``'s transactions committed in ``[start, end)`` as full Arrow batches of change
-    rows (the rest stays in ``rows``); returns the last one's commit time."""
+    rows (the rest stays in ``rows``); returns the last one's commit time.  ``batched``
+    (a stream's read): runs of small transactions the C capture loop took whole come as
+    one transactions row each (``CapturedBatch``)."""
     last_commit: int | None = None
-    for t in cap.read(start_after_lsn=start - 1, upto_lsn=end):
+    items: Iterator[CapturedTransaction | CapturedBatch] = (
+        cap.read_batched(start - 1, end) if batched
+        else cap.read(start_after_lsn=start - 1, upto_lsn=end))
+    for t in items:
+        if type(t) is CapturedBatch:
+            if t.blob is not None:
+                rows.add_transactions(t.blob)
+                if rows.full(opts.batch_rows, BATCH_BYTES):
+                    yield rows.take()
+            last_commit = t.commit_time
+            continue
+        assert type(t) is CapturedTransaction
         if t.csn >= end:
             break
         yield from emitter.emit(t, rows, opts.batch_rows)
@@ -395,12 +413,12 @@ def _rows(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int, en
     return last_commit
 
 
-def _batches(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int, end: int
-             ) -> Iterator[pa.RecordBatch]:
+def _batches(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int, end: int,
+             batched: bool = False) -> Iterator[pa.RecordBatch]:
     """``cap``'s transactions committed in ``[start, end)`` as Arrow batches of change
     rows, the last one ending with the position row."""
     rows = ChangeRowBuilder()
-    last_commit = yield from _rows(opts, cap, emitter, start, end, rows)
+    last_commit = yield from _rows(opts, cap, emitter, start, end, rows, batched)
     rows.add_position(_position(opts, cap, end, last_commit, emitter.tracker))
     yield rows.take()
 
@@ -439,11 +457,16 @@ class StreamedSlot:
     stream is opened at the first read, and again whenever a read does not start where the
     last one ended (a replay) or the last one failed.  ``confirm(end)`` once the batch is
     durable moves the slot.  ``close`` before anything else reads the slot (a Spark task's
-    ``read_partition``): a streamed slot is busy.
+    ``read_partition``): a streamed slot is busy.  ``batched``: runs of small transactions
+    go through in one C call and one change row each (``PgCapture.read_batched``; a
+    snapshot's table and messages stay on the general path, as the encode plan and the
+    batch's rules say); default: on unless ``TRAILGATE_TXN_BATCHES=0``.
     """
 
-    def __init__(self, opts: SourceOptions):
+    def __init__(self, opts: SourceOptions, *, batched: bool | None = None):
         self.opts = opts
+        self.batched = (os.environ.get(TXN_BATCHES_ENV, "").strip() != "0"
+                        if batched is None else batched)
         self._stream: WalStream | None = None
         self._capture: PgCapture | None = None
         self._emitter: _Emitter | None = None
@@ -481,13 +504,14 @@ class StreamedSlot:
         cap, emitter = self.open_at(start)
         if position:  # a micro-batch's read: the trail sink starts each from its state
             cap.republish_tables()
+        batched = self.batched and emitter.fast
         done = False
         try:
             if position:
-                yield from _batches(self.opts, cap, emitter, start, end)
+                yield from _batches(self.opts, cap, emitter, start, end, batched)
             else:
                 rows = ChangeRowBuilder()
-                last = yield from _rows(self.opts, cap, emitter, start, end, rows)
+                last = yield from _rows(self.opts, cap, emitter, start, end, rows, batched)
                 if last is not None:
                     self._last_commit = last
                 if len(rows):
