@@ -193,3 +193,17 @@ def test_garbled_streams_under_address_sanitizer(tmp_path):
     run = subprocess.run([sys.executable, "-c", textwrap.dedent(SANITIZED), str(tmp_path)],
                          capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0 and "sanitized ok" in run.stdout, run.stderr[-4000:]
+
+
+def test_a_read_left_before_its_end_abandons_the_stream():
+    """A span holds many transactions: a consumer that stops inside a read may not have
+    taken some of them, so the stream is marked for a new one instead of being read on
+    (a read taken to its end leaves it usable)."""
+    whole = _capture(_plain(random_stream(5, 30)), 5)
+    for _ in whole.read_batched(0, 1 << 62):
+        pass
+    assert not whole._stream.abandoned  # type: ignore[union-attr]
+    left = _capture(_plain(random_stream(5, 30)), 5)
+    for _ in left.read_batched(0, 1 << 62):
+        break
+    assert left._stream.abandoned  # type: ignore[union-attr]

@@ -195,6 +195,10 @@ class ReplayStream:
 
     def __init__(self, parts: list[list[tuple[int, Any]]]):
         self.parts = parts
+        self.abandoned = False
+
+    def abandon(self) -> None:
+        self.abandoned = True
 
     def spans(self, end: int) -> Iterator[tuple[list[tuple[int, Any]], int, int]]:
         for part in self.parts:

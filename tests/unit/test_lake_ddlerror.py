@@ -175,3 +175,18 @@ def test_the_ddl_discard_check_reads_only_what_was_appended(tmp_path: Path):
     path.write_bytes(b"")  # PURGE at the next start
     lake.apply(_ddl(), RETYPED, ApplyResult())
     assert path.read_text().count("RBA 1971, CSN 103") == 1
+
+
+def test_a_discard_file_rewritten_in_place_is_read_again(tmp_path: Path):
+    """A file emptied in place (PURGE) or replaced by one of the same inode and a size past
+    what was read keeps no DDL line of the old one."""
+    lake, _ = _lake(tmp_path, "DDLERROR DEFAULT DISCARD")
+    path = tmp_path / "rep1.dsc"
+    lake.apply(_ddl(), RETYPED, ApplyResult())
+    lake.apply(_ddl(), RETYPED, ApplyResult())  # read and remembered: not written again
+    assert path.read_text().count("RBA 1971, CSN 103") == 1
+    with path.open("r+b") as fh:  # the same inode, other text, longer than before
+        fh.truncate(0)
+        fh.write(b"Current time: 2026-11-28 00:00:00\nsomething else\n*\n" * 40)
+    assert lake.apply(_ddl(), RETYPED, ApplyResult()) is False
+    assert path.read_text().count("RBA 1971, CSN 103") == 1  # written again, once

@@ -239,6 +239,12 @@ def test_a_passphrase_wallet_derives_its_key_once_per_command(tmp_path: Path,
     assert len(derived) == 1
     with pytest.raises(ConfigError, match="wrong passphrase"):
         MasterKeyWallet(tmp_path, {PASSPHRASE_ENV: "wrong"}).name()
+    env[PASSPHRASE_ENV] = "wrong"  # the same object, asked with another passphrase
+    with pytest.raises(ConfigError, match="wrong passphrase"):
+        wallet.name()
+    del env[PASSPHRASE_ENV]
+    with pytest.raises(ConfigError, match="sealed with a passphrase"):
+        wallet.name()
 
 
 def test_a_groups_connection_string_names_the_alias_not_the_password(tmp_path: Path) -> None:

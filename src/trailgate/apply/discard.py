@@ -93,9 +93,11 @@ def _ddl_operation_line(rec: TrailChange) -> str:
 
 
 _DDL_PREFIX = b"Operation: DDL, "
-#: per discard file: (inode, bytes scanned, the DDL operation lines in them)
-_ddl_seen: dict[Path, tuple[int, int, set[bytes]]] = {}
+#: per discard file: (device and inode, bytes scanned, the last of them, the DDL operation
+#: lines in them)
+_ddl_seen: dict[Path, tuple[tuple[int, int], int, bytes, set[bytes]]] = {}
 _ddl_lock = threading.Lock()
+_TAIL = 256
 
 
 def _ddl_lines(path: Path) -> set[bytes]:
@@ -105,16 +107,21 @@ def _ddl_lines(path: Path) -> set[bytes]:
         st = os.stat(path)
     except FileNotFoundError:
         return set()
-    with _ddl_lock:
-        ino, done, lines = _ddl_seen.get(path, (st.st_ino, 0, set()))
-        if ino != st.st_ino or st.st_size < done:
-            done, lines = 0, set()
-        with open(path, "rb") as fh:
-            fh.seek(done)
-            data = fh.read(st.st_size - done)
+    ident = (st.st_dev, st.st_ino)
+    with _ddl_lock, open(path, "rb") as fh:
+        known, done, last, lines = _ddl_seen.get(path, (ident, 0, b"", set()))
+        if done:  # the same file still? (a PURGE empties it in place, a new one may reuse
+            # the inode): the last bytes read (a time stamp among them) must be as they were
+            fh.seek(done - len(last))
+            if known != ident or fh.read(len(last)) != last:
+                done, last, lines = 0, b"", set()
+        fh.seek(done)
+        data = fh.read(st.st_size - done)
         whole = data.rfind(b"\n") + 1  # a line still being appended is read next time
-        lines.update(x for x in data[:whole].split(b"\n") if x.startswith(_DDL_PREFIX))
-        _ddl_seen[path] = (st.st_ino, done + whole, lines)
+        if whole:
+            lines.update(x for x in data[:whole].split(b"\n") if x.startswith(_DDL_PREFIX))
+            last = (last + data[:whole])[-_TAIL:]
+        _ddl_seen[path] = (ident, done + whole, last, lines)
         return lines
 
 
@@ -125,6 +132,8 @@ def prepare_discard_file(spec: DiscardFileSpec, path: str | os.PathLike[str]) ->
     if not spec.append:
         with open(target, "w"):
             pass
+        with _ddl_lock:
+            _ddl_seen.pop(target, None)
     return target
 
 

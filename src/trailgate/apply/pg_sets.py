@@ -1,14 +1,11 @@
 """Running :class:`~trailgate.apply.setplan.SetPlan` s on PostgreSQL: COPY and joins.
 
-Inserts are copied straight into the target; updates and deletes send their rows as one
-``text[]`` parameter per column and run one ``UPDATE … FROM unnest(…)`` or ``DELETE … USING
-unnest(…)`` joined on the key, each value cast to its column's type as the row-by-row
-statements cast it.  With no stage table the statements of a step go out pipelined, with
-the caller's own first statements (its checkpoint row), so a step costs a round trip or
-two instead of one per statement.  Every statement checks that each row met exactly one
-target row, else the attempt raises :class:`Deviation` and the caller applies row by row.
-The joins run with a low ``random_page_cost`` so they probe the key's index:
-docs/replicat.md, "PostgreSQL target".
+Inserts are copied into the target; updates and deletes send their rows as one ``text[]``
+parameter per column and run one ``UPDATE … FROM unnest(…)`` or ``DELETE … USING
+unnest(…)`` on the key, values cast as the row-by-row statements cast them.  A step's
+statements go out pipelined after the caller's own (its checkpoint row), a round trip or
+two a step.  A row that does not meet exactly one target row raises :class:`Deviation`:
+the caller then applies row by row.  docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations

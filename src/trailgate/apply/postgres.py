@@ -401,8 +401,9 @@ class PgApplier:
                 else f"batch {batch_id} partition {partition}")
         reason = " ".join(str(exc).split())  # libpq's text may run over several lines
         return TargetError(f"lost the connection to {describe(self.conninfo)} while "
-                           f"applying {what}: {reason}; nothing of it was committed, "
-                           f"restarting the Replicat applies it again")
+                           f"applying {what}: {reason}; what the target did not commit is "
+                           f"applied again when the Replicat restarts (its checkpoint row "
+                           f"says what it did)")
 
     def _advance_query(self, start: str, end: str) -> sql.Composed:
         """One statement, its values inlined (so it can follow a BEGIN in one simple query):

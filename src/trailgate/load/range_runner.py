@@ -118,4 +118,7 @@ class RangeRunner:
                 threads is not None and threads.error is not None):
             return []
         self._spark_running.set()
-        return self._run_job(self.spark, replace(self.job, tasks=tuple(rest)))
+        try:
+            return self._run_job(self.spark, replace(self.job, tasks=tuple(rest)))
+        finally:
+            self._spark_running.clear()  # no later tick cancels another's job

@@ -37,7 +37,7 @@ from trailgate.trail._accel import speedups
 from trailgate.trail.chunks import file_chunks
 from trailgate.trail.ddl import ddl_fields
 from trailgate.trail.naming import TrailName
-from trailgate.trail.reader import TrailReader, TrailRecord
+from trailgate.trail.reader import FIXED_WIDTH_KINDS, TrailReader, TrailRecord
 from trailgate.trail.records import RawRecord
 
 __all__ = ["ARROW_SCHEMA", "FIXED_KINDS", "SCHEMA_DDL", "RowSink", "drive", "header_arrays",
@@ -359,7 +359,7 @@ def read_batches(
                  batch_rows=batch_rows, values=values, tables=definitions)
 
 
-FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
+FIXED_KINDS = FIXED_WIDTH_KINDS  # the reader's: the C rows must size values as it does
 #: change_rows' build bits of the generic columns beyond the header's
 _BUILD = {"csn": 1, "xid": 2, "rowid": 4, "tokens": 8, "before": 16, "after": 32}
 

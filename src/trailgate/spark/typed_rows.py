@@ -327,10 +327,14 @@ def _c_typed(trail: str, lower: TrailPosition, upper: TrailPosition | None,
             return spec_bytes(flags, {})
         entries: dict[int, tuple[int, int, bytes | int]] = {}
         fixed = {c.index for c in table.columns if c.kind in FIXED_KINDS}
+        filled: set[int] = set()
         for c in table.columns:
             slot = slot_of.get(c.name, -1)
-            if c.index in entries and (slot >= 0 or entries[c.index][2] != -1):
-                flags |= SPEC_STOP  # an index given twice: the Python rows say what it is
+            if (c.index in entries and (slot >= 0 or entries[c.index][2] != -1)) or (
+                    slot >= 0 and slot in filled):
+                flags |= SPEC_STOP  # an index or a name given twice: the Python rows say
+            if slot >= 0:
+                filled.add(slot)
             hexed = slot >= 0 and c.kind is ColumnKind.RAW and pa.types.is_string(
                 cols.all_types[slot])
             entries[c.index] = (2 if c.index in fixed else 1, int(hexed), slot)

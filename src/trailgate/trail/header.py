@@ -11,6 +11,7 @@ import os
 import platform
 import socket
 import struct
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -292,6 +293,7 @@ def now_julian() -> int:
 #: decoded file headers by their bytes: a reader opening a file for each small step (the
 #: streamed apply) would otherwise parse the same header hundreds of times a second
 _decoded: dict[tuple[bytes, int], FileHeader] = {}
+_decoded_lock = threading.Lock()
 _DECODED_KEPT = 16
 
 
@@ -302,13 +304,15 @@ def decode_file_header(buf: bytes, *, max_compatibility: int = MAX_READ_LEVEL) -
     if len(buf) >= 8 and buf[0] == ord("F"):
         total = (buf[2] << 8) | buf[3]
         key = (bytes(buf[:total]), max_compatibility)
-        known = _decoded.get(key)
+        with _decoded_lock:
+            known = _decoded.get(key)
         if known is not None and len(buf) >= total:
             return _copy(known)
         header = _decode_file_header(buf, max_compatibility)
-        if len(_decoded) >= _DECODED_KEPT:
-            del _decoded[next(iter(_decoded))]
-        _decoded[key] = header
+        with _decoded_lock:  # several threads read trails (streamers, Spark callbacks)
+            if len(_decoded) >= _DECODED_KEPT:
+                del _decoded[next(iter(_decoded))]
+            _decoded[key] = header
         return _copy(header)
     return _decode_file_header(buf, max_compatibility)
 

@@ -38,11 +38,13 @@ from trailgate.trail.release12 import FileDecoder
 from trailgate.trail.release12.priming import primed_decoder
 from trailgate.trail.sealing import CIPHERS, Buffer, RecordOpener
 
-__all__ = ["ReadTransaction", "TrailReader", "TrailRecord", "find_next_record",
+__all__ = ["FIXED_WIDTH_KINDS", "ReadTransaction", "TrailReader", "TrailRecord", "find_next_record",
            "opener_for", "read_header", "record_bytes"]
 
 log = logging.getLogger("trailgate.trail")
-_FIXED_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
+#: the kinds whose values the 11.2 format writes without a length
+FIXED_WIDTH_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIMESTAMP})
+_FIXED_KINDS = FIXED_WIDTH_KINDS
 _NOT_CHANGES = frozenset({OpType.RECORD_FRAGMENT, OpType.LOB})
 _KNOWN_OPS = frozenset(int(op) for op in OpType)
 _FRAGMENT = int(OpType.RECORD_FRAGMENT)

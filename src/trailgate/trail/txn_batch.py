@@ -80,6 +80,8 @@ class TxnBatch:
         if records_at > len(blob) or count == 0:
             raise ValueError(f"a transaction batch of {count} transactions and {nrec} "
                              f"records is {len(blob)} bytes")
+        if nrec and max(blob[tables_at:records_at]) >= ntables:
+            raise ValueError(f"a transaction batch names a table beyond its {ntables}")
         return cls(blob, count, names, counts, pos, tables_at, records_at)
 
     def _entry(self, k: int) -> tuple[int, int, int, int, int]:

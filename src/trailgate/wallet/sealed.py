@@ -14,6 +14,8 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -68,6 +70,7 @@ class SealedFile:
         self.home = home
         self.environ = os.environ if environ is None else environ
         self._spec: KeySpec | None = None
+        self._derived_from: bytes | None = None  # which passphrase and salt gave the key
 
     # -- keys ---------------------------------------------------------------------------
     def _new_spec(self) -> KeySpec:
@@ -84,9 +87,12 @@ class SealedFile:
     def _spec_for(self, header: Mapping[str, Any]) -> KeySpec:
         source = header.get("key")
         known = self._spec
-        if source == "passphrase" and known is not None and all(
-                known.header.get(k) == header.get(k) for k in ("key", "salt", "n", "r", "p")):
-            return known  # scrypt is slow by design: once per salt for this object
+        if source == "passphrase" and known is not None and self._derived_from is not None \
+                and all(known.header.get(k) == header.get(k)
+                        for k in ("key", "kdf", "salt", "n", "r", "p")) \
+                and hmac.compare_digest(self._derived_from,
+                                        self._passphrase_digest(header)):
+            return known  # scrypt is slow by design: once per salt and passphrase
         if source == "passphrase":
             passphrase = self.environ.get(PASSPHRASE_ENV)
             if passphrase is None:
@@ -99,6 +105,7 @@ class SealedFile:
                                   path=str(self.path)) from None
             salt = _unb64(header.get("salt"), self.path)
             key = derive_passphrase_key(passphrase, salt, n, r, p)
+            self._derived_from = self._passphrase_digest(header)
             return KeySpec(dict(header), key)
         if source == "file":
             path = key_file_path(self.home, self.environ)
@@ -111,6 +118,13 @@ class SealedFile:
             return KeySpec(dict(header), key)
         raise ConfigError(f"{self.path} names an unknown key source {source!r}",
                           path=str(self.path))
+
+    def _passphrase_digest(self, header: Mapping[str, Any]) -> bytes:
+        """What names the passphrase in the environment now, with the file's salt, without
+        keeping the passphrase itself."""
+        passphrase = self.environ.get(PASSPHRASE_ENV) or ""
+        return hashlib.sha256(str(header.get("salt")).encode() + b"\0"
+                              + passphrase.encode()).digest()
 
     # -- reading and writing ------------------------------------------------------------
     def exists(self) -> bool:

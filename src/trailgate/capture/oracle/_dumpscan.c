@@ -98,7 +98,7 @@ static Py_ssize_t tok_end(const Text *t, Py_ssize_t p)
 /* A literal. */
 static Py_ssize_t lit(const Text *t, Py_ssize_t p, const char *w)
 {
-    if (p < 0)
+    if (p < 0 || p > t->end)
         return NO;
     size_t n = strlen(w);
     if ((size_t)(t->end - p) < n || memcmp(t->s + p, w, n) != 0)
@@ -109,7 +109,7 @@ static Py_ssize_t lit(const Text *t, Py_ssize_t p, const char *w)
 /* Words separated by \s+ ("KDO Op code:" is KDO\s+Op\s+code:). */
 static Py_ssize_t words(const Text *t, Py_ssize_t p, const char *w)
 {
-    while (p >= 0) {
+    while (p >= 0 && p <= t->end) {
         const char *sp = strchr(w, ' ');
         size_t n = sp ? (size_t)(sp - w) : strlen(w);
         if ((size_t)(t->end - p) < n || memcmp(t->s + p, w, n) != 0)

@@ -365,10 +365,14 @@ class PgCapture:
         self._reading = True
         transactions = self._transactions(stream.spans(upto_lsn),
                                           upto_lsn if batched else None)
+        whole = False
         try:
             yield from self._deliver(transactions, max_transactions)
+            whole = True
         finally:
             transactions.close()
+            if not whole:  # a span's other transactions may not have been taken
+                stream.abandon()
             self._read_done(True)
 
     def _deliver(self, transactions: Iterator[Any],

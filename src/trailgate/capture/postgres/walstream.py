@@ -152,7 +152,8 @@ class WalStream:
                         yield item
         finally:
             spans.close()
-            self._torn = in_txn  # this knows where the consumer stopped; spans does not
+            if in_txn:  # this knows where the consumer stopped; spans does not
+                self._torn = True
 
     def spans(self, end: int) -> Generator[Span, None, None]:
         """Every transaction committing in ``[position, end)`` as spans of the read-ahead
@@ -274,6 +275,17 @@ class WalStream:
     @property
     def closed(self) -> bool:
         return self._closing or self._done
+
+    @property
+    def torn(self) -> bool:
+        """Whether a consumer left a read where this stream cannot go on from: a new
+        stream must be opened."""
+        return self._torn
+
+    def abandon(self) -> None:
+        """A consumer stopped before the end of what it asked for: the spans it was given
+        may hold transactions it did not take, so the stream is not read again."""
+        self._torn = True
 
     def __enter__(self) -> WalStream:
         return self

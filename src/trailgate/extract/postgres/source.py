@@ -526,7 +526,7 @@ class StreamedSlot:
         before ``start`` and nothing after."""
         stream, cap, emitter = self._stream, self._capture, self._emitter
         if (stream is None or cap is None or emitter is None or stream.closed
-                or stream.position != start):
+                or stream.torn or stream.position != start):
             return self._open(start)
         return cap, emitter
 
