@@ -27,22 +27,29 @@ from trailgate.load.manifest import Manifest, manifest_path
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 
 
-def test_threads_and_a_spark_job_on_the_same_ranges_load_each_once(pg_cluster, spark,
-                                                                   tmp_path, monkeypatch):
-    src = pg_cluster.create_database("shr_src")
-    tgt = pg_cluster.create_database("shr_tgt")
-    seed(src, orders=6000, items=2000, events=400)
+def _load_home(tmp_path, src: str, tgt: str, params: str, tables: str) -> Home:
+    """A home with the initial-load Extract ELOAD (one driver thread, ``params`` more, its
+    TABLE ``tables``) for Replicat REP into ``tgt``, both added."""
     home = Home(tmp_path / "gg").create()
     (home.dirprm / "eload.prm").write_text(
         f"EXTRACT eload\nSOURCEISTABLE\nSOURCEDB {src}\nRMTTASK REPLICAT, GROUP rep\n"
-        "CREATETARGETS\nSPARK CONF trailgate.load.sparkRanges=0\n"
-        "SPARK CONF trailgate.load.driverThreads=1\nTABLE app.*;\n")
+        f"{params}SPARK CONF trailgate.load.driverThreads=1\nTABLE {tables};\n")
     (home.dirprm / "rep.prm").write_text(f"REPLICAT rep\nTARGETDB {tgt}\n"
                                          "MAP app.*, TARGET app.*;\n")
     shell = Shell(home, io.StringIO())
     shell.run_script("ADD EXTRACT eload, SOURCEISTABLE\n"
                      "ADD REPLICAT rep, EXTTRAIL ./dirdat/aa, NODBCHECKPOINT\n", "t.oby")
     shell.close()
+    return home
+
+
+def test_threads_and_a_spark_job_on_the_same_ranges_load_each_once(pg_cluster, spark,
+                                                                   tmp_path, monkeypatch):
+    src = pg_cluster.create_database("shr_src")
+    tgt = pg_cluster.create_database("shr_tgt")
+    seed(src, orders=6000, items=2000, events=400)
+    home = _load_home(tmp_path, src, tgt, "CREATETARGETS\nSPARK CONF "
+                      "trailgate.load.sparkRanges=0\n", "app.*")
     real_init = driver_threads.RangeQueue.__init__
 
     def init(self, tasks):
@@ -79,16 +86,7 @@ def test_a_range_failing_in_a_driver_thread_ends_the_load_with_its_message(pg_cl
         conn.execute("CREATE SCHEMA app; CREATE TABLE app.orders (id bigint PRIMARY KEY, "
                      "customer integer NOT NULL, amount numeric(12,2), note text, "
                      "updated timestamptz, CHECK (id < 5000))")
-    home = Home(tmp_path / "gg").create()
-    (home.dirprm / "eload.prm").write_text(
-        f"EXTRACT eload\nSOURCEISTABLE\nSOURCEDB {src}\nRMTTASK REPLICAT, GROUP rep\n"
-        "SPARK CONF trailgate.load.driverThreads=1\nTABLE app.orders;\n")
-    (home.dirprm / "rep.prm").write_text(f"REPLICAT rep\nTARGETDB {tgt}\n"
-                                         "MAP app.*, TARGET app.*;\n")
-    shell = Shell(home, io.StringIO())
-    shell.run_script("ADD EXTRACT eload, SOURCEISTABLE\n"
-                     "ADD REPLICAT rep, EXTTRAIL ./dirdat/aa, NODBCHECKPOINT\n", "t.oby")
-    shell.close()
+    home = _load_home(tmp_path, src, tgt, "", "app.orders")
     with pytest.raises(TargetError, match=r"(?s)loading app.orders into app.orders \(range \d+, "
                                           r".*check constraint.*nothing of this range was "
                                           r"committed"):

@@ -100,22 +100,28 @@ def counts(result: Any) -> dict[str, tuple[int, ...]]:
     return {name.split(".")[1]: tuple(c.as_dict().values()) for name, c in result.counts.items()}
 
 
-def test_random_batches_equal_the_python_path(pg_db: str, tmp_path: Path) -> None:
-    conn = setup(pg_db, DDL)
-    trail = write(tmp_path, workload(11, 400))
+def _every_batch_both_ways(pg_db: str, conn: Any, trail: str, what: str) -> int:
+    """Each batch of up to 300 records of ``trail`` applied both ways (``both_ways``): the
+    C planner takes it, with the Python path's counts, position and rows; the batches."""
     lower, batch = TrailPosition(0, 0), 0
     while True:
         upper, _, _ = scan_boundary(trail, lower, max_records=300)
         if upper == lower:
-            break
+            return batch
         done, (want, position) = both_ways(pg_db, trail, lower, upper, batch)
-        assert done is not None, "a plain batch went the Python way"
+        assert done is not None, f"{what} went the Python way"
         result, got_position = done
         assert got_position == position
         assert result is not None and counts(result) == counts(want)
         assert (rows(conn, "SELECT * FROM fast.items ORDER BY id")
                 == rows(conn, "SELECT * FROM slow.items ORDER BY id"))
         lower, batch = upper, batch + 1
+
+
+def test_random_batches_equal_the_python_path(pg_db: str, tmp_path: Path) -> None:
+    conn = setup(pg_db, DDL)
+    trail = write(tmp_path, workload(11, 400))
+    batch = _every_batch_both_ways(pg_db, conn, trail, "a plain batch")
     assert batch >= 3
     n = rows(conn, f"SELECT count(*) FROM {CKPT} WHERE group_name = 'FAST'")[0][0]
     assert n == batch
@@ -133,21 +139,8 @@ def test_an_encrypted_trail_is_applied_from_its_opened_bytes(pg_db: str,
     with TrailWriter(prefix, fsync=False, encrypt="AES256", key_name="SPAN") as w:
         for txn in workload(13, 120):
             w.write_transaction(txn, {"public.items": ITEMS})
-    trail = str(prefix)
-    lower, batch = TrailPosition(0, 0), 0
-    while True:
-        upper, _, _ = scan_boundary(trail, lower, max_records=300)
-        if upper == lower:
-            break
-        done, (want, position) = both_ways(pg_db, trail, lower, upper, batch)
-        assert done is not None, "an encrypted batch went the Python way"
-        result, got_position = done
-        assert got_position == position and result is not None
-        assert counts(result) == counts(want)
-        lower, batch = upper, batch + 1
+    batch = _every_batch_both_ways(pg_db, conn, str(prefix), "an encrypted batch")
     assert batch >= 2
-    assert (rows(conn, "SELECT * FROM fast.items ORDER BY id")
-            == rows(conn, "SELECT * FROM slow.items ORDER BY id"))
 
 
 def test_replay_is_skipped(pg_db: str, tmp_path: Path) -> None:

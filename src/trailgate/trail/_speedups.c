@@ -1262,44 +1262,52 @@ done:
 #define IO_LOB 116
 #define IO_METADATA 170
 
+/* The length of the UTF-8 sequence at p (n bytes left) as Python's strict decoder takes
+ * it, 0 when none starts there. */
+static Py_ssize_t
+utf8_at(const unsigned char *p, Py_ssize_t n)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    Py_ssize_t more;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        more = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        more = 2;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    }
+    else if (c >= 0xF0 && c <= 0xF4) {
+        more = 3;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    }
+    else
+        return 0;
+    if (n <= more || p[1] < lo || p[1] > hi)
+        return 0;
+    for (Py_ssize_t k = 2; k <= more; k++)
+        if (p[k] < 0x80 || p[k] > 0xBF)
+            return 0;
+    return more + 1;
+}
+
 /* Whether n bytes at p are UTF-8 as Python's strict decoder takes it (no overlong forms,
  * no surrogates, nothing above U+10FFFF). */
 static int
 utf8_valid(const unsigned char *p, Py_ssize_t n)
 {
-    Py_ssize_t i = 0;
-    while (i < n) {
-        unsigned c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        Py_ssize_t more;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-            more = 1;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            more = 2;
-            if (c == 0xE0)
-                lo = 0xA0;
-            else if (c == 0xED)
-                hi = 0x9F;
-        }
-        else if (c >= 0xF0 && c <= 0xF4) {
-            more = 3;
-            if (c == 0xF0)
-                lo = 0x90;
-            else if (c == 0xF4)
-                hi = 0x8F;
-        }
-        else
+    for (Py_ssize_t i = 0; i < n;) {
+        Py_ssize_t k = utf8_at(p + i, n - i);
+        if (k == 0)
             return 0;
-        if (n - i <= more || p[i + 1] < lo || p[i + 1] > hi)
-            return 0;
-        for (Py_ssize_t k = 2; k <= more; k++)
-            if (p[i + k] < 0x80 || p[i + k] > 0xBF)
-                return 0;
-        i += more + 1;
+        i += k;
     }
     return 1;
 }
@@ -1957,42 +1965,6 @@ sc_truncate(strcol *c, Py_ssize_t n)
     c->off.len = (n + 1) * 4;
     c->data.len = o;
     c->n = n;
-}
-
-/* The length of the UTF-8 sequence at p (n bytes left) as Python's strict decoder takes
- * it, 0 when none starts there. */
-static Py_ssize_t
-utf8_at(const unsigned char *p, Py_ssize_t n)
-{
-    unsigned c = p[0];
-    if (c < 0x80)
-        return 1;
-    Py_ssize_t more;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF)
-        more = 1;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        more = 2;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    }
-    else if (c >= 0xF0 && c <= 0xF4) {
-        more = 3;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    }
-    else
-        return 0;
-    if (n <= more || p[1] < lo || p[1] > hi)
-        return 0;
-    for (Py_ssize_t k = 2; k <= more; k++)
-        if (p[k] < 0x80 || p[k] > 0xBF)
-            return 0;
-    return more + 1;
 }
 
 /* The bytes as text the way the generic rows decode them: UTF-8, each byte of what is not

@@ -285,22 +285,15 @@ class TrailWriter:
         if (self._txn is not None or self._enc is not None or self._fd is None
                 or table is None or self._after):
             return False
-        known = self._tables_in_file.get(name)
-        if known is not table:
-            if known != table:
-                return False
-            self._tables_in_file[name] = table  # the same definition: compare by identity
-
+        if not self._defined(name, table):
+            return False
         patched = with_t_area(record, csn, xid)
         seal = SEAL_OVERHEAD if self._sealer is not None else 0
         if patched is None or self._file_len + len(patched) + seal > self.max_bytes:
             return False
         off = self._trans_ind_offset
         self._append(patched[:off] + _ONLY + patched[off + 1:])
-        self._txn_records = 1
-        self._has_data = True
-        self._last_csn = csn
-        self._last_io_time = io_time
+        self._wrote_transaction(1, csn, io_time)
         return True
 
     def write_batch(self, batch: TxnBatch, tables: Mapping[str, TableDef]) -> bool:
@@ -316,25 +309,32 @@ class TrailWriter:
         records = batch.records
         if self._file_len + len(records) > self.max_bytes:
             return False
-        for name in batch.names:
-            table = tables.get(name)
-            known = self._tables_in_file.get(name)
-            if table is None or known is None:
-                return False
-            if known is not table:
-                if known != table:
-                    return False
-                self._tables_in_file[name] = table  # the same definition: by identity
-        self._buf += records
-        self._file_len += len(records)
-        if len(self._buf) >= _SPILL_BYTES:
-            self._write_buffer()
+        if not all(self._defined(name, tables.get(name)) for name in batch.names):
+            return False
+        self._append(records)
         csn, _, io_time = batch.last
-        self._txn_records = batch.last_records
+        self._wrote_transaction(batch.last_records, csn, io_time)
+        return True
+
+    def _defined(self, name: str, table: TableDef | None) -> bool:
+        """Whether the open file holds ``table``'s definition under ``name``, so a record of
+        it needs no metadata record first (an equal definition is then kept by identity,
+        the next comparison's cheap form)."""
+        known = self._tables_in_file.get(name)
+        if table is None or known is None:
+            return False
+        if known is not table:
+            if known != table:
+                return False
+            self._tables_in_file[name] = table
+        return True
+
+    def _wrote_transaction(self, records: int, csn: int, io_time: int) -> None:
+        """What a whole transaction appended outside begin/commit leaves behind."""
+        self._txn_records = records
         self._has_data = True
         self._last_csn = csn
         self._last_io_time = io_time
-        return True
 
     def _with_t_area(self, record: bytes, table: TableDef | None) -> list[bytes]:
         """The first change's record(s) with the transaction's CSN and XID."""
@@ -494,9 +494,9 @@ class TrailWriter:
 
     # -- files ----------------------------------------------------------------------------
 
-    def _append(self, record: bytes) -> None:
+    def _append(self, record: bytes | memoryview) -> None:
         if self._sealer is not None:
-            record = self._sealed(record)
+            record = self._sealed(bytes(record))
         self._buf += record
         self._file_len += len(record)
         if len(self._buf) >= _SPILL_BYTES:
