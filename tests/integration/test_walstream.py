@@ -121,6 +121,29 @@ def test_waits_for_the_server_then_stops_at_an_idle_end(src, pg_db) -> None:
         assert [d[:1] for _, d in got if d[:1] in b"BRIC"] == [b"B", b"R", b"I", b"C"]
 
 
+def test_a_consumer_waiting_for_the_server_asks_it_at_a_steady_pace(src, pg_db) -> None:
+    # the server answers each ask at once; asking again on every answer was a busy
+    # exchange of thousands of messages a second for as long as the server was behind
+    slot, pub = _slot(src)
+    with WalStream(pg_db, slot, pub, _lsn(src)) as stream:
+        beyond = _lsn(src) + 1
+
+        def later() -> None:
+            time.sleep(0.5)
+            with connect(pg_db) as conn:
+                conn.execute("INSERT INTO t VALUES (1, 'late')")
+
+        writer = threading.Thread(target=later)
+        before = stream.status_updates
+        writer.start()
+        try:
+            list(stream.messages(beyond))
+        finally:
+            writer.join()
+        assert stream.position == beyond
+        assert stream.status_updates - before <= 0.5 / 0.02 + 15
+
+
 def test_confirm_moves_the_slot_and_a_new_stream_starts_there(src, pg_db) -> None:
     slot, pub = _slot(src)
     start = _lsn(src)

@@ -45,7 +45,14 @@ SLOT_WAIT_SECONDS = 60.0
 ANSWER_SECONDS = 60.0
 _MESSAGE_OVERHEAD = 100  # rough bytes of a buffered (lsn, bytes) pair besides the message
 _DRAIN_MESSAGES = 5000  # messages read before handing them to the consumer
-_GATHER_SECONDS = 0.002  # the reader's pause once data is there, before it reads
+#: The reader's pause once data is there, before it reads: at least this ...
+MIN_GATHER_SECONDS = 0.002
+#: ... at most this ...
+MAX_GATHER_SECONDS = 0.02
+#: ... and in between this many seconds per message a second the stream brings: a busy
+#: stream is read in fewer, bigger gulps (docs/extract.md, "The walsender's CPU": the
+#: server then sends many messages per TCP segment), a trickle at once.
+GATHER_PER_RATE = 4e-7
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
@@ -78,7 +85,10 @@ class WalStream:
         self._drained_commit = start_lsn  # the same, for what the reader has drained
         self._confirm = 0  # latest position the caller confirmed
         self._sent_confirm = 0
+        self.status_updates = 0  # standby status updates sent (tests, benchmarks)
         self._ask = False
+        self._hungry = False  # the consumer waits for the next chunk: read it at once
+        self._asked = 0.0  # when the consumer last asked how far the server has read
         self._reply_due = False
         self._torn = False
         self._closing = False
@@ -212,20 +222,28 @@ class WalStream:
             self._buffered -= self._chunk_bytes
             self._chunk, self._chunk_bytes, self._index = [], 0, 0
             self._cond.notify_all()
-            while not self._queue:
-                if self._error is not None:
-                    raise self._error
-                if self._done:
-                    raise SourceError(f"the replication stream of slot {self.slot!r} is "
-                                      "closed")
-                if ask:
-                    self._ask = True
-                    self._wake()
-                self._cond.wait(_ASK_SECONDS if ask else 1.0)
-                if not warned and time.monotonic() - since > 60:
-                    warned = True
-                    log.warning("slot %s: waited 60 s for the server to send the "
-                                "transactions after %s", self.slot, format_lsn(self.position))
+            try:
+                while not self._queue:
+                    self._hungry = True
+                    if self._error is not None:
+                        raise self._error
+                    if self._done:
+                        raise SourceError(f"the replication stream of slot {self.slot!r} "
+                                          "is closed")
+                    now = time.monotonic()
+                    if ask and now - self._asked >= _ASK_SECONDS:
+                        # once per interval: each answer wakes this loop, and the server
+                        # answers at once, so asking again then would be a busy exchange
+                        self._ask, self._asked = True, now
+                        self._wake()
+                    self._cond.wait(_ASK_SECONDS if ask else 1.0)
+                    if not warned and time.monotonic() - since > 60:
+                        warned = True
+                        log.warning("slot %s: waited 60 s for the server to send the "
+                                    "transactions after %s", self.slot,
+                                    format_lsn(self.position))
+            finally:
+                self._hungry = False
             self._chunk, self._chunk_bytes = self._queue.popleft()
             self._index = 0
         if was_full:
@@ -303,6 +321,8 @@ class WalStream:
         pg = self._pg
         sock = pg.socket
         last_status = 0.0
+        gather = MIN_GATHER_SECONDS
+        last_chunk = time.monotonic()
         try:
             while not self._closing:
                 now = time.monotonic()
@@ -330,9 +350,13 @@ class WalStream:
                         self._buffered += size
                         self._available = self._drained_commit
                         self._cond.notify_all()
+                    now = time.monotonic()
+                    gather = _gather(len(chunk), now - last_chunk)
+                    last_chunk = now
                     continue
                 if sock in self._wait([sock], 1.0):
-                    time.sleep(_GATHER_SECONDS)  # let more arrive: fewer, bigger reads
+                    if gather and not self._hungry:
+                        time.sleep(gather)  # let more arrive: fewer, bigger reads
                     if not _consume(pg):
                         raise self._lost(pg)
             self._send_status(pg, False)
@@ -398,6 +422,7 @@ class WalStream:
         if pg.put_copy_data(message) != 1 or pg.flush() != 0:
             raise self._lost(pg)
         self._sent_confirm = confirm
+        self.status_updates += 1
 
     def _ended(self, pg: Any, n: int) -> SourceError:
         if n == -1:  # the server ended the COPY: its result says why
@@ -412,6 +437,16 @@ class WalStream:
             return self._failure(reason)
         return SourceError(f"lost the replication connection to {describe(self.conninfo)} "
                            f"while streaming slot {self.slot!r}: {reason}")
+
+
+def _gather(messages: int, seconds: float) -> float:
+    """The reader's next pause, given that its last chunk held ``messages`` and came
+    ``seconds`` after the one before: none after a full chunk (a backlog: read on at once),
+    else more the busier the stream (see ``GATHER_PER_RATE``)."""
+    if messages >= _DRAIN_MESSAGES:
+        return 0.0
+    rate = messages / max(seconds, 1e-6)
+    return min(MAX_GATHER_SECONDS, max(MIN_GATHER_SECONDS, rate * GATHER_PER_RATE))
 
 
 def _readable(sock: int) -> bool:
