@@ -56,7 +56,6 @@ sys.path.insert(0, os.environ.get(SRC_ENV) or str(ROOT / "src"))
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
-from apply_pg import SOURCE_DDL, TARGET_DDL, throughput_workload  # noqa: E402
 from trailgate.capture.postgres.slots import add_extract, slot_name  # noqa: E402
 from trailgate.capture.postgres.trandata import DEFAULT_PUBLICATION, add_trandata  # noqa: E402
 from trailgate.db.cluster import postgres_bin_dir  # noqa: E402
@@ -277,6 +276,8 @@ class Round:
 
 def one_round(reader: Reader, args: argparse.Namespace, first: int, perf_dir: Path | None,
               n: int) -> Round:
+    from apply_pg import throughput_workload  # not at the top: it puts this src first
+
     source = reader.dbs.source_conninfo
     advance(source, reader.slot)
     perf: subprocess.Popen[bytes] | None = None
@@ -374,7 +375,7 @@ def consume_stream(args: argparse.Namespace, stop: dict[str, bool]) -> dict[str,
                 stream.confirm(position)
                 confirmed = time.monotonic()
         stream.confirm(position)
-        status = stream.status_updates
+        status = getattr(stream, "status_updates", None)  # --src: older code lacks it
     return {"messages": messages, "keepalives": keepalives, "reads": reads,
             "status updates": status}
 
@@ -412,6 +413,8 @@ def consume_extract(args: argparse.Namespace, stop: dict[str, bool]) -> dict[str
 # -- set-up and report ----------------------------------------------------------------------
 
 def set_up(dbs: Databases, work: Path, readers: list[str]) -> None:
+    from apply_pg import SOURCE_DDL, TARGET_DDL
+
     source, target = dbs.source_conninfo, dbs.target_conninfo
     run_sql(source, SOURCE_DDL)
     run_sql(target, TARGET_DDL)
