@@ -53,6 +53,9 @@ MAX_GATHER_SECONDS = 0.02
 #: stream is read in fewer, bigger gulps (docs/extract.md, "The walsender's CPU": the
 #: server then sends many messages per TCP segment), a trickle at once.
 GATHER_PER_RATE = 4e-7
+#: The server sends a keepalive whenever it has sent everything and waits for WAL; with
+#: none for this long it is busy (a backlog): read at once, fewer reads would slow it.
+KEEPING_UP_SECONDS = 0.1
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
@@ -89,6 +92,7 @@ class WalStream:
         self._ask = False
         self._hungry = False  # the consumer waits for the next chunk: read it at once
         self._asked = 0.0  # when the consumer last asked how far the server has read
+        self._keepalive_at = 0.0  # when the reader last received a keepalive
         self._reply_due = False
         self._torn = False
         self._closing = False
@@ -351,11 +355,12 @@ class WalStream:
                         self._available = self._drained_commit
                         self._cond.notify_all()
                     now = time.monotonic()
-                    gather = _gather(len(chunk), now - last_chunk)
+                    gather = _gather(len(chunk), now - last_chunk,
+                                     now - self._keepalive_at < KEEPING_UP_SECONDS)
                     last_chunk = now
                     continue
                 if sock in self._wait([sock], 1.0):
-                    if gather and not self._hungry:
+                    if not self._hungry:
                         time.sleep(gather)  # let more arrive: fewer, bigger reads
                     if not _consume(pg):
                         raise self._lost(pg)
@@ -406,6 +411,7 @@ class WalStream:
             elif kind == 0x6B:  # keepalive: server WAL end, send time, reply requested
                 wal_end, _, reply = _unpack_keepalive(view, 1)
                 out.append((wal_end, None))
+                self._keepalive_at = time.monotonic()
                 size += _MESSAGE_OVERHEAD
                 if reply:
                     self._reply_due = True
@@ -439,12 +445,14 @@ class WalStream:
                            f"while streaming slot {self.slot!r}: {reason}")
 
 
-def _gather(messages: int, seconds: float) -> float:
+def _gather(messages: int, seconds: float, keeping_up: bool) -> float:
     """The reader's next pause, given that its last chunk held ``messages`` and came
-    ``seconds`` after the one before: none after a full chunk (a backlog: read on at once),
-    else more the busier the stream (see ``GATHER_PER_RATE``)."""
-    if messages >= _DRAIN_MESSAGES:
-        return 0.0
+    ``seconds`` after the one before, and whether the server keeps up with the WAL (a
+    recent keepalive): the shortest after a full chunk or while the server is busy (a
+    backlog: reading less often would slow it), else more the busier the stream (see
+    ``GATHER_PER_RATE``)."""
+    if messages >= _DRAIN_MESSAGES or not keeping_up:
+        return MIN_GATHER_SECONDS
     rate = messages / max(seconds, 1e-6)
     return min(MAX_GATHER_SECONDS, max(MIN_GATHER_SECONDS, rate * GATHER_PER_RATE))
 
