@@ -17,6 +17,7 @@ def test_a_backlog_is_read_after_the_shortest_pause() -> None:
 
 def test_a_trickle_is_read_after_the_shortest_pause() -> None:
     assert walstream._gather(3, 0.5, True) == MIN_GATHER_SECONDS
+    assert walstream._gather(150, 0.01, True) == MIN_GATHER_SECONDS  # 15,000 a second
     assert walstream._gather(1, 0.0, True) == MAX_GATHER_SECONDS  # a burst seen as a rate
 
 

@@ -49,10 +49,12 @@ _DRAIN_MESSAGES = 5000  # messages read before handing them to the consumer
 MIN_GATHER_SECONDS = 0.002
 #: ... at most this ...
 MAX_GATHER_SECONDS = 0.02
-#: ... and in between this many seconds per message a second the stream brings: a busy
-#: stream is read in fewer, bigger gulps (docs/extract.md, "The walsender's CPU": the
-#: server then sends many messages per TCP segment), a trickle at once.
-GATHER_PER_RATE = 4e-7
+#: ... and in between this many seconds per message a second the stream brings above
+#: ``GATHER_FROM_RATE``: a busy stream is read in fewer, bigger gulps (docs/extract.md,
+#: "The walsender's CPU": the server then sends many messages per TCP segment), a trickle
+#: and a few thousand small transactions a second as they come.
+GATHER_PER_RATE = 5e-7
+GATHER_FROM_RATE = 15_000
 #: The server sends a keepalive whenever it has sent everything and waits for WAL; with
 #: none for this long it is busy (a backlog): read at once, fewer reads would slow it.
 KEEPING_UP_SECONDS = 0.1
@@ -454,7 +456,8 @@ def _gather(messages: int, seconds: float, keeping_up: bool) -> float:
     if messages >= _DRAIN_MESSAGES or not keeping_up:
         return MIN_GATHER_SECONDS
     rate = messages / max(seconds, 1e-6)
-    return min(MAX_GATHER_SECONDS, max(MIN_GATHER_SECONDS, rate * GATHER_PER_RATE))
+    pause = (rate - GATHER_FROM_RATE) * GATHER_PER_RATE
+    return min(MAX_GATHER_SECONDS, max(MIN_GATHER_SECONDS, pause))
 
 
 def _readable(sock: int) -> bool:
