@@ -56,7 +56,7 @@ MAX_GATHER_SECONDS = 0.02
 GATHER_PER_RATE = 5e-7
 GATHER_FROM_RATE = 15_000
 #: The server sends a keepalive whenever it has sent everything and waits for WAL; with
-#: none for this long it is busy (a backlog): read at once, fewer reads would slow it.
+#: no read ending on one for this long it is busy (a backlog): fewer reads would slow it.
 KEEPING_UP_SECONDS = 0.1
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
 _unpack_lsn = struct.Struct(">Q").unpack_from
@@ -94,7 +94,6 @@ class WalStream:
         self._ask = False
         self._hungry = False  # the consumer waits for the next chunk: read it at once
         self._asked = 0.0  # when the consumer last asked how far the server has read
-        self._keepalive_at = 0.0  # when the reader last received a keepalive
         self._reply_due = False
         self._torn = False
         self._closing = False
@@ -329,6 +328,7 @@ class WalStream:
         last_status = 0.0
         gather = MIN_GATHER_SECONDS
         last_chunk = time.monotonic()
+        keepalive_at = 0.0  # when a chunk last ended with a keepalive
         try:
             while not self._closing:
                 now = time.monotonic()
@@ -357,8 +357,10 @@ class WalStream:
                         self._available = self._drained_commit
                         self._cond.notify_all()
                     now = time.monotonic()
+                    if any(item[1] is None for item in chunk[-4:]):
+                        keepalive_at = now  # the server waits for WAL: it keeps up
                     gather = _gather(len(chunk), now - last_chunk,
-                                     now - self._keepalive_at < KEEPING_UP_SECONDS)
+                                     now - keepalive_at < KEEPING_UP_SECONDS)
                     last_chunk = now
                     continue
                 if sock in self._wait([sock], 1.0):
@@ -413,7 +415,6 @@ class WalStream:
             elif kind == 0x6B:  # keepalive: server WAL end, send time, reply requested
                 wal_end, _, reply = _unpack_keepalive(view, 1)
                 out.append((wal_end, None))
-                self._keepalive_at = time.monotonic()
                 size += _MESSAGE_OVERHEAD
                 if reply:
                     self._reply_due = True
