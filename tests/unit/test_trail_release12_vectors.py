@@ -254,8 +254,10 @@ def test_a_binary_tdr_gives_the_table_name_and_values_by_shape(tmp_path: Path):
                 and o["table"] == "test.ogg_test"]
     assert exported[0]["columns"] == [{"index": 0, "value": "\x00\x00\x00\x01"},
                                       {"index": 1, "value": "insert"}]  # no name, no type
-    reason = ("definition not readable: the TDR at RBA 263: the TDR is neither text nor a "
-              "binary TDR (a GoldenGate 12.2 token tree)")
+    tdr_rba = next(r.raw.rba for r in TrailReader(path, single_file=True).records()
+                   if r.raw.io_type == 170 and r.raw.table == "test.ogg_test")
+    reason = (f"definition not readable: the TDR at RBA {tdr_rba}: the TDR is neither text "
+              "nor a binary TDR (a GoldenGate 12.2 token tree)")
     assert f"TDR Index    1: test.ogg_test ({reason})" in logdump(path, "show tdr")
     shown = logdump(path, "sfmd tdr 1")
     assert "Table Name: test.ogg_test" in shown

@@ -78,6 +78,7 @@ class FileDecoder:
         self._meta_parts: list[bytes] | None = None  # a TDR split into fragments
         self._meta_rec: Record12 | None = None
         self.use_c = _c is not None  # tests compare the C path with the reference
+        self.base = 0  # the file offset of the buffer's start (a reader of chunks sets it)
         self._c_tables: list[tuple[bytes, bytes] | None] = []  # by TDR index
         self._c_names: dict[bytes, bytes | None] = {}  # the 12.1 layout, by name
 
@@ -200,7 +201,7 @@ class FileDecoder:
         """An independent copy of this state (a reader that starts where this one is)."""
         twin = FileDecoder.__new__(FileDecoder)
         twin.level, twin.order, twin.data_order = self.level, self.order, self.data_order
-        twin.db_type, twin.ddr = self.db_type, self.ddr
+        twin.db_type, twin.ddr, twin.base = self.db_type, self.ddr, self.base
         twin.tdrs, twin.by_name = dict(self.tdrs), dict(self.by_name)
         twin.use_c, twin._c_tables, twin._c_names = self.use_c, list(self._c_tables), dict(
             self._c_names)
@@ -290,7 +291,7 @@ class FileDecoder:
             return decode_tdr(d, rec.name, self.db_type)
         except ValueError as exc:
             return TableSpec(rec.name or f"?TDR{rec.tdr_index}", None,
-                             problem=f"the TDR at RBA {rec.rba}: {exc}")
+                             problem=f"the TDR at RBA {self.base + rec.rba}: {exc}")
 
     def _tdr_ref(self, rec: Record12) -> TableSpec:
         ref = self.tdrs.get(rec.tdr_index)
