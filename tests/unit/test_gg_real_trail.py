@@ -5,6 +5,7 @@ record parser, reader and Logdump."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,11 +14,19 @@ from trailgate.interchange import export_records
 from trailgate.logdump.cli import run_lines
 from trailgate.logdump.session import Session
 from trailgate.model import OpType, julian_from_unix_micros
-from trailgate.trail import TrailReader
+from trailgate.trail import TrailReader, TrailWriter
 from trailgate.trail.header import decode_file_header
+from trailgate.trail.release import parse_release
 from trailgate.trail.release12 import FileDecoder, parse_record
-from trailgate.trail.release12.definitions import decode_ddr, record_length
-from trailgate.trail.release12.metabin import parse_ddr, parse_tdr
+from trailgate.trail.release12.definitions import (
+    DatabaseDef,
+    decode_ddr,
+    decode_tdr,
+    encode_ddr_binary,
+    encode_tdr_binary,
+    record_length,
+)
+from trailgate.trail.release12.metabin import build_tdr, parse_ddr, parse_tdr
 from trailgate.trail.release12.tokens import walk
 
 REAL = Path(__file__).parent.parent / "fixtures" / "goldengate" / "tr000000000"
@@ -282,3 +291,54 @@ def test_logdump_prints_the_real_metadata_and_unified_updates():
         assert line in shown
     assert "PRODUCT_PRICE = 14000.00" in logdump("detail data", "pos 4300", "n")
     assert "Traceback" not in logdump("ghdr on", "detail data", *["n"] * 20)
+
+
+def test_trailgate_writes_the_real_tdr_and_ddr_byte_for_byte():
+    """FORMAT RELEASE 12.2+ writes DDRs and TDRs in this layout: TCUSTMER's definition as
+    read from the real TDR gives back the real TDR's bytes, the DDR's fields the real DDR's;
+    TCUSTORD's columns match but for the two NUMBER(p,s) columns GoldenGate sends as binary
+    numbers (trailgate sends numbers as text, type 64)."""
+    decoder = FileDecoder(decode_file_header(REAL.read_bytes()))
+    for rba in (1414, 1548, 2264):
+        decoder.normalise(parse_record(REAL.read_bytes(), rba, len(REAL.read_bytes())))
+    tables = decoder.definitions()
+    assert encode_tdr_binary(tables["QASOURCE.TCUSTMER"], exact=False) == metadata_area(1548)
+    ours = parse_tdr(encode_tdr_binary(tables["QASOURCE.TCUSTORD"], exact=False)).columns
+    real = parse_tdr(metadata_area(2264)).columns
+    assert [c for i, c in enumerate(ours) if i < 4] == real[:4]
+    assert ours[6].name == "TRANSACTION_ID" and ours[4].data_type == 64
+    assert encode_ddr_binary(DatabaseDef(name="ORA1120I")) == metadata_area(1414)
+
+
+def test_a_12_2_trail_trailgate_writes_reads_back_exactly(tmp_path: Path):
+    """Round trip: the demo tables' changes written with FORMAT RELEASE 12.2 read back to the
+    same changes and the exact TableDefs (trailgate's token in its TDRs); without that token
+    its TDRs still give the columns' names, kinds and keys, as GoldenGate's do."""
+    records = list(TrailReader(REAL, single_file=True).records())
+    tables = {r.raw.table: r.table_def for r in records if r.table_def is not None}
+    txns = [rt.transaction for rt in TrailReader(REAL).transactions()]
+    with TrailWriter(tmp_path / "tw", format=parse_release("12.2"), fsync=False) as w:
+        for txn in txns:
+            w.write_transaction(txn, tables)
+    back = [rt.transaction for rt in TrailReader(tmp_path / "tw").transactions()]
+    assert [(t.xid, t.csn, list(t.changes)) for t in back] == [
+        (t.xid, t.csn, list(t.changes)) for t in txns]
+    written = (tmp_path / "tw000000000").read_bytes()
+    got = {r.raw.table: r.table_def for r in TrailReader(tmp_path / "tw").records()
+           if r.table_def is not None}
+    assert got == tables
+    pos, seen = decode_file_header(written).length, 0
+    while pos < len(written):
+        rec = parse_record(written, pos, len(written))
+        if rec.io_type == 170 and rec.orig_node == 2:
+            tdr = parse_tdr(rec.d or b"")
+            assert tdr.trailgate is not None
+            bare = decode_tdr(build_tdr(dataclasses.replace(tdr, trailgate=None)), rec.name)
+            table = tables[rec.name or ""]
+            assert bare.definition is not None
+            assert [(c.name, c.kind) for c in bare.definition.columns] == [
+                (c.name, c.kind) for c in table.columns]
+            assert bare.definition.key == table.key
+            seen += 1
+        pos += rec.length
+    assert seen == 2

@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 
 from trailgate.model import Column, ColumnKind, TableDef
 from trailgate.trail.metadata import ORACLE_TYPE_CODES, decode_tabledef, encode_tabledef
-from trailgate.trail.release12.metabin import BinColumn, BinTdr, is_binary, parse_ddr, parse_tdr
+from trailgate.trail.release12.metabin import (
+    BinColumn,
+    BinDdr,
+    BinTdr,
+    build_ddr,
+    build_tdr,
+    is_binary,
+    parse_ddr,
+    parse_tdr,
+)
 
 __all__ = [
     "ColumnSpec",
@@ -24,7 +33,9 @@ __all__ = [
     "decode_ddr",
     "decode_tdr",
     "encode_ddr",
+    "encode_ddr_binary",
     "encode_tdr",
+    "encode_tdr_binary",
     "spec_of",
 ]
 
@@ -338,6 +349,16 @@ def tdr_text(tdr: BinTdr, name: str) -> list[str]:
 def _binary_tdr(tdr: BinTdr, name: str | None, db_type: str) -> TableSpec:
     if not name:
         raise ValueError("the TDR record names no table")
+    if tdr.trailgate is not None:  # trailgate's own TDR: its exact definition
+        definition = decode_tabledef(tdr.trailgate)
+        if name != definition.qualified_name:
+            schema, _, tname = name.rpartition(".")
+            definition = TableDef(schema, tname, definition.columns, definition.key,
+                                  definition.key_kind, definition.object_id)
+        return TableSpec(definition.qualified_name, definition,
+                         spec_of(definition).columns, binary=tdr)
+    if not tdr.columns:
+        raise ValueError("the TDR lists no columns")
     columns: list[Column] = []
     specs: dict[int, ColumnSpec] = {}
     for index, c in enumerate(tdr.columns):
@@ -350,3 +371,48 @@ def _binary_tdr(tdr: BinTdr, name: str | None, db_type: str) -> TableSpec:
     table = TableDef(schema, tname, columns, key=keys or [c.name for c in columns],
                      key_kind="PRIMARY" if keys else "ALL")
     return TableSpec(table.qualified_name, table, specs, binary=tdr)
+
+
+#: Oracle's type code for each kind as DEFGEN and a 12.2 TDR give it (TIMESTAMP is 187
+#: there, not the dictionary's 180 that seed 004's metadata uses).
+_TDR_NATIVE = {**ORACLE_TYPE_CODES, ColumnKind.TIMESTAMP: 187}
+
+
+def _bin_column(col: Column, offset: int, key: bool) -> BinColumn:
+    kind = col.kind
+    table_len = least_dt = sub = scale = 0
+    if kind is ColumnKind.CHAR:
+        dt, ext = GG_ASCII_FIXED, col.length or 1
+    elif kind in (ColumnKind.DATE, ColumnKind.TIMESTAMP):
+        dt, ext = GG_DATETIME, 19 if kind is ColumnKind.DATE else 29
+        table_len, least_dt = ext, 5 if kind is ColumnKind.DATE else 6
+    elif kind is ColumnKind.NUMBER:
+        dt, ext, sub, scale = GG_ASCII_VAR, (col.precision + 2) if col.precision else 50, 2, \
+            col.scale or 0
+        table_len = ext
+    else:
+        dt, ext = GG_ASCII_VAR, _external_length(col)
+    return BinColumn(col.name, dt, ext, ext, ext, table_len, 0, offset, -1,
+                     _TDR_NATIVE.get(kind, 1), sub, 0, least_dt, scale, 0,
+                     0x22 | (1 if key else 0), bytes(14))
+
+
+def encode_tdr_binary(table: TableDef, exact: bool = True) -> bytes:
+    """The TDR's D area in GoldenGate's binary layout (docs/trail-format.md): each column as
+    a GoldenGate Extract describes an Oracle column (values stay text, as trailgate writes
+    them), and with ``exact`` a trailgate token holding the exact definition."""
+    keys = set(table.key) if table.key_kind != "ALL" else set()
+    columns, offset = [], 0
+    for col in table.columns:
+        c = _bin_column(col, offset, col.name in keys)
+        columns.append(c)
+        end = offset + c.length_c + 3 + (2 if c.data_type == GG_ASCII_VAR else 0)
+        offset = end + (end & 1)
+    return build_tdr(BinTdr(1, len([c for c in columns if c.key]), columns,
+                            trailgate=encode_tabledef(table) if exact else None))
+
+
+def encode_ddr_binary(ddr: DatabaseDef) -> bytes:
+    """The DDR's D area in GoldenGate's binary layout."""
+    return build_ddr(BinDdr(ddr.version, ddr.name, ddr.timezone,
+                            bytes.fromhex(ddr.case_sensitivity.replace(" ", ""))))

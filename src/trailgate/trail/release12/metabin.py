@@ -12,9 +12,23 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-__all__ = ["BinColumn", "BinDdr", "BinTdr", "is_binary", "parse_ddr", "parse_tdr"]
+__all__ = [
+    "TRAILGATE_TOKEN",
+    "BinColumn",
+    "BinDdr",
+    "BinTdr",
+    "build_ddr",
+    "build_tdr",
+    "is_binary",
+    "parse_ddr",
+    "parse_tdr",
+]
 
 _LONG = 0x40
+#: The token trailgate adds to the TDRs it writes: its exact table definition (seed 004's
+#: text), so its own trails read back to the same TableDef.  GoldenGate's TDRs have no token
+#: 0x54; whether GoldenGate skips a token it does not know is not known.
+TRAILGATE_TOKEN = 0x54
 #: A column entry's fixed fields after its name: data type, four lengths, an unknown u32,
 #: fetch offset, character set, then seven u16 (native type, sub type, ?, least significant
 #: datetime part, scale, ?, flags).
@@ -155,6 +169,7 @@ class BinTdr:
     key_count: int | None = None
     columns: list[BinColumn] = field(default_factory=list)
     unknown: dict[str, int | str] = field(default_factory=dict)
+    trailgate: bytes | None = None  # trailgate's own definition text (TRAILGATE_TOKEN)
 
 
 def _column(data: bytes, start: int, end: int, number: int) -> BinColumn:
@@ -183,6 +198,7 @@ def _column(data: bytes, start: int, end: int, number: int) -> BinColumn:
 def parse_tdr(data: bytes) -> BinTdr:
     """A TDR's data area; ``ValueError`` when its tokens or column entries do not add up."""
     tdr = BinTdr()
+    listed = False
     for tid, s, e in _outer(data, "TDR"):
         if tid == 0x01:
             tdr.version = _int(data, s, e, "TDR version", 2)
@@ -199,9 +215,12 @@ def parse_tdr(data: bytes) -> BinTdr:
                     tdr.unknown[f"2.{sid}"] = _value(data, ss, se)
         elif tid == 0x03:
             tdr.columns = _columns(data, s, e)
+            listed = True
+        elif tid == TRAILGATE_TOKEN:
+            tdr.trailgate = data[s:e]
         else:
             tdr.unknown[str(tid)] = _value(data, s, e)
-    if not tdr.columns:
+    if not listed:
         raise ValueError("TDR: no column list (token 3)")
     return tdr
 
@@ -223,3 +242,56 @@ def _columns(data: bytes, start: int, end: int) -> list[BinColumn]:
     if pos != end:
         raise ValueError(f"TDR column list: {end - pos} bytes left after its {count} columns")
     return out
+
+
+def _token(tid: int, value: bytes) -> bytes:
+    if len(value) > 0xFFFF:
+        return bytes((tid, _LONG)) + len(value).to_bytes(4, "big") + value
+    return bytes((tid, 0)) + len(value).to_bytes(2, "big") + value
+
+
+def _text(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return len(raw).to_bytes(2, "big") + raw
+
+
+def build_ddr(ddr: BinDdr) -> bytes:
+    """A DDR's data area in GoldenGate's layout (:func:`parse_ddr` reads it back); tokens 2.1
+    to 2.3, whose meaning is unknown, carry ``ddr.unknown``'s values or those of the real
+    Oracle DDR (0, 1, 0)."""
+    u = ddr.unknown
+    group = b"".join((
+        _token(1, int(u.get("2.1", 0)).to_bytes(4, "big")),
+        _token(2, int(u.get("2.2", 1)).to_bytes(4, "big")),
+        _token(3, int(u.get("2.3", 0)).to_bytes(2, "big")),
+        _token(4, _text(ddr.timezone)),
+        _token(5, len(ddr.case_sensitivity).to_bytes(4, "big") + ddr.case_sensitivity)))
+    body = _token(1, ddr.version.to_bytes(2, "big")) + _token(2, group) + _token(
+        3, _text(ddr.name))
+    return _token(0x30, body)
+
+
+def _column_entry(c: BinColumn) -> bytes:
+    name = c.name.encode("utf-8")
+    fixed = _FIXED.pack(c.data_type, c.length_a, c.external_length, c.length_c,
+                        c.table_length, c.unknown_u32, c.offset, c.charset, c.native_type,
+                        c.sub_type, c.unknown_u16_2, c.least_dt, c.scale, c.unknown_u16_5,
+                        c.flags)
+    part_a = len(name).to_bytes(2, "big") + name + fixed
+    part_b = len(c.extra).to_bytes(2, "big") + c.extra
+    entry = len(part_a).to_bytes(2, "big") + part_a + part_b
+    return len(entry).to_bytes(2, "big") + entry
+
+
+def build_tdr(tdr: BinTdr) -> bytes:
+    """A TDR's data area in GoldenGate's layout (:func:`parse_tdr` reads it back)."""
+    keys = tdr.key_count if tdr.key_count is not None else sum(c.key for c in tdr.columns)
+    group = b"".join((_token(1, _token(1, keys.to_bytes(2, "big"))),
+                      _token(2, bytes(4)), _token(3, bytes(2)), _token(4, bytes(2))))
+    columns = len(tdr.columns).to_bytes(2, "big") + b"".join(
+        _column_entry(c) for c in tdr.columns)
+    body = (_token(1, tdr.version.to_bytes(2, "big")) + _token(2, group)
+            + bytes((3, _LONG)) + len(columns).to_bytes(4, "big") + columns)
+    if tdr.trailgate is not None:
+        body += _token(TRAILGATE_TOKEN, tdr.trailgate)
+    return bytes((0x30, _LONG)) + len(body).to_bytes(4, "big") + body
