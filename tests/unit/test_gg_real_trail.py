@@ -342,3 +342,11 @@ def test_a_12_2_trail_trailgate_writes_reads_back_exactly(tmp_path: Path):
             seen += 1
         pos += rec.length
     assert seen == 2
+
+
+def test_fileheader_detail_names_the_database_time_zone():
+    """DatabaseInfo token 0x3D of a 12.2 header is the database's time zone: the string the
+    DDR's time zone token holds too."""
+    out = logdump("fileheader detail", "n")
+    assert "  TimeZone            : GMT" in out
+    assert "  Name                : ETEST" in out  # the Extract (ProducerInfo)
