@@ -26,7 +26,7 @@ from trailgate.trail.release12.definitions import (
     encode_tdr_binary,
     record_length,
 )
-from trailgate.trail.release12.metabin import build_tdr, parse_ddr, parse_tdr
+from trailgate.trail.release12.metabin import build_ddr, build_tdr, parse_ddr, parse_tdr
 from trailgate.trail.release12.tokens import walk
 
 REAL = Path(__file__).parent.parent / "fixtures" / "goldengate" / "tr000000000"
@@ -350,3 +350,14 @@ def test_fileheader_detail_names_the_database_time_zone():
     out = logdump("fileheader detail", "n")
     assert "  TimeZone            : GMT" in out
     assert "  Name                : ETEST" in out  # the Extract (ProducerInfo)
+
+
+def test_little_endian_metadata_areas_read_the_same():
+    """A little-endian file's DDR and TDRs (none seen: GoldenGate may write them so) are
+    read in that order when big-endian does not fit."""
+    for rba, parse, build in ((1414, parse_ddr, build_ddr), (1548, parse_tdr, build_tdr),
+                              (2264, parse_tdr, build_tdr)):
+        area = metadata_area(rba)
+        assert build(parse(area)) == area
+        little = build(parse(area), "little")
+        assert little != area and parse(little) == parse(area)
