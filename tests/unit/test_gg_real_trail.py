@@ -1,5 +1,5 @@
 """A trail file GoldenGate 12.2 wrote itself (tests/fixtures/goldengate/README.md: Oracle's
-GoldenGate for Big Data sample trail, source R1 of docs/trail-format.md): every record's
+GoldenGate for Big Data sample trail, source S19 of docs/trail-format.md): every record's
 frame, header fields, tables, values and tokens as its bytes give them, through trailgate's
 record parser, reader and Logdump."""
 
