@@ -34,7 +34,7 @@ from trailgate.errors import TrailFormatError
 from trailgate.logdump.cli import run_lines
 from trailgate.logdump.session import Session
 from trailgate.trail import TrailReader
-from trailgate.trail.release12.definitions import record_length
+from trailgate.trail.release12.definitions import column_rows, record_length
 from trailgate.trail.release12.layout import index_pair, pack_header
 from trailgate.trail.release12.metabin import (
     BinColumn,
@@ -165,6 +165,21 @@ def test_a_tdr_in_the_length_fitting_variant_reads_with_its_column_names(
     assert table.key == ["c1"]
     shown = _logdump(path, "timeoffset " + KST, "sfmd tdr 1")
     assert "TDR version: 11" in shown and "Record Length: 132" in shown
+    for row in _rows(S1_TDR_TEXT):  # S1's rows as its Logdump printed them, byte for byte
+        assert row in shown
+
+
+def _rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if len(line.split()) == 24]
+
+
+def test_logdump_prints_a_tdrs_columns_as_logdump_21_3_did():
+    """S1's and S3's TDRs: names padded to the longest plus two, each number right-aligned
+    in the same field in every row of both tables (different name widths, 2 databases)."""
+    for text, rows in ((S1_TDR_TEXT, S1_COLUMNS), (S3_TDR_TEXT, S3_COLUMNS)):
+        assert column_rows(rows) == _rows(text)
+    wide = column_rows([("a", [1234, *[123456789] * 22])])[0]
+    assert wide.split() == ["a", "1234", *["123456789"] * 22]  # still apart when too wide
 
 
 def _tdr_record(area: bytes, tail: bytes) -> bytes:
