@@ -176,10 +176,9 @@ def encode_tdr(table: TableDef, exact: bool = True) -> bytes:
     """The TDR's D area: Logdump's text (the DEFGEN column table) and, with ``exact``, the
     ``*trailgate`` line with the exact definition (a table whose definition trailgate does
     not have gets a TDR that names it and nothing more)."""
-    rows = []
+    rows: list[tuple[str, list[int]]] = []
     offset = 0
     keys = set(table.key)
-    width = max((len(c.name) for c in table.columns), default=4) + 1
     for col in table.columns:
         kind = col.kind
         dt = (GG_ASCII_FIXED if kind is ColumnKind.CHAR else
@@ -192,11 +191,11 @@ def encode_tdr(table: TableDef, exact: bool = True) -> bytes:
         fields = [dt, ext, offset, scale, 0, 1 if col.nullable else 0, 0, ext, ext, table_len,
                   0, lsdt, 0, 0, 1, 0, 1 if col.name in keys else 0, 0,
                   ORACLE_TYPE_CODES[kind], -1, char_len, 0, 0]
-        rows.append(f"{col.name:<{width}}" + " ".join(f"{v:>4}" for v in fields))
+        rows.append((col.name, fields))
         offset += ext + 3 + (2 if dt == GG_ASCII_VAR else 0)
     text = (f"TDR version: 11\nDefinition for table {table.qualified_name}\n"
             f"Record Length: {offset}\nSyskey: 0\nColumns: {len(table.columns)}\n"
-            + "".join(r + "\n" for r in rows) + "End of definition\n")
+            + "".join(r + "\n" for r in column_rows(rows)) + "End of definition\n")
     if not exact:
         return text.encode("utf-8")
     return (text + TRAILGATE_LINE).encode("utf-8") + encode_tabledef(table)
@@ -310,16 +309,39 @@ def spec_of(table: TableDef) -> TableSpec:
 
 
 #: DEFGEN's values of the fields a binary TDR does not carry (as far as is known), the same
-#: for every Oracle column of the public DEFGEN files: level 0, null 1, bump if odd 0, high
-#: and low precision 0, elementary item 1, occurs 0, character length, LOB and partial type 0.
-_NOT_IN_TDR = {"level": 0, "null": 1, "bump": 0, "hp": 0, "lp": 0, "elem": 1, "occurs": 0,
+#: for every Oracle column of the public DEFGEN files: level 0, bump if odd 0, high and low
+#: precision 0, elementary item 1, occurs 0, character length, LOB and partial type 0.  Null
+#: is 0 for a key column and 1 for the others, as Logdump 21.3 prints it (S1, S3) and as
+#: the reader takes a binary TDR's columns (a key column NOT NULL).
+_NOT_IN_TDR = {"level": 0, "bump": 0, "hp": 0, "lp": 0, "elem": 1, "occurs": 0,
                "char_len": 0, "lob": 0, "partial": 0}
+
+#: Where Logdump 21.3 ends each of a TDR column's 23 numbers, counted from the end of the
+#: name column: every row of S1's and S3's TDRs puts them there (docs/trail-format.md).
+_LOGDUMP_ENDS = (3, 10, 19, 22, 25, 27, 29, 36, 43, 50, 52, 54, 56, 58, 60, 65, 67, 71, 76,
+                 85, 92, 94, 96)
+_LOGDUMP_WIDTHS = tuple(b - a for a, b in zip((0, *_LOGDUMP_ENDS), _LOGDUMP_ENDS,
+                                              strict=False))
+
+
+def column_rows(columns: list[tuple[str, list[int]]]) -> list[str]:
+    """A TDR's column rows as Logdump 21.3 prints them: each name left-aligned in the
+    longest name's width plus two, each number right-aligned in its field (a number too
+    wide for it still gets a space before it)."""
+    width = max((len(name) for name, _n in columns), default=0) + 2
+    rows = []
+    for name, numbers in columns:
+        first, *rest = numbers
+        cells = [f"{first:>{_LOGDUMP_WIDTHS[0]}}"] + [
+            " " + f"{v:>{w - 1}}" for v, w in zip(rest, _LOGDUMP_WIDTHS[1:], strict=False)]
+        rows.append(f"{name:<{width}}" + "".join(cells))
+    return rows
 
 
 def column_numbers(c: BinColumn) -> list[int]:
     """The 23 numbers Logdump prints for a binary TDR column (the DEFGEN column table)."""
     n = _NOT_IN_TDR
-    return [c.data_type, c.external_length, c.offset, c.scale, n["level"], n["null"],
+    return [c.data_type, c.external_length, c.offset, c.scale, n["level"], 0 if c.key else 1,
             n["bump"], c.length_a, c.length_c, c.table_length, c.unknown_u16_2, c.least_dt,
             n["hp"], n["lp"], n["elem"], n["occurs"], 1 if c.key else 0, c.sub_type,
             c.native_type, c.charset, n["char_len"], n["lob"], n["partial"]]
@@ -338,9 +360,7 @@ def record_length(tdr: BinTdr) -> int:
 
 def tdr_text(tdr: BinTdr, name: str) -> list[str]:
     """A binary TDR as Logdump prints it (what :func:`encode_tdr`'s text holds)."""
-    width = max((len(c.name) for c in tdr.columns), default=4) + 1
-    rows = [f"{c.name:<{width}}" + " ".join(f"{v:>4}" for v in column_numbers(c))
-            for c in tdr.columns]
+    rows = column_rows([(c.name, column_numbers(c)) for c in tdr.columns])
     return [f"TDR version: {tdr.version}", f"Definition for table {name}",
             f"Record Length: {record_length(tdr)}", f"Columns: {len(tdr.columns)}", *rows,
             "End of definition"]
