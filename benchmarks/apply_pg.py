@@ -559,7 +559,22 @@ def steady(dbs: Databases, args: argparse.Namespace, label: str,
     end_live()
     if commits_out is not None:
         commits_out.update(commits)
-    return server_lags(dbs, first), lags(dbs.target_conninfo, commits)
+    timed = server_lags(dbs, first)
+    if args.lag_series:
+        write_series(Path(args.lag_series), label, timed)
+    return timed, lags(dbs.target_conninfo, commits)
+
+
+def write_series(directory: Path, label: str, timed: list[tuple[datetime, float]]) -> None:
+    """The steady phase's lag as a time series (``--lag-series``): per transaction, its
+    source commit (epoch seconds) and its lag to the target's commit, in commit order."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{label}.csv"
+    with path.open("w") as out:
+        out.write("source_commit,lag_s\n")
+        for committed, lag in timed:
+            out.write(f"{committed.timestamp():.6f},{lag:.6f}\n")
+    say(f"  the steady phase's lag per transaction: {path}")
 
 
 def server_lags(dbs: Databases, first: int) -> list[tuple[datetime, float]]:
@@ -1255,6 +1270,9 @@ def main() -> int:
     parser.add_argument("--replicat-param", action="append", default=[], metavar="LINE",
                         help="an extra line for the Replicat's parameter file (repeatable), "
                              "e.g. 'SPARK CONF spark.eventLog.enabled=true'")
+    parser.add_argument("--lag-series", metavar="DIR",
+                        help="write the steady phase's lag per transaction (source commit, "
+                             "lag to the target's commit) to DIR/<method>.csv")
     parser.add_argument("--timeline", action="store_true",
                         help="print each throughput round's micro-batches of both groups")
     parser.add_argument("--repeat", type=int, default=3,
