@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from test_apply_pg import CKPT, DEFS, Trail, applier, params, rows, setup
 
-from trailgate.apply import CollisionError, DiscardWriter, TrailChange
+from trailgate.apply import CollisionError, DiscardWriter, TrailChange, pg_sets
 from trailgate.model import OpType
 
 pytestmark = pytest.mark.postgres
@@ -201,9 +201,14 @@ def test_table_without_key_beside_a_keyed_one(pg_db: str) -> None:
     same_tables(pg_db)
 
 
-def test_random_batches_match_one_at_a_time(pg_db: str) -> None:
+@pytest.mark.parametrize("copied", [False, True], ids=["insert-arrays", "copy"])
+def test_random_batches_match_one_at_a_time(pg_db: str, copied: bool,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Random inserts, compressed updates, deletes and key changes over a few keys (so
-    chains are long), with and without collisions."""
+    chains are long), with and without collisions; inserts sent as arrays in the pipeline
+    (a batch's few) and by COPY (as many would be)."""
+    if copied:
+        monkeypatch.setattr(pg_sets, "INSERT_ARRAY_ROWS", 0)
     setup(pg_db, DDL)
     conn = psycopg.connect(pg_db, autocommit=True)
     rng = random.Random(4)

@@ -1,16 +1,19 @@
 """Running :class:`~trailgate.apply.setplan.SetPlan` s on PostgreSQL: COPY and joins.
 
-Inserts are copied into the target; updates and deletes send their rows as one ``text[]``
-parameter per column and run one ``UPDATE … FROM unnest(…)`` or ``DELETE … USING
-unnest(…)`` on the key, values cast as the row-by-row statements cast them.  A step's
-statements go out pipelined after the caller's own (its checkpoint row), a round trip or
-two a step.  A row that does not meet exactly one target row raises :class:`Deviation`:
+Many inserts are copied into the target; updates, deletes and a few inserts send their rows
+as one ``text[]`` parameter per column and run one ``UPDATE … FROM unnest(…)``, ``DELETE …
+USING unnest(…)`` (on the key) or ``INSERT … SELECT unnest(…)``, values cast as the
+row-by-row statements cast them.  A step's statements go out pipelined after the caller's
+own (its checkpoint row), a round trip or two a step; a COPY, cheaper per row but a pipeline
+cannot hold it, costs two more round trips, which a live trail's small steps would pay
+each time.  A row that does not meet exactly one target row raises :class:`Deviation`:
 the caller then applies row by row.  docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,10 +24,15 @@ from psycopg.adapt import Dumper
 from trailgate.apply.setplan import CopyRows, SetPlan
 from trailgate.apply.spanplan import copy_columns
 
-__all__ = ["JOIN_RANDOM_PAGE_COST", "Deviation", "First", "SetRunner", "has_copies"]
+__all__ = ["INSERT_ARRAY_ROWS", "JOIN_RANDOM_PAGE_COST", "Deviation", "First", "SetRunner",
+           "has_copies"]
 
 #: The planner's ``random_page_cost`` for the joins (see above).
 JOIN_RANDOM_PAGE_COST = 1.1
+#: Inserts of a table up to this many rows go by ``INSERT … SELECT unnest(…)`` in the
+#: step's pipeline; more by COPY (about 1.3 µs less target CPU a row, more than two round
+#: trips' worth above this).
+INSERT_ARRAY_ROWS = 256
 #: PostgreSQL's ``text[]``.
 _TEXT_ARRAY_OID = 1009
 
@@ -85,8 +93,13 @@ class _Steps:
 
 
 def has_copies(plans: Sequence[SetPlan]) -> bool:
-    """Whether running ``plans`` needs a COPY (inserts), which a pipeline cannot hold."""
-    return any(rows for plan in plans for rows in plan.inserts.values())
+    """Whether running ``plans`` needs a COPY (many inserts), which a pipeline cannot
+    hold."""
+    return any(_copied(rows) for plan in plans for rows in plan.inserts.values())
+
+
+def _copied(rows: Rows) -> bool:
+    return len(rows) > INSERT_ARRAY_ROWS
 
 
 class SetRunner:
@@ -124,7 +137,8 @@ class SetRunner:
                 if len(statements) != len(steps.items):
                     raise ValueError("a COPY cannot be sent in a pipeline")
                 sent = self._send(first, statements)
-                pipeline.sync()
+                with self._first_checked(sent, first):
+                    pipeline.sync()
                 self._check(sent, first)
                 return
             items = steps.items
@@ -136,8 +150,9 @@ class SetRunner:
                     stop += 1
                 if stop > start or pending_first:
                     statements = [s for s in items[start:stop] if isinstance(s, _Statement)]
-                    with self.conn.pipeline():
-                        sent = self._send(pending_first, statements)
+                    sent = []
+                    with self._first_checked(sent, pending_first), self.conn.pipeline():
+                        sent.extend(self._send(pending_first, statements))
                     self._check(sent, pending_first)
                     pending_first = ()
                 if stop < len(items):
@@ -150,6 +165,23 @@ class SetRunner:
             raise
         except psycopg.Error as exc:
             raise Deviation(str(exc)) from None
+
+    @contextmanager
+    def _first_checked(self, sent: list[tuple[Cursor, _Statement | First]],
+                       first: Sequence[First]) -> Iterator[None]:
+        """A statement's error in the pipeline ends it; the caller's own statements, sent
+        first, then say what they found before the error does (a step applied before
+        meets its own inserts' keys)."""
+        try:
+            yield
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error:
+            for cur, item in sent[:len(first)]:
+                assert isinstance(item, First)
+                if cur.pgresult is not None and cur.pgresult.status == pq.ExecStatus.TUPLES_OK:
+                    item.check(cur)
+            raise
 
     def _send(self, first: Sequence[First], statements: Sequence[_Statement]
               ) -> list[tuple[Cursor, _Statement | First]]:
@@ -191,9 +223,11 @@ def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: sql.Composed | None)
     if plan.delete_first:
         items.append(_delete(table, keys, types, unique, plan.delete_first))
     for cols, rows in plan.inserts.items():
-        if rows:
+        if _copied(rows):
             items.append(_Copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
                 table, sql.SQL(", ").join(map(sql.Identifier, cols))), rows))
+        elif rows:
+            items.append(_insert(table, cols, types, t.overriding, rows))
     for sets, rows in plan.updates.items():
         if rows:
             items.append(_update(table, keys, sets, types, unique, rows))
@@ -269,6 +303,17 @@ def _delete(table: sql.Identifier, keys: Sequence[str], types: dict[str, str], u
         table, _source(keys, ordinal), _join(keys, types))
     return _Statement(_checked(statement, ordinal or "", unique), _arrays(rows, len(keys)),
                       len(rows), not unique)
+
+
+def _insert(table: sql.Identifier, columns: Sequence[str], types: dict[str, str],
+            overriding: bool, rows: Rows) -> _Statement:
+    """As COPY would, with the row-by-row inserts' ``OVERRIDING SYSTEM VALUE`` for a table
+    with ``GENERATED ALWAYS`` identity columns."""
+    statement = sql.SQL("INSERT INTO {} ({}){} SELECT {} FROM {}").format(
+        table, sql.SQL(", ").join(map(sql.Identifier, columns)),
+        sql.SQL(" OVERRIDING SYSTEM VALUE" if overriding else ""),
+        sql.SQL(", ").join(_value(c, types) for c in columns), _source(columns, None))
+    return _Statement(statement, _arrays(rows, len(columns)), len(rows))
 
 
 def _update(table: sql.Identifier, keys: Sequence[str], sets: Sequence[str],
