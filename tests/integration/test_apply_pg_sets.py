@@ -290,7 +290,7 @@ def test_joins_probe_the_target_index_for_this_transaction_only(pg_db: str) -> N
     the session keeps its own setting afterwards; a server set lower keeps its value."""
     from psycopg import sql
 
-    from trailgate.apply.pg_sets import JOIN_RANDOM_PAGE_COST, SetRunner, _update
+    from trailgate.apply.pg_sets import JOIN_RANDOM_PAGE_COST, SetRunner, _arrays, _update
 
     setup(pg_db, "CREATE SCHEMA big; CREATE TABLE big.t (id int PRIMARY KEY, v text);"
                  "INSERT INTO big.t SELECT g, 'x' FROM generate_series(1, 200000) g;"
@@ -301,13 +301,13 @@ def test_joins_probe_the_target_index_for_this_transaction_only(pg_db: str) -> N
     assert runner.join_setting is not None
     sent = [(str(k), "y") for k in range(1, 200000, 100)]
     update = _update(sql.Identifier("big", "t"), ("id",), ("v",),
-                     {"id": "integer", "v": "text"}, True, sent)
+                     {"id": "integer", "v": "text"}, True)
     with conn.transaction(), conn.cursor() as cur:
         cur.execute(runner.join_setting)
         assert float(cur.execute("SHOW random_page_cost").fetchone()[0]) == \
             JOIN_RANDOM_PAGE_COST
-        plan = "\n".join(r[0] for r in cur.execute(sql.SQL("EXPLAIN ") + update.query,
-                                                    update.params))
+        plan = "\n".join(r[0] for r in cur.execute(sql.SQL("EXPLAIN ") + update,
+                                                    _arrays(sent, 2)))
         assert "Nested Loop" in plan and "Index Scan using t_pkey" in plan, plan
     assert conn.execute("SHOW random_page_cost").fetchone()[0] == "4"
     conn.execute("SET random_page_cost = 1")

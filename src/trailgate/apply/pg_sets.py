@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -33,10 +34,14 @@ JOIN_RANDOM_PAGE_COST = 1.1
 #: step's pipeline; more by COPY (about 1.3 µs less target CPU a row, more than two round
 #: trips' worth above this).
 INSERT_ARRAY_ROWS = 256
+#: Statement texts a runner keeps (a step's tables and column sets; more is a schema churning).
+_QUERIES = 512
 #: PostgreSQL's ``text[]``.
 _TEXT_ARRAY_OID = 1009
 
 Conn = psycopg.Connection[Any]
+_Key = tuple[Any, ...]
+_Queries = Callable[[_Key, Callable[[], sql.Composed]], bytes]
 Cursor = psycopg.Cursor[Any]
 Rows = Sequence[tuple[Any, ...]] | CopyRows
 
@@ -75,7 +80,7 @@ class First:
 
 @dataclass(slots=True)
 class _Statement:
-    query: sql.Composed
+    query: sql.Composed | bytes
     params: Sequence[Any] = ()
     expected: int | None = None  # rows each must meet; None: no check
     counted: bool = False  # the query returns (count, distinct count) instead of a rowcount
@@ -110,6 +115,17 @@ class SetRunner:
         conn.adapters.register_dumper(_TextArray, _TextArrayDumper)
         self.join_setting: sql.Composed | None = None  # SET LOCAL for the joins, if any
         self._checked = False
+        self._queries: dict[_Key, bytes] = {}  # each statement's text, composed once
+
+    def _query(self, key: _Key, build: Callable[[], sql.Composed]) -> bytes:
+        """A statement's text by what it depends on (table, columns, their types, how
+        checked): composing it costs more than a small step's other Python."""
+        query = self._queries.get(key)
+        if query is None:
+            if len(self._queries) >= _QUERIES:
+                self._queries.clear()
+            query = self._queries[key] = build().as_bytes(self.conn)
+        return query
 
     def prepare(self) -> None:
         """Once per connection, outside any pipeline: whether the joins need the setting."""
@@ -130,7 +146,7 @@ class SetRunner:
         plans' rows."""
         steps = _Steps()
         for plan in plans:
-            _plan_steps(steps, plan, self.join_setting)
+            _plan_steps(steps, plan, self.join_setting, self._query)
         try:
             if pipeline is not None:
                 statements = [s for s in steps.items if isinstance(s, _Statement)]
@@ -211,28 +227,38 @@ class SetRunner:
                 raise Deviation(f"{item.expected} rows sent, {max(found, 0)} found")
 
 
-def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: sql.Composed | None) -> None:
+def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: sql.Composed | None,
+                query: _Queries) -> None:
     t = plan.mapping.target
     table = sql.Identifier(t.schema, t.name)
     keys = plan.key_columns
     types = {c.name: c.type_name for c in t.columns}
     unique = bool(t.key) and set(keys) == set(t.key)
     items = steps.items
+    at = (t.schema, t.name, keys, tuple(types.items()), unique, t.overriding)
     if join_setting is not None and (plan.delete_first or plan.updates or plan.delete_last):
         items.append(_Statement(join_setting))
     if plan.delete_first:
-        items.append(_delete(table, keys, types, unique, plan.delete_first))
+        items.append(_Statement(query(("D", *at), lambda: _delete(table, keys, types, unique)),
+                                _arrays(plan.delete_first, len(keys)),
+                                len(plan.delete_first), not unique))
     for cols, rows in plan.inserts.items():
         if _copied(rows):
             items.append(_Copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
                 table, sql.SQL(", ").join(map(sql.Identifier, cols))), rows))
         elif rows:
-            items.append(_insert(table, cols, types, t.overriding, rows))
+            items.append(_Statement(
+                query(("I", *at, cols), partial(_insert, table, cols, types, t.overriding)),
+                _arrays(rows, len(cols)), len(rows)))
     for sets, rows in plan.updates.items():
         if rows:
-            items.append(_update(table, keys, sets, types, unique, rows))
+            items.append(_Statement(
+                query(("U", *at, sets), partial(_update, table, keys, sets, types, unique)),
+                _arrays(rows, len(keys) + len(sets)), len(rows), not unique))
     if plan.delete_last:
-        items.append(_delete(table, keys, types, unique, plan.delete_last))
+        items.append(_Statement(query(("D", *at), lambda: _delete(table, keys, types, unique)),
+                                _arrays(plan.delete_last, len(keys)),
+                                len(plan.delete_last), not unique))
 
 
 def _copy(conn: Conn, item: _Copy) -> None:
@@ -294,30 +320,28 @@ def _checked(statement: sql.Composed, ordinal: str, unique: bool) -> sql.Compose
                                        sql.Identifier(ordinal))
 
 
-def _delete(table: sql.Identifier, keys: Sequence[str], types: dict[str, str], unique: bool,
-            rows: Rows) -> _Statement:
+def _delete(table: sql.Identifier, keys: Sequence[str], types: dict[str, str], unique: bool
+            ) -> sql.Composed:
     """With a unique key (the target's primary key) and keys sent once each, the row count
     says whether each met one row; otherwise each sent row's number is counted."""
     ordinal = None if unique else _ordinal(keys)
     statement = sql.SQL("DELETE FROM {} AS t USING {} WHERE {}").format(
         table, _source(keys, ordinal), _join(keys, types))
-    return _Statement(_checked(statement, ordinal or "", unique), _arrays(rows, len(keys)),
-                      len(rows), not unique)
+    return _checked(statement, ordinal or "", unique)
 
 
 def _insert(table: sql.Identifier, columns: Sequence[str], types: dict[str, str],
-            overriding: bool, rows: Rows) -> _Statement:
+            overriding: bool) -> sql.Composed:
     """As COPY would, with the row-by-row inserts' ``OVERRIDING SYSTEM VALUE`` for a table
     with ``GENERATED ALWAYS`` identity columns."""
-    statement = sql.SQL("INSERT INTO {} ({}){} SELECT {} FROM {}").format(
+    return sql.SQL("INSERT INTO {} ({}){} SELECT {} FROM {}").format(
         table, sql.SQL(", ").join(map(sql.Identifier, columns)),
         sql.SQL(" OVERRIDING SYSTEM VALUE" if overriding else ""),
         sql.SQL(", ").join(_value(c, types) for c in columns), _source(columns, None))
-    return _Statement(statement, _arrays(rows, len(columns)), len(rows))
 
 
 def _update(table: sql.Identifier, keys: Sequence[str], sets: Sequence[str],
-            types: dict[str, str], unique: bool, rows: Rows) -> _Statement:
+            types: dict[str, str], unique: bool) -> sql.Composed:
     columns = (*keys, *sets)
     ordinal = None if unique else _ordinal(columns)
     if sets:
@@ -327,5 +351,4 @@ def _update(table: sql.Identifier, keys: Sequence[str], sets: Sequence[str],
         assign = sql.SQL("{} = t.{}").format(sql.Identifier(keys[0]), sql.Identifier(keys[0]))
     statement = sql.SQL("UPDATE {} AS t SET {} FROM {} WHERE {}").format(
         table, assign, _source(columns, ordinal), _join(keys, types))
-    return _Statement(_checked(statement, ordinal or "", unique), _arrays(rows, len(columns)),
-                      len(rows), not unique)
+    return _checked(statement, ordinal or "", unique)
