@@ -416,6 +416,8 @@ class Result:
     heartbeat_pairs: list[float] | None = None  # each heartbeat's lag − its neighbours'
     client_lag: list[float] | None = None  # commit time as the benchmark saw COMMIT return
     written_lag: list[float] | None = None  # source commit → the row written on the target
+    steady_cpu: dict[str, float] = field(default_factory=dict)  # CPU s, the steady phase
+    steady_seconds: float = float("nan")  # its wall clock, to everything applied
     idle_busy_cpu: dict[str, float] = field(default_factory=dict)  # idle, heartbeat often
     idle_window: float = 0.0  # seconds the idle phase measured
     idle_beats: int | None = None  # heartbeats written in that window (ops)
@@ -492,7 +494,10 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
             same_rows(dbs, first, args.rows, marker_id)
             say(f"  {changes:,} row changes applied {backlog_runs[-1]:.1f} s after the "
                 "subscription was enabled")
-        _, client, written = steady(dbs, args, "native")
+        steady_cpu: dict[str, float] = {}
+        began = time.monotonic()
+        _, client, written = steady(dbs, args, "native", meter=meter, cpu_out=steady_cpu)
+        steady_seconds = time.monotonic() - began
         lag = written  # its target commit time is the source's (written_lags)
         idle = idle_cpu(meter, idle_window(args))
     finally:
@@ -503,7 +508,8 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
     return Result("PostgreSQL logical replication", changes, txns, min(runs), lag,
                   min(backlog_runs), runs=runs, backlog_runs=backlog_runs, wrote=wrote_runs,
                   cpu=cpu[runs.index(min(runs))], idle_cpu=idle,
-                  idle_window=idle_window(args), client_lag=client, written_lag=written)
+                  idle_window=idle_window(args), client_lag=client, written_lag=written,
+                  steady_cpu=steady_cpu, steady_seconds=steady_seconds)
 
 
 def idle_window(args: argparse.Namespace) -> float:
@@ -543,17 +549,28 @@ def wait_subscription(target: str, timeout: float = 60) -> None:
 
 def steady(dbs: Databases, args: argparse.Namespace, label: str,
            applied: Callable[[], str] | None = None,
-           commits_out: dict[int, datetime] | None = None
+           commits_out: dict[int, datetime] | None = None,
+           meter: CpuMeter | None = None, cpu_out: dict[str, float] | None = None
            ) -> tuple[list[tuple[datetime, float]], list[float], list[float]]:
+    """The steady phase; ``meter``: the CPU each part used from its start until the target
+    had everything into ``cpu_out`` (sampled as it runs, so the steady load's sessions,
+    gone by its end, are counted; with the load generator, this benchmark's own
+    process)."""
     per_txn = args.steady_txn_rows
+    before = meter.sample() if meter is not None else {}
+    load_before = time.process_time()
+
+    def tick(n: int) -> None:
+        if meter is not None:
+            meter.sample()
+        live(f"{n:,} rows committed" + (f" │ {applied()}" if applied else ""))
     say(f"  steady load: {args.steady_rate:g} rows/s for {args.steady_seconds:g} s "
         f"({per_txn}-row transactions)")
     first = 1_000_000 if label == "native" else 2_000_000
     t0 = time.monotonic()
     commits = steady_workload(
-        dbs.source_conninfo, args.steady_rate, args.steady_seconds, first,
-        lambda n: live(f"{n:,} rows committed" + (f" │ {applied()}" if applied else "")),
-        per_txn)
+        dbs.source_conninfo, args.steady_rate, args.steady_seconds, first, tick, per_txn)
+    load_cpu = time.process_time() - load_before
     total = len(commits) * per_txn
     reached = total / max(time.monotonic() - t0, 1e-9)
     end_live()
@@ -564,6 +581,9 @@ def steady(dbs: Databases, args: argparse.Namespace, label: str,
               total, args.timeout, "the steady load to be applied",
               lambda have: f"{have:,}/{total:,} rows applied")
     end_live()
+    if meter is not None and cpu_out is not None:
+        cpu_out.update(meter.used(before, meter.sample()))
+        cpu_out["load generator (the steady sessions' client)"] = load_cpu
     if commits_out is not None:
         commits_out.update(commits)
     timed = server_lags(dbs, first)
@@ -867,11 +887,15 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
         watch = CheckpointWatch(pipeline, pipeline.groups[0])
         watch.start()
         commits: dict[int, datetime] = {}
+        steady_cpu: dict[str, float] = {}
         steady_from = datetime.now(UTC)
+        began = time.monotonic()
         try:
             timed, client, written = steady(dbs, args, "trailgate",
-                                   lambda: f"Replicat {pipeline.operations(rep) - base:,} "
-                                           "applied", commits)
+                                            lambda: f"Replicat "
+                                                    f"{pipeline.operations(rep) - base:,} "
+                                                    "applied", commits, meter, steady_cpu)
+            steady_seconds = time.monotonic() - began
             lag = sorted(x for _, x in timed)
         finally:
             watch.done.set()
@@ -898,6 +922,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
                       backlog_runs=backlog_runs, alone_runs=alone_runs, wrote=wrote_runs,
                       cpu=cpu[runs.index(min(runs))], idle_cpu=idle, heartbeat_lag=hb_lag,
                       heartbeat_pairs=pairs, client_lag=client, written_lag=written,
+                      steady_cpu=steady_cpu, steady_seconds=steady_seconds,
                       heartbeat_commit_lag=hb_commit, heartbeat_step=hb_step,
                       heartbeat_stamp=hb_stamp,
                       idle_busy_cpu=busy, idle_window=idle_window(args),
@@ -1102,6 +1127,15 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             {names[r.method]: r.cpu for r in results},
             {names[r.method]: r.seconds for r in results}):
         say(line)
+    if any(r.steady_cpu for r in results):
+        say("")
+        for line in format_table(
+                f"== CPU seconds in the steady phase ({args.steady_rate:g} rows/s asked, "
+                f"{args.steady_txn_rows}-row transactions; until the target had everything), "
+                "by process ==",
+                {names[r.method]: r.steady_cpu for r in results if r.steady_cpu},
+                {names[r.method]: r.steady_seconds for r in results if r.steady_cpu}):
+            say(line)
     if args.idle_seconds > 0:
         say("")
         for line in format_table(
