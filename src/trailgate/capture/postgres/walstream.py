@@ -26,6 +26,7 @@ import psycopg.pq as pq
 
 from trailgate.capture.postgres.fastpath import Span, scan_span
 from trailgate.capture.postgres.pgoutput import PG_EPOCH_UNIX_MICROS, format_lsn, quote_ident
+from trailgate.capture.postgres.stream_drain import drainer
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect_failure, describe, session_conninfo
 from trailgate.errors import SourceError
@@ -56,11 +57,13 @@ class WalStream:
     """Slot ``slot``'s ``pgoutput`` messages from ``start_lsn`` on (see the module docstring).
 
     ``position``: every transaction committing before it has been handed out.
+    ``fast_drain``: the reader takes libpq's messages with ``_pgfast.drain`` when it can be
+    bound (``stream_drain``); false keeps the Python loop, the reference.
     """
 
     def __init__(self, conninfo: str, slot: str, publication: str, start_lsn: int, *,
                  buffer_bytes: int = BUFFER_BYTES, status_interval: float = STATUS_INTERVAL,
-                 slot_wait: float = SLOT_WAIT_SECONDS):
+                 slot_wait: float = SLOT_WAIT_SECONDS, fast_drain: bool = True):
         self.conninfo = conninfo
         self.slot = slot
         self.publication = publication
@@ -87,6 +90,8 @@ class WalStream:
         self._interrupted = False  # an interrupt() no wait_available has returned for yet
         self._cond = threading.Condition()
         self._pg = self._start(start_lsn, slot_wait)
+        self._fast_drain = drainer() if fast_drain else None
+        self._pgconn_ptr = self._pg.pgconn_ptr
         self._wake_r, self._wake_w = os.pipe()  # the consumer wakes the reader's select
         os.set_blocking(self._wake_w, False)
         self._thread = threading.Thread(target=self._run, name=f"walstream {slot}",
@@ -358,6 +363,19 @@ class WalStream:
     def _drain(self, pg: Any, out: list[tuple[int, bytes | None]]) -> int:
         """The messages libpq has buffered (at most ``_DRAIN_MESSAGES``) appended to
         ``out``; returns their size."""
+        fast = self._fast_drain
+        if fast is not None:
+            status, size, self._received, self._drained_commit, reply = fast(
+                self._pgconn_ptr, out, _DRAIN_MESSAGES, self._received, self._drained_commit)
+            if reply:
+                self._reply_due = True
+            if status == -3:
+                raise SourceError(f"the server sent a malformed replication message on the "
+                                  f"stream of slot {self.slot!r} (after LSN "
+                                  f"{format_lsn(self._received)}): is it PostgreSQL?")
+            if status < 0:
+                raise self._ended(pg, status)
+            return size
         size = 0
         received = self._received
         committed = self._drained_commit
