@@ -236,6 +236,11 @@ class WalStream:
         it has arrived (the end of the last commit received)."""
         return self._available
 
+    def drained(self) -> bool:
+        """Whether everything received so far has been handed out: a read going on now
+        waits for the server (a consumer writes out what it holds first)."""
+        return self._index >= len(self._chunk) and not self._queue
+
     def wait_available(self, after: int, timeout: float) -> int:
         """Wait (at most ``timeout`` seconds, or until :meth:`interrupt`) for
         :meth:`available` to pass ``after``; returns it.  An interrupt that came since the
