@@ -162,6 +162,12 @@ def advance_slot(conn: psycopg.Connection[Any], slot: str, lsn: int, *,
 RESTART_LAG_BYTES = 16 << 20
 #: Value bytes per Arrow batch: small enough that the sink writes while the source reads.
 BATCH_BYTES = 1 << 20
+#: A long read of the stream hands on what it holds when the stream has nothing more
+#: received (the read would wait for the server) and this long has passed since its last
+#: batch: a backlog's first transactions reach the trail while the server still decodes
+#: the rest, in pieces big enough that each piece's fixed cost stays small.  (What came
+#: sooner after the last piece waits for the server's next message or the read's end.)
+DRAINED_SECONDS = 0.01
 
 
 class _Emitter:
@@ -395,27 +401,31 @@ def _rows(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int, en
     (a stream's read): runs of small transactions the C capture loop took whole come as
     one transactions row each (``CapturedBatch``).  ``drained()`` true after a transaction
     (the stream has nothing more received): what ``rows`` holds goes out then, before the
-    read waits for the server."""
+    read waits for the server, if :data:`DRAINED_SECONDS` have passed since the last
+    batch went out."""
     last_commit: int | None = None
     items: Iterator[CapturedTransaction | CapturedBatch] = (
         cap.read_batched(start - 1, end) if batched
         else cap.read(start_after_lsn=start - 1, upto_lsn=end))
+    out = float("-inf")  # when the last batch went out (the first goes at once)
     for t in items:
         if type(t) is CapturedBatch:
             if t.blob is not None:
                 rows.add_transactions(t.blob)
-                if rows.full(opts.batch_rows, BATCH_BYTES) or (
-                        drained is not None and drained()):
+                if rows.full(opts.batch_rows, BATCH_BYTES):
                     yield rows.take()
+                    out = time.monotonic()
             last_commit = t.commit_time
-            continue
-        assert type(t) is CapturedTransaction
-        if t.csn >= end:
-            break
-        yield from emitter.emit(t, rows, opts.batch_rows)
-        last_commit = t.transaction.commit_time
-        if drained is not None and len(rows) and drained():
+        else:
+            assert type(t) is CapturedTransaction
+            if t.csn >= end:
+                break
+            yield from emitter.emit(t, rows, opts.batch_rows)
+            last_commit = t.transaction.commit_time
+        if (drained is not None and len(rows) and time.monotonic() - out >= DRAINED_SECONDS
+                and drained()):
             yield rows.take()
+            out = time.monotonic()
     return last_commit
 
 
