@@ -53,7 +53,13 @@ For each method in turn:
    same clock).  (Until 2026-11-27: from the benchmark's clock when COMMIT returned — late
    by however long the benchmark waited for a core on a loaded machine, lags below zero
    counted as 0 — to the target rows' ``applied_at`` default, when each row was written,
-   before its transaction committed.)  For
+   before its transaction committed.)  Native replication's target commit time is not
+   its own: its apply worker commits under a replication origin, for which PostgreSQL
+   records the source's commit time, so that measure gives native 0 (as it did from
+   2026-11-27 to 2026-11-28).  Native's lag is therefore to its rows' ``applied_at``
+   (written a little before their transaction commits), and trailgate's is shown that way
+   too beside its own.  ``--lag-series DIR`` writes each transaction's lag in commit
+   order, to tell a periodic tail from a load-driven one.  For
    trailgate also commit → *durable*: the first Extract checkpoint covering the
    transaction (its commit time, ``read_time``, at or after it).  The Extract writes each
    transaction to the trail as it arrives and makes it durable at its next micro-batch,
@@ -415,6 +421,9 @@ class Result:
     heartbeat_stamp: list[float] | None = None  # on the source: its timestamp → its commit
     heartbeat_pairs: list[float] | None = None  # each heartbeat's lag − its neighbours'
     client_lag: list[float] | None = None  # commit time as the benchmark saw COMMIT return
+    written_lag: list[float] | None = None  # source commit → the row written on the target
+    steady_cpu: dict[str, float] = field(default_factory=dict)  # CPU s, the steady phase
+    steady_seconds: float = float("nan")  # its wall clock, to everything applied
     idle_busy_cpu: dict[str, float] = field(default_factory=dict)  # idle, heartbeat often
     idle_window: float = 0.0  # seconds the idle phase measured
     idle_beats: int | None = None  # heartbeats written in that window (ops)
@@ -491,8 +500,11 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
             same_rows(dbs, first, args.rows, marker_id)
             say(f"  {changes:,} row changes applied {backlog_runs[-1]:.1f} s after the "
                 "subscription was enabled")
-        timed, client = steady(dbs, args, "native")
-        lag = sorted(x for _, x in timed)
+        steady_cpu: dict[str, float] = {}
+        began = time.monotonic()
+        _, client, written = steady(dbs, args, "native", meter=meter, cpu_out=steady_cpu)
+        steady_seconds = time.monotonic() - began
+        lag = written  # its target commit time is the source's (written_lags)
         idle = idle_cpu(meter, idle_window(args))
     finally:
         with connect(target) as conn:
@@ -502,7 +514,8 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
     return Result("PostgreSQL logical replication", changes, txns, min(runs), lag,
                   min(backlog_runs), runs=runs, backlog_runs=backlog_runs, wrote=wrote_runs,
                   cpu=cpu[runs.index(min(runs))], idle_cpu=idle,
-                  idle_window=idle_window(args), client_lag=client)
+                  idle_window=idle_window(args), client_lag=client, written_lag=written,
+                  steady_cpu=steady_cpu, steady_seconds=steady_seconds)
 
 
 def idle_window(args: argparse.Namespace) -> float:
@@ -542,17 +555,28 @@ def wait_subscription(target: str, timeout: float = 60) -> None:
 
 def steady(dbs: Databases, args: argparse.Namespace, label: str,
            applied: Callable[[], str] | None = None,
-           commits_out: dict[int, datetime] | None = None
-           ) -> tuple[list[tuple[datetime, float]], list[float]]:
+           commits_out: dict[int, datetime] | None = None,
+           meter: CpuMeter | None = None, cpu_out: dict[str, float] | None = None
+           ) -> tuple[list[tuple[datetime, float]], list[float], list[float]]:
+    """The steady phase; ``meter``: the CPU each part used from its start until the target
+    had everything into ``cpu_out`` (sampled as it runs, so the steady load's sessions,
+    gone by its end, are counted; with the load generator, this benchmark's own
+    process)."""
     per_txn = args.steady_txn_rows
+    before = meter.sample() if meter is not None else {}
+    load_before = time.process_time()
+
+    def tick(n: int) -> None:
+        if meter is not None:
+            meter.sample()
+        live(f"{n:,} rows committed" + (f" │ {applied()}" if applied else ""))
     say(f"  steady load: {args.steady_rate:g} rows/s for {args.steady_seconds:g} s "
         f"({per_txn}-row transactions)")
     first = 1_000_000 if label == "native" else 2_000_000
     t0 = time.monotonic()
     commits = steady_workload(
-        dbs.source_conninfo, args.steady_rate, args.steady_seconds, first,
-        lambda n: live(f"{n:,} rows committed" + (f" │ {applied()}" if applied else "")),
-        per_txn)
+        dbs.source_conninfo, args.steady_rate, args.steady_seconds, first, tick, per_txn)
+    load_cpu = time.process_time() - load_before
     total = len(commits) * per_txn
     reached = total / max(time.monotonic() - t0, 1e-9)
     end_live()
@@ -563,9 +587,28 @@ def steady(dbs: Databases, args: argparse.Namespace, label: str,
               total, args.timeout, "the steady load to be applied",
               lambda have: f"{have:,}/{total:,} rows applied")
     end_live()
+    if meter is not None and cpu_out is not None:
+        cpu_out.update(meter.used(before, meter.sample()))
+        cpu_out["load generator (the steady sessions' client)"] = load_cpu
     if commits_out is not None:
         commits_out.update(commits)
-    return server_lags(dbs, first), lags(dbs.target_conninfo, commits)
+    timed = server_lags(dbs, first)
+    written = written_lags(dbs, first)
+    if args.lag_series:
+        write_series(Path(args.lag_series), label, timed if label != "native" else written)
+    return timed, lags(dbs.target_conninfo, commits), sorted(x for _, x in written)
+
+
+def write_series(directory: Path, label: str, timed: list[tuple[datetime, float]]) -> None:
+    """The steady phase's lag as a time series (``--lag-series``): per transaction, its
+    source commit (epoch seconds) and its lag to the target's commit, in commit order."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{label}.csv"
+    with path.open("w") as out:
+        out.write("source_commit,lag_s\n")
+        for committed, lag in timed:
+            out.write(f"{committed.timestamp():.6f},{lag:.6f}\n")
+    say(f"  the steady phase's lag per transaction: {path}")
 
 
 def server_lags(dbs: Databases, first: int) -> list[tuple[datetime, float]]:
@@ -581,6 +624,24 @@ def server_lags(dbs: Databases, first: int) -> list[tuple[datetime, float]]:
             "WHERE id >= %s GROUP BY txn", (first,)).fetchall())
     return sorted((c, (applied[t] - c).total_seconds()) for t, c in committed.items()
                   if c is not None and t in applied)
+
+
+def written_lags(dbs: Databases, first: int) -> list[tuple[datetime, float]]:
+    """Per steady transaction (ids from ``first``): the source server's commit time, and
+    the seconds from it to its last row written on the target (``applied_at``, a little
+    before that row's transaction commits).  Native replication is measured so: its apply
+    worker commits under a replication origin, and PostgreSQL then records the *source's*
+    commit time as the target transaction's, so :func:`server_lags` gives it 0."""
+    with connect(dbs.source_conninfo) as conn:
+        committed = dict(conn.execute(
+            "SELECT txn, max(pg_xact_commit_timestamp(xmin)) FROM bench.ticks "
+            "WHERE id >= %s GROUP BY txn", (first,)).fetchall())
+    with connect(dbs.target_conninfo) as conn:
+        written = dict(conn.execute(
+            "SELECT txn, max(applied_at) FROM bench.ticks WHERE id >= %s GROUP BY txn",
+            (first,)).fetchall())
+    return sorted((c, max(0.0, (written[t] - c).total_seconds()))
+                  for t, c in committed.items() if c is not None and t in written)
 
 
 class CheckpointWatch(threading.Thread):
@@ -832,11 +893,15 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
         watch = CheckpointWatch(pipeline, pipeline.groups[0])
         watch.start()
         commits: dict[int, datetime] = {}
+        steady_cpu: dict[str, float] = {}
         steady_from = datetime.now(UTC)
+        began = time.monotonic()
         try:
-            timed, client = steady(dbs, args, "trailgate",
-                                   lambda: f"Replicat {pipeline.operations(rep) - base:,} "
-                                           "applied", commits)
+            timed, client, written = steady(dbs, args, "trailgate",
+                                            lambda: f"Replicat "
+                                                    f"{pipeline.operations(rep) - base:,} "
+                                                    "applied", commits, meter, steady_cpu)
+            steady_seconds = time.monotonic() - began
             lag = sorted(x for _, x in timed)
         finally:
             watch.done.set()
@@ -862,7 +927,8 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
                       txns, min(runs), lag, min(backlog_runs), durable, runs=runs,
                       backlog_runs=backlog_runs, alone_runs=alone_runs, wrote=wrote_runs,
                       cpu=cpu[runs.index(min(runs))], idle_cpu=idle, heartbeat_lag=hb_lag,
-                      heartbeat_pairs=pairs, client_lag=client,
+                      heartbeat_pairs=pairs, client_lag=client, written_lag=written,
+                      steady_cpu=steady_cpu, steady_seconds=steady_seconds,
                       heartbeat_commit_lag=hb_commit, heartbeat_step=hb_step,
                       heartbeat_stamp=hb_stamp,
                       idle_busy_cpu=busy, idle_window=idle_window(args),
@@ -1042,6 +1108,11 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     for r in results:
         say(f"{r.method:<40} {len(r.lag):>6} {percentile(r.lag, 0.5):>8.3f}s "
             f"{percentile(r.lag, 0.99):>8.3f}s {max(r.lag, default=float('nan')):>8.3f}s")
+        if r.written_lag is not None and r.written_lag is not r.lag:
+            part = r.written_lag
+            say(f"{'  to the row written (as native)':<40} {len(part):>6} "
+                f"{percentile(part, 0.5):>8.3f}s {percentile(part, 0.99):>8.3f}s "
+                f"{max(part, default=float('nan')):>8.3f}s")
         if r.client_lag:
             part = r.client_lag
             say(f"{'  commit time seen by the client (old)':<40} {len(part):>6} "
@@ -1062,6 +1133,15 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             {names[r.method]: r.cpu for r in results},
             {names[r.method]: r.seconds for r in results}):
         say(line)
+    if any(r.steady_cpu for r in results):
+        say("")
+        for line in format_table(
+                f"== CPU seconds in the steady phase ({args.steady_rate:g} rows/s asked, "
+                f"{args.steady_txn_rows}-row transactions; until the target had everything), "
+                "by process ==",
+                {names[r.method]: r.steady_cpu for r in results if r.steady_cpu},
+                {names[r.method]: r.steady_seconds for r in results if r.steady_cpu}):
+            say(line)
     if args.idle_seconds > 0:
         say("")
         for line in format_table(
@@ -1110,6 +1190,9 @@ def report_ratios(results: list[Result], args: argparse.Namespace) -> None:
         f"{b * per:>11.1f} {ratio(a, b):>7.2f}")
     say(f"{'lag p99 at ' + format(args.steady_rate, 'g') + ' rows/s, s':<52} "
         f"{percentile(tg.lag, 0.99):>11.3f} {percentile(native.lag, 0.99):>11.3f}")
+    if tg.written_lag:
+        say(f"{'  both to the row written on the target, s':<52} "
+            f"{percentile(tg.written_lag, 0.99):>11.3f} {percentile(native.lag, 0.99):>11.3f}")
 
 
 def report_ops(results: list[Result], args: argparse.Namespace) -> None:
@@ -1261,6 +1344,9 @@ def main() -> int:
     parser.add_argument("--replicat-param", action="append", default=[], metavar="LINE",
                         help="an extra line for the Replicat's parameter file (repeatable), "
                              "e.g. 'SPARK CONF spark.eventLog.enabled=true'")
+    parser.add_argument("--lag-series", metavar="DIR",
+                        help="write the steady phase's lag per transaction (source commit, "
+                             "lag to the target's commit) to DIR/<method>.csv")
     parser.add_argument("--timeline", action="store_true",
                         help="print each throughput round's micro-batches of both groups")
     parser.add_argument("--repeat", type=int, default=3,

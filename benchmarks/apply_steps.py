@@ -1,11 +1,12 @@
 """The Replicat's stream apply alone, step by step: where its time goes per step size.
 
 A trail of ``--rows`` updates of ``bench.orders`` (``apply_pg``'s table, every column in each
-update, as the PostgreSQL Extract writes them) in ``--txn-rows``-row transactions is applied
-to a fresh embedded PostgreSQL holding those rows, the way the stream apply does it
-(``apply_range`` with the checkpoint row moved, BATCHSQL), in steps of at most
-``--step-records`` change records each — one step for a backlog, a few transactions for a
-live trail.  No Spark, no Extract: only the apply's own driver work and the target backend.
+update, as the PostgreSQL Extract writes them; ``--op insert``: inserts of new rows) in
+``--txn-rows``-row transactions is applied to a fresh embedded PostgreSQL holding those rows,
+the way the stream apply does it (``apply_range`` with the checkpoint row moved, BATCHSQL),
+in steps of at most ``--step-records`` change records each — one step for a backlog, a few
+transactions for a live trail.  No Spark, no Extract: only the apply's own driver work and
+the target backend.
 
 Prints, per step size, rows/s by wall clock and the CPU seconds per change of this process
 (the driver: reading, planning, sending) and of the target backend (the set statements, the
@@ -13,7 +14,7 @@ checkpoint row, the commits).  ``--src DIR`` runs another checkout's ``src`` (an
 against the code before a change, interleaved round by round on the same machine).
 
     .venv/bin/python benchmarks/apply_steps.py [--rows 100000] [--txn-rows 100]
-        [--step-records 100000 1000 100] [--repeat 2] [--src OTHER/src]
+        [--step-records 100000 1000 100] [--repeat 2] [--op update|insert] [--src OTHER/src]
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from trailgate.trail.writer import TrailWriter
 
 rows, txn_rows, step = (int(a) for a in sys.argv[2:5])
 work = Path(sys.argv[5])
+op = sys.argv[6]
 COLS = [("id", "bigint"), ("customer", "text"), ("amount", "numeric(12,2)"),
         ("created", "timestamp with time zone"), ("note", "text")]
 table = TableDef("bench", "orders", [Column(n, i, classify(t).kind, t, classify(t).length,
@@ -69,14 +71,17 @@ try:
         conn.execute("CREATE SCHEMA bench; CREATE TABLE bench.orders (id bigint PRIMARY KEY, "
                      "customer text, amount numeric(12,2), created timestamptz, note text)")
         add_checkpoint_table(conn, "gg.ckpt")
-        conn.execute("INSERT INTO bench.orders SELECT g, 'customer ' || g, g * 1.25, "
-                     "clock_timestamp(), md5(g::text) FROM generate_series(1, %s) g", (rows,))
+        if op == "update":
+            conn.execute("INSERT INTO bench.orders SELECT g, 'customer ' || g, g * 1.25, "
+                         "clock_timestamp(), md5(g::text) FROM generate_series(1, %s) g",
+                         (rows,))
         conn.execute("VACUUM ANALYZE bench.orders")
     prefix = str(work / "trail" / "ut")
     (work / "trail").mkdir()
     with TrailWriter(prefix, fsync=False) as w:
         for n in range(0, rows, txn_rows):
-            changes = [Change(OpType.FIELD_COMP, "bench.orders", image(k))
+            kind = OpType.FIELD_COMP if op == "update" else OpType.INSERT
+            changes = [Change(kind, "bench.orders", image(k))
                        for k in range(n + 1, min(n + txn_rows, rows) + 1)]
             w.write_transaction(Transaction(f"0.{n}.1", 100 + n, changes,
                                             2_460_000_000_000_000 + n), {"bench.orders": table})
@@ -114,13 +119,14 @@ finally:
 '''
 
 
-def run(src: Path, rows: int, txn_rows: int, step: int) -> tuple[int, float, float, float, int]:
+def run(src: Path, rows: int, txn_rows: int, step: int, op: str
+        ) -> tuple[int, float, float, float, int]:
     """One round in a fresh process (its own ``src``) and a fresh server."""
     work = Path(tempfile.mkdtemp(prefix="tg-bench-steps-"))
     os.chmod(work, 0o755)  # the server's OS user must reach its directory
     try:
         out = subprocess.run([sys.executable, "-c", CHILD, str(src), str(rows), str(txn_rows),
-                              str(step), str(work)], capture_output=True, text=True,
+                              str(step), str(work), op], capture_output=True, text=True,
                              check=False)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -136,17 +142,20 @@ def main() -> None:
     parser.add_argument("--txn-rows", type=int, default=100)
     parser.add_argument("--step-records", type=int, nargs="+", default=[100_000, 1000, 100])
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--op", choices=("update", "insert"), default="update",
+                        help="the trail's changes: updates of existing rows, or inserts")
     parser.add_argument("--src", type=Path, help="another checkout's src, run beside this one")
     args = parser.parse_args()
     sources = [("this", ROOT / "src")] + ([("other", args.src)] if args.src else [])
-    print(f"{args.rows:,} updates in {args.txn_rows}-row transactions; load "
+    print(f"{args.rows:,} {args.op}s in {args.txn_rows}-row transactions; load "
           f"{os.getloadavg()[0]:.1f}")
     print(f"{'step records':>12} {'code':>6} {'steps':>6} {'rows/s':>9} "
           f"{'driver µs/chg':>14} {'backend µs/chg':>15} {'fallbacks':>9}")
     for step in args.step_records:
         for _ in range(args.repeat):
             for name, src in sources:
-                steps, wall, driver, pg, fallbacks = run(src, args.rows, args.txn_rows, step)
+                steps, wall, driver, pg, fallbacks = run(src, args.rows, args.txn_rows, step,
+                                                         args.op)
                 print(f"{step:>12,} {name:>6} {steps:>6} {args.rows / wall:>9,.0f} "
                       f"{driver / args.rows * 1e6:>14.2f} {pg / args.rows * 1e6:>15.2f} "
                       f"{fallbacks:>9}", flush=True)

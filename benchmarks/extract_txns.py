@@ -14,7 +14,9 @@ per second, and this process's CPU seconds per transaction split into the stream
 thread and the rest.  Each round reads the same backlog twice, on the general path (one
 object per transaction, ``TRAILGATE_TXN_BATCHES=0``) and in batches of whole transactions
 (``PgCapture.read_batched``), each into its own trail, and checks the two trails hold the
-same records, byte for byte.  ``--path`` runs one of them only.  ``--profile N`` prints
+same records, byte for byte.  ``--path`` runs one of them only; ``--path readers`` reads it
+in batches twice instead, the stream's reader thread taking libpq's messages in C
+(``_pgfast.drain``) and in its Python loop, and compares those two.  ``--profile N`` prints
 cProfile's N most expensive functions of the main thread (what reads and writes; the socket
 reader thread is apart) of the last round's last path.  Where a single-row transaction's
 time goes is in docs/extract.md, "Performance".
@@ -37,7 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from trailgate.capture.postgres import walstream  # noqa: E402
 from trailgate.capture.postgres.slots import add_extract, slot_name  # noqa: E402
+from trailgate.capture.postgres.stream_drain import drainer  # noqa: E402
 from trailgate.capture.postgres.trandata import add_trandata  # noqa: E402
 from trailgate.db.cluster import Cluster  # noqa: E402
 from trailgate.db.connect import connect  # noqa: E402
@@ -51,6 +55,7 @@ from trailgate.spark.trail_sink import SinkOptions, TrailAppender  # noqa: E402
 from trailgate.trail.header import decode_file_header  # noqa: E402
 
 GROUP = "XB"
+_PREFIX = {"general": "ga", "batched": "ba", "python-reader": "pa"}
 
 
 def say(text: str) -> None:
@@ -125,12 +130,13 @@ def read_round(home: Home, source: SourceOptions, conninfo: str, mode: str, r: i
     """Read ``[start, end)`` into trail ``mode``'s on that path; returns the CPU µs per
     transaction (this process; the walsender apart)."""
     run = f"run-{r}"
-    trail = home.dirdat / ("ga" if mode == "general" else "ba")
+    trail = home.dirdat / _PREFIX[mode]
     sink = SinkOptions.parse({"path": str(trail), "home": str(home.path), "group": GROUP,
                               "runId": run,
                               "stateFile": str(home.path / "dirchk" / f"{mode}.state")}, run)
     profiler = cProfile.Profile() if profile else None
-    slot = StreamedSlot(source, batched=mode == "batched")
+    slot = StreamedSlot(source, batched=mode != "general")
+    walstream.drainer = (lambda: None) if mode == "python-reader" else drainer
     cpu0, t0, rusage0 = thread_cpu(), time.monotonic(), process_cpu()
     if profiler is not None:
         profiler.enable()
@@ -166,7 +172,7 @@ def read_round(home: Home, source: SourceOptions, conninfo: str, mode: str, r: i
 def trail_records(home: Home, mode: str) -> bytes:
     """The records of trail ``mode``'s files, end to end, without their file headers."""
     out = bytearray()
-    for path in sorted(home.dirdat.glob("ga*" if mode == "general" else "ba*")):
+    for path in sorted(home.dirdat.glob(_PREFIX[mode] + "*")):
         data = path.read_bytes()
         out += data[decode_file_header(data).length:]
     return bytes(out)
@@ -181,7 +187,8 @@ def main() -> int:
     parser.add_argument("--profile", type=int, default=0, metavar="N")
     parser.add_argument("--sort", default="tottime", help="cProfile's order (cumulative, …)")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
-    parser.add_argument("--path", choices=("both", "general", "batched"), default="both")
+    parser.add_argument("--path", choices=("both", "general", "batched", "readers"),
+                        default="both")
     args = parser.parse_args()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tg-bench-xt-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -211,7 +218,8 @@ def main() -> int:
             f"EXTRACT {GROUP}\nSOURCEDB {conninfo}\nEXTTRAIL ./dirdat/aa\nTABLE bench.*;\n")
         source = SourceOptions.parse({"home": str(home.path), "group": GROUP})
         say(f"{args.txns:,} transactions of {args.txn_rows} row(s), {args.kind}s, per round")
-        paths = ("general", "batched") if args.path == "both" else (args.path,)
+        paths = {"both": ("general", "batched"), "readers": ("python-reader", "batched")
+                 }.get(args.path, (args.path,))
         best: dict[str, float] = {}
         for r in range(args.repeat):
             end = workload(conninfo, args.kind, args.txns, args.txn_rows, 1 + r * rows)
@@ -226,10 +234,11 @@ def main() -> int:
             slot.close()
             start = end
         if len(paths) == 2:
-            same = trail_records(home, "general") == trail_records(home, "batched")
-            say(f"best CPU per transaction: general path {best['general']:.1f} µs, batched "
-                f"{best['batched']:.1f} µs ({best['general'] / best['batched']:.2f}×); the "
-                f"two trails' records are {'identical' if same else 'DIFFERENT'}")
+            a, b = paths
+            same = trail_records(home, a) == trail_records(home, b)
+            say(f"best CPU per transaction: {a} {best[a]:.1f} µs, {b} {best[b]:.1f} µs "
+                f"({best[a] / best[b]:.2f}×); the two trails' records are "
+                f"{'identical' if same else 'DIFFERENT'}")
             if not same:
                 return 1
     finally:

@@ -302,3 +302,40 @@ def test_truncate_with_gettruncates(pg_db: str) -> None:
     with applier(pg_db, params("MAP public.orders, TARGET public.orders;")) as a:
         a.apply_partition(2, 0, [t(OpType.TRUNCATE, "public.orders")], DEFS)
     assert rows(conn, "SELECT id FROM orders") == [(2,)]
+
+
+def test_a_real_goldengate_12_2_trail_applies_by_its_tdrs(pg_db: str) -> None:
+    """Oracle's GoldenGate for Big Data sample trail (tests/fixtures/goldengate, written by
+    GoldenGate 12.2): the Replicat maps its tables by the names and keys of their binary TDRs
+    (no ASSUMETARGETDEFS) and leaves the demo tables as GoldenGate's demo scripts do."""
+    from pathlib import Path
+
+    from trailgate.trail import TrailReader
+
+    real = Path(__file__).parent.parent / "fixtures" / "goldengate" / "tr"
+    conn = setup(pg_db, "CREATE TABLE tcustmer (cust_code varchar(4) PRIMARY KEY, "
+                 "name varchar(30), city varchar(20), state char(2));"
+                 "CREATE TABLE tcustord (cust_code varchar(4), order_date timestamp, "
+                 "product_code varchar(8), order_id numeric, product_price numeric(8,2), "
+                 "product_amount numeric(6), transaction_id numeric, "
+                 "PRIMARY KEY (cust_code, order_date, product_code, order_id))")
+    changes, defs = [], {}
+    for rt in TrailReader(real).transactions():
+        txn = rt.transaction
+        for change, record in zip(txn.changes, rt.records, strict=True):
+            if record.table_def is not None:
+                defs[change.table] = record.table_def
+            changes.append(TrailChange(change, txn.csn, txn.xid, record.position,
+                                       commit_time=change.io_time))
+    p = params("MAP QASOURCE.TCUSTMER, TARGET public.tcustmer;\n"
+               "MAP QASOURCE.TCUSTORD, TARGET public.tcustord;")
+    with applier(pg_db, p) as a:
+        a.apply_partition(1, 0, changes, defs)
+    assert rows(conn, "SELECT cust_code, city, state FROM tcustmer ORDER BY 1") == [
+        ("ANN", "NEW YORK", "NY"), ("BILL", "DENVER", "CO"), ("DAVE", "TALLAHASSEE", "FL"),
+        ("JANE", "DENVER", "CO"), ("WILL", "SEATTLE", "WA")]
+    got = rows(conn, "SELECT cust_code, order_date::text, product_price::text, "
+               "product_amount FROM tcustord ORDER BY 1, 2")
+    assert got == [("BILL", "1995-12-31 15:00:00", "14000.00", 3),
+                   ("BILL", "1996-01-01 00:00:00", "25000.00", 15),
+                   ("WILL", "1994-09-30 15:33:00", "16520.00", 3)]

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from test_apply_pg import CKPT, DEFS, Trail, applier, params, rows, setup
 
-from trailgate.apply import CollisionError, DiscardWriter, TrailChange
+from trailgate.apply import CollisionError, DiscardWriter, TrailChange, pg_sets
 from trailgate.model import OpType
 
 pytestmark = pytest.mark.postgres
@@ -201,9 +201,14 @@ def test_table_without_key_beside_a_keyed_one(pg_db: str) -> None:
     same_tables(pg_db)
 
 
-def test_random_batches_match_one_at_a_time(pg_db: str) -> None:
+@pytest.mark.parametrize("copied", [False, True], ids=["insert-arrays", "copy"])
+def test_random_batches_match_one_at_a_time(pg_db: str, copied: bool,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Random inserts, compressed updates, deletes and key changes over a few keys (so
-    chains are long), with and without collisions."""
+    chains are long), with and without collisions; inserts sent as arrays in the pipeline
+    (a batch's few) and by COPY (as many would be)."""
+    if copied:
+        monkeypatch.setattr(pg_sets, "INSERT_ARRAY_ROWS", 0)
     setup(pg_db, DDL)
     conn = psycopg.connect(pg_db, autocommit=True)
     rng = random.Random(4)
@@ -285,7 +290,7 @@ def test_joins_probe_the_target_index_for_this_transaction_only(pg_db: str) -> N
     the session keeps its own setting afterwards; a server set lower keeps its value."""
     from psycopg import sql
 
-    from trailgate.apply.pg_sets import JOIN_RANDOM_PAGE_COST, SetRunner, _update
+    from trailgate.apply.pg_sets import JOIN_RANDOM_PAGE_COST, SetRunner, _arrays, _update
 
     setup(pg_db, "CREATE SCHEMA big; CREATE TABLE big.t (id int PRIMARY KEY, v text);"
                  "INSERT INTO big.t SELECT g, 'x' FROM generate_series(1, 200000) g;"
@@ -296,13 +301,13 @@ def test_joins_probe_the_target_index_for_this_transaction_only(pg_db: str) -> N
     assert runner.join_setting is not None
     sent = [(str(k), "y") for k in range(1, 200000, 100)]
     update = _update(sql.Identifier("big", "t"), ("id",), ("v",),
-                     {"id": "integer", "v": "text"}, True, sent)
+                     {"id": "integer", "v": "text"}, True)
     with conn.transaction(), conn.cursor() as cur:
         cur.execute(runner.join_setting)
         assert float(cur.execute("SHOW random_page_cost").fetchone()[0]) == \
             JOIN_RANDOM_PAGE_COST
-        plan = "\n".join(r[0] for r in cur.execute(sql.SQL("EXPLAIN ") + update.query,
-                                                    update.params))
+        plan = "\n".join(r[0] for r in cur.execute(sql.SQL("EXPLAIN ") + update,
+                                                    _arrays(sent, 2)))
         assert "Nested Loop" in plan and "Index Scan using t_pkey" in plan, plan
     assert conn.execute("SHOW random_page_cost").fetchone()[0] == "4"
     conn.execute("SET random_page_cost = 1")

@@ -192,7 +192,7 @@ def test_pump_converts_11_2_to_21_1_and_back_to_the_same_record_bytes(tmp_path: 
     header = read_header(TrailName(remote / "rt").file(0))
     assert header.compatibility == 7
     first = TrailName(remote / "rt").file(0).read_bytes()
-    assert b"Definition for table public.accounts" in first  # a TDR, the 12c+ way
+    assert b"public.accounts\x00" in first  # a TDR (its tail names the table), the 12c+ way
     assert transactions(remote / "rt") == transactions(home.dirdat / "aa")
     assert run_pump(home, "PUMP2", args(), spark=spark) == 0
     assert read_header(TrailName(back / "bk").file(0)).compatibility == 3
@@ -269,5 +269,5 @@ def test_pump_without_format_release_keeps_a_12c_input_format(tmp_path: Path, sp
     data = out.read_bytes()
     first = parse_record(data, header.length, len(data))
     assert first.order == ("little" if order else "big")
-    assert b"Definition for table public.accounts" in data  # still self-describing
+    assert b"public.accounts\x00" in data  # still self-describing: a TDR names the table
     assert transactions(remote / "rt") == transactions(home.dirdat / "aa")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from test_apply_pg import CKPT, applier, params, rows, setup, tdef
 
+from trailgate.apply import pg_sets
 from trailgate.apply.spanplan import available
 from trailgate.capture.postgres.types import classify, trail_from_pg_text
 from trailgate.changes.routing import Router
@@ -118,7 +119,12 @@ def _every_batch_both_ways(pg_db: str, conn: Any, trail: str, what: str) -> int:
         lower, batch = upper, batch + 1
 
 
-def test_random_batches_equal_the_python_path(pg_db: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("copied", [False, True], ids=["insert-arrays", "copy"])
+def test_random_batches_equal_the_python_path(pg_db: str, tmp_path: Path, copied: bool,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inserts sent as arrays in the step's pipeline (a few) and by COPY (many)."""
+    if copied:
+        monkeypatch.setattr(pg_sets, "INSERT_ARRAY_ROWS", 0)
     conn = setup(pg_db, DDL)
     trail = write(tmp_path, workload(11, 400))
     batch = _every_batch_both_ways(pg_db, conn, trail, "a plain batch")

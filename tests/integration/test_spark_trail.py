@@ -233,3 +233,25 @@ def test_errors_name_the_problem(spark, tmp_path, written):
     with pytest.raises(Exception, match=re.escape(f"{path} at RBA {rba}: record type 0x58")):
         spark.read.format("trail").load(str(trail)).count()
 
+
+
+def test_a_real_goldengate_12_2_trail_gives_named_columns(spark, tmp_path):
+    """Oracle's GoldenGate for Big Data sample trail (tests/fixtures/goldengate, written by
+    GoldenGate 12.2): the source names each column from the file's binary TDRs and gives
+    binary NUMBERs as digits with their scale, unified updates as compressed updates."""
+    import shutil
+
+    real = Path(__file__).parent.parent / "fixtures" / "goldengate" / "tr000000000"
+    (tmp_path / "dirdat").mkdir()
+    shutil.copy(real, tmp_path / "dirdat" / "tr000000000")
+    got = spark.read.format("trail").load(str(tmp_path / "dirdat" / "tr")).orderBy(
+        "rba").collect()
+    assert [(r.op, r.table_name) for r in got].count(("Insert", "QASOURCE.TCUSTMER")) == 5
+    assert len(got) == 16 and got[0].csn == 7824137832 and got[0].xid == "2.3.228025"
+    assert got[0].after == {"CUST_CODE": "WILL", "NAME": "BG SOFTWARE CO.",
+                            "CITY": "SEATTLE", "STATE": "WA"}
+    assert got[2].after["PRODUCT_PRICE"] == "17520.00"
+    assert got[2].after["ORDER_DATE"] == "1994-09-30:15:33:00"
+    update = next(r for r in got if r.rba == 5100)
+    assert update.io_type == 15 and update.after == {"CUST_CODE": "ANN", "CITY": "NEW YORK",
+                                                     "STATE": "NY"}

@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres.capture import PgCapture
 from trailgate.capture.postgres.slots import add_extract
 from trailgate.capture.postgres.trandata import add_trandata
@@ -61,7 +62,8 @@ def _confirmed(conn: psycopg.Connection[Any], slot: str) -> int:
     return int(row[0])
 
 
-def test_same_messages_as_peek_split_between_transactions(src, pg_db) -> None:
+@pytest.mark.parametrize("fast_drain", [True, False], ids=["C drain", "Python reader"])
+def test_same_messages_as_peek_split_between_transactions(src, pg_db, fast_drain) -> None:
     slot, pub = _slot(src)
     start = _lsn(src)
     for n in range(6):
@@ -75,7 +77,8 @@ def test_same_messages_as_peek_split_between_transactions(src, pg_db) -> None:
     commits = _commits(peeked)
     assert len(commits) == 8
     middle = commits[3]  # a batch boundary right at a commit: that one goes to the second
-    with WalStream(pg_db, slot, pub, start) as stream:
+    with WalStream(pg_db, slot, pub, start, fast_drain=fast_drain) as stream:
+        assert (stream._fast_drain is not None) == (fast_drain and fastpath.available)
         first = list(stream.messages(middle))
         assert stream.position == middle
         second = list(stream.messages(end))
@@ -119,6 +122,29 @@ def test_waits_for_the_server_then_stops_at_an_idle_end(src, pg_db) -> None:
         assert stream.position == beyond
         got = first + list(stream.messages(_lsn(src)))
         assert [d[:1] for _, d in got if d[:1] in b"BRIC"] == [b"B", b"R", b"I", b"C"]
+
+
+def test_a_consumer_waiting_for_the_server_asks_it_at_a_steady_pace(src, pg_db) -> None:
+    # the server answers each ask at once; asking again on every answer was a busy
+    # exchange of thousands of messages a second for as long as the server was behind
+    slot, pub = _slot(src)
+    with WalStream(pg_db, slot, pub, _lsn(src)) as stream:
+        beyond = _lsn(src) + 1
+
+        def later() -> None:
+            time.sleep(0.5)
+            with connect(pg_db) as conn:
+                conn.execute("INSERT INTO t VALUES (1, 'late')")
+
+        writer = threading.Thread(target=later)
+        before = stream.status_updates
+        writer.start()
+        try:
+            list(stream.messages(beyond))
+        finally:
+            writer.join()
+        assert stream.position == beyond
+        assert stream.status_updates - before <= 0.5 / 0.02 + 15
 
 
 def test_confirm_moves_the_slot_and_a_new_stream_starts_there(src, pg_db) -> None:
@@ -202,10 +228,11 @@ def test_a_missing_slot_and_a_busy_slot(src, pg_db) -> None:
         assert len(_commits(list(stream.messages(end)))) == 1
 
 
-def test_a_dropped_connection_is_an_error_not_a_hang(src, pg_db) -> None:
+@pytest.mark.parametrize("fast_drain", [True, False], ids=["C drain", "Python reader"])
+def test_a_dropped_connection_is_an_error_not_a_hang(src, pg_db, fast_drain) -> None:
     slot, pub = _slot(src)
     start = _lsn(src)
-    with WalStream(pg_db, slot, pub, start) as stream:
+    with WalStream(pg_db, slot, pub, start, fast_drain=fast_drain) as stream:
         src.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
                     "WHERE slot_name = %s", (slot,))
         src.execute("INSERT INTO t VALUES (1, 'a')")

@@ -341,6 +341,17 @@ def test_tranlogoptions_reportcount_checkpointsecs_spark() -> None:
     assert p.spark.trigger_seconds == 1.0
 
 
+def test_checkpointsecs_sets_the_window_of_groups_whose_batches_only_checkpoint() -> None:
+    both = ext("CHECKPOINTSECS 5\nSPARK TRIGGER 500 MILLISECONDS\nTABLE a.b;\n")
+    assert both.batch_seconds(None, patient=True) == 5
+    assert both.batch_seconds(None, patient=False) == pytest.approx(0.5)  # data waits on it
+    assert both.batch_seconds(2.0, patient=True) == 2.0  # a run's --trigger wins
+    neither = ext("TABLE a.b;\n")
+    assert neither.checkpoint_secs is None
+    assert neither.batch_seconds(None, patient=True) == 1.0
+    assert neither.batch_seconds(None, patient=False) == 1.0
+
+
 @pytest.mark.parametrize("text, message", [
     ("TRANLOGOPTIONS", "expected DUMPDIR"),
     ("TRANLOGOPTIONS ONUNKNOWN MAYBE", "STOP or SKIP"),

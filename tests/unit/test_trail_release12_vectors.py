@@ -225,8 +225,8 @@ def test_mysql_21_3_trail(tmp_path: Path):
 
 
 def test_a_binary_tdr_gives_the_table_name_and_values_by_shape(tmp_path: Path):
-    """What a real GoldenGate 12.2+ file gives, whose TDR is in GoldenGate's binary form
-    (not public): S1's rows after a TDR trailgate cannot parse keep the table's name (from
+    """A TDR trailgate cannot parse (neither text nor the binary layout of GoldenGate 12.2,
+    e.g. a later release's binary TDR): S1's rows after it keep the table's name (from
     the record header), carry their values by column index and shape (no names or types; a
     binary integer stays its bytes), and every tool says why instead of failing."""
     from trailgate.interchange import export_records
@@ -254,12 +254,14 @@ def test_a_binary_tdr_gives_the_table_name_and_values_by_shape(tmp_path: Path):
                 and o["table"] == "test.ogg_test"]
     assert exported[0]["columns"] == [{"index": 0, "value": "\x00\x00\x00\x01"},
                                       {"index": 1, "value": "insert"}]  # no name, no type
-    reason = ("definition not readable: the TDR is not text (GoldenGate's binary TDR layout "
-              "is not public)")
+    tdr_rba = next(r.raw.rba for r in TrailReader(path, single_file=True).records()
+                   if r.raw.io_type == 170 and r.raw.table == "test.ogg_test")
+    reason = (f"definition not readable: the TDR at RBA {tdr_rba}: the TDR is neither text "
+              "nor a binary TDR (a GoldenGate 12.2 token tree)")
     assert f"TDR Index    1: test.ogg_test ({reason})" in logdump(path, "show tdr")
     shown = logdump(path, "sfmd tdr 1")
     assert "Table Name: test.ogg_test" in shown
-    assert any(line.startswith("Table definition (TDR 1): not the text") for line in shown)
+    assert any(line.startswith("Table definition (TDR 1): neither the text") for line in shown)
     assert not any("Traceback" in line for line in logdump(path, "detail data", "n 8"))
 
 

@@ -1,17 +1,21 @@
 """Running :class:`~trailgate.apply.setplan.SetPlan` s on PostgreSQL: COPY and joins.
 
-Inserts are copied into the target; updates and deletes send their rows as one ``text[]``
-parameter per column and run one ``UPDATE … FROM unnest(…)`` or ``DELETE … USING
-unnest(…)`` on the key, values cast as the row-by-row statements cast them.  A step's
-statements go out pipelined after the caller's own (its checkpoint row), a round trip or
-two a step.  A row that does not meet exactly one target row raises :class:`Deviation`:
+Many inserts are copied into the target; updates, deletes and a few inserts send their rows
+as one ``text[]`` parameter per column and run one ``UPDATE … FROM unnest(…)``, ``DELETE …
+USING unnest(…)`` (on the key) or ``INSERT … SELECT unnest(…)``, values cast as the
+row-by-row statements cast them.  A step's statements go out pipelined after the caller's
+own (its checkpoint row), a round trip or two a step; a COPY, cheaper per row but a pipeline
+cannot hold it, costs two more round trips, which a live trail's small steps would pay
+each time.  A row that does not meet exactly one target row raises :class:`Deviation`:
 the caller then applies row by row.  docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -21,14 +25,23 @@ from psycopg.adapt import Dumper
 from trailgate.apply.setplan import CopyRows, SetPlan
 from trailgate.apply.spanplan import copy_columns
 
-__all__ = ["JOIN_RANDOM_PAGE_COST", "Deviation", "First", "SetRunner", "has_copies"]
+__all__ = ["INSERT_ARRAY_ROWS", "JOIN_RANDOM_PAGE_COST", "Deviation", "First", "SetRunner",
+           "has_copies"]
 
 #: The planner's ``random_page_cost`` for the joins (see above).
 JOIN_RANDOM_PAGE_COST = 1.1
+#: Inserts of a table up to this many rows go by ``INSERT … SELECT unnest(…)`` in the
+#: step's pipeline; more by COPY (about 1.3 µs less target CPU a row, more than two round
+#: trips' worth above this).
+INSERT_ARRAY_ROWS = 256
+#: Statement texts a runner keeps (a step's tables and column sets; more is a schema churning).
+_QUERIES = 512
 #: PostgreSQL's ``text[]``.
 _TEXT_ARRAY_OID = 1009
 
 Conn = psycopg.Connection[Any]
+_Key = tuple[Any, ...]
+_Queries = Callable[[_Key, Callable[[], sql.Composed]], bytes]
 Cursor = psycopg.Cursor[Any]
 Rows = Sequence[tuple[Any, ...]] | CopyRows
 
@@ -67,7 +80,7 @@ class First:
 
 @dataclass(slots=True)
 class _Statement:
-    query: sql.Composed
+    query: sql.Composed | bytes
     params: Sequence[Any] = ()
     expected: int | None = None  # rows each must meet; None: no check
     counted: bool = False  # the query returns (count, distinct count) instead of a rowcount
@@ -85,8 +98,13 @@ class _Steps:
 
 
 def has_copies(plans: Sequence[SetPlan]) -> bool:
-    """Whether running ``plans`` needs a COPY (inserts), which a pipeline cannot hold."""
-    return any(rows for plan in plans for rows in plan.inserts.values())
+    """Whether running ``plans`` needs a COPY (many inserts), which a pipeline cannot
+    hold."""
+    return any(_copied(rows) for plan in plans for rows in plan.inserts.values())
+
+
+def _copied(rows: Rows) -> bool:
+    return len(rows) > INSERT_ARRAY_ROWS
 
 
 class SetRunner:
@@ -97,6 +115,17 @@ class SetRunner:
         conn.adapters.register_dumper(_TextArray, _TextArrayDumper)
         self.join_setting: sql.Composed | None = None  # SET LOCAL for the joins, if any
         self._checked = False
+        self._queries: dict[_Key, bytes] = {}  # each statement's text, composed once
+
+    def _query(self, key: _Key, build: Callable[[], sql.Composed]) -> bytes:
+        """A statement's text by what it depends on (table, columns, their types, how
+        checked): composing it costs more than a small step's other Python."""
+        query = self._queries.get(key)
+        if query is None:
+            if len(self._queries) >= _QUERIES:
+                self._queries.clear()
+            query = self._queries[key] = build().as_bytes(self.conn)
+        return query
 
     def prepare(self) -> None:
         """Once per connection, outside any pipeline: whether the joins need the setting."""
@@ -117,14 +146,15 @@ class SetRunner:
         plans' rows."""
         steps = _Steps()
         for plan in plans:
-            _plan_steps(steps, plan, self.join_setting)
+            _plan_steps(steps, plan, self.join_setting, self._query)
         try:
             if pipeline is not None:
                 statements = [s for s in steps.items if isinstance(s, _Statement)]
                 if len(statements) != len(steps.items):
                     raise ValueError("a COPY cannot be sent in a pipeline")
                 sent = self._send(first, statements)
-                pipeline.sync()
+                with self._first_checked(sent, first):
+                    pipeline.sync()
                 self._check(sent, first)
                 return
             items = steps.items
@@ -136,8 +166,9 @@ class SetRunner:
                     stop += 1
                 if stop > start or pending_first:
                     statements = [s for s in items[start:stop] if isinstance(s, _Statement)]
-                    with self.conn.pipeline():
-                        sent = self._send(pending_first, statements)
+                    sent = []
+                    with self._first_checked(sent, pending_first), self.conn.pipeline():
+                        sent.extend(self._send(pending_first, statements))
                     self._check(sent, pending_first)
                     pending_first = ()
                 if stop < len(items):
@@ -150,6 +181,23 @@ class SetRunner:
             raise
         except psycopg.Error as exc:
             raise Deviation(str(exc)) from None
+
+    @contextmanager
+    def _first_checked(self, sent: list[tuple[Cursor, _Statement | First]],
+                       first: Sequence[First]) -> Iterator[None]:
+        """A statement's error in the pipeline ends it; the caller's own statements, sent
+        first, then say what they found before the error does (a step applied before
+        meets its own inserts' keys)."""
+        try:
+            yield
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error:
+            for cur, item in sent[:len(first)]:
+                assert isinstance(item, First)
+                if cur.pgresult is not None and cur.pgresult.status == pq.ExecStatus.TUPLES_OK:
+                    item.check(cur)
+            raise
 
     def _send(self, first: Sequence[First], statements: Sequence[_Statement]
               ) -> list[tuple[Cursor, _Statement | First]]:
@@ -179,26 +227,38 @@ class SetRunner:
                 raise Deviation(f"{item.expected} rows sent, {max(found, 0)} found")
 
 
-def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: sql.Composed | None) -> None:
+def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: sql.Composed | None,
+                query: _Queries) -> None:
     t = plan.mapping.target
     table = sql.Identifier(t.schema, t.name)
     keys = plan.key_columns
     types = {c.name: c.type_name for c in t.columns}
     unique = bool(t.key) and set(keys) == set(t.key)
     items = steps.items
+    at = (t.schema, t.name, keys, tuple(types.items()), unique, t.overriding)
     if join_setting is not None and (plan.delete_first or plan.updates or plan.delete_last):
         items.append(_Statement(join_setting))
     if plan.delete_first:
-        items.append(_delete(table, keys, types, unique, plan.delete_first))
+        items.append(_Statement(query(("D", *at), lambda: _delete(table, keys, types, unique)),
+                                _arrays(plan.delete_first, len(keys)),
+                                len(plan.delete_first), not unique))
     for cols, rows in plan.inserts.items():
-        if rows:
+        if _copied(rows):
             items.append(_Copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
                 table, sql.SQL(", ").join(map(sql.Identifier, cols))), rows))
+        elif rows:
+            items.append(_Statement(
+                query(("I", *at, cols), partial(_insert, table, cols, types, t.overriding)),
+                _arrays(rows, len(cols)), len(rows)))
     for sets, rows in plan.updates.items():
         if rows:
-            items.append(_update(table, keys, sets, types, unique, rows))
+            items.append(_Statement(
+                query(("U", *at, sets), partial(_update, table, keys, sets, types, unique)),
+                _arrays(rows, len(keys) + len(sets)), len(rows), not unique))
     if plan.delete_last:
-        items.append(_delete(table, keys, types, unique, plan.delete_last))
+        items.append(_Statement(query(("D", *at), lambda: _delete(table, keys, types, unique)),
+                                _arrays(plan.delete_last, len(keys)),
+                                len(plan.delete_last), not unique))
 
 
 def _copy(conn: Conn, item: _Copy) -> None:
@@ -260,19 +320,28 @@ def _checked(statement: sql.Composed, ordinal: str, unique: bool) -> sql.Compose
                                        sql.Identifier(ordinal))
 
 
-def _delete(table: sql.Identifier, keys: Sequence[str], types: dict[str, str], unique: bool,
-            rows: Rows) -> _Statement:
+def _delete(table: sql.Identifier, keys: Sequence[str], types: dict[str, str], unique: bool
+            ) -> sql.Composed:
     """With a unique key (the target's primary key) and keys sent once each, the row count
     says whether each met one row; otherwise each sent row's number is counted."""
     ordinal = None if unique else _ordinal(keys)
     statement = sql.SQL("DELETE FROM {} AS t USING {} WHERE {}").format(
         table, _source(keys, ordinal), _join(keys, types))
-    return _Statement(_checked(statement, ordinal or "", unique), _arrays(rows, len(keys)),
-                      len(rows), not unique)
+    return _checked(statement, ordinal or "", unique)
+
+
+def _insert(table: sql.Identifier, columns: Sequence[str], types: dict[str, str],
+            overriding: bool) -> sql.Composed:
+    """As COPY would, with the row-by-row inserts' ``OVERRIDING SYSTEM VALUE`` for a table
+    with ``GENERATED ALWAYS`` identity columns."""
+    return sql.SQL("INSERT INTO {} ({}){} SELECT {} FROM {}").format(
+        table, sql.SQL(", ").join(map(sql.Identifier, columns)),
+        sql.SQL(" OVERRIDING SYSTEM VALUE" if overriding else ""),
+        sql.SQL(", ").join(_value(c, types) for c in columns), _source(columns, None))
 
 
 def _update(table: sql.Identifier, keys: Sequence[str], sets: Sequence[str],
-            types: dict[str, str], unique: bool, rows: Rows) -> _Statement:
+            types: dict[str, str], unique: bool) -> sql.Composed:
     columns = (*keys, *sets)
     ordinal = None if unique else _ordinal(columns)
     if sets:
@@ -282,5 +351,4 @@ def _update(table: sql.Identifier, keys: Sequence[str], sets: Sequence[str],
         assign = sql.SQL("{} = t.{}").format(sql.Identifier(keys[0]), sql.Identifier(keys[0]))
     statement = sql.SQL("UPDATE {} AS t SET {} FROM {} WHERE {}").format(
         table, assign, _source(columns, ordinal), _join(keys, types))
-    return _Statement(_checked(statement, ordinal or "", unique), _arrays(rows, len(columns)),
-                      len(rows), not unique)
+    return _checked(statement, ordinal or "", unique)

@@ -12,7 +12,7 @@ from trailgate.logdump.session import Session
 from trailgate.logdump.source import HeaderEntry, Record
 from trailgate.logdump.usage import UsageError, number
 from trailgate.trail.release12 import primed_decoder
-from trailgate.trail.release12.definitions import encode_tdr
+from trailgate.trail.release12.definitions import encode_tdr, tdr_text
 
 __all__ = ["scan_for_metadata", "show_metadata"]
 
@@ -76,10 +76,7 @@ def show_metadata(s: Session, what: str, args: list[str]) -> None:
         if ddr is None:
             s.say("The file has no DDR trailgate can read")
             return
-        s.say(f"Database Name: {ddr.name}", f"DDR Version: {ddr.version}",
-              f"Database type: {ddr.db_type}", f"Character set ID: {ddr.charset}",
-              f"National character set ID: {ddr.ncharset}", f"Locale: {ddr.locale}",
-              f"Case sensitivity: {ddr.case_sensitivity}", f"TimeZone: {ddr.timezone}")
+        s.say(*ddr.lines())
         return
     if args:
         index = number(args[0], "the TDR index")
@@ -90,8 +87,9 @@ def show_metadata(s: Session, what: str, args: list[str]) -> None:
         if spec.definition is None:
             s.say(f"TDR {index}: {spec.name}: {spec.problem or 'definition not readable'}")
             return
-        s.say(f"TDR {index}:", *encode_tdr(spec.definition, exact=False).decode(
-            "utf-8").rstrip("\n").splitlines())
+        text = (tdr_text(spec.binary, spec.name) if spec.binary is not None else encode_tdr(
+            spec.definition, exact=False).decode("utf-8").rstrip("\n").splitlines())
+        s.say(f"TDR {index}:", *text)
         return
     if not decoder.tdrs:
         s.say("The file has no TDR records")

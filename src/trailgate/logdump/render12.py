@@ -20,8 +20,10 @@ from trailgate.logdump.render import (
 )
 from trailgate.logdump.source import Record
 from trailgate.model import TableDef
-from trailgate.trail.release12.definitions import TRAILGATE_LINE, decode_ddr
+from trailgate.trail.release12.columns import split_unified
+from trailgate.trail.release12.definitions import TRAILGATE_LINE, decode_ddr, tdr_text
 from trailgate.trail.release12.layout import ORIG_DDR, ORIG_PNR, ORIG_TDR, ORIG_TDR_REF
+from trailgate.trail.release12.metabin import is_binary, parse_tdr
 from trailgate.trail.release12.tokens import TOKEN_NAMES, walk
 
 __all__ = ["TDR_LEGEND", "render_record12"]
@@ -52,22 +54,27 @@ def _metadata(rec: Record, settings: Settings) -> list[str]:
                 "record)", *_dump(d, settings.reclen)]
     if orig == ORIG_DDR:
         try:
-            ddr = decode_ddr(d)
+            ddr = decode_ddr(d, rec.db_type)
         except ValueError as exc:
             return [f"Database definition (DDR): {exc}", *_dump(d, settings.reclen)]
-        return [f"Database Name: {ddr.name}", "*", f"DDR Version: {ddr.version}",
-                f"Database type: {ddr.db_type}", f"Character set ID: {ddr.charset}",
-                f"National character set ID: {ddr.ncharset}", f"Locale: {ddr.locale}",
-                f"Case sensitivity: {ddr.case_sensitivity}", f"TimeZone: {ddr.timezone}",
-                "*"]
+        first, *rest = ddr.lines()
+        return [first, "*", *rest, "*"]
     if orig == ORIG_TDR_REF:
         return [f"Table Name: {view.name or '?'} (Ref TDR Index: {view.tdr_index})"]
     if orig == ORIG_TDR:
-        text = d.decode("utf-8", "replace").partition(TRAILGATE_LINE)[0]
         lines = [f"Table Name: {view.name or rec.table}"]
+        if is_binary(d):
+            try:
+                tdr = parse_tdr(d)
+            except ValueError as exc:
+                return [*lines, f"Table definition (TDR {view.tdr_index}): {exc}",
+                        *_dump(d, settings.reclen)]
+            return [*lines, "*", *TDR_LEGEND, "*",
+                    *tdr_text(tdr, view.name or rec.table)]
+        text = d.decode("utf-8", "replace").partition(TRAILGATE_LINE)[0]
         if not text.startswith("TDR version") or rec.problem or not rec.data:
-            reason = rec.problem or "not the text of a table definition (GoldenGate's binary " \
-                "TDR layout is not public)"
+            reason = rec.problem or "neither the text of a table definition nor a binary " \
+                "TDR (a GoldenGate 12.2 token tree)"
             return [*lines, f"Table definition (TDR {view.tdr_index}): {reason}",
                     *_dump(d, settings.reclen)]
         return [*lines, "*", *TDR_LEGEND, "*", *text.rstrip("\n").splitlines()]
@@ -88,6 +95,20 @@ def _row(rec: Record, table: TableDef | None, settings: Settings) -> list[str]:
     assert view is not None
     d, order = view.d or b"", view.data_order
     seed = rec.data if not rec.problem else b""
+    if view.io_type in (134, 135):
+        try:
+            split = split_unified(d, order)
+        except ValueError as exc:
+            return [f"  ({exc})"]
+        before, after = split - 4, len(d) - split
+        old, new = rec.images or (b"", b"")
+        lines = [f"Before Image          Len {before:>5} (x{before:08x})"]
+        lines += _columns(d, 4, split, table, settings, False, order,
+                          _seed_values(old, 0, len(old)))
+        lines += ["", f"After Image           Len {after:>5} (x{after:08x})"]
+        lines += _columns(d, split, len(d), table, settings, False, order,
+                          _seed_values(new, 0, len(new)))
+        return lines
     if view.io_type == 115:
         if len(d) < 2:
             return ["  (PK update without its before-key length)"]

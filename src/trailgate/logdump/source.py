@@ -48,12 +48,16 @@ class Record(RawRecord):
     view: Record12 | None = None
     problem: str | None = None
     own_index: int | None = None  # the TDR index a TDR or TDR reference record defines
+    images: tuple[bytes, bytes] | None = None  # a unified update's, in the 11.2 form
+    db_type: str = ""  # the source database's type, from the file header (a DDR's display)
 
 
 def _as_record(raw: RawRecord, view: Record12, problem: str | None = None,
-               own_index: int | None = None) -> Record:
+               own_index: int | None = None,
+               images: tuple[bytes, bytes] | None = None) -> Record:
     fields = {name: getattr(raw, name) for name in RawRecord.__dataclass_fields__}
-    return Record(**fields, view=view, problem=problem, own_index=own_index)
+    fields["io_type"] = view.io_type  # a unified update stays one to Logdump
+    return Record(**fields, view=view, problem=problem, own_index=own_index, images=images)
 
 
 def _raw_of(view: Record12) -> RawRecord:
@@ -276,10 +280,14 @@ class TrailFile:
             raw = decoder.normalise(view)
         except (ValueError, UnicodeDecodeError) as exc:
             return _as_record(_raw_of(view), view, str(exc))
-        own = None
+        own = images = None
         if view.io_type == 170 and view.orig_node in (2, 3) and not view.continued:
             own = view.tdr_index if view.orig_node == 2 else max(decoder.tdrs, default=0)
-        return _as_record(raw, view, None, own)
+        if view.io_type in (134, 135) and not view.continued:
+            images = decoder.unified_images(view)  # normalise read them without error
+        record = _as_record(raw, view, None, own, images)
+        record.db_type = decoder.db_type
+        return record
 
     def next_rba(self, entry: RawRecord | HeaderEntry) -> int:
         return entry.rba + entry.length

@@ -301,7 +301,7 @@ class GroupParams:
     discardfile: DiscardFileSpec | None = None
     get_truncates: bool = False
     report_count: ReportCount | None = None
-    checkpoint_secs: float = 10.0
+    checkpoint_secs: float | None = None  # CHECKPOINTSECS: see batch_seconds
     spark: SparkOptions = field(default_factory=SparkOptions)
     sourcedefs: str | None = None
     assume_targetdefs: bool = False
@@ -309,6 +309,19 @@ class GroupParams:
     files: list[str] = field(default_factory=list)  # the file and every OBEY/INCLUDE read
 
     kind = "GROUP"
+
+    def batch_seconds(self, trigger: float | None, *, patient: bool) -> float:
+        """A group's batch window: ``trigger`` (a run's ``--trigger``) when given; for a
+        *patient* group — its batches only record how far the trail or the target got
+        (the streaming Extract and Replicat) — ``CHECKPOINTSECS`` when the file sets it;
+        else ``SPARK TRIGGER``, else 1 s.  GoldenGate's own default of 10 s is not taken:
+        the group's checkpoint, lag reports and the slot's confirmed position would trail
+        by that much."""
+        if trigger:
+            return trigger
+        if patient and self.checkpoint_secs:
+            return self.checkpoint_secs
+        return self.spark.trigger_seconds or 1.0
 
 
 @dataclass(slots=True)

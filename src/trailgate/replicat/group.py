@@ -195,7 +195,7 @@ def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: P
     if cfg.max_records:
         reader = reader.option("maxRecordsPerTrigger", str(cfg.max_records))
     if not opts.once:  # the source keeps the batch window (spark.batch_window)
-        seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
+        seconds = cfg.params.batch_seconds(opts.trigger_seconds, patient=applier.continuous)
         reader = reader.option(WINDOW_OPTION, window_ms(seconds))
         if applier.continuous:  # applied as the trail grows: no hurry to batch
             reader = reader.option(PATIENT_OPTION, "true")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from trailgate.apply.mapping import Mapper
-from trailgate.apply.postgres import SET_MIN_CHANGES, PgApplier
+from trailgate.apply.postgres import PgApplier
 from trailgate.apply.records import ApplyResult
 from trailgate.apply.spanplan import SpanResult, available, plan_span, table_spec
 from trailgate.changes.ranges import definitions_before, julian_to_iso, remember_definitions
@@ -32,7 +32,13 @@ from trailgate.trail.metadata import decode_tabledef
 from trailgate.trail.naming import TrailName
 from trailgate.trail.reader import opener_for
 
-__all__ = ["Segment", "apply_range", "apply_span", "plan_range", "position_row", "read_span"]
+__all__ = ["SPAN_MIN_CHANGES", "Segment", "apply_range", "apply_span", "plan_range",
+           "position_row", "read_span"]
+
+#: A range planned from its bytes is applied set-based from this many mapped changes: its
+#: transaction is two round trips however small (one pipeline, then the COMMIT), where the
+#: reading path's is three and Python per change; a collision still hands it back.
+SPAN_MIN_CHANGES = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +184,7 @@ def apply_span(applier: PgApplier, batch_id: int, trail: str, lower: TrailPositi
     if planned is None:
         return None
     span, segments = planned
-    if span.kept and span.mapped < SET_MIN_CHANGES:
+    if span.kept and span.mapped < SPAN_MIN_CHANGES:
         return None
     position = position_row(upper, span)
     if not span.kept:
@@ -198,7 +204,7 @@ def apply_range(applier: PgApplier, batch_id: int, trail: str, lower: TrailPosit
     else read and applied change by change; ``csn_filter`` (ATCSN/AFTERCSN) always reads.
     ``records``, when the caller counted the range's change records: fewer than set-based
     apply takes go straight to the reading path, without planning first."""
-    if csn_filter is None and (records is None or records >= SET_MIN_CHANGES):
+    if csn_filter is None and (records is None or records >= SPAN_MIN_CHANGES):
         done = apply_span(applier, batch_id, trail, lower, upper, router, advance=advance)
         if done is not None:
             return done

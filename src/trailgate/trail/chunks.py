@@ -9,6 +9,7 @@ reader, which decodes it or says what is wrong.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,9 +37,13 @@ class FileChunks:
         f.seek(pos)
 
     def next(self) -> bytes | None:
-        """The next buffer; None at the file's end or at ``stop_at``."""
-        want = CHUNK if self.stop_at is None else min(
-            CHUNK, self.stop_at - self.pos - len(self.carry))
+        """The next buffer; None at the file's end or at ``stop_at``.  It asks for no more
+        than the file holds (a read's buffer is allocated at the size asked for: a live
+        trail's few new bytes must not cost a whole chunk's allocation each time)."""
+        end = os.fstat(self._f.fileno()).st_size
+        if self.stop_at is not None:
+            end = min(end, self.stop_at)
+        want = min(CHUNK, end - self.pos - len(self.carry))
         chunk = self._f.read(want) if want > 0 else b""
         if not chunk:
             return None

@@ -59,7 +59,7 @@ TOKEN_NAMES = {
     0x32: {0x30: "VendorType", 0x31: "Name", 0x32: "InstanceName", 0x33: "Charset",
            0x34: "MajorVersion", 0x35: "MinorVersion", 0x36: "VersionString", 0x37: "Flags",
            0x38: "ClientVersion", 0x39: "Token39", 0x3A: "Token3A", 0x3B: "Token3B",
-           0x3C: "CaseSensitivity"},
+           0x3C: "CaseSensitivity", 0x3D: "TimeZone"},
     0x33: {0x30: "Name", 0x31: "DataSource", 0x32: "MajorVersion", 0x33: "MinorVersion",
            0x34: "MaintenanceVersion", 0x35: "PatchVersion", 0x36: "BuildVersion",
            0x37: "VersionString"},

@@ -1141,6 +1141,144 @@ done:
     return result;
 }
 
+/* The replication stream's drain (walstream.py): libpq's PQgetCopyData and PQfreemem, bound
+ * once from the library psycopg loaded (stream_drain.py finds it), so the reader thread
+ * takes each buffered CopyData message with no Python call per message. */
+typedef int (*GetCopyData)(void *conn, char **buffer, int async);
+typedef void (*FreeMem)(void *ptr);
+static GetCopyData pq_getcopydata = NULL;
+static FreeMem pq_freemem = NULL;
+
+/* bind_libpq(getcopydata_address, freemem_address) -> None */
+static PyObject *bind_libpq(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "bind_libpq(getcopydata_address, freemem_address)");
+        return NULL;
+    }
+    void *get = PyLong_AsVoidPtr(args[0]), *fre = PyLong_AsVoidPtr(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (get == NULL || fre == NULL) {
+        PyErr_SetString(PyExc_ValueError, "bind_libpq: a null function address");
+        return NULL;
+    }
+    pq_getcopydata = (GetCopyData)get;
+    pq_freemem = (FreeMem)fre;
+    Py_RETURN_NONE;
+}
+
+/* drain(pgconn_address, out, max, received, committed)
+ *   -> (status, size, received, committed, reply)
+ * Up to max messages libpq has buffered, as walstream.WalStream._drain takes them: an
+ * XLogData ('w') appends (its start LSN, its message bytes), a keepalive ('k') appends
+ * (the server's WAL end, None) and sets reply when the server asks for one; any other kind
+ * is skipped.  received is the highest XLogData LSN, committed the highest Commit end LSN
+ * (each at least what was passed).  size counts each message's bytes plus overhead, as the
+ * Python reader does.  status: 0 when libpq has no more whole message or max were taken,
+ * PQgetCopyData's -1 (the COPY ended) or -2 (an error), or -3 a message too short for its
+ * kind (what was appended before it stays in out). */
+#define DRAIN_OVERHEAD 100
+
+/* (lsn, value), taking value's reference; NULL (error set) when value is NULL. */
+static PyObject *pair(unsigned long long lsn, PyObject *value) {
+    if (value == NULL)
+        return NULL;
+    PyObject *l = PyLong_FromUnsignedLongLong(lsn), *t = l ? PyTuple_New(2) : NULL;
+    if (t == NULL) {
+        Py_XDECREF(l);
+        Py_DECREF(value);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, l);
+    PyTuple_SET_ITEM(t, 1, value);
+    return t;
+}
+static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5 || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "drain(pgconn_address, out: list, max, received, committed)");
+        return NULL;
+    }
+    if (pq_getcopydata == NULL || pq_freemem == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "drain: bind_libpq was not called");
+        return NULL;
+    }
+    void *conn = PyLong_AsVoidPtr(args[0]);
+    Py_ssize_t max = PyLong_AsSsize_t(args[2]);
+    unsigned long long received = PyLong_AsUnsignedLongLong(args[3]);
+    unsigned long long committed = PyLong_AsUnsignedLongLong(args[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (conn == NULL) {
+        PyErr_SetString(PyExc_ValueError, "drain: a null connection");
+        return NULL;
+    }
+    PyObject *out = args[1];
+    long long size = 0;
+    int status = 0, reply = 0;
+    for (Py_ssize_t i = 0; i < max; i++) {
+        char *buf = NULL;
+        int n = pq_getcopydata(conn, &buf, 1);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            if (buf != NULL)
+                pq_freemem(buf);
+            status = n < -2 ? -2 : n;
+            break;
+        }
+        const unsigned char *m = (const unsigned char *)buf;
+        PyObject *item = NULL;
+        if (m[0] == 'w') { /* start LSN, end LSN, send time, message */
+            if (n < 26) {
+                pq_freemem(buf);
+                status = -3;
+                break;
+            }
+            unsigned long long lsn = get64(m + 1);
+            const unsigned char *d = m + 25;
+            Py_ssize_t len = (Py_ssize_t)n - 25;
+            item = pair(lsn, PyBytes_FromStringAndSize((const char *)d, len));
+            if (item != NULL) {
+                size += n + DRAIN_OVERHEAD;
+                if (lsn > received)
+                    received = lsn;
+                if (d[0] == 'C' && len >= 18) {
+                    unsigned long long end = get64(d + 10);
+                    if (end > committed)
+                        committed = end;
+                }
+            }
+        } else if (m[0] == 'k') { /* server WAL end, send time, reply requested */
+            if (n < 18) {
+                pq_freemem(buf);
+                status = -3;
+                break;
+            }
+            Py_INCREF(Py_None);
+            item = pair(get64(m + 1), Py_None);
+            if (item != NULL) {
+                size += DRAIN_OVERHEAD;
+                if (m[17])
+                    reply = 1;
+            }
+        } else {
+            pq_freemem(buf);
+            continue;
+        }
+        pq_freemem(buf);
+        if (item == NULL)
+            return NULL;
+        int r = PyList_Append(out, item);
+        Py_DECREF(item);
+        if (r < 0)
+            return NULL;
+    }
+    return Py_BuildValue("(iLKKi)", status, size, received, committed, reply);
+}
+
 static PyMethodDef methods[] = {
     {"encode_change", (PyCFunction)(void (*)(void))encode_change, METH_FASTCALL,
      "encode_change(message, layout, keep) -> (op, d_area) | None: a pgoutput Insert, "
@@ -1161,6 +1299,11 @@ static PyMethodDef methods[] = {
      "encode_txns(chunk, start, stop, rels, after, upto, max_txns, max_bytes, max_rows) -> "
      "(next, count, blob, last_csn, last_end_lsn, last_commit_time): whole small "
      "transactions as their trail records and an index (trail.txn_batch)."},
+    {"bind_libpq", (PyCFunction)(void (*)(void))bind_libpq, METH_FASTCALL,
+     "bind_libpq(getcopydata_address, freemem_address): the libpq functions drain calls."},
+    {"drain", (PyCFunction)(void (*)(void))drain, METH_FASTCALL,
+     "drain(pgconn_address, out, max, received, committed) -> (status, size, received, "
+     "committed, reply): a replication stream's buffered CopyData messages appended to out."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -3,9 +3,12 @@
 The server then decodes each transaction as it commits and sends it at once, as native
 replication does, rather than decoding a batch's whole range when asked.  psycopg refuses
 COPY BOTH, so one thread drives libpq (``psycopg.pq``) itself: it reads into a bounded
-buffer, answers keepalives and confirms only positions the caller says are durable.
-``spans(end)`` hands out every transaction committing before ``end``, whole.
-docs/postgres.md, "Capture".
+buffer, answers keepalives and confirms only positions the caller says are durable.  It
+reads a busy stream that the server keeps up with in gulps rather than as each message
+lands: the server writes every message to its socket at once, and a reader that
+acknowledges less often lets it pack them into fewer TCP segments, each of which costs it
+CPU.  ``spans(end)`` hands out every transaction committing before ``end``, whole.
+docs/postgres.md, "Capture"; docs/extract.md, "The walsender's CPU".
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import psycopg.pq as pq
 
 from trailgate.capture.postgres.fastpath import Span, scan_span
 from trailgate.capture.postgres.pgoutput import PG_EPOCH_UNIX_MICROS, format_lsn, quote_ident
+from trailgate.capture.postgres.stream_drain import drainer
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect_failure, describe, session_conninfo
 from trailgate.errors import SourceError
@@ -45,7 +49,19 @@ SLOT_WAIT_SECONDS = 60.0
 ANSWER_SECONDS = 60.0
 _MESSAGE_OVERHEAD = 100  # rough bytes of a buffered (lsn, bytes) pair besides the message
 _DRAIN_MESSAGES = 5000  # messages read before handing them to the consumer
-_GATHER_SECONDS = 0.002  # the reader's pause once data is there, before it reads
+#: The reader's pause once data is there, before it reads: at least this ...
+MIN_GATHER_SECONDS = 0.002
+#: ... at most this ...
+MAX_GATHER_SECONDS = 0.02
+#: ... and in between this many seconds per message a second the stream brings above
+#: ``GATHER_FROM_RATE``: a busy stream is read in fewer, bigger gulps (docs/extract.md,
+#: "The walsender's CPU": the server then sends many messages per TCP segment), a trickle
+#: and a few thousand small transactions a second as they come.
+GATHER_PER_RATE = 5e-7
+GATHER_FROM_RATE = 15_000
+#: The server sends a keepalive whenever it has sent everything and waits for WAL; with
+#: no read ending on one for this long it is busy (a backlog): fewer reads would slow it.
+KEEPING_UP_SECONDS = 0.1
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
@@ -56,11 +72,13 @@ class WalStream:
     """Slot ``slot``'s ``pgoutput`` messages from ``start_lsn`` on (see the module docstring).
 
     ``position``: every transaction committing before it has been handed out.
+    ``fast_drain``: the reader takes libpq's messages with ``_pgfast.drain`` when it can be
+    bound (``stream_drain``); false keeps the Python loop, the reference.
     """
 
     def __init__(self, conninfo: str, slot: str, publication: str, start_lsn: int, *,
                  buffer_bytes: int = BUFFER_BYTES, status_interval: float = STATUS_INTERVAL,
-                 slot_wait: float = SLOT_WAIT_SECONDS):
+                 slot_wait: float = SLOT_WAIT_SECONDS, fast_drain: bool = True):
         self.conninfo = conninfo
         self.slot = slot
         self.publication = publication
@@ -78,7 +96,10 @@ class WalStream:
         self._drained_commit = start_lsn  # the same, for what the reader has drained
         self._confirm = 0  # latest position the caller confirmed
         self._sent_confirm = 0
+        self.status_updates = 0  # standby status updates sent (tests, benchmarks)
         self._ask = False
+        self._hungry = False  # the consumer waits for the next chunk: read it at once
+        self._asked = 0.0  # when the consumer last asked how far the server has read
         self._reply_due = False
         self._torn = False
         self._closing = False
@@ -87,6 +108,8 @@ class WalStream:
         self._interrupted = False  # an interrupt() no wait_available has returned for yet
         self._cond = threading.Condition()
         self._pg = self._start(start_lsn, slot_wait)
+        self._fast_drain = drainer() if fast_drain else None
+        self._pgconn_ptr = self._pg.pgconn_ptr
         self._wake_r, self._wake_w = os.pipe()  # the consumer wakes the reader's select
         os.set_blocking(self._wake_w, False)
         self._thread = threading.Thread(target=self._run, name=f"walstream {slot}",
@@ -212,20 +235,28 @@ class WalStream:
             self._buffered -= self._chunk_bytes
             self._chunk, self._chunk_bytes, self._index = [], 0, 0
             self._cond.notify_all()
-            while not self._queue:
-                if self._error is not None:
-                    raise self._error
-                if self._done:
-                    raise SourceError(f"the replication stream of slot {self.slot!r} is "
-                                      "closed")
-                if ask:
-                    self._ask = True
-                    self._wake()
-                self._cond.wait(_ASK_SECONDS if ask else 1.0)
-                if not warned and time.monotonic() - since > 60:
-                    warned = True
-                    log.warning("slot %s: waited 60 s for the server to send the "
-                                "transactions after %s", self.slot, format_lsn(self.position))
+            try:
+                while not self._queue:
+                    self._hungry = True
+                    if self._error is not None:
+                        raise self._error
+                    if self._done:
+                        raise SourceError(f"the replication stream of slot {self.slot!r} "
+                                          "is closed")
+                    now = time.monotonic()
+                    if ask and now - self._asked >= _ASK_SECONDS:
+                        # once per interval: each answer wakes this loop, and the server
+                        # answers at once, so asking again then would be a busy exchange
+                        self._ask, self._asked = True, now
+                        self._wake()
+                    self._cond.wait(_ASK_SECONDS if ask else 1.0)
+                    if not warned and time.monotonic() - since > 60:
+                        warned = True
+                        log.warning("slot %s: waited 60 s for the server to send the "
+                                    "transactions after %s", self.slot,
+                                    format_lsn(self.position))
+            finally:
+                self._hungry = False
             self._chunk, self._chunk_bytes = self._queue.popleft()
             self._index = 0
         if was_full:
@@ -313,6 +344,9 @@ class WalStream:
         pg = self._pg
         sock = pg.socket
         last_status = 0.0
+        gather = MIN_GATHER_SECONDS
+        last_chunk = time.monotonic()
+        keepalive_at = 0.0  # when a chunk last ended with a keepalive
         try:
             while not self._closing:
                 now = time.monotonic()
@@ -340,9 +374,16 @@ class WalStream:
                         self._buffered += size
                         self._available = self._drained_commit
                         self._cond.notify_all()
+                    now = time.monotonic()
+                    if any(item[1] is None for item in chunk[-4:]):
+                        keepalive_at = now  # the server waits for WAL: it keeps up
+                    gather = _gather(len(chunk), now - last_chunk,
+                                     now - keepalive_at < KEEPING_UP_SECONDS)
+                    last_chunk = now
                     continue
                 if sock in self._wait([sock], 1.0):
-                    time.sleep(_GATHER_SECONDS)  # let more arrive: fewer, bigger reads
+                    if not self._hungry:
+                        time.sleep(gather)  # let more arrive: fewer, bigger reads
                     if not _consume(pg):
                         raise self._lost(pg)
             self._send_status(pg, False)
@@ -368,6 +409,19 @@ class WalStream:
     def _drain(self, pg: Any, out: list[tuple[int, bytes | None]]) -> int:
         """The messages libpq has buffered (at most ``_DRAIN_MESSAGES``) appended to
         ``out``; returns their size."""
+        fast = self._fast_drain
+        if fast is not None:
+            status, size, self._received, self._drained_commit, reply = fast(
+                self._pgconn_ptr, out, _DRAIN_MESSAGES, self._received, self._drained_commit)
+            if reply:
+                self._reply_due = True
+            if status == -3:
+                raise SourceError(f"the server sent a malformed replication message on the "
+                                  f"stream of slot {self.slot!r} (after LSN "
+                                  f"{format_lsn(self._received)}): is it PostgreSQL?")
+            if status < 0:
+                raise self._ended(pg, status)
+            return size
         size = 0
         received = self._received
         committed = self._drained_commit
@@ -408,6 +462,7 @@ class WalStream:
         if pg.put_copy_data(message) != 1 or pg.flush() != 0:
             raise self._lost(pg)
         self._sent_confirm = confirm
+        self.status_updates += 1
 
     def _ended(self, pg: Any, n: int) -> SourceError:
         if n == -1:  # the server ended the COPY: its result says why
@@ -422,6 +477,19 @@ class WalStream:
             return self._failure(reason)
         return SourceError(f"lost the replication connection to {describe(self.conninfo)} "
                            f"while streaming slot {self.slot!r}: {reason}")
+
+
+def _gather(messages: int, seconds: float, keeping_up: bool) -> float:
+    """The reader's next pause, given that its last chunk held ``messages`` and came
+    ``seconds`` after the one before, and whether the server keeps up with the WAL (a
+    recent keepalive): the shortest after a full chunk or while the server is busy (a
+    backlog: reading less often would slow it), else more the busier the stream (see
+    ``GATHER_PER_RATE``)."""
+    if messages >= _DRAIN_MESSAGES or not keeping_up:
+        return MIN_GATHER_SECONDS
+    rate = messages / max(seconds, 1e-6)
+    pause = (rate - GATHER_FROM_RATE) * GATHER_PER_RATE
+    return min(MAX_GATHER_SECONDS, max(MIN_GATHER_SECONDS, pause))
 
 
 def _readable(sock: int) -> bool:

@@ -97,9 +97,6 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
               "stopFile": str(stop_file)}
     if opts.max_wal_bytes:
         source["maxWalBytesPerTrigger"] = str(opts.max_wal_bytes)
-    if not opts.once:  # the source keeps the batch window (spark.batch_window)
-        seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
-        source[WINDOW_OPTION] = window_ms(seconds)
     sink = SinkOptions.parse({"path": cfg.trail, "trailLabel": cfg.trail_label,
                               "megabytes": str(cfg.megabytes), "home": cfg.home,
                               "group": cfg.group, "runId": run_id, **cfg.format_options},
@@ -116,6 +113,9 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
                          continuous=continuous and not opts.once)
     if batch.continuous:  # the trail has each transaction already: no hurry to batch
         source[PATIENT_OPTION] = "true"
+    if not opts.once:  # the source keeps the batch window (spark.batch_window)
+        source[WINDOW_OPTION] = window_ms(cfg.params.batch_seconds(
+            opts.trigger_seconds, patient=batch.continuous))
     reader = spark.readStream.format("pgcapture").options(**source)
     writer = (reader.load().writeStream
               .foreachBatch(batch)

@@ -39,8 +39,10 @@ HOLD_WAIT_SECONDS = 0.01
 GATHER_SECONDS = 0.02
 #: The shortest such time: a trickle of small transactions is read almost as it lands.
 MIN_GATHER_SECONDS = 0.002
-#: Between those, the gap is this many times what the last read took, so reads use at most
-#: a tenth of the thread's time whatever their fixed cost on this machine.
+#: Between those, the gap is this many times the CPU the last read took, so reads use at
+#: most a tenth of a core whatever their fixed cost on this machine.  (By CPU, not by the
+#: clock: on a busy machine a read's clock time is mostly waiting for a core, and gathering
+#: by it would only add that wait again to every transaction's lag.)
 GATHER_PER_READ = 10.0
 
 
@@ -179,10 +181,10 @@ class TrailStreamer:
                         if self._sync_end is None and not self._closing:
                             self._cond.wait(pause)
                     continue
-                last_read = time.monotonic()
+                last_read, cpu = time.monotonic(), time.thread_time()
                 appender.append(slot.read(self._written, target, position=False))
                 gather = min(GATHER_SECONDS, max(
-                    MIN_GATHER_SECONDS, GATHER_PER_READ * (time.monotonic() - last_read)))
+                    MIN_GATHER_SECONDS, GATHER_PER_READ * (time.thread_time() - cpu)))
                 with self._cond:
                     self._written = target
                 continue

@@ -12,11 +12,11 @@ from decimal import Decimal
 
 from trailgate.trail.release12.definitions import ColumnSpec, TableSpec
 
-__all__ = ["from_seed", "to_seed"]
+__all__ = ["from_seed", "split_unified", "to_seed", "unified_images", "unified_to_seed"]
 
 _ROW_OPS = frozenset({3, 5, 10, 15, 115})
 _UNIFIED = frozenset({134, 135})
-_PK_UPDATE, _LOB = 115, 116
+_PK_UPDATE, _LOB, _FIELD_COMP = 115, 116, 15
 _NULL_VAR = b"\xff\xff\x00\x00"
 
 
@@ -84,12 +84,64 @@ def _columns_to_seed(d: bytes, start: int, end: int, order: str,
     return bytes(out)
 
 
+def split_unified(d: bytes, order: str) -> int:
+    """Where a unified update's after image starts: its D area is two zero bytes, the before
+    image's length (2 bytes), the before image, the after image (docs/trail-format.md).  The
+    four bytes may be one 4-byte length; in a little-endian file that reads ``len 00 00``."""
+    if len(d) < 4:
+        raise ValueError("unified update: its before-image length is cut short")
+    if d[:2] == b"\x00\x00":
+        before = _u16(d, 2, order)
+    elif d[2:4] == b"\x00\x00":
+        before = _u16(d, 0, order)
+    else:
+        raise ValueError(f"unified update: {d[:4].hex(' ')} is not a before-image length")
+    if 4 + before > len(d):
+        raise ValueError(f"unified update: a before image of {before} bytes runs past its "
+                         f"{len(d)}-byte data area")
+    return 4 + before
+
+
+def unified_images(d: bytes, order: str, table: TableSpec | None) -> tuple[bytes, bytes]:
+    """A unified update's before and after images, each in the 11.2 column form."""
+    split = split_unified(d, order)
+    return (_columns_to_seed(d, 4, split, order, table),
+            _columns_to_seed(d, split, len(d), order, table))
+
+
+def _values(seed: bytes) -> dict[int, bytes]:
+    out, pos = {}, 0
+    while pos < len(seed):
+        index, length = _u16(seed, pos, "big"), _u16(seed, pos + 2, "big")
+        out[index] = seed[pos + 4 : pos + 4 + length]
+        pos += 4 + length
+    return out
+
+
+def unified_to_seed(io_type: int, d: bytes, order: str,
+                    table: TableSpec | None) -> tuple[int, bytes]:
+    """A unified update (134, 135) as the 11.2 record readers take: the after image (key
+    and changed columns) as a compressed update (15), or, when the key changed (always for
+    135), a PK update (115) with the before image's key columns."""
+    before, after = unified_images(d, order, table)
+    definition = table.definition if table is not None else None
+    keys = [c.index for c in definition.columns if c.name in definition.key] \
+        if definition is not None else []
+    old, new = _values(before), _values(after)
+    moved = io_type == 135 or any(new.get(k, old.get(k)) != old.get(k) for k in keys)
+    if not moved:
+        return _FIELD_COMP, after
+    old_key = b"".join(k.to_bytes(2, "big") + len(old[k]).to_bytes(2, "big") + old[k]
+                       for k in keys if k in old)
+    return _PK_UPDATE, len(old_key).to_bytes(2, "big") + old_key + after
+
+
 def to_seed(io_type: int, d: bytes, order: str, table: TableSpec | None) -> bytes:
     """The 11.2 form of a 12c+ record's D area (``order``: its byte order; ``table``: the
-    record's TDR, ``None`` when unknown).  ``ValueError`` on a frame that does not fit."""
+    record's TDR, ``None`` when unknown).  ``ValueError`` on a frame that does not fit.  A
+    unified update goes through :func:`unified_to_seed`, which changes its IOType too."""
     if io_type in _UNIFIED:
-        raise ValueError(f"IOType {io_type} (unified update): how its before and after images "
-                         "are laid out is not public, so trailgate cannot read it")
+        return unified_to_seed(io_type, d, order, table)[1]
     if io_type == _LOB:
         if len(d) < 20:
             raise ValueError("LOB piece header cut short")

@@ -18,7 +18,7 @@ from trailgate.trail._accel import speedups as _speedups
 from trailgate.trail.header import FileHeader
 from trailgate.trail.metadata import decode_tabledef, encode_tabledef
 from trailgate.trail.records import RawRecord, _decode_tokens, decode_record
-from trailgate.trail.release12.columns import to_seed
+from trailgate.trail.release12.columns import to_seed, unified_images, unified_to_seed
 from trailgate.trail.release12.definitions import (
     VENDOR_NAMES,
     DatabaseDef,
@@ -47,6 +47,7 @@ _c = load_optional("trailgate.trail.release12._codec12")
 _seed_decode = _speedups.decode_record if _speedups is not None else None
 
 _METADATA, _DDL, _COMMENT, _FRAGMENT = 170, 160, 205, 161
+_UNIFIED = frozenset({134, 135})  # read as the compressed or PK update they amount to
 _DDL_NAME = re.compile(r",B3='((?:[^']|'')*)'.*?,B4='((?:[^']|'')*)'", re.S)
 
 
@@ -77,6 +78,7 @@ class FileDecoder:
         self._meta_parts: list[bytes] | None = None  # a TDR split into fragments
         self._meta_rec: Record12 | None = None
         self.use_c = _c is not None  # tests compare the C path with the reference
+        self.base = 0  # the file offset of the buffer's start (a reader of chunks sets it)
         self._c_tables: list[tuple[bytes, bytes] | None] = []  # by TDR index
         self._c_names: dict[bytes, bytes | None] = {}  # the 12.1 layout, by name
 
@@ -170,6 +172,8 @@ class FileDecoder:
             name = spec.name if spec is not None else (rec.name or "")
             if rec.continued or io_type == _FRAGMENT:
                 data = d  # converted once the fragments are joined (convert_joined)
+            elif io_type in _UNIFIED:
+                io_type, data = unified_to_seed(io_type, d, rec.data_order, spec)
             else:
                 data = to_seed(io_type, d, rec.data_order, spec)
         rowid = csn = xid = None
@@ -184,6 +188,11 @@ class FileDecoder:
                          rec.audit_rba, rec.format_type, rec.syskey_len, rec.incomplete,
                          rec.continued, rec.rec_count, name, data, rowid, csn, xid, tokens)
 
+    def unified_images(self, rec: Record12) -> tuple[bytes, bytes]:
+        """A unified update's before and after images in the 11.2 column form (Logdump
+        shows both; readers get the update they amount to)."""
+        return unified_images(rec.d or b"", rec.data_order, self._row_table(rec))
+
     def convert_joined(self, io_type: int, data: bytes, name: str) -> bytes:
         """The 11.2 form of a row record's D area joined from its fragments."""
         return to_seed(io_type, data, self.data_order, self.table_spec(name))
@@ -192,7 +201,7 @@ class FileDecoder:
         """An independent copy of this state (a reader that starts where this one is)."""
         twin = FileDecoder.__new__(FileDecoder)
         twin.level, twin.order, twin.data_order = self.level, self.order, self.data_order
-        twin.db_type, twin.ddr = self.db_type, self.ddr
+        twin.db_type, twin.ddr, twin.base = self.db_type, self.ddr, self.base
         twin.tdrs, twin.by_name = dict(self.tdrs), dict(self.by_name)
         twin.use_c, twin._c_tables, twin._c_names = self.use_c, list(self._c_tables), dict(
             self._c_names)
@@ -247,7 +256,7 @@ class FileDecoder:
         orig = rec.orig_node
         if orig == ORIG_DDR:
             try:
-                self.ddr = decode_ddr(d)
+                self.ddr = decode_ddr(d, self.db_type)
                 self.db_type = self.ddr.db_type
             except ValueError:
                 self.ddr = None
@@ -281,7 +290,8 @@ class FileDecoder:
         try:
             return decode_tdr(d, rec.name, self.db_type)
         except ValueError as exc:
-            return TableSpec(rec.name or f"?TDR{rec.tdr_index}", None, problem=str(exc))
+            return TableSpec(rec.name or f"?TDR{rec.tdr_index}", None,
+                             problem=f"the TDR at RBA {self.base + rec.rba}: {exc}")
 
     def _tdr_ref(self, rec: Record12) -> TableSpec:
         ref = self.tdrs.get(rec.tdr_index)

@@ -1,10 +1,11 @@
 """The D areas of the metadata records of a self-describing trail: the database definition
 (DDR) and the table definitions (TDR), and what a TDR says about each column's framing.
 
-GoldenGate's binary layout of these areas is not public: Logdump prints them as text (the
-DEFGEN column table, docs/trail-format.md "Metadata records").  trailgate writes exactly that text,
-plus one ``*trailgate`` line with the seed-004 definition text so its own trails read back to
-the same TableDef; a TDR without that line is read from the column table alone.
+A GoldenGate Extract writes them as binary token trees (:mod:`.metabin`); Logdump prints them
+as text (the DEFGEN column table, docs/trail-format.md "Metadata records").  trailgate reads
+both, and writes that text plus one ``*trailgate`` line with the seed-004 definition text so
+its own trails read back to the same TableDef; a text TDR without that line is read from the
+column table alone, a binary one from its column entries.
 """
 
 from __future__ import annotations
@@ -14,6 +15,16 @@ from dataclasses import dataclass, field
 
 from trailgate.model import Column, ColumnKind, TableDef
 from trailgate.trail.metadata import ORACLE_TYPE_CODES, decode_tabledef, encode_tabledef
+from trailgate.trail.release12.metabin import (
+    BinColumn,
+    BinDdr,
+    BinTdr,
+    build_ddr,
+    build_tdr,
+    is_binary,
+    parse_ddr,
+    parse_tdr,
+)
 
 __all__ = [
     "ColumnSpec",
@@ -22,7 +33,9 @@ __all__ = [
     "decode_ddr",
     "decode_tdr",
     "encode_ddr",
+    "encode_ddr_binary",
     "encode_tdr",
+    "encode_tdr_binary",
     "spec_of",
 ]
 
@@ -50,6 +63,20 @@ class DatabaseDef:
     case_sensitivity: str = "14 14 14 14 14 14 14 14 14 14 14 14 11 14 14 14"
     timezone: str = "GMT"
     other: dict[str, str] = field(default_factory=dict)
+    binary: bool = False  # read from GoldenGate's binary DDR (no charset or locale known)
+
+    def lines(self) -> list[str]:
+        """The DDR as Logdump prints it; a binary DDR's tokens of unknown meaning are listed
+        by their token path instead of the fields they may hold."""
+        if not self.binary:
+            return [f"{label}: {getattr(self, attr)}" for attr, label in _DDR_LABELS]
+        out = [f"Database Name: {self.name}", f"DDR Version: {self.version}",
+               f"Database type: {self.db_type}",
+               f"Case sensitivity: {self.case_sensitivity}", f"TimeZone: {self.timezone}"]
+        if self.other:
+            out.append("Tokens of unknown meaning: " + ", ".join(
+                f"{k} = {v}" for k, v in self.other.items()))
+        return out
 
 
 _DDR_LABELS = [("name", "Database Name"), ("version", "DDR Version"),
@@ -64,14 +91,20 @@ def encode_ddr(ddr: DatabaseDef) -> bytes:
                    ).encode("utf-8")
 
 
-def decode_ddr(data: bytes) -> DatabaseDef:
-    """Undo :func:`encode_ddr`; ``ValueError`` for an area that is not that text (the
-    binary DDR a GoldenGate Extract writes)."""
+def decode_ddr(data: bytes, db_type: str = "") -> DatabaseDef:
+    """A DDR's fields: GoldenGate's binary DDR (its database type is ``db_type``, the file
+    header's) or the text :func:`encode_ddr` writes; ``ValueError`` for anything else."""
+    if is_binary(data):
+        found = parse_ddr(data)
+        return DatabaseDef(found.name, found.version, db_type, "", "", "",
+                           " ".join(f"{b:02x}" for b in found.case_sensitivity),
+                           found.timezone, {k: str(v) for k, v in found.unknown.items()},
+                           binary=True)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueError("the DDR is not text (GoldenGate's binary DDR layout is not "
-                         "public)") from None
+        raise ValueError("the DDR is neither text nor a binary DDR (a GoldenGate 12.2 token "
+                         "tree)") from None
     ddr = DatabaseDef()
     by_label = {label: attr for attr, label in _DDR_LABELS}
     seen = False
@@ -113,6 +146,7 @@ class TableSpec:
     definition: TableDef | None
     columns: dict[int, ColumnSpec] = field(default_factory=dict)
     problem: str | None = None
+    binary: BinTdr | None = None  # the TDR as GoldenGate wrote it, when it was binary
 
     @property
     def plain(self) -> bool:
@@ -142,10 +176,9 @@ def encode_tdr(table: TableDef, exact: bool = True) -> bytes:
     """The TDR's D area: Logdump's text (the DEFGEN column table) and, with ``exact``, the
     ``*trailgate`` line with the exact definition (a table whose definition trailgate does
     not have gets a TDR that names it and nothing more)."""
-    rows = []
+    rows: list[tuple[str, list[int]]] = []
     offset = 0
     keys = set(table.key)
-    width = max((len(c.name) for c in table.columns), default=4) + 1
     for col in table.columns:
         kind = col.kind
         dt = (GG_ASCII_FIXED if kind is ColumnKind.CHAR else
@@ -158,11 +191,11 @@ def encode_tdr(table: TableDef, exact: bool = True) -> bytes:
         fields = [dt, ext, offset, scale, 0, 1 if col.nullable else 0, 0, ext, ext, table_len,
                   0, lsdt, 0, 0, 1, 0, 1 if col.name in keys else 0, 0,
                   ORACLE_TYPE_CODES[kind], -1, char_len, 0, 0]
-        rows.append(f"{col.name:<{width}}" + " ".join(f"{v:>4}" for v in fields))
+        rows.append((col.name, fields))
         offset += ext + 3 + (2 if dt == GG_ASCII_VAR else 0)
     text = (f"TDR version: 11\nDefinition for table {table.qualified_name}\n"
             f"Record Length: {offset}\nSyskey: 0\nColumns: {len(table.columns)}\n"
-            + "".join(r + "\n" for r in rows) + "End of definition\n")
+            + "".join(r + "\n" for r in column_rows(rows)) + "End of definition\n")
     if not exact:
         return text.encode("utf-8")
     return (text + TRAILGATE_LINE).encode("utf-8") + encode_tabledef(table)
@@ -217,13 +250,15 @@ def _column(name: str, index: int, nums: list[int], db_type: str) -> tuple[Colum
 
 def decode_tdr(data: bytes, name: str | None, db_type: str = "") -> TableSpec:
     """A TDR's D area as a :class:`TableSpec`; ``name`` is the name in the record's header
-    (``None``: take it from the text).  ``ValueError`` when the area is not the text
-    :func:`encode_tdr` writes (the binary TDR a GoldenGate Extract writes)."""
+    (``None``: take it from the text).  ``ValueError`` when the area is neither GoldenGate's
+    binary TDR nor the text :func:`encode_tdr` writes."""
+    if is_binary(data):
+        return _binary_tdr(parse_tdr(data), name, db_type)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ValueError("the TDR is not text (GoldenGate's binary TDR layout is not "
-                         "public)") from None
+        raise ValueError("the TDR is neither text nor a binary TDR (a GoldenGate 12.2 token "
+                         "tree)") from None
     head, mark, exact = text.partition(TRAILGATE_LINE)
     definition: TableDef | None = decode_tabledef(exact.encode("utf-8")) if mark else None
     columns: list[Column] = []
@@ -271,3 +306,133 @@ def spec_of(table: TableDef) -> TableSpec:
     return TableSpec(table.qualified_name, table, {
         c.index: ColumnSpec("fixed" if c.kind in _FIXED_KINDS else "var")
         for c in table.columns})
+
+
+#: DEFGEN's values of the fields a binary TDR does not carry (as far as is known), the same
+#: for every Oracle column of the public DEFGEN files: level 0, bump if odd 0, high and low
+#: precision 0, elementary item 1, occurs 0, character length, LOB and partial type 0.  Null
+#: is 0 for a key column and 1 for the others, as Logdump 21.3 prints it (S1, S3) and as
+#: the reader takes a binary TDR's columns (a key column NOT NULL).
+_NOT_IN_TDR = {"level": 0, "bump": 0, "hp": 0, "lp": 0, "elem": 1, "occurs": 0,
+               "char_len": 0, "lob": 0, "partial": 0}
+
+#: Where Logdump 21.3 ends each of a TDR column's 23 numbers, counted from the end of the
+#: name column: every row of S1's and S3's TDRs puts them there (docs/trail-format.md).
+_LOGDUMP_ENDS = (3, 10, 19, 22, 25, 27, 29, 36, 43, 50, 52, 54, 56, 58, 60, 65, 67, 71, 76,
+                 85, 92, 94, 96)
+_LOGDUMP_WIDTHS = tuple(b - a for a, b in zip((0, *_LOGDUMP_ENDS), _LOGDUMP_ENDS,
+                                              strict=False))
+
+
+def column_rows(columns: list[tuple[str, list[int]]]) -> list[str]:
+    """A TDR's column rows as Logdump 21.3 prints them: each name left-aligned in the
+    longest name's width plus two, each number right-aligned in its field (a number too
+    wide for it still gets a space before it)."""
+    width = max((len(name) for name, _n in columns), default=0) + 2
+    rows = []
+    for name, numbers in columns:
+        first, *rest = numbers
+        cells = [f"{first:>{_LOGDUMP_WIDTHS[0]}}"] + [
+            " " + f"{v:>{w - 1}}" for v, w in zip(rest, _LOGDUMP_WIDTHS[1:], strict=False)]
+        rows.append(f"{name:<{width}}" + "".join(cells))
+    return rows
+
+
+def column_numbers(c: BinColumn) -> list[int]:
+    """The 23 numbers Logdump prints for a binary TDR column (the DEFGEN column table)."""
+    n = _NOT_IN_TDR
+    return [c.data_type, c.external_length, c.offset, c.scale, n["level"], 0 if c.key else 1,
+            n["bump"], c.length_a, c.length_c, c.table_length, c.unknown_u16_2, c.least_dt,
+            n["hp"], n["lp"], n["elem"], n["occurs"], 1 if c.key else 0, c.sub_type,
+            c.native_type, c.charset, n["char_len"], n["lob"], n["partial"]]
+
+
+def record_length(tdr: BinTdr) -> int:
+    """DEFGEN's record length: the last column's fetch offset plus its width (a null flag,
+    a length for a variable value, one byte more), rounded up to even."""
+    if not tdr.columns:
+        return 0
+    c = tdr.columns[-1]
+    width = c.length_c + 3 + (2 if c.data_type == GG_ASCII_VAR else 0)
+    end = c.offset + width
+    return end + (end & 1)
+
+
+def tdr_text(tdr: BinTdr, name: str) -> list[str]:
+    """A binary TDR as Logdump prints it (what :func:`encode_tdr`'s text holds)."""
+    rows = column_rows([(c.name, column_numbers(c)) for c in tdr.columns])
+    return [f"TDR version: {tdr.version}", f"Definition for table {name}",
+            f"Record Length: {record_length(tdr)}", f"Columns: {len(tdr.columns)}", *rows,
+            "End of definition"]
+
+
+def _binary_tdr(tdr: BinTdr, name: str | None, db_type: str) -> TableSpec:
+    if not name:
+        raise ValueError("the TDR record names no table")
+    if tdr.trailgate is not None:  # trailgate's own TDR: its exact definition
+        definition = decode_tabledef(tdr.trailgate)
+        if name != definition.qualified_name:
+            schema, _, tname = name.rpartition(".")
+            definition = TableDef(schema, tname, definition.columns, definition.key,
+                                  definition.key_kind, definition.object_id)
+        return TableSpec(definition.qualified_name, definition,
+                         spec_of(definition).columns, binary=tdr)
+    if not tdr.columns:
+        raise ValueError("the TDR lists no columns")
+    columns: list[Column] = []
+    specs: dict[int, ColumnSpec] = {}
+    for index, c in enumerate(tdr.columns):
+        col, spec = _column(c.name, index, column_numbers(c), db_type or "ORACLE")
+        col.nullable = not c.key  # a key column is NOT NULL; the TDR says no more
+        columns.append(col)
+        specs[index] = spec
+    keys = [c.name for c in tdr.columns if c.key]
+    schema, _, tname = name.rpartition(".")
+    table = TableDef(schema, tname, columns, key=keys or [c.name for c in columns],
+                     key_kind="PRIMARY" if keys else "ALL")
+    return TableSpec(table.qualified_name, table, specs, binary=tdr)
+
+
+#: Oracle's type code for each kind as DEFGEN and a 12.2 TDR give it (TIMESTAMP is 187
+#: there, not the dictionary's 180 that seed 004's metadata uses).
+_TDR_NATIVE = {**ORACLE_TYPE_CODES, ColumnKind.TIMESTAMP: 187}
+
+
+def _bin_column(col: Column, offset: int, key: bool) -> BinColumn:
+    kind = col.kind
+    table_len = least_dt = sub = scale = 0
+    if kind is ColumnKind.CHAR:
+        dt, ext = GG_ASCII_FIXED, col.length or 1
+    elif kind in (ColumnKind.DATE, ColumnKind.TIMESTAMP):
+        dt, ext = GG_DATETIME, 19 if kind is ColumnKind.DATE else 29
+        table_len, least_dt = ext, 5 if kind is ColumnKind.DATE else 6
+    elif kind is ColumnKind.NUMBER:
+        dt, ext, sub, scale = GG_ASCII_VAR, (col.precision + 2) if col.precision else 50, 2, \
+            col.scale or 0
+        table_len = ext
+    else:
+        dt, ext = GG_ASCII_VAR, _external_length(col)
+    return BinColumn(col.name, dt, ext, ext, ext, table_len, 0, offset, -1,
+                     _TDR_NATIVE.get(kind, 1), sub, 0, least_dt, scale, 0,
+                     0x22 | (1 if key else 0), bytes(14))
+
+
+def encode_tdr_binary(table: TableDef, exact: bool = True) -> bytes:
+    """The TDR's D area in GoldenGate's binary layout (docs/trail-format.md): each column as
+    a GoldenGate Extract describes an Oracle column (values stay text, as trailgate writes
+    them), and with ``exact`` a trailgate token holding the exact definition."""
+    keys = set(table.key) if table.key_kind != "ALL" else set()
+    columns, offset = [], 0
+    for col in table.columns:
+        c = _bin_column(col, offset, col.name in keys)
+        columns.append(c)
+        end = offset + c.length_c + 3 + (2 if c.data_type == GG_ASCII_VAR else 0)
+        offset = end + (end & 1)
+    return build_tdr(BinTdr(1, len([c for c in columns if c.key]), columns,
+                            trailgate=encode_tabledef(table) if exact else None))
+
+
+def encode_ddr_binary(ddr: DatabaseDef) -> bytes:
+    """The DDR's D area in GoldenGate's binary layout."""
+    return build_ddr(BinDdr(ddr.version, ddr.name, ddr.timezone,
+                            bytes.fromhex(ddr.case_sensitivity.replace(" ", ""))))

@@ -26,8 +26,8 @@ from trailgate.trail.release12.decoder import fixed_map
 from trailgate.trail.release12.definitions import (
     VENDOR_NAMES,
     DatabaseDef,
-    encode_ddr,
-    encode_tdr,
+    encode_ddr_binary,
+    encode_tdr_binary,
     spec_of,
 )
 from trailgate.trail.release12.layout import (
@@ -213,7 +213,7 @@ class FileEncoder:
         common = {"before_after": 0x41, "io_type": int(OpType.METADATA), "io_time": io_time,
                   "audit_pos": 0, "trans_ind": 3, "continued": 0}
         if not st.ddr:
-            ddr = encode_ddr(DatabaseDef(name=self.database_name,
+            ddr = encode_ddr_binary(DatabaseDef(name=self.database_name,
                                          db_type=VENDOR_NAMES.get(self.vendor, "ORACLE")))
             head = pack_header(order, partition=PARTITION_META, rec_length=len(ddr),
                                orig_node=ORIG_DDR, audit_rba=index_pair(1, 0, order),
@@ -230,8 +230,8 @@ class FileEncoder:
             out.append(_record(order, head, None))
         else:
             schema, _, tname = name.rpartition(".")
-            d = encode_tdr(table if table is not None else TableDef(schema, tname, []),
-                           exact=table is not None)
+            d = encode_tdr_binary(table if table is not None else TableDef(schema, tname, []),
+                                  exact=table is not None)
             out += self._split_metadata(d, ORIG_TDR, index_pair(1, new, order), tail, common)
         st.index[name] = new
         st.defs[new] = table

@@ -46,6 +46,7 @@ def primed_decoder(path: str | Path, header: FileHeader, upto: int) -> FileDecod
             if not chunk:
                 break
             buf = carry + chunk
+            decoder.base = pos  # buf[0] is the file's byte at pos: messages name file RBAs
             p = 0
             while p < len(buf):
                 length = decoder.length_at(buf, p, len(buf))
@@ -56,6 +57,7 @@ def primed_decoder(path: str | Path, header: FileHeader, upto: int) -> FileDecod
                 p += length
             pos += p
             carry = buf[p:]
+    decoder.base = 0
     with _lock:
         _cache[key] = (pos, decoder.copy())
         if len(_cache) > 64:

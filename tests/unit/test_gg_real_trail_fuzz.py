@@ -1,0 +1,109 @@
+"""The real GoldenGate 12.2 trail (tests/fixtures/goldengate) with its binary DDR and TDRs and
+its unified updates truncated or garbled: clean errors only.  The metadata parser raises
+ValueError saying where; a file whose TDR is damaged still reads (the table keeps its name,
+its rows their values by shape, SHOW TDR says what is wrong and at which RBA) or stops with
+a TrailFormatError naming the file and the RBA; Logdump never shows a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from test_trail_fuzz import mutate, mutations
+
+from trailgate.errors import TrailFormatError
+from trailgate.logdump.cli import run_lines
+from trailgate.logdump.session import Session
+from trailgate.trail import TrailReader
+from trailgate.trail.release12 import parse_record
+from trailgate.trail.release12.layout import sub
+from trailgate.trail.release12.metabin import parse_ddr, parse_tdr
+
+REAL = (Path(__file__).parent.parent / "fixtures" / "goldengate" / "tr000000000").read_bytes()
+DDR, TDR1, TDR2, UNIFIED = 1414, 1548, 2264, 4300
+
+
+def with_area(rba: int, area: bytes) -> bytes:
+    """The real file with the D area of the record at ``rba`` replaced, every length that
+    frames it (G, D, RecLength) made to fit, so only the area's content is wrong."""
+    rec = parse_record(REAL, rba, len(REAL))
+    h = bytearray(rec.h)
+    h[4:6] = len(area).to_bytes(2, "big")
+    body = sub(0x48, bytes(h), "big") + sub(0x44, area, "big")
+    if rec.t is not None:
+        body += sub(0x54, rec.t, "big")
+    length = 4 + len(body) + 4
+    frame = b"G\x01" + length.to_bytes(2, "big")
+    record = frame + body + b"Z\x01" + length.to_bytes(2, "big")
+    return REAL[:rba] + record + REAL[rba + rec.length :]
+
+
+def read_everything(data: bytes) -> str:
+    """Every reader over ``data`` as trail file tr000000000; returns Logdump's output."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "tr000000000"
+        path.write_bytes(data)
+        try:
+            for _ in TrailReader(Path(tmp) / "tr", single_file=True).records():
+                pass
+        except TrailFormatError as exc:
+            assert "tr000000000" in str(exc) and " RBA " in str(exc), str(exc)
+        with contextlib.suppress(TrailFormatError):
+            for _ in TrailReader(Path(tmp) / "tr").transactions():
+                pass
+        out = io.StringIO()
+        session = Session(out)
+        session.open(path)
+        run_lines(session, ["ghdr on", "detail data", "n 25", "sfmd tdr 2", "show tdr",
+                            "show ddr", "count"])
+        session.close()
+        text = out.getvalue()
+        assert "Traceback" not in text
+        return text
+
+
+def test_every_truncation_of_the_binary_metadata_is_a_value_error():
+    for rba, parse in ((DDR, parse_ddr), (TDR1, parse_tdr), (TDR2, parse_tdr)):
+        area = parse_record(REAL, rba, len(REAL)).d or b""
+        parse(area)
+        for cut in range(len(area)):
+            try:
+                parse(area[:cut])
+            except ValueError:
+                continue
+            raise AssertionError(f"a {cut}-byte cut of the area at RBA {rba} parsed")
+
+
+def test_every_garbled_byte_of_the_tdrs_parses_or_says_where():
+    for rba in (TDR1, TDR2):
+        area = parse_record(REAL, rba, len(REAL)).d or b""
+        for at in range(len(area)):
+            for byte in (0x00, 0xFF, area[at] ^ 0x01):
+                garbled = area[:at] + bytes((byte,)) + area[at + 1 :]
+                with contextlib.suppress(ValueError):
+                    parse_tdr(garbled)
+
+
+def test_damaged_metadata_and_unified_updates_in_the_file_are_clean():
+    """Cuts of the DDR, both TDRs and a unified update inside a well-framed record: every
+    reader copes, and a damaged TDR is reported with its RBA."""
+    for rba in (DDR, TDR1, TDR2, UNIFIED):
+        area = parse_record(REAL, rba, len(REAL)).d or b""
+        for cut in sorted({0, 1, 3, 5, 6, 11, 40, 79, len(area) // 2, len(area) - 1}):
+            shown = read_everything(with_area(rba, area[:cut]))
+            if rba == TDR1:
+                assert f"the TDR at RBA {TDR1}: " in shown, cut
+
+
+def test_cutting_the_real_file_anywhere_is_clean():
+    for cut in (*range(1400, 1700, 37), *range(2200, 3000, 53), 4301, 4400, 5659):
+        read_everything(REAL[:cut])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutations)
+def test_mutated_real_file_raises_only_trail_format_error(edits):
+    read_everything(mutate(REAL, edits))  # any other exception fails the test
