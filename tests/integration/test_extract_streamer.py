@@ -249,5 +249,5 @@ def test_a_long_read_writes_what_has_arrived_before_it_waits(pg_db, tmp_path):
     # one after the first switch may), each once
     txns = trail_transactions(trail)
     csns = [t[0] for t in txns]
-    assert [len(t[2]) for t in txns][0] == 3 and csns == sorted(set(csns))
+    assert txns and len(txns[0][2]) == 3 and csns == sorted(set(csns))
     assert all(int(csn) < end for csn in csns)
