@@ -338,7 +338,7 @@ def steady_workload(conninfo: str, rate: float, seconds: float, first_id: int,
 
 
 def wait_rows(conninfo: str, query: str, expected: int, timeout: float, what: str,
-              progress: Callable[[int], str]) -> None:
+              progress: Callable[[int], str], poll: float = 0.05) -> None:
     deadline = time.monotonic() + timeout
     with connect(conninfo) as conn:
         while True:
@@ -349,14 +349,20 @@ def wait_rows(conninfo: str, query: str, expected: int, timeout: float, what: st
             if time.monotonic() > deadline:
                 raise TrailgateError(f"timed out after {timeout:.0f} s waiting for {what}")
             live(progress(have))
-            time.sleep(0.05)
+            time.sleep(poll)
+
+
+#: How often the target is asked for the marker row (both methods): a backlog round of
+#: one-row transactions takes a few tenths of a second, so the looks' spacing counts.
+MARKER_POLL_SECONDS = 0.01
 
 
 def wait_marker(target: str, marker_id: int, timeout: float, who: str, t0: float) -> None:
     """Wait until the marker row is in the target."""
     wait_rows(target, f"SELECT count(*) FROM bench.orders WHERE id = {marker_id}", 1,
               timeout, f"{who} to apply the workload",
-              lambda _: f"applying ... {time.monotonic() - t0:.1f} s")
+              lambda _: f"applying ... {time.monotonic() - t0:.1f} s",
+              poll=MARKER_POLL_SECONDS)
 
 
 def same_rows(dbs: Databases, first: int, rows: int, marker_id: int) -> None:

@@ -1,10 +1,11 @@
 """The Extract's trail streamer against a real server: transactions reach the trail as they
 commit, before any micro-batch asks; a sync makes them durable and says what it covers; a
 new run replaying the same range writes nothing twice; a lost stream is the next sync's
-error."""
+error; a long read writes what has arrived before it waits for more."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -16,7 +17,7 @@ from trailgate.db.connect import connect
 from trailgate.errors import SourceError
 from trailgate.extract.postgres.source import SourceOptions, StreamedSlot, slot_state
 from trailgate.extract.postgres.trail_streamer import TrailStreamer
-from trailgate.spark.trail_sink import SinkOptions
+from trailgate.spark.trail_sink import SinkOptions, TrailAppender
 from trailgate.spark.trail_sink_state import load_state
 
 pytestmark = [pytest.mark.postgres]
@@ -206,3 +207,47 @@ def test_an_idle_streamer_wakes_rarely_and_a_sync_still_ends_at_once(pg_db, tmp_
     finally:
         streamer.close()
         slot.close()
+
+
+def test_a_long_read_writes_what_has_arrived_before_it_waits(pg_db, tmp_path):
+    """A read whose end the server has not reached (a backlog being decoded) writes the
+    transactions it has through to the trail before it waits, so a Replicat starts on
+    them; once the server passes the end the read completes, nothing doubled."""
+    home, source, start = _setup(pg_db, tmp_path)
+    trail = home.dirdat / "aa"
+    end1 = _commit(pg_db, 1)
+    end = end1 + (1 << 20)
+    slot = StreamedSlot(source)
+    appender = TrailAppender(_sink(home, "run-1"))
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        try:  # 1 MB of WAL past the first commit: nothing writes that much meanwhile
+            appender.append(slot.read(start, end, position=False))
+        except BaseException as exc:
+            failed.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        wait_for(lambda: len(trail_transactions(trail)) == 1, 30,
+                 "the first transaction in the trail", 0.02)
+        assert reader.is_alive() and not failed  # still waiting for the server
+        for first in (10, 20):  # two segment switches: the server's WAL moves past the end
+            with connect(pg_db, autocommit=True) as conn:
+                conn.execute("SELECT pg_switch_wal()")
+            _commit(pg_db, first)
+        reader.join(30)
+        assert not reader.is_alive() and not failed
+    finally:
+        if reader.is_alive():
+            slot.close()
+            reader.join(30)
+        appender.close()
+        slot.close()
+    # the first transaction once, and whatever else committed before the read's end (the
+    # one after the first switch may), each once
+    txns = trail_transactions(trail)
+    csns = [t[0] for t in txns]
+    assert txns and len(txns[0][2]) == 3 and csns == sorted(set(csns))
+    assert all(int(csn) < end for csn in csns)

@@ -52,8 +52,9 @@ POLL_SECONDS = 0.01
 #: The longest sleep on an idle trail whose changes the kernel reports: a change wakes the
 #: thread at once; this only bounds how late one it cannot report is seen.
 WATCH_SECONDS = 1.0
-#: Seconds between looks at the stop file while it holds the streamer.
-HOLD_SECONDS = 0.05
+#: Seconds between looks at the stop file while it holds the streamer (a ``stat``: a
+#: release is seen within this).
+HOLD_SECONDS = 0.01
 #: A step's start is at least this many times what the last step took after that step's
 #: start, and at most :data:`STEP_GAP_SECONDS` after it: a step costs round trips and
 #: Python whatever it holds, so when transactions come faster than steps are cheap they

@@ -370,6 +370,14 @@ def _durable(opts: SinkOptions, writer: TrailWriter, last: LastWritten, tally: _
         skipped=tally.skipped, notes=list(tally.notes))
 
 
+def _through(writer: TrailWriter, batches: Iterator[pa.RecordBatch]
+             ) -> Iterator[pa.RecordBatch]:
+    """``batches``, each written through to the file once the sink has taken it."""
+    for batch in batches:
+        yield batch
+        writer.write_through()
+
+
 class TrailAppender:
     """The trail sink's writer kept open across appends, for a writer that streams (the
     Extract's :class:`~trailgate.extract.postgres.trail_streamer.TrailStreamer`).
@@ -395,8 +403,10 @@ class TrailAppender:
 
     def append(self, batches: Iterator[pa.RecordBatch]) -> None:
         """Write the transactions in ``batches`` (those not in the trail yet) through to
-        the file."""
-        _append(self.writer, self.last, self.tables, batches, self._tally)
+        the file, each batch as soon as it is taken: a long read that yields as it goes
+        lets the readers start on its first transactions."""
+        _append(self.writer, self.last, self.tables, _through(self.writer, batches),
+                self._tally)
         self.writer.write_through()
 
     def sync(self, source_position: dict[str, Any] | None = None) -> TrailCommitMessage:

@@ -267,6 +267,16 @@ class WalStream:
         it has arrived (the end of the last commit received)."""
         return self._available
 
+    def drained(self) -> bool:
+        """Whether every message received so far has been handed out (keepalives aside): a
+        read going on now waits for the server (a consumer writes out what it holds
+        first)."""
+        chunk = self._chunk
+        if any(chunk[k][1] is not None for k in range(self._index, len(chunk))):
+            return False
+        with self._cond:
+            return all(m is None for queued, _ in self._queue for _, m in queued)
+
     def wait_available(self, after: int, timeout: float) -> int:
         """Wait (at most ``timeout`` seconds, or until :meth:`interrupt`) for
         :meth:`available` to pass ``after``; returns it.  An interrupt that came since the

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -162,6 +162,12 @@ def advance_slot(conn: psycopg.Connection[Any], slot: str, lsn: int, *,
 RESTART_LAG_BYTES = 16 << 20
 #: Value bytes per Arrow batch: small enough that the sink writes while the source reads.
 BATCH_BYTES = 1 << 20
+#: A long read of the stream hands on what it holds when the stream has nothing more
+#: received (the read would wait for the server) and this long has passed since its last
+#: batch: a backlog's first transactions reach the trail while the server still decodes
+#: the rest, in pieces big enough that each piece's fixed cost stays small.  (What came
+#: sooner after the last piece waits for the server's next message or the read's end.)
+DRAINED_SECONDS = 0.01
 
 
 class _Emitter:
@@ -387,29 +393,39 @@ def read_partition(opts: SourceOptions, start: int, end: int, *, fast: bool = Tr
 
 
 def _rows(opts: SourceOptions, cap: PgCapture, emitter: _Emitter, start: int, end: int,
-          rows: ChangeRowBuilder, batched: bool = False
+          rows: ChangeRowBuilder, batched: bool = False,
+          drained: Callable[[], bool] | None = None
           ) -> Generator[pa.RecordBatch, None, int | None]:
     """``cap``'s transactions committed in ``[start, end)`` as full Arrow batches of change
     rows (the rest stays in ``rows``); returns the last one's commit time.  ``batched``
     (a stream's read): runs of small transactions the C capture loop took whole come as
-    one transactions row each (``CapturedBatch``)."""
+    one transactions row each (``CapturedBatch``).  ``drained()`` true after a transaction
+    (the stream has nothing more received): what ``rows`` holds goes out then, before the
+    read waits for the server, if :data:`DRAINED_SECONDS` have passed since the last
+    batch went out."""
     last_commit: int | None = None
     items: Iterator[CapturedTransaction | CapturedBatch] = (
         cap.read_batched(start - 1, end) if batched
         else cap.read(start_after_lsn=start - 1, upto_lsn=end))
+    out = float("-inf")  # when the last batch went out (the first goes at once)
     for t in items:
         if type(t) is CapturedBatch:
             if t.blob is not None:
                 rows.add_transactions(t.blob)
                 if rows.full(opts.batch_rows, BATCH_BYTES):
                     yield rows.take()
+                    out = time.monotonic()
             last_commit = t.commit_time
-            continue
-        assert type(t) is CapturedTransaction
-        if t.csn >= end:
-            break
-        yield from emitter.emit(t, rows, opts.batch_rows)
-        last_commit = t.transaction.commit_time
+        else:
+            assert type(t) is CapturedTransaction
+            if t.csn >= end:
+                break
+            yield from emitter.emit(t, rows, opts.batch_rows)
+            last_commit = t.transaction.commit_time
+        if (drained is not None and len(rows) and time.monotonic() - out >= DRAINED_SECONDS
+                and drained()):
+            yield rows.take()
+            out = time.monotonic()
     return last_commit
 
 
@@ -478,12 +494,14 @@ class StreamedSlot:
         cfg = self.opts.config
         tracker = _tracker(cfg)
         emitter = _Emitter(cfg, tracker=tracker)
-        control = connect(cfg.conninfo,
-                          application_name=f"trailgate {cfg.slot} stream control")
-        try:  # the stream waits for another process to let go of the slot
-            stream = WalStream(cfg.conninfo, cfg.slot, cfg.publication, start)
+        # the stream first (it waits for another process to let go of the slot): the
+        # server decodes while the control connection is opened
+        stream = WalStream(cfg.conninfo, cfg.slot, cfg.publication, start)
+        try:
+            control = connect(cfg.conninfo,
+                              application_name=f"trailgate {cfg.slot} stream control")
         except BaseException:
-            control.close()
+            stream.close()
             raise
         cap = PgCapture(cfg.conninfo, cfg.slot, cfg.publication, spill_dir=cfg.spill_dir,
                         memory_limit_bytes=cfg.memory_limit_bytes,
@@ -509,9 +527,11 @@ class StreamedSlot:
         try:
             if position:
                 yield from _batches(self.opts, cap, emitter, start, end, batched)
-            else:
+            else:  # the streamer's read: what arrived goes out before a wait
                 rows = ChangeRowBuilder()
-                last = yield from _rows(self.opts, cap, emitter, start, end, rows, batched)
+                stream = self._stream
+                last = yield from _rows(self.opts, cap, emitter, start, end, rows, batched,
+                                        None if stream is None else stream.drained)
                 if last is not None:
                     self._last_commit = last
                 if len(rows):

@@ -30,8 +30,9 @@ log = logging.getLogger("trailgate.extract")
 #: server's data and every request (a sync, a confirmation, close) wake it at once, so this
 #: only bounds how late a new stop file is seen (and how often an idle Extract wakes).
 IDLE_WAIT_SECONDS = 0.5
-#: While a stop file holds the group: how often the thread looks whether it is gone.
-HOLD_WAIT_SECONDS = 0.05
+#: While a stop file holds the group: how often the thread looks whether it is gone (a
+#: ``stat``; a release is seen within this, and the stream opened again at once).
+HOLD_WAIT_SECONDS = 0.01
 #: The longest time between the starts of two reads while no micro-batch waits: each read
 #: has a fixed cost (a generator chain, an Arrow batch, a write), so under load a read takes
 #: what arrived in this time rather than each chunk of the stream as it lands.
