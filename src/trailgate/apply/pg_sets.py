@@ -3,11 +3,10 @@
 Many inserts are copied into the target; updates, deletes and a few inserts send their rows
 as one ``text[]`` parameter per column and run one ``UPDATE … FROM unnest(…)``, ``DELETE …
 USING unnest(…)`` (on the key) or ``INSERT … SELECT unnest(…)``, values cast as the
-row-by-row statements cast them.  A step's statements go out pipelined after the caller's
-own (its checkpoint row), a round trip or two a step; a COPY, cheaper per row but a pipeline
-cannot hold it, costs two more round trips, which a live trail's small steps would pay
-each time.  A row that does not meet exactly one target row raises :class:`Deviation`:
-the caller then applies row by row.  docs/replicat.md, "PostgreSQL target".
+row-by-row statements cast them, pipelined after the caller's own statements: a round trip
+or two a step (a COPY, which a pipeline cannot hold, costs two more).  A row that does not
+meet exactly one target row raises :class:`Deviation`: the caller then applies row by row.
+docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations

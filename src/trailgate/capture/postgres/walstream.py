@@ -1,14 +1,12 @@
 """A logical replication slot streamed over the replication protocol, read ahead on a thread.
 
 The server then decodes each transaction as it commits and sends it at once, as native
-replication does, rather than decoding a batch's whole range when asked.  psycopg refuses
-COPY BOTH, so one thread drives libpq (``psycopg.pq``) itself: it reads into a bounded
-buffer, answers keepalives and confirms only positions the caller says are durable.  It
-reads a busy stream that the server keeps up with in gulps rather than as each message
-lands: the server writes every message to its socket at once, and a reader that
-acknowledges less often lets it pack them into fewer TCP segments, each of which costs it
-CPU.  ``spans(end)`` hands out every transaction committing before ``end``, whole.
-docs/postgres.md, "Capture"; docs/extract.md, "The walsender's CPU".
+replication does.  psycopg refuses COPY BOTH, so one thread drives libpq (``psycopg.pq``)
+itself: it reads into a bounded buffer, answers keepalives and confirms only positions the
+caller says are durable.  It reads a busy stream in gulps, so the server packs its messages
+into fewer TCP segments, each of which costs it CPU.  ``spans(end)`` hands out every
+transaction committing before ``end``, whole.  docs/postgres.md, "Capture"; docs/extract.md,
+"The walsender's CPU".
 """
 
 from __future__ import annotations
