@@ -3,8 +3,8 @@
 Many inserts are copied into the target; updates, deletes and a few inserts send their rows
 as one ``text[]`` parameter per column and run one ``UPDATE … FROM unnest(…)``, ``DELETE …
 USING unnest(…)`` (on the key) or ``INSERT … SELECT unnest(…)``, values cast as the
-row-by-row statements cast them, pipelined after the caller's own statements: a round trip
-or two a step (a COPY, which a pipeline cannot hold, costs two more).  A row that does not
+row-by-row statements cast them, pipelined after the caller's own: a round trip or two a
+step (a COPY costs two more).  A row that does not
 meet exactly one target row raises :class:`Deviation`: the caller then applies row by row.
 docs/replicat.md, "PostgreSQL target".
 """

@@ -1,7 +1,7 @@
 """A logical replication slot streamed over the replication protocol, read ahead on a thread.
 
-The server then decodes each transaction as it commits and sends it at once, as native
-replication does.  psycopg refuses COPY BOTH, so one thread drives libpq (``psycopg.pq``)
+The server decodes each transaction as it commits and sends it, as native replication
+does.  psycopg refuses COPY BOTH, so one thread drives libpq (``psycopg.pq``)
 itself: it reads into a bounded buffer, answers keepalives and confirms only positions the
 caller says are durable.  It reads a busy stream in gulps, so the server packs its messages
 into fewer TCP segments, each of which costs it CPU.  ``spans(end)`` hands out every
