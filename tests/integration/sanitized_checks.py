@@ -92,3 +92,40 @@ def test_pump_fills_the_target_as_the_python_loop_does(database: str, monkeypatc
         for table in ("dst_c", "dst_py"):
             got = conn.execute(f"SELECT id, body, raw FROM {table} ORDER BY id").fetchall()
             assert got == rows, table
+
+
+def test_the_stream_drain_gives_the_python_loops_messages(database: str) -> None:
+    """``_pgfast.drain`` (the replication stream's reader taking libpq's messages in C)
+    against the Python loop it stands in for, over transactions of every size around
+    libpq's buffer."""
+    from trailgate.capture.postgres.slots import add_extract
+    from trailgate.capture.postgres.trandata import add_trandata
+    from trailgate.capture.postgres.walstream import WalStream
+
+    rng = random.Random(7)
+    with psycopg.connect(database, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS streamed")
+        conn.execute("CREATE TABLE streamed (id int PRIMARY KEY, body text)")
+        add_trandata(conn, "public.streamed")
+        source = add_extract(conn, "SANDRAIN")
+        lsn = "SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8"
+        start = conn.execute(lsn).fetchone()[0]  # type: ignore[index]
+        for n in range(60):
+            with conn.transaction():
+                for k in range(rng.choice([1, 1, 3, 40])):
+                    size = rng.choice([0, 10, 16_000, 70_000]) if rng.random() < 0.2 else 20
+                    conn.execute("INSERT INTO streamed VALUES (%s, %s)",
+                                 (n * 100 + k, "é" * size))
+        end = conn.execute(lsn).fetchone()[0]  # type: ignore[index]
+    got = {}
+    try:
+        for fast in (True, False):
+            with WalStream(database, source.slot, source.publication, start,
+                           fast_drain=fast) as stream:
+                assert (stream._fast_drain is not None) == fast
+                got[fast] = list(stream.messages(end))
+    finally:
+        with psycopg.connect(database, autocommit=True) as conn:
+            conn.execute("SELECT pg_drop_replication_slot(%s)", (source.slot,))
+    assert got[True] == got[False]
+    assert sum(1 for _, data in got[True] if data[:1] == b"C") == 60
