@@ -361,3 +361,18 @@ def test_little_endian_metadata_areas_read_the_same():
         assert build(parse(area)) == area
         little = build(parse(area), "little")
         assert little != area and parse(little) == parse(area)
+
+
+def test_a_negative_scale_is_written_and_read_back(tmp_path: Path):
+    """A NUMBER with a negative scale (Oracle; PostgreSQL 15+) does not fit the binary TDR's
+    unsigned scale field: 0 goes there, and trailgate's own token keeps the exact scale."""
+    decoder = FileDecoder(decode_file_header(REAL.read_bytes()))
+    for rba in (1414, 1548, 2264):
+        decoder.normalise(parse_record(REAL.read_bytes(), rba, len(REAL.read_bytes())))
+    table = decoder.definitions()["QASOURCE.TCUSTORD"]
+    columns = list(table.columns)
+    columns[4] = dataclasses.replace(columns[4], precision=8, scale=-2)
+    odd = dataclasses.replace(table, columns=columns)
+    area = encode_tdr_binary(odd)
+    assert parse_tdr(area).columns[4].scale == 0
+    assert decode_tdr(area, odd.qualified_name).definition == odd

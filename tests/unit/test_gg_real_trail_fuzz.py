@@ -11,6 +11,7 @@ import io
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from test_trail_fuzz import mutate, mutations
 
@@ -107,3 +108,30 @@ def test_cutting_the_real_file_anywhere_is_clean():
 @given(mutations)
 def test_mutated_real_file_raises_only_trail_format_error(edits):
     read_everything(mutate(REAL, edits))  # any other exception fails the test
+
+
+def test_a_unified_update_in_fragments_stops_the_reader_cleanly(tmp_path) -> None:
+    """A 134 continued in a record fragment (161) is not read yet: the reader says so at
+    its RBA instead of handing out the record without a change (which a Replicat skips)."""
+    from trailgate.trail.release12.layout import pack_header
+
+    data = REAL
+    r = parse_record(data, 5100, len(data))
+    d = data[r.subs[0][2]:r.subs[0][3]]
+
+    def record(io_type: int, area: bytes, continued: int, t: bytes | None) -> bytes:
+        h = pack_header("big", partition=r.partition, before_after=r.before_after,
+                        rec_length=len(area), io_type=io_type, orig_node=r.orig_node,
+                        io_time=r.io_time, audit_pos=r.audit_pos, audit_rba=r.audit_rba,
+                        trans_ind=r.trans_ind, continued=continued, tail=r.tail)
+        body = sub(0x48, h, "big") + sub(0x44, area, "big")
+        if t is not None:
+            body += sub(0x54, t, "big")
+        n = (len(body) + 8).to_bytes(2, "big")
+        return b"G\x01" + n + body + b"Z\x01" + n
+
+    split = record(134, d[:30], 1, r.t) + record(161, d[30:], 0, None)
+    path = tmp_path / "tr000000000"
+    path.write_bytes(data[:5100] + split + data[5100 + r.length:])
+    with pytest.raises(TrailFormatError, match=r"unified update \(IOType 134\) continued"):
+        list(TrailReader(path, single_file=True).records())

@@ -163,7 +163,7 @@ class _Pump:
                                                   (self.cfg.params.ddl,
                                                    self.cfg.params.ddl_given))))
         if not self.args.once:  # the source keeps the batch window (spark.batch_window)
-            seconds = self.args.trigger or self.cfg.params.spark.trigger_seconds or 1.0
+            seconds = self.cfg.params.batch_seconds(self.args.trigger, patient=False)
             reader = reader.option(WINDOW_OPTION, window_ms(seconds))
         sink = SinkOptions.parse(self.sink_options(run_id, header), run_id)
         router = self.cfg.router()

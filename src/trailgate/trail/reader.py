@@ -47,6 +47,7 @@ FIXED_WIDTH_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIME
 _FIXED_KINDS = FIXED_WIDTH_KINDS
 _NOT_CHANGES = frozenset({OpType.RECORD_FRAGMENT, OpType.LOB})
 _KNOWN_OPS = frozenset(int(op) for op in OpType)
+_UNIFIED = frozenset({134, 135})  # 12c+ unified updates; whole ones come converted (release12)
 _FRAGMENT = int(OpType.RECORD_FRAGMENT)
 _LOB = int(OpType.LOB)
 _CHUNK = 1 << 20
@@ -457,6 +458,10 @@ class TrailReader:
             self._fixed.pop(defined.qualified_name, None)
             record.table_def = defined
             return
+        if io_type in _UNIFIED and record.fragments > 1 and self.values:
+            raise self._error(f"{raw.table}: a unified update (IOType {io_type}) continued in "
+                              "record fragments, which trailgate cannot read yet: nothing "
+                              "after it is read, so no change is skipped", record.position)
         if io_type in _NOT_CHANGES or io_type not in _KNOWN_OPS or not self.values:
             return
         if record.fragments > 1 and self._codec is not None:

@@ -1156,8 +1156,11 @@ static PyObject *bind_libpq(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "bind_libpq(getcopydata_address, freemem_address)");
         return NULL;
     }
-    void *get = PyLong_AsVoidPtr(args[0]), *fre = PyLong_AsVoidPtr(args[1]);
-    if (PyErr_Occurred())
+    void *get = PyLong_AsVoidPtr(args[0]);
+    if (get == NULL && PyErr_Occurred())
+        return NULL;
+    void *fre = PyLong_AsVoidPtr(args[1]);
+    if (fre == NULL && PyErr_Occurred())
         return NULL;
     if (get == NULL || fre == NULL) {
         PyErr_SetString(PyExc_ValueError, "bind_libpq: a null function address");
@@ -1206,10 +1209,16 @@ static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         return NULL;
     }
     void *conn = PyLong_AsVoidPtr(args[0]);
+    if (conn == NULL && PyErr_Occurred())
+        return NULL;
     Py_ssize_t max = PyLong_AsSsize_t(args[2]);
+    if (max == -1 && PyErr_Occurred())
+        return NULL;
     unsigned long long received = PyLong_AsUnsignedLongLong(args[3]);
+    if (received == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
     unsigned long long committed = PyLong_AsUnsignedLongLong(args[4]);
-    if (PyErr_Occurred())
+    if (committed == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
     if (conn == NULL) {
         PyErr_SetString(PyExc_ValueError, "drain: a null connection");
@@ -1240,12 +1249,17 @@ static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
             unsigned long long lsn = get64(m + 1);
             const unsigned char *d = m + 25;
             Py_ssize_t len = (Py_ssize_t)n - 25;
+            if (d[0] == 'C' && len < 18) { /* flags, commit LSN, end LSN at offset 10 */
+                pq_freemem(buf);
+                status = -3;
+                break;
+            }
             item = pair(lsn, PyBytes_FromStringAndSize((const char *)d, len));
             if (item != NULL) {
                 size += n + DRAIN_OVERHEAD;
                 if (lsn > received)
                     received = lsn;
-                if (d[0] == 'C' && len >= 18) {
+                if (d[0] == 'C') {
                     unsigned long long end = get64(d + 10);
                     if (end > committed)
                         committed = end;

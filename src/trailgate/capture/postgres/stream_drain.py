@@ -55,7 +55,8 @@ def drainer() -> Drain | None:
             path = libpq_path(f.read())
         if path is None:
             return None
-        lib = ctypes.CDLL(path)  # already loaded: the same handle
+        # RTLD_NOLOAD: the library already loaded, never a second copy
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
         lib.PQlibVersion.restype = ctypes.c_int
         if lib.PQlibVersion() != pq.version():
             return None
@@ -64,7 +65,7 @@ def drainer() -> Drain | None:
         if not get or not free:
             return None
         module.bind_libpq(get, free)
-    except (OSError, AttributeError) as exc:
+    except (OSError, AttributeError, ValueError, TypeError) as exc:
         log.debug("the stream reader keeps its Python loop: %s", exc)
         return None
     drain: Drain = module.drain

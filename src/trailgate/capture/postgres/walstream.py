@@ -105,8 +105,8 @@ class WalStream:
         self._done = False
         self._interrupted = False  # an interrupt() no wait_available has returned for yet
         self._cond = threading.Condition()
+        self._fast_drain = drainer() if fast_drain else None  # before the slot is taken
         self._pg = self._start(start_lsn, slot_wait)
-        self._fast_drain = drainer() if fast_drain else None
         self._pgconn_ptr = self._pg.pgconn_ptr
         self._wake_r, self._wake_w = os.pipe()  # the consumer wakes the reader's select
         os.set_blocking(self._wake_w, False)
@@ -266,9 +266,9 @@ class WalStream:
         return self._available
 
     def drained(self) -> bool:
-        """Whether every message received so far has been handed out (keepalives aside): a
-        read going on now waits for the server (a consumer writes out what it holds
-        first)."""
+        """A hint: whether nothing is queued for the consumer (keepalives aside), so a read
+        going on now will wait for the server (a consumer writes out what it holds first).
+        The reader's chunk being built and libpq's buffer are not seen."""
         chunk = self._chunk
         if any(chunk[k][1] is not None for k in range(self._index, len(chunk))):
             return False

@@ -89,7 +89,7 @@ def _start_query(spark: Any, cfg: OracleDumpConfig, opts: Any, run_id: str,
               .option("checkpointLocation",
                       str(home.spark_checkpoint_dir(cfg.group) / "spark"))
               .queryName(f"extract_{cfg.group.lower()}"))
-    seconds = opts.trigger_seconds or cfg.params.spark.trigger_seconds or 1.0
+    seconds = cfg.params.batch_seconds(opts.trigger_seconds, patient=False)
     writer = writer.trigger(processingTime=f"{int(seconds * 1000)} milliseconds")
     return writer.start()
 

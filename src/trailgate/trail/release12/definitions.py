@@ -407,8 +407,10 @@ def _bin_column(col: Column, offset: int, key: bool) -> BinColumn:
         dt, ext = GG_DATETIME, 19 if kind is ColumnKind.DATE else 29
         table_len, least_dt = ext, 5 if kind is ColumnKind.DATE else 6
     elif kind is ColumnKind.NUMBER:
+        # a negative scale (Oracle, PostgreSQL 15+) does not fit the unsigned field: 0 there,
+        # the exact definition travels in trailgate's own token
         dt, ext, sub, scale = GG_ASCII_VAR, (col.precision + 2) if col.precision else 50, 2, \
-            col.scale or 0
+            min(max(col.scale or 0, 0), 0xFFFF)
         table_len = ext
     else:
         dt, ext = GG_ASCII_VAR, _external_length(col)
