@@ -135,3 +135,15 @@ def test_a_unified_update_in_fragments_stops_the_reader_cleanly(tmp_path) -> Non
     path.write_bytes(data[:5100] + split + data[5100 + r.length:])
     with pytest.raises(TrailFormatError, match=r"unified update \(IOType 134\) continued"):
         list(TrailReader(path, single_file=True).records())
+
+
+def test_a_unified_key_update_without_its_old_key_is_refused() -> None:
+    """A 135 (the key changed) with no TDR to name the key cannot give a PK update's old key:
+    a clean ValueError, not an update the target would apply to no row (or the wrong one)."""
+    from trailgate.trail.release12.columns import unified_to_seed
+
+    r = parse_record(REAL, 5100, len(REAL))
+    d = REAL[r.subs[0][2]:r.subs[0][3]]
+    assert unified_to_seed(134, d, "big", None)[0] == 15  # the key unchanged: as before
+    with pytest.raises(ValueError, match="the table's key is not known"):
+        unified_to_seed(135, d, "big", None)

@@ -131,8 +131,13 @@ def unified_to_seed(io_type: int, d: bytes, order: str,
     moved = io_type == 135 or any(new.get(k, old.get(k)) != old.get(k) for k in keys)
     if not moved:
         return _FIELD_COMP, after
+    missing = [k for k in keys if k not in old]
+    if not keys or missing:  # a PK update whose old key is not whole would miss its row
+        raise ValueError(f"unified update (IOType {io_type}) changes the key, but "
+                         + ("the table's key is not known (no TDR)" if not keys else
+                            f"its before image lacks key column(s) {missing}"))
     old_key = b"".join(k.to_bytes(2, "big") + len(old[k]).to_bytes(2, "big") + old[k]
-                       for k in keys if k in old)
+                       for k in keys)
     return _PK_UPDATE, len(old_key).to_bytes(2, "big") + old_key + after
 
 
