@@ -151,8 +151,9 @@ class SetRunner:
                 statements = [s for s in steps.items if isinstance(s, _Statement)]
                 if len(statements) != len(steps.items):
                     raise ValueError("a COPY cannot be sent in a pipeline")
-                sent = self._send(first, statements)
-                with self._first_checked(sent, first):
+                sent: list[tuple[Cursor, _Statement | First]] = []
+                with self._first_checked(sent, first):  # an error may surface while sending
+                    self._send(first, statements, sent)
                     pipeline.sync()
                 self._check(sent, first)
                 return
@@ -167,7 +168,7 @@ class SetRunner:
                     statements = [s for s in items[start:stop] if isinstance(s, _Statement)]
                     sent = []
                     with self._first_checked(sent, pending_first), self.conn.pipeline():
-                        sent.extend(self._send(pending_first, statements))
+                        self._send(pending_first, statements, sent)
                     self._check(sent, pending_first)
                     pending_first = ()
                 if stop < len(items):
@@ -198,15 +199,15 @@ class SetRunner:
                     item.check(cur)
             raise
 
-    def _send(self, first: Sequence[First], statements: Sequence[_Statement]
-              ) -> list[tuple[Cursor, _Statement | First]]:
-        sent: list[tuple[Cursor, _Statement | First]] = []
+    def _send(self, first: Sequence[First], statements: Sequence[_Statement],
+              sent: list[tuple[Cursor, _Statement | First]]) -> None:
+        """Each statement's cursor appended to ``sent`` as it goes out: in a pipeline an
+        earlier statement's error can surface while a later one is sent."""
         items: list[_Statement | First] = [*first, *statements]
         for item in items:
             cur = self.conn.cursor()
-            cur.execute(item.query, item.params)
             sent.append((cur, item))
-        return sent
+            cur.execute(item.query, item.params)
 
     @staticmethod
     def _check(sent: list[tuple[Cursor, _Statement | First]], first: Sequence[First]) -> None:

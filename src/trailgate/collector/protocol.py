@@ -138,6 +138,12 @@ class Connection:
                 raise NetworkError(f"{self.peer}: waited {self.sock.gettimeout():.0f} s for "
                                    f"{what} in vain (network stalled or the peer hung)"
                                    ) from None
+            except ConnectionResetError as exc:
+                # a peer that closes without reading what was sent resets the connection:
+                # before anything of the next frame, a probe like one that closed cleanly
+                closed = PeerClosed if frame_start and not buf else NetworkError
+                raise closed(f"{self.peer}: the connection broke while waiting for {what}: "
+                             f"{_reason(exc)}") from None
             except OSError as exc:
                 raise NetworkError(f"{self.peer}: the connection broke while waiting for "
                                    f"{what}: {_reason(exc)}") from None
