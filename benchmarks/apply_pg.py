@@ -611,19 +611,25 @@ def write_series(directory: Path, label: str, timed: list[tuple[datetime, float]
     say(f"  the steady phase's lag per transaction: {path}")
 
 
+def _lags(dbs: Databases, first: int, target_time: str, *, floor: bool
+          ) -> list[tuple[datetime, float]]:
+    """Per steady transaction (ids from ``first``): the source server's commit time, and
+    the seconds from it to ``target_time`` (an aggregate over the target's rows of it)."""
+    query = "SELECT txn, max({}) FROM bench.ticks WHERE id >= %s GROUP BY txn"
+    with connect(dbs.source_conninfo) as conn:
+        committed = dict(conn.execute(query.format("pg_xact_commit_timestamp(xmin)"),
+                                      (first,)).fetchall())
+    with connect(dbs.target_conninfo) as conn:
+        reached = dict(conn.execute(query.format(target_time), (first,)).fetchall())
+    lags = [(c, (reached[t] - c).total_seconds())
+            for t, c in committed.items() if c is not None and t in reached]
+    return sorted((c, max(0.0, lag) if floor else lag) for c, lag in lags)
+
+
 def server_lags(dbs: Databases, first: int) -> list[tuple[datetime, float]]:
     """Per steady transaction (ids from ``first``): the source server's commit time, and
     the seconds from it to the target's commit of its last row."""
-    with connect(dbs.source_conninfo) as conn:
-        committed = dict(conn.execute(
-            "SELECT txn, max(pg_xact_commit_timestamp(xmin)) FROM bench.ticks "
-            "WHERE id >= %s GROUP BY txn", (first,)).fetchall())
-    with connect(dbs.target_conninfo) as conn:
-        applied = dict(conn.execute(
-            "SELECT txn, max(pg_xact_commit_timestamp(xmin)) FROM bench.ticks "
-            "WHERE id >= %s GROUP BY txn", (first,)).fetchall())
-    return sorted((c, (applied[t] - c).total_seconds()) for t, c in committed.items()
-                  if c is not None and t in applied)
+    return _lags(dbs, first, "pg_xact_commit_timestamp(xmin)", floor=False)
 
 
 def written_lags(dbs: Databases, first: int) -> list[tuple[datetime, float]]:
@@ -632,16 +638,7 @@ def written_lags(dbs: Databases, first: int) -> list[tuple[datetime, float]]:
     before that row's transaction commits).  Native replication is measured so: its apply
     worker commits under a replication origin, and PostgreSQL then records the *source's*
     commit time as the target transaction's, so :func:`server_lags` gives it 0."""
-    with connect(dbs.source_conninfo) as conn:
-        committed = dict(conn.execute(
-            "SELECT txn, max(pg_xact_commit_timestamp(xmin)) FROM bench.ticks "
-            "WHERE id >= %s GROUP BY txn", (first,)).fetchall())
-    with connect(dbs.target_conninfo) as conn:
-        written = dict(conn.execute(
-            "SELECT txn, max(applied_at) FROM bench.ticks WHERE id >= %s GROUP BY txn",
-            (first,)).fetchall())
-    return sorted((c, max(0.0, (written[t] - c).total_seconds()))
-                  for t, c in committed.items() if c is not None and t in written)
+    return _lags(dbs, first, "applied_at", floor=True)
 
 
 class CheckpointWatch(threading.Thread):

@@ -55,6 +55,13 @@ def _commits(messages: list[tuple[int, bytes]]) -> list[int]:
     return [int.from_bytes(d[2:10], "big") for _, d in messages if d[:1] == b"C"]
 
 
+def _insert_late(conninfo: str) -> None:
+    """A row committed half a second from now (on a thread: a read waits for it)."""
+    time.sleep(0.5)
+    with connect(conninfo) as conn:
+        conn.execute("INSERT INTO t VALUES (1, 'late')")
+
+
 def _confirmed(conn: psycopg.Connection[Any], slot: str) -> int:
     row = conn.execute("SELECT (confirmed_flush_lsn - '0/0'::pg_lsn)::int8 FROM "
                        "pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone()
@@ -106,13 +113,7 @@ def test_waits_for_the_server_then_stops_at_an_idle_end(src, pg_db) -> None:
         # which the insert committed meanwhile makes happen; that insert commits after the
         # end, so it is left for the next call
         beyond = _lsn(src) + 1
-
-        def later() -> None:
-            time.sleep(0.5)
-            with connect(pg_db) as conn:
-                conn.execute("INSERT INTO t VALUES (1, 'late')")
-
-        writer = threading.Thread(target=later)
+        writer = threading.Thread(target=_insert_late, args=(pg_db,))
         writer.start()
         try:
             first = list(stream.messages(beyond))
@@ -130,13 +131,7 @@ def test_a_consumer_waiting_for_the_server_asks_it_at_a_steady_pace(src, pg_db) 
     slot, pub = _slot(src)
     with WalStream(pg_db, slot, pub, _lsn(src)) as stream:
         beyond = _lsn(src) + 1
-
-        def later() -> None:
-            time.sleep(0.5)
-            with connect(pg_db) as conn:
-                conn.execute("INSERT INTO t VALUES (1, 'late')")
-
-        writer = threading.Thread(target=later)
+        writer = threading.Thread(target=_insert_late, args=(pg_db,))
         before = stream.status_updates
         writer.start()
         try:

@@ -382,8 +382,9 @@ class TrailAppender:
     """The trail sink's writer kept open across appends, for a writer that streams (the
     Extract's :class:`~trailgate.extract.postgres.trail_streamer.TrailStreamer`).
 
-    Each :meth:`append` writes its whole transactions through to the file at once, so
-    readers (a Pump, a Replicat) see them, but does not fsync; :meth:`sync` makes
+    Each :meth:`append` writes what it takes through to the file as it goes (a long
+    transaction's first part too; readers wait for its end), so readers (a Pump, a
+    Replicat) see it, but does not fsync; :meth:`sync` makes
     everything so far durable, records the sink state and returns the commit message of
     all appends since the last sync.  The trail's lock is held from construction to
     :meth:`close`, which syncs first: the state then always covers what the file holds at

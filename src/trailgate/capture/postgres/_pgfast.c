@@ -1181,7 +1181,7 @@ static PyObject *bind_libpq(PyObject *self, PyObject *const *args, Py_ssize_t na
  * Python reader does.  status: 0 when libpq has no more whole message or max were taken,
  * PQgetCopyData's -1 (the COPY ended) or -2 (an error), or -3 a message too short for its
  * kind (what was appended before it stays in out). */
-#define DRAIN_OVERHEAD 100
+#define DRAIN_OVERHEAD 100 /* walstream.py's _MESSAGE_OVERHEAD */
 
 /* (lsn, value), taking value's reference; NULL (error set) when value is NULL. */
 static PyObject *pair(unsigned long long lsn, PyObject *value) {

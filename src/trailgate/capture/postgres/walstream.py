@@ -46,6 +46,7 @@ SLOT_WAIT_SECONDS = 60.0
 #: Seconds to wait for the server's answer to START_REPLICATION.
 ANSWER_SECONDS = 60.0
 _MESSAGE_OVERHEAD = 100  # rough bytes of a buffered (lsn, bytes) pair besides the message
+# (_pgfast.c's DRAIN_OVERHEAD is the same figure for its drain)
 _DRAIN_MESSAGES = 5000  # messages read before handing them to the consumer
 #: The reader's pause once data is there, before it reads: at least this ...
 MIN_GATHER_SECONDS = 0.002
