@@ -35,6 +35,7 @@ from trailgate.trail.naming import TrailName
 from trailgate.trail.records import RawRecord, decode_change, decode_lob_piece, decode_record
 from trailgate.trail.release import MAX_READ_LEVEL
 from trailgate.trail.release12 import FileDecoder
+from trailgate.trail.release12.columns import UNIFIED
 from trailgate.trail.release12.priming import primed_decoder
 from trailgate.trail.sealing import CIPHERS, Buffer, RecordOpener
 
@@ -47,7 +48,6 @@ FIXED_WIDTH_KINDS = frozenset({ColumnKind.CHAR, ColumnKind.DATE, ColumnKind.TIME
 _FIXED_KINDS = FIXED_WIDTH_KINDS
 _NOT_CHANGES = frozenset({OpType.RECORD_FRAGMENT, OpType.LOB})
 _KNOWN_OPS = frozenset(int(op) for op in OpType)
-_UNIFIED = frozenset({134, 135})  # 12c+ unified updates; whole ones come converted (release12)
 _FRAGMENT = int(OpType.RECORD_FRAGMENT)
 _LOB = int(OpType.LOB)
 _CHUNK = 1 << 20
@@ -458,7 +458,7 @@ class TrailReader:
             self._fixed.pop(defined.qualified_name, None)
             record.table_def = defined
             return
-        if io_type in _UNIFIED and record.fragments > 1 and self.values:
+        if io_type in UNIFIED and record.fragments > 1 and self.values:
             raise self._error(f"{raw.table}: a unified update (IOType {io_type}) continued in "
                               "record fragments, which trailgate cannot read yet: nothing "
                               "after it is read, so no change is skipped", record.position)

@@ -12,10 +12,12 @@ from decimal import Decimal
 
 from trailgate.trail.release12.definitions import ColumnSpec, TableSpec
 
-__all__ = ["from_seed", "split_unified", "to_seed", "unified_images", "unified_to_seed"]
+__all__ = ["UNIFIED", "from_seed", "split_unified", "to_seed", "unified_images",
+           "unified_to_seed"]
 
 _ROW_OPS = frozenset({3, 5, 10, 15, 115})
-_UNIFIED = frozenset({134, 135})
+#: The unified update IOTypes (134, 135): read as the compressed or PK update they amount to.
+UNIFIED = frozenset({134, 135})
 _PK_UPDATE, _LOB, _FIELD_COMP = 115, 116, 15
 _NULL_VAR = b"\xff\xff\x00\x00"
 
@@ -145,7 +147,7 @@ def to_seed(io_type: int, d: bytes, order: str, table: TableSpec | None) -> byte
     """The 11.2 form of a 12c+ record's D area (``order``: its byte order; ``table``: the
     record's TDR, ``None`` when unknown).  ``ValueError`` on a frame that does not fit.  A
     unified update goes through :func:`unified_to_seed`, which changes its IOType too."""
-    if io_type in _UNIFIED:
+    if io_type in UNIFIED:
         return unified_to_seed(io_type, d, order, table)[1]
     if io_type == _LOB:
         if len(d) < 20:

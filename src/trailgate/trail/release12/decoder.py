@@ -18,7 +18,7 @@ from trailgate.trail._accel import speedups as _speedups
 from trailgate.trail.header import FileHeader
 from trailgate.trail.metadata import decode_tabledef, encode_tabledef
 from trailgate.trail.records import RawRecord, _decode_tokens, decode_record
-from trailgate.trail.release12.columns import to_seed, unified_images, unified_to_seed
+from trailgate.trail.release12.columns import UNIFIED, to_seed, unified_images, unified_to_seed
 from trailgate.trail.release12.definitions import (
     VENDOR_NAMES,
     DatabaseDef,
@@ -47,7 +47,6 @@ _c = load_optional("trailgate.trail.release12._codec12")
 _seed_decode = _speedups.decode_record if _speedups is not None else None
 
 _METADATA, _DDL, _COMMENT, _FRAGMENT = 170, 160, 205, 161
-_UNIFIED = frozenset({134, 135})  # read as the compressed or PK update they amount to
 _DDL_NAME = re.compile(r",B3='((?:[^']|'')*)'.*?,B4='((?:[^']|'')*)'", re.S)
 
 
@@ -172,7 +171,7 @@ class FileDecoder:
             name = spec.name if spec is not None else (rec.name or "")
             if rec.continued or io_type == _FRAGMENT:
                 data = d  # converted once the fragments are joined (convert_joined)
-            elif io_type in _UNIFIED:
+            elif io_type in UNIFIED:
                 io_type, data = unified_to_seed(io_type, d, rec.data_order, spec)
             else:
                 data = to_seed(io_type, d, rec.data_order, spec)
