@@ -14,12 +14,12 @@ GoldenGate's layout.
 from __future__ import annotations
 
 import contextlib
-import io
 import struct
 from pathlib import Path
 
 import pytest
 from gg12_vectors import KST, S1_DDR_TEXT, S1_HEADERS, S1_ROWS, S1_TDR_TEXT, S3_HEADERS, S3_TDR_TEXT
+from logdump_run import logdump_text
 from test_trail_release12_vectors import (
     LE,
     check_rows,
@@ -31,8 +31,6 @@ from test_trail_release12_vectors import (
 )
 
 from trailgate.errors import TrailFormatError
-from trailgate.logdump.cli import run_lines
-from trailgate.logdump.session import Session
 from trailgate.trail import TrailReader
 from trailgate.trail.release12.definitions import column_rows, record_length
 from trailgate.trail.release12.layout import index_pair, pack_header
@@ -191,12 +189,7 @@ def _tdr_record(area: bytes, tail: bytes) -> bytes:
 
 
 def _logdump(path: Path, *commands: str) -> list[str]:
-    out = io.StringIO()
-    session = Session(out)
-    session.open(path)
-    run_lines(session, commands)
-    session.close()
-    text = out.getvalue()
+    text = logdump_text(path, *commands)
     assert "Traceback" not in text
     return text.splitlines()
 

@@ -6,13 +6,12 @@ record parser, reader and Logdump."""
 from __future__ import annotations
 
 import dataclasses
-import io
 from datetime import UTC, datetime
 from pathlib import Path
 
+from logdump_run import logdump_text
+
 from trailgate.interchange import export_records
-from trailgate.logdump.cli import run_lines
-from trailgate.logdump.session import Session
 from trailgate.model import OpType, julian_from_unix_micros
 from trailgate.trail import TrailReader, TrailWriter
 from trailgate.trail.header import decode_file_header
@@ -51,12 +50,7 @@ def julian(text: str) -> int:
 
 
 def logdump(*commands: str) -> str:
-    out = io.StringIO()
-    session = Session(out)
-    session.open(REAL)
-    run_lines(session, commands)
-    session.close()
-    return out.getvalue()
+    return logdump_text(REAL, *commands)
 
 
 def test_every_record_of_the_real_file_frames_as_its_bytes_say():

@@ -5,7 +5,6 @@ DECRYPT ON."""
 
 from __future__ import annotations
 
-import io
 import os
 import stat
 from pathlib import Path
@@ -13,12 +12,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from logdump_run import logdump_text
 from test_logdump_trails import LONG_BODY, TABLES, WIDE_ROW, main_trail
 
 from trailgate.cli import main as trailgate_main
 from trailgate.errors import ConfigError, TrailFormatError, TrailKeyError
-from trailgate.logdump.cli import run_lines
-from trailgate.logdump.session import Session
 from trailgate.model import Change, OpType, Transaction
 from trailgate.params.parser import parse_params_text
 from trailgate.trail import TrailReader, TrailWriter, read_header, sealing
@@ -234,13 +232,7 @@ def test_encrypttrail_parameters(tmp_path):
     assert rep.decrypt is not None and rep.decrypt.key_name == "K"
 
 
-def _logdump(path: Path, *commands: str) -> str:
-    out = io.StringIO()
-    session = Session(out)
-    session.open(path)
-    run_lines(session, commands)
-    session.close()
-    return out.getvalue()
+_logdump = logdump_text
 
 
 def test_logdump_shows_encrypted_records_as_encrypted_unless_decrypt_on(tmp_path):

@@ -5,7 +5,6 @@ trailgate's Logdump prints the same header block and operation line."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
@@ -36,13 +35,12 @@ from gg12_vectors import (
     Vector,
     hexb,
 )
+from logdump_run import logdump_text
 
-from trailgate.logdump.cli import run_lines
 from trailgate.logdump.formats import io_type_name
 from trailgate.logdump.headerinfo import token_value_text
 from trailgate.logdump.layout import subrecords
 from trailgate.logdump.render import op_line
-from trailgate.logdump.session import Session
 from trailgate.logdump.time_cmds import parse_time_offset
 from trailgate.model import Change, OpType, julian_from_unix_micros
 from trailgate.trail import DatabaseInfo, FileHeader, TrailReader
@@ -153,12 +151,7 @@ def metadata(orig: int, tdr: int, text: str | None, tail: bytes, when: int,
 
 
 def logdump(path: Path, *commands: str) -> list[str]:
-    out = io.StringIO()
-    session = Session(out)
-    session.open(path)
-    run_lines(session, commands)
-    session.close()
-    return out.getvalue().splitlines()
+    return logdump_text(path, *commands).splitlines()
 
 
 def image(change: Change) -> dict[int, bytes | None]:
