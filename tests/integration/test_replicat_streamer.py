@@ -151,6 +151,39 @@ def test_an_idle_trail_is_not_polled_and_a_change_wakes_the_streamer(
         streamer.close()
 
 
+def test_a_file_written_during_a_scan_that_found_nothing_is_applied(
+        tmp_path: Path, pg_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI, stop 29: a second file written while the streamer's scan was finding nothing was
+    never applied — the trail's look was taken after the scan, so it already held the new
+    file and matched every later look.  Here the file is written inside that scan."""
+    import trailgate.replicat.stream_apply as stream_apply
+
+    _, cfg, router = _setup(tmp_path, pg_db)
+    work = Increments(seed=13)
+    write_trail(Path(cfg.trail), work.transactions(20))
+    first = work.expected_accounts()
+    real_scan = stream_apply.scan_boundary
+    written: list[bool] = []
+
+    def scan_then_write(trail: str, start: TrailPosition, **kw: object) -> object:
+        found = real_scan(trail, start, **kw)  # type: ignore[arg-type]
+        if found[0] == start and start.rba > 0 and not written:
+            write_trail(Path(cfg.trail), work.transactions(20))  # lands after the scan
+            written.append(True)
+        return found
+
+    monkeypatch.setattr(stream_apply, "scan_boundary", scan_then_write)
+    streamer = _streamer(cfg, router)
+    try:
+        _until(lambda: bool(written), "the scan that found nothing", timeout=30)
+        assert accounts(pg_db) == first or accounts(pg_db) == work.expected_accounts()
+        _until(lambda: accounts(pg_db) == work.expected_accounts(), "the file written "
+               "during the scan", timeout=20)
+        assert events(pg_db) == work.events
+    finally:
+        streamer.close()
+
+
 def test_a_next_file_seen_half_written_is_applied_once_complete(tmp_path: Path,
                                                                 pg_db: str) -> None:
     """The streamer's scan stops before a next file still being written; the file growing

@@ -164,7 +164,7 @@ class ApplyStreamer:
 
     def _run(self) -> None:
         state: ScanState | None = None
-        idle: tuple[int, int, bool] | None = None  # the trail's look when a scan found nothing
+        idle: tuple[int, int, int, bool] | None = None  # the look before a scan found nothing
         next_step = 0.0  # the monotonic time before which no step starts unless asked
         try:
             while True:
@@ -183,6 +183,8 @@ class ApplyStreamer:
                 if gap > 0 and want <= at:
                     self._pause(gap)  # more transactions for the same step's cost
                     continue
+                # the look comes before the scan: growth during the scan must tell
+                look = self._look(state, at)
                 end, records, state = scan_boundary(
                     self.trail, at, limit=want if held else None, max_records=CHUNK_RECORDS,
                     state=state, mark=ddl_mark)
@@ -197,7 +199,7 @@ class ApplyStreamer:
                     now = time.monotonic()
                     next_step = began + min(STEP_GAP_SECONDS, STEP_SPACING * (now - began))
                     continue
-                idle = self._look(state, at)
+                idle = look
                 self._idle()
         except BaseException as exc:  # raised to the micro-batches by sync
             log.warning("the Replicat's apply streamer stopped: %s", exc)
@@ -205,12 +207,13 @@ class ApplyStreamer:
                 self._error = exc
                 self._cond.notify_all()
 
-    def _look(self, state: ScanState | None, at: TrailPosition) -> tuple[int, int, bool]:
-        """What tells whether the trail grew past where the last scan stopped: the size of
-        that file, the size of the next one (a scan that found the next file still being
-        written stops before it, so its growth must count) and whether a third exists."""
+    def _look(self, state: ScanState | None, at: TrailPosition) -> tuple[int, int, int, bool]:
+        """What tells whether the trail grew past where the last scan stopped: which file
+        that is, its size, the size of the next one (a scan that found the next file still
+        being written stops before it, so its growth must count) and whether a third
+        exists.  Taken before a scan, so what is written during the scan differs from it."""
         seqno = (state.resume if state is not None else at).seqno
-        return (self._size(seqno), self._size(seqno + 1),
+        return (seqno, self._size(seqno), self._size(seqno + 1),
                 os.path.exists(self._name.file(seqno + 2)))
 
     def _size(self, seqno: int) -> int:
