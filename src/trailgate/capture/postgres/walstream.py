@@ -54,11 +54,13 @@ MIN_GATHER_SECONDS = 0.002
 MAX_GATHER_SECONDS = 0.02
 #: ... and in between this many seconds per message a second the stream brings above
 #: ``GATHER_FROM_RATE``: a busy stream is read in fewer, bigger gulps (docs/extract.md,
-#: "The walsender's CPU": the server then sends many messages per TCP segment), whether
-#: the server keeps up or works through a backlog; a trickle and a few thousand small
-#: transactions a second as they come.
+#: "The walsender's CPU": the server then sends many messages per TCP segment), a trickle
+#: and a few thousand small transactions a second as they come.
 GATHER_PER_RATE = 5e-7
 GATHER_FROM_RATE = 15_000
+#: The server sends a keepalive whenever it has sent everything and waits for WAL; with
+#: no read ending on one for this long it is busy (a backlog): fewer reads would slow it.
+KEEPING_UP_SECONDS = 0.1
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
@@ -343,6 +345,7 @@ class WalStream:
         last_status = 0.0
         gather = MIN_GATHER_SECONDS
         last_chunk = time.monotonic()
+        keepalive_at = 0.0  # when a chunk last ended with a keepalive
         try:
             while not self._closing:
                 now = time.monotonic()
@@ -371,7 +374,10 @@ class WalStream:
                         self._available = self._drained_commit
                         self._cond.notify_all()
                     now = time.monotonic()
-                    gather = _gather(len(chunk), now - last_chunk)
+                    if any(item[1] is None for item in chunk[-4:]):
+                        keepalive_at = now  # the server waits for WAL: it keeps up
+                    gather = _gather(len(chunk), now - last_chunk,
+                                     now - keepalive_at < KEEPING_UP_SECONDS)
                     last_chunk = now
                     continue
                 if sock in self._wait([sock], 1.0):
@@ -473,12 +479,13 @@ class WalStream:
                            f"while streaming slot {self.slot!r}: {reason}")
 
 
-def _gather(messages: int, seconds: float) -> float:
+def _gather(messages: int, seconds: float, keeping_up: bool) -> float:
     """The reader's next pause, given that its last chunk held ``messages`` and came
-    ``seconds`` after the one before: the shortest after a full chunk (the stream brings
-    more than a pause's reads can take), else more the busier the stream (see
+    ``seconds`` after the one before, and whether the server keeps up with the WAL (a
+    recent keepalive): the shortest after a full chunk or while the server is busy (a
+    backlog: reading less often would slow it), else more the busier the stream (see
     ``GATHER_PER_RATE``)."""
-    if messages >= _DRAIN_MESSAGES:
+    if messages >= _DRAIN_MESSAGES or not keeping_up:
         return MIN_GATHER_SECONDS
     rate = messages / max(seconds, 1e-6)
     pause = (rate - GATHER_FROM_RATE) * GATHER_PER_RATE
