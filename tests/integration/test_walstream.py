@@ -140,6 +140,11 @@ def test_a_consumer_waiting_for_the_server_asks_it_at_a_steady_pace(src, pg_db) 
             writer.join()
         assert stream.position == beyond
         assert stream.status_updates - before <= 0.5 / 0.02 + 15
+        # each ask's answer is read as one, not as the server keeping up with the WAL
+        deadline = time.monotonic() + 10
+        while stream._unanswered and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert stream._unanswered == 0
 
 
 def test_confirm_moves_the_slot_and_a_new_stream_starts_there(src, pg_db) -> None:

@@ -27,3 +27,24 @@ def test_the_pause_grows_with_the_rate_up_to_its_bound() -> None:
     assert pauses == sorted(pauses)
     assert pauses[0] == MIN_GATHER_SECONDS and pauses[-1] == MAX_GATHER_SECONDS
     assert MIN_GATHER_SECONDS < pauses[2] < MAX_GATHER_SECONDS
+
+
+def _chunk(kinds: str) -> list[tuple[int, bytes | None]]:
+    """A read: ``m`` a message, ``k`` a keepalive."""
+    return [(n, None if kind == "k" else b"I") for n, kind in enumerate(kinds)]
+
+
+def test_a_keepalive_the_server_sent_while_waiting_shows_it_keeps_up() -> None:
+    assert walstream._keeps_up(_chunk("mmmmk"), 0) == (True, 0)
+    assert walstream._keeps_up(_chunk("mmkmm"), 0) == (True, 0)  # among the last four
+    assert walstream._keeps_up(_chunk("kmmmmm"), 0) == (False, 0)  # busy since
+    assert walstream._keeps_up(_chunk("mmmm"), 0) == (False, 0)
+
+
+def test_a_keepalive_answering_the_reader_proves_nothing() -> None:
+    # the server answers a request for a reply at once, however busy it is
+    assert walstream._keeps_up(_chunk("mmmmk"), 1) == (False, 0)
+    assert walstream._keeps_up(_chunk("mmkmk"), 1) == (True, 0)  # one answer, one its own
+    assert walstream._keeps_up(_chunk("mmmmk"), 3) == (False, 2)  # two answers still due
+    assert walstream._keeps_up(_chunk("mmmm"), 2) == (False, 2)
+    assert walstream._keeps_up(_chunk("kmmmm"), 1) == (False, 0)  # the answer, then busy

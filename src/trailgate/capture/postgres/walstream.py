@@ -97,6 +97,7 @@ class WalStream:
         self._sent_confirm = 0
         self.status_updates = 0  # standby status updates sent (tests, benchmarks)
         self._ask = False
+        self._unanswered = 0  # status updates asking for a reply whose answer is not read
         self._hungry = False  # the consumer waits for the next chunk: the shortest pause
         self._asked = 0.0  # when the consumer last asked how far the server has read
         self._reply_due = False
@@ -374,7 +375,8 @@ class WalStream:
                         self._available = self._drained_commit
                         self._cond.notify_all()
                     now = time.monotonic()
-                    if any(item[1] is None for item in chunk[-4:]):
+                    keeps_up, self._unanswered = _keeps_up(chunk, self._unanswered)
+                    if keeps_up:
                         keepalive_at = now  # the server waits for WAL: it keeps up
                     gather = _gather(len(chunk), now - last_chunk,
                                      now - keepalive_at < KEEPING_UP_SECONDS)
@@ -463,6 +465,8 @@ class WalStream:
             raise self._lost(pg)
         self._sent_confirm = confirm
         self.status_updates += 1
+        if reply:
+            self._unanswered += 1
 
     def _ended(self, pg: Any, n: int) -> SourceError:
         if n == -1:  # the server ended the COPY: its result says why
@@ -490,6 +494,20 @@ def _gather(messages: int, seconds: float, keeping_up: bool) -> float:
     rate = messages / max(seconds, 1e-6)
     pause = (rate - GATHER_FROM_RATE) * GATHER_PER_RATE
     return min(MAX_GATHER_SECONDS, max(MIN_GATHER_SECONDS, pause))
+
+
+def _keeps_up(chunk: list[tuple[int, bytes | None]], unanswered: int) -> tuple[bool, int]:
+    """Whether ``chunk`` (a read, in order) shows the server keeping up with the WAL — a
+    keepalive among its last items that the server sent because it waits for WAL — and how
+    many of the reader's requests for a reply are still unanswered after it.  The server
+    answers such a request with a keepalive at once, however busy it is, so as many of the
+    chunk's keepalives as there are requests outstanding are answers and prove nothing."""
+    tail = any(item[1] is None for item in chunk[-4:])
+    if not unanswered:
+        return tail, 0
+    keepalives = sum(1 for item in chunk if item[1] is None)
+    answered = min(keepalives, unanswered)
+    return tail and keepalives > answered, unanswered - answered
 
 
 def _readable(sock: int) -> bool:
