@@ -23,7 +23,9 @@ only its round's workload:
 ``--mode live``: the workload (``apply_pg``'s ``mixed`` by default: inserts, then updates of
 a fifth and deletes of a tenth of them, ``--txn-rows`` per transaction) runs while the
 reader streams; ``backlog``: it runs first, then the reader is started.  A round ends when
-the walsender has sent past the workload's last commit.  Per round: the walsender's CPU
+the walsender has sent past the workload's last commit (written into its socket, whose send
+buffer may hold megabytes the reader has not taken yet: "all sent" is not the reader's
+pace; ``apply_pg``'s backlog phase is).  Per round: the walsender's CPU
 (``/proc/<pid>/schedstat``) in seconds and µs per change, its voluntary and involuntary
 context switches, the reader's own CPU, and the workload's seconds; the best round of each
 reader (least walsender CPU) is printed beside the others' with its ratio to ``native``'s.
