@@ -1,6 +1,7 @@
-"""The stream reader's pause before a read (``walstream._gather``): the shortest in a backlog
-(a full chunk, or a server that sends no keepalives) and for a trickle, longer the busier
-the stream, within its bounds."""
+"""The stream reader's pause before a read (``walstream._gather``): the shortest in the backlog
+a stream opens on (a full chunk, or a server that has not caught up since the stream opened)
+and for a trickle, longer the busier the stream, within its bounds; and the keepalives that
+show the server caught up."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from trailgate.capture.postgres.walstream import MAX_GATHER_SECONDS, MIN_GATHER_
 
 def test_a_backlog_is_read_after_the_shortest_pause() -> None:
     assert walstream._gather(walstream._DRAIN_MESSAGES, 0.001, True) == MIN_GATHER_SECONDS
-    # the server sends no keepalives: it is busy, and fewer reads would slow it
+    # the server has not caught up since the stream opened: the backlog, read at once
     assert walstream._gather(2_000, 0.01, False) == MIN_GATHER_SECONDS
     assert walstream._gather(2_000, 0.01, True) == MAX_GATHER_SECONDS
 
@@ -48,3 +49,12 @@ def test_a_keepalive_answering_the_reader_proves_nothing() -> None:
     assert walstream._keeps_up(_chunk("mmmmk"), 3) == (False, 2)  # two answers still due
     assert walstream._keeps_up(_chunk("mmmm"), 2) == (False, 2)
     assert walstream._keeps_up(_chunk("kmmmm"), 1) == (False, 0)  # the answer, then busy
+
+
+def test_only_a_keepalive_after_data_shows_the_server_caught_up() -> None:
+    # the server sends one keepalive as the stream starts, before any data
+    assert not walstream._data_before_keepalive(_chunk("kmmm"))
+    assert not walstream._data_before_keepalive(_chunk("k"))
+    assert not walstream._data_before_keepalive(_chunk("mmm"))
+    assert walstream._data_before_keepalive(_chunk("kmmk"))
+    assert walstream._data_before_keepalive(_chunk("mk"))

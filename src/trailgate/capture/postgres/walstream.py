@@ -58,9 +58,6 @@ MAX_GATHER_SECONDS = 0.02
 #: and a few thousand small transactions a second as they come.
 GATHER_PER_RATE = 5e-7
 GATHER_FROM_RATE = 15_000
-#: The server sends a keepalive whenever it has sent everything and waits for WAL; with
-#: no read ending on one for this long it is busy (a backlog): fewer reads would slow it.
-KEEPING_UP_SECONDS = 0.1
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
@@ -346,7 +343,11 @@ class WalStream:
         last_status = 0.0
         gather = MIN_GATHER_SECONDS
         last_chunk = time.monotonic()
-        keepalive_at = 0.0  # when a chunk last ended with a keepalive
+        # the server sends a keepalive when it has sent everything and waits for WAL (and
+        # one as the stream starts, before any data): until then it works through a
+        # backlog, and the reader takes it at the shortest pause
+        caught_up = False
+        seen_data = False
         try:
             while not self._closing:
                 now = time.monotonic()
@@ -376,10 +377,11 @@ class WalStream:
                         self._cond.notify_all()
                     now = time.monotonic()
                     keeps_up, self._unanswered = _keeps_up(chunk, self._unanswered)
-                    if keeps_up:
-                        keepalive_at = now  # the server waits for WAL: it keeps up
-                    gather = _gather(len(chunk), now - last_chunk,
-                                     now - keepalive_at < KEEPING_UP_SECONDS)
+                    if keeps_up and not caught_up:
+                        caught_up = seen_data or _data_before_keepalive(chunk)
+                    if not seen_data:
+                        seen_data = any(item[1] is not None for item in chunk)
+                    gather = _gather(len(chunk), now - last_chunk, caught_up)
                     last_chunk = now
                     continue
                 if sock in self._wait([sock], 1.0):
@@ -483,13 +485,15 @@ class WalStream:
                            f"while streaming slot {self.slot!r}: {reason}")
 
 
-def _gather(messages: int, seconds: float, keeping_up: bool) -> float:
+def _gather(messages: int, seconds: float, caught_up: bool) -> float:
     """The reader's next pause, given that its last chunk held ``messages`` and came
-    ``seconds`` after the one before, and whether the server keeps up with the WAL (a
-    recent keepalive): the shortest after a full chunk or while the server is busy (a
-    backlog: reading less often would slow it), else more the busier the stream (see
-    ``GATHER_PER_RATE``)."""
-    if messages >= _DRAIN_MESSAGES or not keeping_up:
+    ``seconds`` after the one before, and whether the server has caught up with the WAL
+    since the stream opened (a keepalive it sent on its own): the shortest after a full
+    chunk or before the server caught up (the backlog the stream opened on: reading it
+    less often slowed the pipeline), else more the busier the stream (see
+    ``GATHER_PER_RATE``), also when a live stream's server falls behind again (read every
+    2 ms, it then sent nearly every message alone, and stayed behind)."""
+    if messages >= _DRAIN_MESSAGES or not caught_up:
         return MIN_GATHER_SECONDS
     rate = messages / max(seconds, 1e-6)
     pause = (rate - GATHER_FROM_RATE) * GATHER_PER_RATE
@@ -508,6 +512,12 @@ def _keeps_up(chunk: list[tuple[int, bytes | None]], unanswered: int) -> tuple[b
     keepalives = sum(1 for item in chunk if item[1] is None)
     answered = min(keepalives, unanswered)
     return tail and keepalives > answered, unanswered - answered
+
+
+def _data_before_keepalive(chunk: list[tuple[int, bytes | None]]) -> bool:
+    """Whether a message comes before the last keepalive of ``chunk``."""
+    last = max((k for k, item in enumerate(chunk) if item[1] is None), default=0)
+    return any(item[1] is not None for item in chunk[:last])
 
 
 def _readable(sock: int) -> bool:
