@@ -225,7 +225,7 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
     notes: list[str] = []  # the open transaction's report lines
     defines: list[TableDef] = []  # written right after the next change (its DDL)
     for batch in batches:
-        cols = ChangeColumns(batch)
+        cols = batch if type(batch) is ChangeColumns else ChangeColumns(batch)
         ops, records, lasts = cols.ops, cols.records, cols.lasts
         for i, op in enumerate(ops):
             if op == OP_POSITION:
