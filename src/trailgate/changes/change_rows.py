@@ -179,8 +179,8 @@ class ChangeRowBuilder:
 class ColumnRowBuilder(ChangeRowBuilder):
     """A builder for a reader in the same process (the Extract's trail streamer): its
     :meth:`take` gives the rows as :class:`ChangeColumns` straight from the tuples, without
-    Arrow, whose copy of each packed row's records in and out again cost a fifth of the
-    streaming Extract's CPU on 100-row transactions."""
+    Arrow: its copy of each packed row's records in and out again was a large share of the
+    streaming Extract's CPU (docs/performance.md)."""
 
     def take(self) -> ChangeColumns:
         """The rows so far as columns; the builder starts empty again."""
