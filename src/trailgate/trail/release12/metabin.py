@@ -1,13 +1,11 @@
 """GoldenGate's binary DDR and TDR data areas, as a GoldenGate 12.2 Extract writes them.
 
 Both are token trees in the file header's style: an id byte, an info byte (0x40: a 4-byte
-length follows, otherwise 2), the length, the value; big-endian in every area seen, read in
-little-endian too when big-endian does not fit.  What each token means was worked out
-from a real trail (docs/trail-format.md, "The binary DDR and TDR"); a token this module does
-not know is kept by id and value, never guessed at, and a tree that does not add up is a
-``ValueError`` saying where.  A parsed area keeps its token tree as read, so building it
-again gives back its bytes, unknown tokens and their order included, with only the fields
-that changed rewritten.
+length follows, otherwise 2), the length, the value; big-endian in every area seen, read
+little-endian too when big-endian does not fit.  What each token means was worked out from a
+real trail (docs/trail-format.md); an unknown token is kept, never guessed at, and a parsed
+area keeps its tree as read, so building it again gives back its bytes with only changed
+fields rewritten.  A tree that does not add up is a ``ValueError`` saying where.
 """
 
 from __future__ import annotations
