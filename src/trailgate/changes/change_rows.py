@@ -66,7 +66,10 @@ _OPS = {int(op): op for op in OpType}
 
 def tabledef_to_json(table: TableDef) -> str:
     """A definition as compact JSON (the ``text`` of a metadata row, the sink's state)."""
-    return json.dumps(dataclasses.asdict(table), separators=(",", ":"))
+    data = dataclasses.asdict(table)
+    if data["source_tdr"] is None:
+        del data["source_tdr"]  # read as its default
+    return json.dumps(data, separators=(",", ":"))
 
 
 def tabledef_from_json(text: str | dict[str, Any]) -> TableDef:
