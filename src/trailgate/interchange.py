@@ -143,7 +143,10 @@ def _header_from_json(data: Any) -> FileHeader:
 
 
 def _tabledef_json(table: TableDef) -> dict[str, Any]:
-    return dataclasses.asdict(table)
+    data = dataclasses.asdict(table)
+    if data["source_tdr"] is None:
+        del data["source_tdr"]
+    return data
 
 
 def _tabledef_from_json(data: Any) -> TableDef:

@@ -152,6 +152,8 @@ class TableDef:
 
     ``key`` names the columns that identify a row (primary key, else a unique key of NOT NULL
     columns, else every column, as seed 000 describes); ``key_kind`` says which.
+    ``source_tdr`` is the binary TDR the definition was read from (hex), so that a writer of
+    a 12.2+ trail can give it back as read; it takes no part in comparing definitions.
     """
 
     schema: str
@@ -160,6 +162,7 @@ class TableDef:
     key: list[str] = field(default_factory=list)
     key_kind: str = "PRIMARY"  # PRIMARY | UNIQUE | ALL | NONE
     object_id: int | None = None
+    source_tdr: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def qualified_name(self) -> str:

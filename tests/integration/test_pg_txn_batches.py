@@ -23,7 +23,12 @@ from txn_stream_support import PARAMS, ReplayStream, chunks, random_stream
 
 from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres.capture import PgCapture
-from trailgate.changes.change_rows import OP_TXNS, ChangeRowBuilder
+from trailgate.changes.change_rows import (
+    OP_TXNS,
+    ChangeColumns,
+    ChangeRowBuilder,
+    ColumnRowBuilder,
+)
 from trailgate.extract.postgres.snapshot_tracker import SnapshotTracker
 from trailgate.extract.postgres.source import SourceOptions, _Emitter, _rows
 from trailgate.home import GroupInfo, Home, TrailInfo
@@ -48,14 +53,15 @@ def _home(path: Path, conninfo: str) -> SourceOptions:
 
 
 def _write(opts: SourceOptions, conninfo: str, parts: list, trail: Path, batched: bool,
-           sink_options: dict[str, str] | None = None, tracker: bool = False
-           ) -> tuple[Any, PgCapture, int | None]:
+           sink_options: dict[str, str] | None = None, tracker: bool = False,
+           columns: bool = False) -> tuple[Any, PgCapture, int | None]:
     """Read ``parts`` as the driver's streamed slot does and append them to ``trail``
-    (``tracker``: with a run's snapshot tracker, none under way, as ``run extract`` has)."""
+    (``tracker``: with a run's snapshot tracker, none under way, as ``run extract`` has;
+    ``columns``: handed over as the streamer's read hands them, not as Arrow batches)."""
     emitter = _Emitter(opts.config, tracker=SnapshotTracker("run") if tracker else None)
     cap = PgCapture(conninfo, "no_slot", "no_pub", encode_plan=emitter.encode_plan,
                     stream=ReplayStream(parts), watch=emitter.watch)  # type: ignore[arg-type]
-    rows = ChangeRowBuilder()
+    rows = ColumnRowBuilder() if columns else ChangeRowBuilder()
     last: list[int | None] = []
 
     def batches():
@@ -65,8 +71,9 @@ def _write(opts: SourceOptions, conninfo: str, parts: list, trail: Path, batched
 
     def counted():
         for batch in batches():
-            for op, blob in zip(batch.column("op").to_pylist(),
-                                batch.column("record").to_pylist(), strict=True):
+            cols = batch if columns else ChangeColumns(batch)
+            assert type(cols) is ChangeColumns
+            for op, blob in zip(cols.ops, cols.records, strict=True):
                 if op == OP_TXNS:
                     TAKEN[batched] += TxnBatch.parse(blob).count
             yield batch
@@ -103,6 +110,20 @@ def test_batches_write_the_general_paths_bytes(pg_db, tmp_path, seed, tracker):
     assert TAKEN[False] == 0 and TAKEN[True] > general[0].transactions // 2
     assert record_bytes(tmp_path / "g" / "aa") == record_bytes(tmp_path / "b" / "aa")
     _same(general, batched)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_columns_write_the_arrow_batches_bytes(pg_db, tmp_path, batched):
+    """The streamer's read hands its rows over as columns, without Arrow: the trail, the
+    commit message and the capture's positions are those of the same rows as batches."""
+    opts = _home(tmp_path / "home", pg_db)
+    parts = chunks(random_stream(4, 600), 4)
+    arrow = _write(opts, pg_db, parts, tmp_path / "a" / "aa", batched=batched)
+    columns = _write(opts, pg_db, parts, tmp_path / "c" / "aa", batched=batched,
+                     columns=True)
+    assert arrow[0].transactions > 400
+    assert record_bytes(tmp_path / "a" / "aa") == record_bytes(tmp_path / "c" / "aa")
+    _same(arrow, columns)
 
 
 @pytest.mark.heavy

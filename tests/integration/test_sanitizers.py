@@ -30,8 +30,9 @@ from trailgate.db.cluster import Cluster
 #: seconds the whole sanitized test run may take (a loaded 2-core machine)
 RUN_TIMEOUT = 3 * 3600
 #: test files run sanitized besides those naming an extension: the fuzzers (malformed input
-#: through every reader) and the trail tests (the codec's C paths on every format)
-ALSO_UNDER_SANITIZERS = ["test_*fuzz*.py", "test_trail_*.py"]
+#: through every reader), the trail tests (the codec's C paths on every format) and the
+#: tests on GoldenGate's own bytes (the real 12.2 file, its little-endian twin, 21c vectors)
+ALSO_UNDER_SANITIZERS = ["test_*fuzz*.py", "test_trail_*.py", "test_gg*.py"]
 #: the tests left out under the sanitizers: the trail tests rerun with the accelerator off
 #: (pure Python, nothing to sanitize) and the fuzz harness's deliberate crash
 NOT_UNDER_SANITIZERS = [

@@ -15,6 +15,7 @@ from trailgate.spark import trail_offsets
 from trailgate.spark.key_split import single_marker
 from trailgate.spark.trail_offsets import scan_boundary
 from trailgate.trail._accel import speedups
+from trailgate.trail.naming import TrailName
 from trailgate.trail.writer import TrailWriter
 
 pytestmark = pytest.mark.skipif(speedups is None, reason="the C codec is not built")
@@ -128,3 +129,44 @@ def test_damage_is_left_to_the_reader(tmp_path: Path, monkeypatch: pytest.Monkey
                 except Exception as exc:  # the same error either way
                     errors.append(str(exc))
         assert len(errors) == 2 and errors[0] == errors[1], offset
+
+
+def test_the_last_files_end_needs_no_reader(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan that reads the last file to its end in C returns there: the reader would
+    open the file, its header and a listing only to find nothing more (what each step of
+    a live stream apply paid).  A later file, after a gap too, is still gone on to."""
+    prefix = trail(tmp_path, 5, files=True)
+    seqs = TrailName(prefix).sequence_numbers()
+    assert len(seqs) >= 2
+    expected = both(prefix, TrailPosition(0, 0), monkeypatch)
+    assert expected[0] == expected[1]
+
+    def no_reader(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the reader was opened at the last file's end")
+
+    last = TrailPosition(seqs[-1], 0)
+    want = both(prefix, last, monkeypatch)[1]
+    with monkeypatch.context() as m:
+        m.setattr(trail_offsets, "TrailReader", no_reader)
+        assert scan_boundary(prefix, last) == want
+    # the file before the last one read to its end: on to the next, here after a gap
+    gap = Path(TrailName(prefix).file(seqs[-1] + 1))
+    Path(TrailName(prefix).file(seqs[-1])).rename(gap)
+    fast, slow = both(prefix, TrailPosition(seqs[-2], 0), monkeypatch)
+    assert fast == slow and fast[0].seqno == seqs[-1] + 1  # type: ignore[index]
+
+
+def test_has_file_after_answers_as_the_listing(tmp_path: Path) -> None:
+    """``TrailName.has_file_after`` (the scan's look for a later file) says what
+    ``sequence_numbers`` says: other prefixes, six-digit names, a directory and other
+    names do not count."""
+    for name in ("aa000000000", "aa000000002", "aa000004", "ab000000009", "aa00000001x",
+                 "aa000000000.lock", "aaa00000008"):
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path / "aa000000007").mkdir()
+    name = TrailName(str(tmp_path / "aa"))
+    for seqno in range(-1, 10):
+        assert name.has_file_after(seqno) == any(
+            s > seqno for s in name.sequence_numbers()), seqno
+    assert not TrailName(str(tmp_path / "missing" / "aa")).has_file_after(0)

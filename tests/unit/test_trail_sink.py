@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from trailgate.changes.change_rows import (
+    ChangeColumns,
     ChangeRowBuilder,
+    ColumnRowBuilder,
     iter_change_rows,
     tabledef_from_json,
     tabledef_to_json,
@@ -87,6 +89,57 @@ def test_change_rows_round_trip_exactly():
     assert [c.change for c in changes] == [c for t in txns for c in t.changes]
     assert [c.last for c in changes] == [False, True, False, False, True]
     assert rows[-1].position == {"lsn": 7}
+
+
+def _every_kind(builder: ChangeRowBuilder) -> None:
+    builder.add_table(T, 100, "x0")
+    for t in (_txn(1), _txn(3)):
+        for i, c in enumerate(t.changes):
+            builder.add_change(c, t.csn, t.xid, i == len(t.changes) - 1)
+    builder.add_note("a note", 104, "x4")
+    builder.add_define(T, 104, "x4")
+    builder.add_packed("public.t", 104, "x4", True, 1_004, b"\x47" * 30)
+    builder.add_transactions(b"\x01\x02")
+    builder.add_position({"lsn": 9})
+
+
+def test_columns_without_arrow_are_the_batches_columns():
+    """What the streamer hands the sink without Arrow reads as the batch would."""
+    arrow, plain = ChangeRowBuilder(), ColumnRowBuilder()
+    _every_kind(arrow)
+    _every_kind(plain)
+    a, b = ChangeColumns(arrow.take()), plain.take()
+    assert type(b) is ChangeColumns and len(plain) == 0
+    for name in ("ops", "tables", "csns", "xids", "lasts", "io_times", "texts", "records"):
+        assert getattr(a, name) == getattr(b, name), name
+    for i, op in enumerate(a.ops):
+        if op >= 0:
+            assert a.change(i) == b.change(i)
+    assert b.position(len(b) - 1) == {"lsn": 9} and b.table_def(0) == T
+    assert len(ColumnRowBuilder().take()) == 0
+
+
+def test_columns_write_what_batches_write(tmp_path):
+    """The sink writes the same trail from columns as from the same rows' batches."""
+    txns = [_txn(n) for n in range(1, 8)]
+    trails = []
+    for name, builder in (("arrow", ChangeRowBuilder()), ("plain", ColumnRowBuilder())):
+        home = tmp_path / name
+        (home / "home" / "dirchk").mkdir(parents=True)
+        builder.add_table(T)
+
+        def batches(builder: ChangeRowBuilder = builder):
+            for t in txns:
+                for i, c in enumerate(t.changes):
+                    builder.add_change(c, t.csn, t.xid, i == len(t.changes) - 1)
+                yield builder.take()
+
+        msg = write_change_batches(_opts(home, "r"), batches())
+        assert msg.transactions == len(txns)
+        trails.append([(pos, rec) for pos, rec in
+                       TrailReader(home / "home" / "dirdat" / "aa").raw_records()])
+    assert _trail(tmp_path / "plain") == _expected(txns)
+    assert trails[0] == trails[1]
 
 
 def test_table_definitions_survive_json():

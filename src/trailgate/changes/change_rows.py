@@ -33,6 +33,7 @@ __all__ = [
     "ChangeColumns",
     "ChangeRow",
     "ChangeRowBuilder",
+    "ColumnRowBuilder",
     "iter_change_rows",
     "tabledef_from_json",
     "tabledef_to_json",
@@ -65,7 +66,10 @@ _OPS = {int(op): op for op in OpType}
 
 def tabledef_to_json(table: TableDef) -> str:
     """A definition as compact JSON (the ``text`` of a metadata row, the sink's state)."""
-    return json.dumps(dataclasses.asdict(table), separators=(",", ":"))
+    data = dataclasses.asdict(table)
+    if data["source_tdr"] is None:
+        del data["source_tdr"]  # read as its default
+    return json.dumps(data, separators=(",", ":"))
 
 
 def tabledef_from_json(text: str | dict[str, Any]) -> TableDef:
@@ -175,6 +179,19 @@ class ChangeRowBuilder:
         return batch
 
 
+class ColumnRowBuilder(ChangeRowBuilder):
+    """A builder for a reader in the same process (the Extract's trail streamer): its
+    :meth:`take` gives the rows as :class:`ChangeColumns` straight from the tuples, without
+    Arrow: its copy of each packed row's records in and out again was a large share of the
+    streaming Extract's CPU (docs/performance.md)."""
+
+    def take(self) -> ChangeColumns:
+        """The rows so far as columns; the builder starts empty again."""
+        cols = ChangeColumns.of_rows(self.rows)
+        self._reset()
+        return cols
+
+
 @dataclass(slots=True)
 class ChangeRow:
     """One decoded row: a change, a table definition or a source position.  A packed row
@@ -215,10 +232,11 @@ def _maps(array: pa.Array) -> list[dict[Any, Any] | None]:
 
 class ChangeColumns:
     """A batch of change rows as Python lists, column by column (found by name, so extra
-    columns do no harm); the value maps are only converted when a row needs them."""
+    columns do no harm); the value maps are only converted when a row needs them.
+    :meth:`of_rows` gives the same lists from a builder's rows, without Arrow."""
 
     def __init__(self, batch: pa.RecordBatch | pa.Table):
-        self.batch = batch
+        self.batch: pa.RecordBatch | pa.Table | None = batch
         names = batch.schema.names
         self._names = names
 
@@ -236,6 +254,20 @@ class ChangeColumns:
                                             else [None] * len(self.ops))
         self._rest: tuple[list[Any], ...] | None = None
 
+    @classmethod
+    def of_rows(cls, rows: list[tuple[Any, ...]]) -> ChangeColumns:
+        """Rows as :class:`ChangeRowBuilder` keeps them (CHANGE_ARROW_SCHEMA's order), as
+        the columns of the batch ``take`` would make of them."""
+        self = cls.__new__(cls)
+        self.batch = None
+        self._names = _ORDER
+        columns = [list(c) for c in zip(*rows, strict=True)] if rows else [
+            [] for _ in _ORDER]
+        (self.ops, self.tables, self.csns, self.xids, self.lasts, befores, afters,
+         self.io_times, seqs, poss, rowids, tokens, self.texts, self.records) = columns
+        self._rest = (seqs, poss, rowids, befores, afters, tokens)
+        return self
+
     def __len__(self) -> int:
         return len(self.ops)
 
@@ -251,6 +283,7 @@ class ChangeColumns:
         """Row ``i`` as a ``Change`` (values absent for an encoded row)."""
         if self._rest is None:
             names, batch = self._names, self.batch
+            assert batch is not None  # of_rows sets _rest
 
             def col(name: str) -> list[Any]:
                 return batch.column(names.index(name)).to_pylist()

@@ -11,6 +11,8 @@ at start and at the end.  docs/pump.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -26,6 +28,8 @@ from trailgate.process.query import query_failure, watch
 from trailgate.process.runtime import GroupProcess
 from trailgate.pump.config import PumpConfig, load_pump_config
 from trailgate.spark.trail_changes import header_key
+from trailgate.trail.naming import TrailName
+from trailgate.trail.reader import read_header
 from trailgate.trail.release import encryption_line
 
 __all__ = ["input_header", "run_pump"]
@@ -126,6 +130,7 @@ class _Pump:
     def sink_options(self, run_id: str, header: list[Any]) -> dict[str, str]:
         """The output's options: the input's format (CompatibilityLevel, and byte order as
         GoldenGate's pump keeps it), unless the output names a FORMAT RELEASE; the input's
+        database details (the source a 12c+ TDR's types belong to); the input's
         encryption, unless DECRYPTTRAIL or the output's own ENCRYPTTRAIL says otherwise (an
         encrypted trail passes through encrypted)."""
         from trailgate.trail.release12 import input_byte_order
@@ -138,7 +143,11 @@ class _Pump:
                    "compatibility": str(compatibility)}
         if self.cfg.named_as:
             options["namedAs"] = self.cfg.named_as
-        order = input_byte_order(self.cfg.source, self.position().seqno)
+        seqno = self.position().seqno
+        order = input_byte_order(self.cfg.source, seqno)
+        with contextlib.suppress(TrailgateError):
+            database = read_header(TrailName(self.cfg.source).file(seqno)).database
+            options["database"] = json.dumps(dataclasses.asdict(database))
         if order is not None and compatibility > 3:
             options["trailByteOrder"] = order
         if encryption is not None and self.cfg.params.decrypt is None:

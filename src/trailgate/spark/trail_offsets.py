@@ -9,6 +9,7 @@ writer's next file does.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -103,10 +104,11 @@ def scan_boundary(
                            (in_txn, pending, in_metadata, pending_marked, covered, marked))
         if found is not None:
             resume, end_found, (in_txn, pending, in_metadata, pending_marked, covered,
-                                marked), finished = found
+                                marked), finished, at_end = found
             if end_found is not None:
                 boundary = end_found
-            if finished:
+            if finished or (at_end and not _trail_name(trail).has_file_after(resume.seqno)):
+                # (at the end of the last file the reader would find nothing more)
                 return boundary, covered, ScanState(boundary, resume, in_txn, pending,
                                                     in_metadata, pending_marked, covered,
                                                     marked)
@@ -146,14 +148,23 @@ def scan_boundary(
 _State = tuple[bool, int, bool, bool, int, bool]
 
 
+@functools.lru_cache(maxsize=64)
+def _trail_name(trail: str) -> TrailName:
+    """``TrailName(trail)``, made once: a live stream apply scans every few milliseconds."""
+    return TrailName(trail)
+
+
 def _scan_fast(trail: str, resume: TrailPosition, limit: TrailPosition | None,
                max_records: int | None, mark: Callable[[int, str], bool] | None,
-               state: _State) -> tuple[TrailPosition, TrailPosition | None, _State, bool] | None:
+               state: _State
+               ) -> tuple[TrailPosition, TrailPosition | None, _State, bool, bool] | None:
     """The scan's loop in C over the complete records of ``resume``'s file: (where it
-    stopped, the last boundary found or None, the state, whether the scan is finished).
-    It stops before anything unusual — the file's end, a record cut short or inconsistent,
-    the limit — and the Python loop, the reference, goes on from there.  None: nothing
-    done."""
+    stopped, the last boundary found or None, the state, whether the scan is finished,
+    whether it stopped at the end of what the file holds with every byte of it read as
+    whole records and no limit in the file).  It stops before anything unusual — the
+    file's end, a record cut short or inconsistent, the limit — and the Python loop, the
+    reference, goes on from there (at the file's end: only to a later file).  None:
+    nothing done."""
     assert speedups is not None
     if limit is not None and limit.seqno < resume.seqno:
         return None
@@ -161,7 +172,7 @@ def _scan_fast(trail: str, resume: TrailPosition, limit: TrailPosition | None,
     seq, boundary = resume.seqno, None
     types = getattr(mark, "io_types", None)
     try:
-        with file_chunks(TrailName(trail).file(seq), resume.rba, stop_at,
+        with file_chunks(_trail_name(trail).file(seq), resume.rba, stop_at,
                          encrypted=True) as chunks:  # the scan reads record headers only
             if chunks is None:
                 return None  # being written, damaged or 12c+: the reader's
@@ -183,7 +194,10 @@ def _scan_fast(trail: str, resume: TrailPosition, limit: TrailPosition | None,
                 if stop:
                     break
                 if max_records is not None and covered >= max_records:
-                    return resume, boundary, state, True
+                    return resume, boundary, state, True, False
+            else:  # nothing more to read: whole records to the end, or a cut one
+                if stop_at is None and not chunks.carry:
+                    return resume, boundary, state, False, True
     except OSError:
         return None
-    return resume, boundary, state, False
+    return resume, boundary, state, False, False

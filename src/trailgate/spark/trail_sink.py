@@ -41,6 +41,7 @@ from trailgate.spark.trail_sink_state import (
     save_state,
 )
 from trailgate.spark.trail_source import TrailDataSource as _TrailSource
+from trailgate.trail.header import DatabaseInfo
 from trailgate.trail.keys import use_home
 from trailgate.trail.naming import TrailName
 from trailgate.trail.records import IO_TYPE_OFFSET, split_run
@@ -83,6 +84,7 @@ class SinkOptions:
     named_as: str | None = None  # the trail the headers name (a remote Pump's RMTTRAIL)
     encrypt: str | None = None  # ENCRYPTTRAIL's cipher (AES256…); None: in the clear
     key_name: str | None = None  # ENCRYPTTRAIL … KEYNAME; None: the master key
+    database: str | None = None  # the header's DatabaseInfo as JSON; None: the default
 
     @classmethod
     def parse(cls, options: Mapping[str, str], default_run_id: str) -> SinkOptions:
@@ -116,7 +118,8 @@ class SinkOptions:
                    byte_order=_byte_order(options.get("trailByteOrder")),
                    named_as=options.get("namedAs") or None,
                    encrypt=options.get("encryptTrail") or None,
-                   key_name=options.get("keyName") or None)
+                   key_name=options.get("keyName") or None,
+                   database=options.get("database") or None)
 
     def writer(self) -> TrailWriter:
         """A writer for this trail with the header fields the options ask for."""
@@ -127,6 +130,8 @@ class SinkOptions:
             extra["format"] = parse_release(self.release, self.byte_order)
         elif self.compatibility is not None:
             extra["format"] = format_for_level(self.compatibility, self.byte_order)
+        if self.database is not None:
+            extra["database"] = DatabaseInfo(**json.loads(self.database))
         return TrailWriter(self.trail, megabytes=self.megabytes, producer=self.producer,
                            home=self.home, uri_history=list(self.uri_history),
                            named_as=self.named_as, encrypt=self.encrypt,
@@ -225,7 +230,7 @@ def _append(writer: TrailWriter, last: LastWritten, tables: dict[str, TableDef],
     notes: list[str] = []  # the open transaction's report lines
     defines: list[TableDef] = []  # written right after the next change (its DDL)
     for batch in batches:
-        cols = ChangeColumns(batch)
+        cols = batch if type(batch) is ChangeColumns else ChangeColumns(batch)
         ops, records, lasts = cols.ops, cols.records, cols.lasts
         for i, op in enumerate(ops):
             if op == OP_POSITION:

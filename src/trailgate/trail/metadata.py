@@ -102,8 +102,14 @@ def _opt(value: int | None) -> str:
     return "" if value is None else str(value)
 
 
-def encode_tabledef(table: TableDef) -> bytes:
-    """The D content of a metadata record for ``table``."""
+#: The item that carries a definition's binary TDR (``TableDef.source_tdr``) inside trailgate:
+#: in the 11.2 form a 12c+ file's metadata records are read as, never in a trail written.
+SOURCE_TDR_KEY = "ZTDR"
+
+
+def encode_tabledef(table: TableDef, with_source: bool = False) -> bytes:
+    """The D content of a metadata record for ``table``; with ``with_source`` the binary TDR
+    it was read from too (the form a reader of a 12c+ file hands on, not seed 004's)."""
     items: list[tuple[str, str | None, str]] = [
         ("W", None, table.schema),
         ("X", None, table.name),
@@ -126,6 +132,8 @@ def encode_tabledef(table: TableDef) -> bytes:
             ("A8", n, _opt(col.precision)),
             ("A9", n, _opt(col.scale)),
         ]
+    if with_source and table.source_tdr is not None:
+        items.append((SOURCE_TDR_KEY, None, table.source_tdr))
     return encode_kv(items).encode("utf-8")
 
 
@@ -178,6 +186,7 @@ def decode_tabledef(data: bytes) -> TableDef:
             key=key_columns,
             key_kind=table.get("V", "PRIMARY"),
             object_id=_int_or_none(table.get("S", "")),
+            source_tdr=table.get(SOURCE_TDR_KEY),
         )
     except KeyError as exc:
         raise ValueError(f"metadata text lacks {exc.args[0]}") from None

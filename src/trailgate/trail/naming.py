@@ -5,6 +5,7 @@ trailgate writes nine digits; seed 001's six-digit form (``ex000016``) is read t
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -50,6 +51,21 @@ class TrailName:
             if six.exists():
                 return six
         return nine if digits == 9 else self.directory / f"{self.prefix}{seqno:0{digits}d}"
+
+    def has_file_after(self, seqno: int) -> bool:
+        """Whether a file of this trail with a sequence number above ``seqno`` exists (a
+        reader at the end of ``seqno``'s file goes on to it): :meth:`sequence_numbers`'
+        answer, with one listing and a ``stat`` only of names that are such files."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return False
+        for name in names:
+            match = _FILE.match(name)
+            if (match is not None and match["prefix"] == self.prefix
+                    and int(match["seq"]) > seqno and (self.directory / name).is_file()):
+                return True
+        return False
 
     def sequence_numbers(self) -> list[int]:
         """The sequence numbers of this trail's existing files, ascending."""

@@ -30,7 +30,7 @@ from trailgate.capture.postgres.changes import CapturedChanges, TransactionChang
 from trailgate.capture.postgres.pgoutput import format_lsn
 from trailgate.capture.postgres.rows import EncodedRun, decode_row
 from trailgate.capture.postgres.walstream import WalStream
-from trailgate.changes.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder
+from trailgate.changes.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder, ColumnRowBuilder
 from trailgate.checkpoint import CheckpointStore
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
@@ -517,8 +517,10 @@ class StreamedSlot:
     def read(self, start: int, end: int, *, position: bool = True
              ) -> Iterator[pa.RecordBatch]:
         """The rows of transactions committed in ``[start, end)``, then (``position``) the
-        position row.  A read that does not go on from the last one opens the stream
-        again, and a new stream hands out each table's definition again."""
+        position row; without it (the streamer's read) as ``ChangeColumns``, which the
+        trail sink's appender takes as it takes a batch.  A read that does not go on from
+        the last one opens the stream again, and a new stream hands out each table's
+        definition again."""
         cap, emitter = self.open_at(start)
         if position:  # a micro-batch's read: the trail sink starts each from its state
             cap.republish_tables()
@@ -527,8 +529,8 @@ class StreamedSlot:
         try:
             if position:
                 yield from _batches(self.opts, cap, emitter, start, end, batched)
-            else:  # the streamer's read: what arrived goes out before a wait
-                rows = ChangeRowBuilder()
+            else:  # the streamer's read: what arrived goes out before a wait, as columns
+                rows = ColumnRowBuilder()  # (the appender is in this process: no Arrow)
                 stream = self._stream
                 last = yield from _rows(self.opts, cap, emitter, start, end, rows, batched,
                                         None if stream is None else stream.drained)

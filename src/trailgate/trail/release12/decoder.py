@@ -283,7 +283,7 @@ class FileDecoder:
             return table.qualified_name, d
         if spec.definition is None:
             return spec.name, b""
-        return spec.name, encode_tabledef(spec.definition)
+        return spec.name, encode_tabledef(spec.definition, with_source=True)
 
     def _tdr(self, rec: Record12, d: bytes) -> TableSpec:
         try:

@@ -11,7 +11,7 @@ column table alone, a binary one from its column entries.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trailgate.model import Column, ColumnKind, TableDef
 from trailgate.trail.metadata import ORACLE_TYPE_CODES, decode_tabledef, encode_tabledef
@@ -253,7 +253,11 @@ def decode_tdr(data: bytes, name: str | None, db_type: str = "") -> TableSpec:
     (``None``: take it from the text).  ``ValueError`` when the area is neither GoldenGate's
     binary TDR nor the text :func:`encode_tdr` writes."""
     if is_binary(data):
-        return _binary_tdr(parse_tdr(data), name, db_type)
+        found = _binary_tdr(parse_tdr(data), name, db_type)
+        defined = found.definition
+        if defined is not None and data != encode_tdr_binary(defined):
+            defined.source_tdr = data.hex()  # not what trailgate writes: kept to write again
+        return found
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -419,19 +423,62 @@ def _bin_column(col: Column, offset: int, key: bool) -> BinColumn:
                      0x22 | (1 if key else 0), bytes(14))
 
 
-def encode_tdr_binary(table: TableDef, exact: bool = True) -> bytes:
-    """The TDR's D area in GoldenGate's binary layout (docs/trail-format.md): each column as
-    a GoldenGate Extract describes an Oracle column (values stay text, as trailgate writes
-    them), and with ``exact`` a trailgate token holding the exact definition."""
-    keys = set(table.key) if table.key_kind != "ALL" else set()
-    columns, offset = [], 0
-    for col in table.columns:
-        c = _bin_column(col, offset, col.name in keys)
-        columns.append(c)
+def _offsets(columns: list[BinColumn]) -> list[BinColumn]:
+    """``columns`` with their fetch offsets by DEFGEN's rule (what S19's TDRs hold)."""
+    out, offset = [], 0
+    for c in columns:
+        out.append(replace(c, offset=offset))
         end = offset + c.length_c + 3 + (2 if c.data_type == GG_ASCII_VAR else 0)
         offset = end + (end & 1)
+    return out
+
+
+def encode_tdr_binary(table: TableDef, exact: bool = True, db_type: str = "ORACLE") -> bytes:
+    """The TDR's D area in GoldenGate's binary layout (docs/trail-format.md): the TDR the
+    definition was read from when it still describes it (:func:`_kept_tdr`), else each
+    column as a GoldenGate Extract describes an Oracle column (values stay text, as
+    trailgate writes them), and with ``exact`` a trailgate token holding the exact
+    definition."""
+    kept = _kept_tdr(table, db_type)
+    if kept is not None:
+        return kept
+    keys = set(table.key) if table.key_kind != "ALL" else set()
+    columns = _offsets([_bin_column(col, 0, col.name in keys) for col in table.columns])
     return build_tdr(BinTdr(1, len([c for c in columns if c.key]), columns,
                             trailgate=encode_tabledef(table) if exact else None))
+
+
+def _kept_tdr(table: TableDef, db_type: str) -> bytes | None:
+    """The binary TDR ``table`` was read from, written again: as read (its bytes) when it
+    still gives ``table`` and frames every column as trailgate sends it; when it frames
+    some column otherwise (GoldenGate's binary numbers, a length-prefixed CHAR: trailgate
+    sends 11.2's text), those columns described as trailgate describes them and the
+    offsets laid out anew, every other token and field as read, and trailgate's token with
+    the exact definition when the TDR alone no longer gives it.  ``None``: nothing to keep
+    (no such TDR, or one that no longer describes ``table``)."""
+    if table.source_tdr is None:
+        return None
+    try:
+        area = bytes.fromhex(table.source_tdr)
+        tdr = parse_tdr(area)
+        read = _binary_tdr(tdr, table.qualified_name, db_type)
+        bare = _binary_tdr(replace(tdr, trailgate=None), table.qualified_name, db_type)
+    except ValueError:
+        return None
+    if read.definition != table or len(tdr.columns) != len(table.columns):
+        return None
+    sent = spec_of(table).columns
+    framed = {i for i, c in bare.columns.items() if c.mode != sent[i].mode}
+    if not framed:
+        return area
+    keys = set(table.key) if table.key_kind != "ALL" else set()
+    columns = _offsets([
+        _bin_column(table.columns[i], 0, table.columns[i].name in keys) if i in framed else c
+        for i, c in enumerate(tdr.columns)])
+    out = replace(tdr, columns=columns, trailgate=None)
+    if _binary_tdr(out, table.qualified_name, db_type).definition != table:
+        out.trailgate = encode_tabledef(table)
+    return build_tdr(out, tdr.tree.order if tdr.tree is not None else "big")
 
 
 def encode_ddr_binary(ddr: DatabaseDef) -> bytes:

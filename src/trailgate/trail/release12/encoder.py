@@ -231,7 +231,8 @@ class FileEncoder:
         else:
             schema, _, tname = name.rpartition(".")
             d = encode_tdr_binary(table if table is not None else TableDef(schema, tname, []),
-                                  exact=table is not None)
+                                  exact=table is not None,
+                                  db_type=VENDOR_NAMES.get(self.vendor, "ORACLE"))
             out += self._split_metadata(d, ORIG_TDR, index_pair(1, new, order), tail, common)
         st.index[name] = new
         st.defs[new] = table

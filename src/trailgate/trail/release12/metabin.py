@@ -1,11 +1,11 @@
 """GoldenGate's binary DDR and TDR data areas, as a GoldenGate 12.2 Extract writes them.
 
 Both are token trees in the file header's style: an id byte, an info byte (0x40: a 4-byte
-length follows, otherwise 2), the length, the value; big-endian in every area seen, read in
-little-endian too when big-endian does not fit.  What each token means was worked out
-from a real trail (docs/trail-format.md, "The binary DDR and TDR"); a token this module does
-not know is kept by id and value, never guessed at, and a tree that does not add up is a
-``ValueError`` saying where.
+length follows, otherwise 2), the length, the value; big-endian in every area seen, read
+little-endian too when big-endian does not fit.  What each token means was worked out from a
+real trail (docs/trail-format.md); an unknown token is kept, never guessed at, and a parsed
+area keeps its tree as read, so building it again gives back its bytes with only changed
+fields rewritten.  A tree that does not add up is a ``ValueError`` saying where.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ __all__ = [
     "BinColumn",
     "BinDdr",
     "BinTdr",
+    "Token",
     "build_ddr",
     "build_tdr",
     "is_binary",
@@ -63,6 +64,12 @@ def is_binary(data: bytes) -> bool:
 def _tokens(buf: bytes, start: int, end: int, what: str,
             order: Order) -> list[tuple[int, int, int]]:
     """(id, value start, value end) of each token in ``buf[start:end]``."""
+    return [(tid, s, e) for tid, _info, s, e in _tokens_info(buf, start, end, what, order)]
+
+
+def _tokens_info(buf: bytes, start: int, end: int, what: str,
+                 order: Order) -> list[tuple[int, int, int, int]]:
+    """(id, info byte, value start, value end) of each token in ``buf[start:end]``."""
     out = []
     pos = start
     while pos < end:
@@ -78,9 +85,87 @@ def _tokens(buf: bytes, start: int, end: int, what: str,
         if vstart + length > end:
             raise ValueError(f"{what}: token 0x{tid:02x} of {length} bytes at offset {pos} "
                              f"runs past its end ({end})")
-        out.append((tid, vstart, vstart + length))
+        out.append((tid, info, vstart, vstart + length))
         pos = vstart + length
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A token as read: its id, its info byte, and its value (a group's tokens, or bytes)."""
+
+    tid: int
+    info: int
+    value: bytes | tuple[Token, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """An area's token tree as read (the outer token's info byte, the tokens inside it) and
+    the byte order it was read in."""
+
+    outer_info: int
+    tokens: tuple[Token, ...]
+    order: Order
+
+
+#: The tokens that are groups of tokens, by path (a path: the ids from the top, dotted).
+_TDR_GROUPS = frozenset({"2", "2.1"})
+_DDR_GROUPS = frozenset({"2"})
+
+
+def _tree(data: bytes, what: str, order: Order, groups: frozenset[str]) -> Tree:
+    """The token tree of an area whose tokens :func:`_outer` has checked."""
+
+    def level(start: int, end: int, path: str) -> tuple[Token, ...]:
+        out = []
+        for tid, info, s, e in _tokens_info(data, start, end, what, order):
+            p = f"{path}{tid}"
+            out.append(Token(tid, info, level(s, e, p + ".") if p in groups else data[s:e]))
+        return tuple(out)
+
+    (_tid, info, start, end), = _tokens_info(data, 0, len(data), what, order)
+    return Tree(info, level(start, end, ""), order)
+
+
+def _info_token(tid: int, info: int, value: bytes, order: Order) -> bytes:
+    """A token with the info byte it was read with (a 4-byte length when that says so or
+    the value needs it)."""
+    if info & _LONG or len(value) > 0xFFFF:
+        return bytes((tid, info | _LONG)) + len(value).to_bytes(4, order) + value
+    return bytes((tid, info)) + len(value).to_bytes(2, order) + value
+
+
+def _rebuild(tree: Tree, known: dict[str, bytes | None], order: Order) -> bytes:
+    """``tree`` again, each token whose path ``known`` names holding that value instead
+    (``None``: left out) and the rest as read; a known token the tree lacks goes at the
+    end of its group, when the tree has that group.  An unknown value of 2, 4 or 8 bytes
+    written in the other byte order than it was read in is turned round, taken as the
+    integer :func:`_value` shows (what such a value is, is not known)."""
+    turn = order != tree.order
+    done: set[str] = set()
+
+    def level(tokens: tuple[Token, ...], path: str) -> bytes:
+        out = bytearray()
+        for t in tokens:
+            p = f"{path}{t.tid}"
+            if isinstance(t.value, tuple):
+                value: bytes | None = level(t.value, p + ".")
+            elif p in known and p not in done:
+                value = known[p]
+                done.add(p)
+            else:
+                value = t.value[::-1] if turn and len(t.value) in (2, 4, 8) else t.value
+            if value is not None:
+                out += _info_token(t.tid, t.info, value, order)
+        for p, v in known.items():
+            parent, _, tid = p.rpartition(".")
+            if p not in done and v is not None and (parent + "." if parent else "") == path:
+                out += _token(int(tid), v, order)
+                done.add(p)
+        return bytes(out)
+
+    return _info_token(0x30, tree.outer_info, level(tree.tokens, ""), order)
 
 
 def _outer(data: bytes, what: str, order: Order) -> list[tuple[int, int, int]]:
@@ -114,6 +199,7 @@ class BinDdr:
     timezone: str = ""
     case_sensitivity: bytes = b""
     unknown: dict[str, int | str] = field(default_factory=dict)
+    tree: Tree | None = field(default=None, compare=False, repr=False)  # as read
 
 
 def parse_ddr(data: bytes) -> BinDdr:
@@ -124,6 +210,7 @@ def parse_ddr(data: bytes) -> BinDdr:
 def _parse_ddr(data: bytes, order: Order) -> BinDdr:
     what = "DDR"
     ddr = BinDdr()
+    ddr.tree = _tree(data, what, order, _DDR_GROUPS)
     for tid, s, e in _outer(data, what, order):
         if tid == 0x01:
             ddr.version = _int(data, s, e, "DDR version", 2, order)
@@ -159,7 +246,9 @@ class BinColumn:
 
     ``length_a`` and ``length_c`` are the internal and binary lengths, equal in every column
     seen, so which is which is unknown; ``unknown_u32``, ``unknown_u16_2``,
-    ``unknown_u16_5``, the flags other than the key bit and ``extra`` are kept as read."""
+    ``unknown_u16_5``, the flags other than the key bit, ``extra`` (part B's bytes),
+    ``tail_a`` (bytes after the fields in part A: none seen) and whether the entry has a
+    part B at all are kept as read."""
 
     name: str
     data_type: int
@@ -178,6 +267,8 @@ class BinColumn:
     unknown_u16_5: int
     flags: int
     extra: bytes
+    tail_a: bytes = b""
+    part_b: bool = True
 
     @property
     def key(self) -> bool:
@@ -193,6 +284,7 @@ class BinTdr:
     columns: list[BinColumn] = field(default_factory=list)
     unknown: dict[str, int | str] = field(default_factory=dict)
     trailgate: bytes | None = None  # trailgate's own definition text (TRAILGATE_TOKEN)
+    tree: Tree | None = field(default=None, compare=False, repr=False)  # as read
 
 
 def _column(data: bytes, start: int, end: int, number: int, order: Order) -> BinColumn:
@@ -209,13 +301,15 @@ def _column(data: bytes, start: int, end: int, number: int, order: Order) -> Bin
     name = data[start + 4 : name_end].decode("utf-8", "replace")
     (dt, length_a, ext, length_c, table, u32, offset, charset, native, sub, u16_2, least_dt,
      scale, u16_5, flags) = _FIXED[order].unpack_from(data, name_end)
-    extra = data[name_end + _FIXED[order].size : a_end]  # none in the entries seen
-    if a_end != end:
+    tail_a = data[name_end + _FIXED[order].size : a_end]  # none in the entries seen
+    extra, part_b = b"", a_end != end
+    if part_b:
         if end - a_end < 2 or 2 + int.from_bytes(data[a_end : a_end + 2], order) != end - a_end:
             raise ValueError(f"{what} ({name}): its second part does not fit its entry")
-        extra += data[a_end + 2 : end]
+        extra = data[a_end + 2 : end]
     return BinColumn(name, dt, length_a, ext, length_c, table, u32, offset, charset, native,
-                     sub, u16_2, least_dt, scale, u16_5, flags, bytes(extra))
+                     sub, u16_2, least_dt, scale, u16_5, flags, bytes(extra), bytes(tail_a),
+                     part_b)
 
 
 def parse_tdr(data: bytes) -> BinTdr:
@@ -225,6 +319,7 @@ def parse_tdr(data: bytes) -> BinTdr:
 
 def _parse_tdr(data: bytes, order: Order) -> BinTdr:
     tdr = BinTdr()
+    tdr.tree = _tree(data, "TDR", order, _TDR_GROUPS)
     listed = False
     for tid, s, e in _outer(data, "TDR", order):
         if tid == 0x01:
@@ -285,7 +380,13 @@ def _text(text: str, order: Order) -> bytes:
 def build_ddr(ddr: BinDdr, order: Order = "big") -> bytes:
     """A DDR's data area in GoldenGate's layout (:func:`parse_ddr` reads it back); tokens 2.1
     to 2.3, whose meaning is unknown, carry ``ddr.unknown``'s values or those of the real
-    Oracle DDR (0, 1, 0)."""
+    Oracle DDR (0, 1, 0).  A DDR read from a file is built on its tree as read, so only the
+    fields that changed differ from its bytes."""
+    if ddr.tree is not None:
+        return _rebuild(ddr.tree, {
+            "1": ddr.version.to_bytes(2, order), "2.4": _text(ddr.timezone, order),
+            "2.5": len(ddr.case_sensitivity).to_bytes(4, order) + ddr.case_sensitivity,
+            "3": _text(ddr.name, order)}, order)
     u = ddr.unknown
 
     def tok(tid: int, value: bytes) -> bytes:
@@ -308,19 +409,27 @@ def _column_entry(c: BinColumn, order: Order) -> bytes:
                                c.table_length, c.unknown_u32, c.offset, c.charset,
                                c.native_type, c.sub_type, c.unknown_u16_2, c.least_dt,
                                c.scale, c.unknown_u16_5, c.flags)
-    part_a = len(name).to_bytes(2, order) + name + fixed
-    part_b = len(c.extra).to_bytes(2, order) + c.extra
+    part_a = len(name).to_bytes(2, order) + name + fixed + c.tail_a
+    part_b = len(c.extra).to_bytes(2, order) + c.extra if c.part_b else b""
     entry = len(part_a).to_bytes(2, order) + part_a + part_b
     return len(entry).to_bytes(2, order) + entry
 
 
 def build_tdr(tdr: BinTdr, order: Order = "big") -> bytes:
-    """A TDR's data area in GoldenGate's layout (:func:`parse_tdr` reads it back)."""
+    """A TDR's data area in GoldenGate's layout (:func:`parse_tdr` reads it back).  A TDR
+    read from a file is built on its tree as read: its unknown tokens, their order and
+    length forms stay, only the fields that changed are written anew."""
 
     def tok(tid: int, value: bytes) -> bytes:
         return _token(tid, value, order)
 
     keys = tdr.key_count if tdr.key_count is not None else sum(c.key for c in tdr.columns)
+    if tdr.tree is not None:
+        return _rebuild(tdr.tree, {
+            "1": tdr.version.to_bytes(2, order), "2.1.1": keys.to_bytes(2, order),
+            "3": len(tdr.columns).to_bytes(2, order) + b"".join(
+                _column_entry(c, order) for c in tdr.columns),
+            str(TRAILGATE_TOKEN): tdr.trailgate}, order)
     group = b"".join((tok(1, tok(1, keys.to_bytes(2, order))), tok(2, bytes(4)),
                       tok(3, bytes(2)), tok(4, bytes(2))))
     columns = len(tdr.columns).to_bytes(2, order) + b"".join(
