@@ -151,3 +151,30 @@ def test_a_trail_passed_through_keeps_goldengates_tdrs(tmp_path: Path):
         (t.xid, t.csn, list(t.changes)) for t in txns]
     assert {r.raw.table: r.table_def for r in TrailReader(tmp_path / "tw").records()
             if r.table_def is not None} == tables
+
+
+def test_a_kept_tdr_of_a_table_whose_column_indexes_have_gaps_is_described_anew():
+    """Review, stop 30: a TDR's columns are by position, a table's by ``Column.index``; a
+    table with a dropped column's gap (indexes 0 and 2) whose TDR came from a trail raised
+    a KeyError in the writer.  It is described anew, and reads back as that table."""
+    from trailgate.model import Column, ColumnKind, TableDef
+    from trailgate.trail.release12.definitions import encode_tdr_binary
+
+    table = TableDef("S", "T", [Column("ID", 0, ColumnKind.NUMBER, "NUMBER(10)"),
+                                Column("NOTE", 2, ColumnKind.VARCHAR2, "VARCHAR2(20)",
+                                       length=20)], key=["ID"])
+    own = encode_tdr_binary(table)
+    kept = dataclasses.replace(table, source_tdr=own.hex())
+    assert encode_tdr_binary(kept) == own
+    odd = with_unknown_tokens(own) if own[6:8] == b"\x01\x00" else own
+    assert encode_tdr_binary(dataclasses.replace(table, source_tdr=odd.hex())) == own
+
+
+def test_a_malformed_tdr_names_its_top_level_problem():
+    """Review, stop 30: an area of two top-level tokens is named as such, not as Python's
+    unpacking error."""
+    import pytest
+
+    real = area(TCUSTMER_TDR)
+    with pytest.raises(ValueError, match="2 top-level tokens"):
+        parse_tdr(real + real)

@@ -232,4 +232,8 @@ def test_options_are_checked():
         SinkOptions.parse({"path": "/x/aa", "megabytes": "0"}, "r")
     with pytest.raises(ValueError, match="go together"):
         SinkOptions.parse({"path": "/x/aa", "home": "/h"}, "r")
+    for bad in ("mydb", '{"bogus": 1}', "[1]", '{"vendor": "x", "name": 1, "major": []}'):
+        with pytest.raises(ValueError, match="option database="):
+            SinkOptions.parse({"path": "/x/aa", "database": bad}, "r")
+    assert SinkOptions.parse({"path": "/x/aa", "database": '{"name": "DB"}'}, "r").database
     assert isinstance(TrailCommitMessage("t", None, None, None, None, None), TrailCommitMessage)

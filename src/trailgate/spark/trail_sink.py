@@ -11,6 +11,7 @@ for 12c+ formats among them): docs/spark.md, "Writing a trail".
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import uuid
@@ -119,7 +120,7 @@ class SinkOptions:
                    named_as=options.get("namedAs") or None,
                    encrypt=options.get("encryptTrail") or None,
                    key_name=options.get("keyName") or None,
-                   database=options.get("database") or None)
+                   database=_database(options.get("database")))
 
     def writer(self) -> TrailWriter:
         """A writer for this trail with the header fields the options ask for."""
@@ -136,6 +137,23 @@ class SinkOptions:
                            home=self.home, uri_history=list(self.uri_history),
                            named_as=self.named_as, encrypt=self.encrypt,
                            key_name=self.key_name, **extra)
+
+
+def _database(text: str | None) -> str | None:
+    """The ``database`` option checked now (a JSON object of DatabaseInfo's fields), so a
+    bad value is named here rather than failing in a writer task."""
+    if not text:
+        return None
+    kinds = {f.name: type(f.default) for f in dataclasses.fields(DatabaseInfo)}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or any(
+            type(value.get(k)) is not kinds.get(k) for k in value):
+        raise ValueError(f"option database={text!r}: expected a JSON object of "
+                         + ", ".join(f"{k} ({t.__name__})" for k, t in kinds.items()))
+    return text
 
 
 def _byte_order(text: str | None) -> str | None:
@@ -407,7 +425,7 @@ class TrailAppender:
         self._tally = _Tally()
         self.closed = False
 
-    def append(self, batches: Iterator[pa.RecordBatch]) -> None:
+    def append(self, batches: Iterator[pa.RecordBatch | ChangeColumns]) -> None:
         """Write the transactions in ``batches`` (those not in the trail yet) through to
         the file, each batch as soon as it is taken: a long read that yields as it goes
         lets the readers start on its first transactions."""

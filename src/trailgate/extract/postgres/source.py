@@ -30,7 +30,12 @@ from trailgate.capture.postgres.changes import CapturedChanges, TransactionChang
 from trailgate.capture.postgres.pgoutput import format_lsn
 from trailgate.capture.postgres.rows import EncodedRun, decode_row
 from trailgate.capture.postgres.walstream import WalStream
-from trailgate.changes.change_rows import CHANGE_SCHEMA_DDL, ChangeRowBuilder, ColumnRowBuilder
+from trailgate.changes.change_rows import (
+    CHANGE_SCHEMA_DDL,
+    ChangeColumns,
+    ChangeRowBuilder,
+    ColumnRowBuilder,
+)
 from trailgate.checkpoint import CheckpointStore
 from trailgate.db.connect import connect, describe
 from trailgate.errors import SourceError
@@ -515,7 +520,7 @@ class StreamedSlot:
         return cap, emitter
 
     def read(self, start: int, end: int, *, position: bool = True
-             ) -> Iterator[pa.RecordBatch]:
+             ) -> Iterator[pa.RecordBatch | ChangeColumns]:
         """The rows of transactions committed in ``[start, end)``, then (``position``) the
         position row; without it (the streamer's read) as ``ChangeColumns``, which the
         trail sink's appender takes as it takes a batch.  A read that does not go on from

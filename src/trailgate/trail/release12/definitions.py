@@ -463,10 +463,11 @@ def _kept_tdr(table: TableDef, db_type: str) -> bytes | None:
         tdr = parse_tdr(area)
         read = _binary_tdr(tdr, table.qualified_name, db_type)
         bare = _binary_tdr(replace(tdr, trailgate=None), table.qualified_name, db_type)
-    except ValueError:
+    except (ValueError, KeyError, TypeError):
         return None
-    if read.definition != table or len(tdr.columns) != len(table.columns):
-        return None
+    if read.definition != table or len(tdr.columns) != len(table.columns) or [
+            c.index for c in table.columns] != list(range(len(table.columns))):
+        return None  # the TDR's columns are by position: a table with gaps is described anew
     sent = spec_of(table).columns
     framed = {i for i, c in bare.columns.items() if c.mode != sent[i].mode}
     if not framed:

@@ -210,8 +210,9 @@ def parse_ddr(data: bytes) -> BinDdr:
 def _parse_ddr(data: bytes, order: Order) -> BinDdr:
     what = "DDR"
     ddr = BinDdr()
+    outer = _outer(data, what, order)  # its checks name the problem before the tree
     ddr.tree = _tree(data, what, order, _DDR_GROUPS)
-    for tid, s, e in _outer(data, what, order):
+    for tid, s, e in outer:
         if tid == 0x01:
             ddr.version = _int(data, s, e, "DDR version", 2, order)
         elif tid == 0x03:
@@ -319,9 +320,10 @@ def parse_tdr(data: bytes) -> BinTdr:
 
 def _parse_tdr(data: bytes, order: Order) -> BinTdr:
     tdr = BinTdr()
-    tdr.tree = _tree(data, "TDR", order, _TDR_GROUPS)
     listed = False
-    for tid, s, e in _outer(data, "TDR", order):
+    outer = _outer(data, "TDR", order)  # its checks name the problem before the tree
+    tdr.tree = _tree(data, "TDR", order, _TDR_GROUPS)
+    for tid, s, e in outer:
         if tid == 0x01:
             tdr.version = _int(data, s, e, "TDR version", 2, order)
         elif tid == 0x02:
