@@ -49,6 +49,15 @@ def test_a_keepalive_answering_the_reader_proves_nothing() -> None:
     assert walstream._keeps_up(_chunk("mmmmk"), 3) == (False, 2)  # two answers still due
     assert walstream._keeps_up(_chunk("mmmm"), 2) == (False, 2)
     assert walstream._keeps_up(_chunk("kmmmm"), 1) == (False, 0)  # the answer, then busy
+    # answers are taken to be the last keepalives: the first may be the server's own
+    assert walstream._keeps_up(_chunk("kmmmmk"), 1) == (False, 0)
+    assert walstream._keeps_up(_chunk("mmkkm"), 1) == (True, 0)
+
+
+def test_the_keepalive_a_stream_opens_with_is_not_counted() -> None:
+    """It is neither an answer nor a sign of keeping up."""
+    assert walstream._without_first_keepalive(_chunk("kk")) == (_chunk("kk")[1:], True)
+    assert walstream._without_first_keepalive(_chunk("mk")) == (_chunk("mk"), False)
 
 
 def test_only_a_keepalive_after_data_shows_the_server_caught_up() -> None:

@@ -347,7 +347,7 @@ class WalStream:
         # one as the stream starts, before any data): until then it works through a
         # backlog, and the reader takes it at the shortest pause
         caught_up = False
-        seen_data = False
+        seen_data = startup_seen = False
         try:
             while not self._closing:
                 now = time.monotonic()
@@ -376,7 +376,12 @@ class WalStream:
                         self._available = self._drained_commit
                         self._cond.notify_all()
                     now = time.monotonic()
-                    keeps_up, self._unanswered = _keeps_up(chunk, self._unanswered)
+                    counted = chunk
+                    if not seen_data and not startup_seen:
+                        # the keepalive the stream starts with: neither an answer nor a
+                        # sign of keeping up
+                        counted, startup_seen = _without_first_keepalive(chunk)
+                    keeps_up, self._unanswered = _keeps_up(counted, self._unanswered)
                     if keeps_up and not caught_up:
                         caught_up = seen_data or _data_before_keepalive(chunk)
                     if not seen_data:
@@ -504,14 +509,25 @@ def _keeps_up(chunk: list[tuple[int, bytes | None]], unanswered: int) -> tuple[b
     """Whether ``chunk`` (a read, in order) shows the server keeping up with the WAL — a
     keepalive among its last items that the server sent because it waits for WAL — and how
     many of the reader's requests for a reply are still unanswered after it.  The server
-    answers such a request with a keepalive at once, however busy it is, so as many of the
-    chunk's keepalives as there are requests outstanding are answers and prove nothing."""
-    tail = any(item[1] is None for item in chunk[-4:])
+    answers such a request with a keepalive before its next own one, so as many of the
+    chunk's keepalives as there are requests outstanding are answers and prove nothing;
+    they are taken to be its last ones (a false "keeps up" is costly, a false "behind"
+    is not)."""
     if not unanswered:
-        return tail, 0
-    keepalives = sum(1 for item in chunk if item[1] is None)
-    answered = min(keepalives, unanswered)
-    return tail and keepalives > answered, unanswered - answered
+        return any(item[1] is None for item in chunk[-4:]), 0
+    keepalives = [k for k, item in enumerate(chunk) if item[1] is None]
+    answered = min(len(keepalives), unanswered)
+    own = keepalives[: len(keepalives) - answered]
+    return any(k >= len(chunk) - 4 for k in own), unanswered - answered
+
+
+def _without_first_keepalive(chunk: list[tuple[int, bytes | None]]
+                             ) -> tuple[list[tuple[int, bytes | None]], bool]:
+    """``chunk`` (the stream's first) without its first item if that is a keepalive (the
+    one the stream opens with), and whether it was."""
+    if chunk and chunk[0][1] is None:
+        return chunk[1:], True
+    return chunk, False
 
 
 def _data_before_keepalive(chunk: list[tuple[int, bytes | None]]) -> bool:
