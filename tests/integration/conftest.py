@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -14,6 +15,9 @@ import psycopg
 import pytest
 
 from trailgate.db.cluster import Cluster
+
+# helpers the unit tests share with these (gg_areas): after this directory's own
+sys.path.append(str(Path(__file__).resolve().parents[1] / "unit"))
 
 _db_numbers = itertools.count(1)
 

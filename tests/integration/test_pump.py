@@ -279,7 +279,8 @@ def test_pump_passing_a_real_goldengate_trail_through_keeps_its_tdrs(tmp_path: P
     writes the format it reads and the input's database details: TCUSTMER's TDR comes out
     as GoldenGate wrote it, byte for byte; TCUSTORD's, whose two binary NUMBER columns the
     Pump sends as text, keeps every other field and token; the changes are the input's."""
-    from trailgate.trail.release12 import parse_record
+    from gg_areas import tdr_areas  # tests/unit's, on the path by conftest
+
     from trailgate.trail.release12.metabin import parse_tdr
 
     real = Path(__file__).parent.parent / "fixtures" / "goldengate" / "tr000000000"
@@ -288,19 +289,9 @@ def test_pump_passing_a_real_goldengate_trail_through_keeps_its_tdrs(tmp_path: P
     TrailName(home.dirdat / "aa").file(0).write_bytes(real.read_bytes())
     assert run_pump(home, "PUMP1", args(), spark=spark) == 0
 
-    def tdrs(path: Path) -> dict[str, bytes]:
-        data, out = path.read_bytes(), {}
-        pos = read_header(path).length
-        while pos < len(data):
-            rec = parse_record(data, pos, len(data))
-            if rec.io_type == 170 and rec.orig_node == 2:
-                out[rec.name or ""] = rec.d or b""
-            pos += rec.length
-        return out
-
     out = TrailName(remote / "rt").file(0)
     assert read_header(out).database == read_header(real).database  # Oracle's, mirrored
-    given, written = tdrs(real), tdrs(out)
+    given, written = tdr_areas(real), tdr_areas(out)
     assert written["QASOURCE.TCUSTMER"] == given["QASOURCE.TCUSTMER"]
     ours, theirs = (parse_tdr(written["QASOURCE.TCUSTORD"]),
                     parse_tdr(given["QASOURCE.TCUSTORD"]))

@@ -9,6 +9,8 @@ import dataclasses
 import struct
 from pathlib import Path
 
+from gg_areas import tdr_areas
+
 from trailgate.changes.change_rows import tabledef_from_json, tabledef_to_json
 from trailgate.trail import TrailReader, TrailWriter
 from trailgate.trail.header import decode_file_header
@@ -109,17 +111,6 @@ def with_tdr(path: Path, rba: int, new: bytes) -> Path:
     return path
 
 
-def written_tdrs(trail: Path) -> dict[str, bytes]:
-    data = trail.read_bytes()
-    pos, out = decode_file_header(data).length, {}
-    while pos < len(data):
-        rec = parse_record(data, pos, len(data))
-        if rec.io_type == 170 and rec.orig_node == 2:
-            out[rec.name or ""] = rec.d or b""
-        pos += rec.length
-    return out
-
-
 def test_a_trail_passed_through_keeps_goldengates_tdrs(tmp_path: Path):
     """The real trail, TCUSTMER's TDR given unknown tokens, read and written again as a
     Pump does (definitions through their JSON form, changes as read, the input's file
@@ -139,7 +130,7 @@ def test_a_trail_passed_through_keeps_goldengates_tdrs(tmp_path: Path):
                      database=header.database) as w:
         for txn in txns:
             w.write_transaction(txn, tables)
-    tdrs = written_tdrs(tmp_path / "tw000000000")
+    tdrs = tdr_areas(tmp_path / "tw000000000")
     assert tdrs["QASOURCE.TCUSTMER"] == odd_area
     ours, theirs = parse_tdr(tdrs["QASOURCE.TCUSTORD"]), parse_tdr(area(TCUSTORD_TDR))
     assert ours.unknown == theirs.unknown and ours.trailgate is not None
