@@ -263,9 +263,12 @@ class ChangeColumns:
         self._names = _ORDER
         columns = [list(c) for c in zip(*rows, strict=True)] if rows else [
             [] for _ in _ORDER]
-        (self.ops, self.tables, self.csns, self.xids, self.lasts, befores, afters,
-         self.io_times, seqs, poss, rowids, tokens, self.texts, self.records) = columns
-        self._rest = (seqs, poss, rowids, befores, afters, tokens)
+        col = dict(zip(_ORDER, columns, strict=True))
+        self.ops, self.tables, self.csns = col["op"], col["table_name"], col["csn"]
+        self.xids, self.lasts, self.io_times = col["xid"], col["txn_last"], col["io_time"]
+        self.texts, self.records = col["text"], col["record"]
+        self._rest = (col["audit_seq"], col["audit_pos"], col["rowid"], col["before"],
+                      col["after"], col["tokens"])
         return self
 
     def __len__(self) -> int:

@@ -11,8 +11,6 @@ at start and at the end.  docs/pump.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
 import json
 import os
 import time
@@ -29,7 +27,6 @@ from trailgate.process.runtime import GroupProcess
 from trailgate.pump.config import PumpConfig, load_pump_config
 from trailgate.spark.trail_changes import header_key
 from trailgate.trail.naming import TrailName
-from trailgate.trail.reader import read_header
 from trailgate.trail.release import encryption_line
 
 __all__ = ["input_header", "run_pump"]
@@ -42,7 +39,6 @@ def input_header(trail: str, position: TrailPosition) -> list[Any] | None:
     """The header the output must mirror for input read from ``position``: that of the file
     holding the next complete transaction (the position's file, else the next one)."""
     from trailgate.spark.trail_offsets import scan_boundary
-    from trailgate.trail.naming import TrailName
 
     seqs = [s for s in TrailName(trail).sequence_numbers() if s >= position.seqno]
     if not seqs:
@@ -59,7 +55,6 @@ def input_header(trail: str, position: TrailPosition) -> list[Any] | None:
 def _fenced(trail: str, position: TrailPosition, header: list[Any]) -> bool:
     """True when everything before the next differently-headed input file is written."""
     from trailgate.spark.trail_offsets import scan_boundary
-    from trailgate.trail.naming import TrailName
 
     for seq in TrailName(trail).sequence_numbers():
         if seq <= position.seqno:
@@ -104,7 +99,6 @@ class _Pump:
             raise type(exc)(marked(str(exc))) from None
 
     def _purge_staging(self) -> None:
-        from trailgate.trail.naming import TrailName
 
         assert self.mirror is not None
         if self.cfg.keep_staging:
@@ -135,7 +129,7 @@ class _Pump:
         encrypted trail passes through encrypted)."""
         from trailgate.trail.release12 import input_byte_order
 
-        compatibility, uri, history, encryption = header
+        compatibility, uri, history, encryption, database = header
         options = {"path": self.cfg.trail, "trailLabel": self.cfg.trail_label,
                    "megabytes": str(self.cfg.megabytes), "home": self.cfg.home,
                    "group": self.cfg.group, "runId": run_id, "producer": self.cfg.group,
@@ -143,11 +137,8 @@ class _Pump:
                    "compatibility": str(compatibility)}
         if self.cfg.named_as:
             options["namedAs"] = self.cfg.named_as
-        seqno = self.position().seqno
-        order = input_byte_order(self.cfg.source, seqno)
-        with contextlib.suppress(TrailgateError):
-            database = read_header(TrailName(self.cfg.source).file(seqno)).database
-            options["database"] = json.dumps(dataclasses.asdict(database))
+        order = input_byte_order(self.cfg.source, self.position().seqno)
+        options["database"] = json.dumps(database)
         if order is not None and compatibility > 3:
             options["trailByteOrder"] = order
         if encryption is not None and self.cfg.params.decrypt is None:

@@ -213,14 +213,18 @@ class ApplyStreamer:
         being written stops before it, so its growth must count) and whether a third
         exists.  Taken before a scan, so what is written during the scan differs from it."""
         seqno = (state.resume if state is not None else at).seqno
-        return (seqno, self._size(seqno), self._size(seqno + 1),
-                os.path.exists(self._name.file(seqno + 2)))
+        return (seqno, self._size(seqno), self._size(seqno + 1), self._size(seqno + 2) >= 0)
 
     def _size(self, seqno: int) -> int:
-        try:
-            return os.stat(self._name.file(seqno)).st_size
-        except OSError:
-            return -1
+        """File ``seqno``'s size, -1 if there is none: a ``stat`` of its nine-digit name,
+        then of its six-digit one (a look precedes every scan, so no ``exists`` first)."""
+        digits = (9, 6) if seqno < 1_000_000 else (9,)
+        for n in digits:
+            try:
+                return os.stat(self._name.file(seqno, n)).st_size
+            except OSError:
+                continue
+        return -1
 
     def _idle(self) -> None:
         """Wait for the trail to change (module docstring), a sync asking for more, or the

@@ -68,8 +68,8 @@ def router_option(rules: list[tuple[str, str | None]], excludes: list[str],
 
 def header_key(trail: str, seqno: int) -> list[Any] | None:
     """What a pump's output file must mirror of input file ``seqno``: compatibility level,
-    URI, URI history, and its encryption as ``[cipher, key name]`` or None (None for the
-    whole if the file or its header is not readable yet)."""
+    URI, URI history, its encryption as ``[cipher, key name]`` or None, and its database
+    details as a dict (None for the whole if the file or its header is not readable yet)."""
     from trailgate.trail.reader import read_header
 
     try:
@@ -78,7 +78,7 @@ def header_key(trail: str, seqno: int) -> list[Any] | None:
         return None
     enc = h.encryption
     return [h.compatibility, h.uri, list(h.uri_history),
-            None if enc is None else [enc.cipher, enc.key_name]]
+            None if enc is None else [enc.cipher, enc.key_name], dataclasses.asdict(h.database)]
 
 
 class TrailChangesDataSource(TrailDataSource):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["TrailName", "parse_trail_file"]
@@ -54,26 +55,22 @@ class TrailName:
 
     def has_file_after(self, seqno: int) -> bool:
         """Whether a file of this trail with a sequence number above ``seqno`` exists (a
-        reader at the end of ``seqno``'s file goes on to it): :meth:`sequence_numbers`'
-        answer, with one listing and a ``stat`` only of names that are such files."""
+        reader at the end of ``seqno``'s file goes on to it): one listing, a ``stat`` only
+        of names that are such files, stopping at the first."""
+        return any(self._files_after(seqno))
+
+    def sequence_numbers(self) -> list[int]:
+        """The sequence numbers of this trail's existing files, ascending."""
+        return sorted(set(self._files_after(-1)))
+
+    def _files_after(self, seqno: int) -> Iterator[int]:
+        """The sequence numbers above ``seqno`` of this trail's files, as listed."""
         try:
             names = os.listdir(self.directory)
         except OSError:
-            return False
+            return
         for name in names:
             match = _FILE.match(name)
             if (match is not None and match["prefix"] == self.prefix
                     and int(match["seq"]) > seqno and (self.directory / name).is_file()):
-                return True
-        return False
-
-    def sequence_numbers(self) -> list[int]:
-        """The sequence numbers of this trail's existing files, ascending."""
-        if not self.directory.is_dir():
-            return []
-        seqs = set()
-        for entry in self.directory.iterdir():
-            parsed = parse_trail_file(entry.name)
-            if parsed and parsed[0] == self.prefix and entry.is_file():
-                seqs.add(parsed[1])
-        return sorted(seqs)
+                yield int(match["seq"])

@@ -283,6 +283,8 @@ class TrailReader:
             f.seek(base)
             buf = b""
             pos = 0
+            if codec is not None:
+                codec.base = base  # its messages name file RBAs: buf[0] is at base
             opened_to = base  # an encrypted file: records before this are opened in buf
             while True:
                 chunk = f.read(_CHUNK)
@@ -290,6 +292,8 @@ class TrailReader:
                     buf = buf[pos:] + chunk
                     base += pos
                     pos = 0
+                    if codec is not None:
+                        codec.base = base
                 end = len(buf)
                 while pos + 4 <= end:
                     if codec is not None:
@@ -349,6 +353,8 @@ class TrailReader:
                         buf = buf[pos:] + more
                         base += pos
                         pos = 0
+                        if codec is not None:
+                            codec.base = base
                         continue
                     if pos < end:
                         self._check_cut(f, name, buf, pos, end, base, codec)

@@ -48,6 +48,7 @@ ANSWER_SECONDS = 60.0
 _MESSAGE_OVERHEAD = 100  # rough bytes of a buffered (lsn, bytes) pair besides the message
 # (_pgfast.c's DRAIN_OVERHEAD is the same figure for its drain)
 _DRAIN_MESSAGES = 5000  # messages read before handing them to the consumer
+_RECENT_ITEMS = 4  # a keepalive among a read's last this many items: the server waits
 #: The reader's pause once data is there, before it reads: at least this ...
 MIN_GATHER_SECONDS = 0.002
 #: ... at most this ...
@@ -514,11 +515,11 @@ def _keeps_up(chunk: list[tuple[int, bytes | None]], unanswered: int) -> tuple[b
     they are taken to be its last ones (a false "keeps up" is costly, a false "behind"
     is not)."""
     if not unanswered:
-        return any(item[1] is None for item in chunk[-4:]), 0
+        return any(item[1] is None for item in chunk[-_RECENT_ITEMS:]), 0
     keepalives = [k for k, item in enumerate(chunk) if item[1] is None]
     answered = min(len(keepalives), unanswered)
     own = keepalives[: len(keepalives) - answered]
-    return any(k >= len(chunk) - 4 for k in own), unanswered - answered
+    return any(k >= len(chunk) - _RECENT_ITEMS for k in own), unanswered - answered
 
 
 def _without_first_keepalive(chunk: list[tuple[int, bytes | None]]

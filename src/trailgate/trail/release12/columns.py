@@ -145,10 +145,12 @@ def unified_to_seed(io_type: int, d: bytes, order: str,
 
 def to_seed(io_type: int, d: bytes, order: str, table: TableSpec | None) -> bytes:
     """The 11.2 form of a 12c+ record's D area (``order``: its byte order; ``table``: the
-    record's TDR, ``None`` when unknown).  ``ValueError`` on a frame that does not fit.  A
-    unified update goes through :func:`unified_to_seed`, which changes its IOType too."""
+    record's TDR, ``None`` when unknown).  ``ValueError`` on a frame that does not fit, and
+    for a unified update, which goes through :func:`unified_to_seed` (its IOType changes
+    too)."""
     if io_type in UNIFIED:
-        return unified_to_seed(io_type, d, order, table)[1]
+        raise ValueError(f"IOType {io_type} (a unified update) converts with its IOType: "
+                         "unified_to_seed")
     if io_type == _LOB:
         if len(d) < 20:
             raise ValueError("LOB piece header cut short")

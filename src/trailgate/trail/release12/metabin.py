@@ -369,9 +369,7 @@ def _columns(data: bytes, start: int, end: int, order: Order) -> list[BinColumn]
 
 
 def _token(tid: int, value: bytes, order: Order) -> bytes:
-    if len(value) > 0xFFFF:
-        return bytes((tid, _LONG)) + len(value).to_bytes(4, order) + value
-    return bytes((tid, 0)) + len(value).to_bytes(2, order) + value
+    return _info_token(tid, 0, value, order)
 
 
 def _text(text: str, order: Order) -> bytes:
