@@ -10,13 +10,18 @@ from trailgate.trail.header import decode_file_header
 from trailgate.trail.release12 import parse_record
 
 
-def tdr_areas(trail: Path) -> dict[str, bytes]:
-    """Each TDR's D area in ``trail`` (one file), by the table it names."""
+def tdr_records(trail: Path) -> list[tuple[str, bytes]]:
+    """Each TDR in ``trail`` (one file), in order: the table it names, its D area."""
     data = trail.read_bytes()
-    pos, out = decode_file_header(data).length, {}
+    pos, out = decode_file_header(data).length, []
     while pos < len(data):
         rec = parse_record(data, pos, len(data))
         if rec.io_type == 170 and rec.orig_node == 2:
-            out[rec.name or ""] = rec.d or b""
+            out.append((rec.name or "", rec.d or b""))
         pos += rec.length
     return out
+
+
+def tdr_areas(trail: Path) -> dict[str, bytes]:
+    """Each TDR's D area in ``trail`` (one file), by the table it names."""
+    return dict(tdr_records(trail))
