@@ -81,12 +81,13 @@ def test_transactions_reach_the_trail_before_a_sync_and_a_replay_adds_nothing(pg
     assert state is not None
     assert state.length == home.dirdat.joinpath("aa000000000").stat().st_size
     assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3]
-    # a new run reading the slot again from the start skips what the trail holds
+    # a new run reading the slot again from the start skips what the trail holds (the
+    # first sync confirmed the slot past the first transaction: the server sends the rest)
     slot = StreamedSlot(source)
     again = TrailStreamer(slot, _sink(home, "run-2"), start)
     try:
         msg = again.sync(end3)
-        assert msg.transactions == 0 and msg.skipped == 3
+        assert msg.transactions == 0 and msg.skipped == 2
     finally:
         again.close()
         slot.close()

@@ -110,7 +110,8 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     streaming, continuous = (cfg.params.spark.flag(name)
                              for name in (STREAMING_CONF, CONTINUOUS_CONF))
     batch = ExtractBatch(source, sink, spark_dir, driver_max, streaming=streaming,
-                         continuous=continuous and not opts.once)
+                         continuous=continuous and not opts.once,
+                         flush_seconds=cfg.params.flush_secs)
     if batch.continuous:  # the trail has each transaction already: no hurry to batch
         source[PATIENT_OPTION] = "true"
     if not opts.once:  # the source keeps the batch window (spark.batch_window)
