@@ -159,6 +159,11 @@ class BatchApplier:
         self.streamed_batches += 1
         return progress.counts
 
+    def failure(self) -> TrailgateError | None:
+        """The stream apply's failure, if it stopped with one (the group stops at once
+        rather than at the next batch)."""
+        return self.streamer.failure() if self.streamer is not None else None
+
     def _stream_checkpoint(self, progress: Progress) -> None:
         self._checkpoint(progress.summary(), progress.counts)
 

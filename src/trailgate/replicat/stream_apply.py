@@ -201,13 +201,17 @@ class ApplyStreamer:
         p.counts = {}
         return taken
 
-    def _raise(self) -> None:
+    def failure(self) -> TrailgateError | None:
+        """The thread's failure, if it stopped with one (what a sync raises)."""
         error = self._error
-        if error is None:
-            return
-        if isinstance(error, TrailgateError):
+        if error is None or isinstance(error, TrailgateError):
+            return error
+        return TargetError(f"the Replicat's apply streamer stopped: {error}")
+
+    def _raise(self) -> None:
+        error = self.failure()
+        if error is not None:
             raise error
-        raise TargetError(f"the Replicat's apply streamer stopped: {error}")
 
     # -- the streamer's thread ----------------------------------------------------------
 

@@ -246,7 +246,7 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
                                max_batches=opts.max_batches, stop_timeout=opts.stop_timeout,
                                report_every=report_interval(cfg.params.report_count),
                                progress=stats.progress_line, count_empty=True,
-                               error=SourceError)
+                               error=SourceError, failed=batch.failure)
                 if opts.once and reason == "the query ended":
                     reason = "all committed data captured (--once)"
         except TrailgateError:

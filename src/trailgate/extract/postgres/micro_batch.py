@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trailgate.errors import SourceError
 from trailgate.extract.postgres.source import SourceOptions, StreamedSlot, read_partition
 from trailgate.extract.postgres.trail_streamer import TrailStreamer
 from trailgate.spark.offset_log import logged_offset
@@ -123,6 +124,11 @@ class ExtractBatch:
         messages = write_in_task(df, self.sink)
         self.task_batches += 1
         self._commit(messages)
+
+    def failure(self) -> SourceError | None:
+        """The trail streamer's failure, if it stopped with one (the group stops at once
+        rather than at the next batch)."""
+        return self._streamer.failure() if self._streamer is not None else None
 
     @property
     def streams_opened(self) -> int:

@@ -135,6 +135,17 @@ class TrailStreamer:
         """The group checkpoint covers every transaction committing before this LSN."""
         return self._checkpointed
 
+    def failure(self) -> SourceError | None:
+        """The thread's failure, if it stopped with one (as the next sync would raise
+        it)."""
+        error = self._error
+        if error is None:
+            return None
+        self._reported = True
+        if isinstance(error, SourceError):
+            return error
+        return SourceError(f"the Extract's trail streamer stopped: {error}")
+
     def _check(self) -> None:
         if self._error is not None:
             self._reported = True
