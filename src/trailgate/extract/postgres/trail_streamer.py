@@ -162,6 +162,7 @@ class TrailStreamer:
             self._loop(appender)
             if self.flush_seconds is not None and self._unflushed() and self.slot.is_open:
                 self._flush(appender)  # a clean stop: the checkpoint covers the trail
+                self.slot.confirm(self._checkpointed)  # sent as the stream closes
             appender.close()
         except BaseException as exc:  # handed to the next sync (or logged by close)
             with self._cond:
