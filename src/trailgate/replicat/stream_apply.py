@@ -118,7 +118,8 @@ class ApplyStreamer:
         self.checkpoint_seconds = checkpoint_seconds
         self._ck_lock = threading.Lock()  # one checkpoint write at a time
         self._unsaved: dict[str, TableCounts] = {}  # counts the checkpoint has not taken
-        self._dirty = True  # applied (or started) since the last checkpoint write
+        self._dirty = False  # a step since the last checkpoint write
+        self._saved: TrailPosition | None = None  # the position the last write recorded
         self._saved_at = 0.0  # monotonic time of the last checkpoint write
         self.checkpoints = 0  # group checkpoint writes (tests)
         self._error: BaseException | None = None
@@ -152,13 +153,13 @@ class ApplyStreamer:
             return self._take()
 
     def checkpoint(self) -> None:
-        """Write the group checkpoint for everything applied so far, unless nothing was
-        since the last write; its counts are those no write took yet."""
+        """Write the group checkpoint for everything applied so far, unless this streamer
+        wrote it already and took no step since; its counts are those no write took yet."""
         if self._on_checkpoint is None:
             return
         with self._ck_lock:
             with self._cond:
-                if not self._dirty:
+                if not self._dirty and self._saved == self._progress.position:
                     return
                 p = self._progress
                 taken = Progress(p.position, p.read_time, p.last_csn, p.last_xid,
@@ -172,12 +173,12 @@ class ApplyStreamer:
                         self._unsaved.setdefault(target, TableCounts()).add(counts)
                     self._dirty = True
                 raise
-            self._saved_at = time.monotonic()
+            self._saved, self._saved_at = taken.position, time.monotonic()
             self.checkpoints += 1
 
     def _checkpoint_in(self) -> float:
-        """Seconds until the thread's own checkpoint write is due (infinite when nothing
-        was applied since the last one)."""
+        """Seconds until the thread's own checkpoint write is due (infinite when it took
+        no step since the last one)."""
         if self._on_checkpoint is None or not self._dirty:
             return float("inf")
         return self._saved_at + self.checkpoint_seconds - time.monotonic()
