@@ -4,8 +4,8 @@ logical replication (publication and subscription), between the same two databas
     ./dev bench apply_pg [--workload mixed|insert1000|update1|update100]
                          [--rows 100000] [--txn-rows 100] [--steady-rate 500]
                          [--steady-txn-rows 10]
-                         [--steady-seconds 30] [--extract-trigger-ms 1000]
-                         [--replicat-trigger-ms 1000]
+                         [--steady-seconds 30] [--extract-trigger-ms MS]
+                         [--replicat-trigger-ms MS]
                          [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
                          [--idle-seconds 10] [--keep DIR] [--timeline]
                          [--ops both|off|on] [--heartbeat-frequency 1]
@@ -814,6 +814,22 @@ def ops_idle(meter: CpuMeter, args: argparse.Namespace,
     return timed_idle(meter, source, idle_window(args), settle=0.0)
 
 
+def _trigger(ms: int | None) -> str | None:
+    """A SPARK TRIGGER value for ``ms`` milliseconds; None: the group's own window."""
+    return f"{ms} MILLISECONDS" if ms else None
+
+
+def _window(ms: int | None) -> str:
+    return f"{ms} ms" if ms else "trailgate's own"
+
+
+def _settle_seconds(args: argparse.Namespace) -> float:
+    """How long a hold is given to settle: two batch windows when they are set, else
+    two seconds (the held groups' threads see the stop file within milliseconds)."""
+    windows = [ms for ms in (args.extract_trigger_ms, args.replicat_trigger_ms) if ms]
+    return 2 * max(windows) / 1000 + 1 if windows else 2.0
+
+
 def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
                   ops: bool = False, second: bool = False) -> Result:
     say(f"\n== {OPS_LABEL if ops else 'trailgate'}: Extract → trail → Replicat (BATCHSQL, "
@@ -822,7 +838,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
                         source_db=dbs.source_db, target_db=dbs.target_db, pump=False,
                         replicat_delta=False, extract="HEXT" if ops else "BEXT",
                         replicat_pg_name="HREP" if ops else "BREP",
-                        trigger=f"{args.extract_trigger_ms} MILLISECONDS",
+                        trigger=_trigger(args.extract_trigger_ms),
                         replicat_master=f"local[{args.partitions}]",
                         extra_replicat_params=list(args.replicat_param))
     pipeline = Pipeline(home, spec)
@@ -832,9 +848,12 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
                                             Databases.login(dbs.target_conninfo))
         rep = pipeline.groups[-1]
         prm = home.param_file(rep.name)
-        prm.write_text(prm.read_text().replace(
-            f"SPARK TRIGGER {args.extract_trigger_ms} MILLISECONDS",
-            f"SPARK TRIGGER {args.replicat_trigger_ms} MILLISECONDS"))
+        lines = [line for line in prm.read_text().splitlines()
+                 if not line.startswith("SPARK TRIGGER ")]
+        if args.replicat_trigger_ms:
+            at = next(i for i, line in enumerate(lines) if line.startswith("SPARK MASTER "))
+            lines.insert(at + 1, f"SPARK TRIGGER {_trigger(args.replicat_trigger_ms)}")
+        prm.write_text("\n".join(lines) + "\n")
         scripts: list[str | Path] = [setup, start]
         if second:  # the checkpoint table is there from the first run
             setup.write_text(setup.read_text().replace("ADD CHECKPOINTTABLE\n", ""))
@@ -993,7 +1012,7 @@ def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
     for stop in stops:
         stop.touch()
     try:
-        time.sleep(2 * max(args.extract_trigger_ms, args.replicat_trigger_ms) / 1000 + 1)
+        time.sleep(_settle_seconds(args))
         throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows, first, args.kind)
         lsn = marker(dbs.source_conninfo, marker_id)
         deadline = time.monotonic() + args.timeout
@@ -1120,8 +1139,8 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             say(f"{'  commit → durable (Extract checkpoint)':<40} {len(part):>6} "
                 f"{percentile(part, 0.5):>8.3f}s {percentile(part, 0.99):>8.3f}s "
                 f"{max(part, default=float('nan')):>8.3f}s")
-    say(f"(trailgate's batch windows, SPARK TRIGGER: Extract {args.extract_trigger_ms} ms, "
-        f"Replicat {args.replicat_trigger_ms} ms)")
+    say(f"(trailgate's batch windows, SPARK TRIGGER: Extract {_window(args.extract_trigger_ms)}, "
+        f"Replicat {_window(args.replicat_trigger_ms)})")
     names = {r.method: _label(r) for r in results}
     say("")
     for line in format_table(
@@ -1324,13 +1343,14 @@ def main() -> int:
                         help="rows per transaction of the steady phase (default: the "
                              "preset's, 10; update1: 1)")
     parser.add_argument("--steady-seconds", type=float, default=30.0)
-    parser.add_argument("--extract-trigger-ms", type=int, default=1000,
+    parser.add_argument("--extract-trigger-ms", type=int, default=None,
                         help="the Extract's batch window (SPARK TRIGGER; default: trailgate's "
-                             "own): how often what it wrote to the trail is made durable")
-    parser.add_argument("--replicat-trigger-ms", type=int, default=1000,
+                             "own, 10 s: its trail streamer makes the trail durable and "
+                             "checkpoints every FLUSHSECS, 1 s, on its own)")
+    parser.add_argument("--replicat-trigger-ms", type=int, default=None,
                         help="the Replicat's batch window (SPARK TRIGGER; default: "
-                             "trailgate's own): how often what it applied is recorded in its "
-                             "group checkpoint")
+                             "trailgate's own, 10 s: its stream apply records its group "
+                             "checkpoint about every second on its own)")
     parser.add_argument("--partitions", type=int, default=2,
                         help="Replicat parallelism (its Spark master local[N])")
     parser.add_argument("--idle-seconds", type=float, default=10.0,

@@ -81,12 +81,13 @@ def test_transactions_reach_the_trail_before_a_sync_and_a_replay_adds_nothing(pg
     assert state is not None
     assert state.length == home.dirdat.joinpath("aa000000000").stat().st_size
     assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3]
-    # a new run reading the slot again from the start skips what the trail holds
+    # a new run reading the slot again from the start skips what the trail holds (the
+    # first sync confirmed the slot past the first transaction: the server sends the rest)
     slot = StreamedSlot(source)
     again = TrailStreamer(slot, _sink(home, "run-2"), start)
     try:
         msg = again.sync(end3)
-        assert msg.transactions == 0 and msg.skipped == 3
+        assert msg.transactions == 0 and msg.skipped == 2
     finally:
         again.close()
         slot.close()
@@ -295,3 +296,74 @@ def test_a_streamed_slots_restart_point_follows_its_batches(pg_db, tmp_path):
         reader.stop()
         streamer.close()
         slot.close()
+
+
+def _confirmed(pg_db) -> int:
+    with connect(pg_db, autocommit=True) as conn:
+        return int(conn.execute(
+            "SELECT (confirmed_flush_lsn - '0/0'::pg_lsn)::int8 FROM pg_replication_slots "
+            "WHERE slot_name = %s", (slot_name("STR"),)).fetchone()[0])
+
+
+def _checkpoint_lsn(home) -> int:
+    ck = home.checkpoints.load("STR", "EXTRACT")
+    return int(ck.read_position.get("lsn", 0)) if ck is not None else 0
+
+
+def test_flushsecs_makes_it_durable_checkpointed_and_confirmed_with_no_batch(pg_db,
+                                                                             tmp_path):
+    """FLUSHSECS: with no micro-batch asking, the streamer makes what it wrote durable,
+    writes the group checkpoint (read position, write position, last CSN, counts once)
+    and then confirms the slot, within about the period.  A new run replaying an older
+    range (Spark's offset log behind all of that) appends nothing twice and does not move
+    the checkpoint back."""
+    home, source, start = _setup(pg_db, tmp_path)
+    trail = home.dirdat / "aa"
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, flush_seconds=0.5)
+    try:
+        end1 = _commit(pg_db, 1)
+        wait_for(lambda: _checkpoint_lsn(home) >= end1, 5, "the first checkpoint")
+        end2 = _commit(pg_db, 10)
+        began = time.monotonic()
+        wait_for(lambda: _checkpoint_lsn(home) >= end2 and _confirmed(pg_db) > end1, 10,
+                 "the second checkpoint and the slot's confirmation", 0.02)
+        assert time.monotonic() - began < 2.5  # about the period, not a batch window
+        state = load_state(home.dirchk / "STR.trailstate")  # durable before checkpointed
+        assert state is not None
+        assert state.length == home.dirdat.joinpath("aa000000000").stat().st_size
+        ck = home.checkpoints.load("STR", "EXTRACT")
+        assert ck is not None and ck.write_position is not None
+        assert ck.write_position.rba == state.length
+        assert ck.last_csn == trail_transactions(trail)[-1][0]
+        assert ck.stats["public.t"].inserts == 6  # each flush's counts once
+        assert _confirmed(pg_db) <= _checkpoint_lsn(home)  # never past the checkpoint
+        end3 = _commit(pg_db, 20)
+        wait_for(lambda: streamer.written >= end3, 30, "the third transaction")
+        msg = streamer.sync(end3)  # a micro-batch after the flushes: only what is left
+        assert sum(n for kinds in msg.counts.values() for n in kinds.values()) <= 3
+        assert _checkpoint_lsn(home) >= end3
+        wait_for(lambda: _confirmed(pg_db) > end2, 10, "the slot past the second")
+        assert streamer.flushes >= 3
+    finally:
+        streamer.close()
+        slot.close()
+    ck = home.checkpoints.load("STR", "EXTRACT")
+    assert ck is not None and ck.stats["public.t"].inserts == 9
+    ahead = _checkpoint_lsn(home)
+    # a replay from the older start (a kill -9 with Spark's offset log behind): the slot
+    # streams from its confirmed position, the trail skips what it holds
+    slot = StreamedSlot(source)
+    again = TrailStreamer(slot, _sink(home, "run-2"), start, flush_seconds=0.5)
+    try:
+        msg = again.sync(end1)
+        assert msg.transactions == 0
+        assert _checkpoint_lsn(home) == ahead  # not moved back
+        end4 = _commit(pg_db, 30)
+        wait_for(lambda: _checkpoint_lsn(home) >= end4, 10, "the new transaction")
+    finally:
+        again.close()
+        slot.close()
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3, 3]
+    ck = home.checkpoints.load("STR", "EXTRACT")
+    assert ck is not None and ck.stats["public.t"].inserts == 12

@@ -32,6 +32,7 @@ from trailgate.model import Change, OpType, TrailPosition
 from trailgate.replicat.config import ReplicatConfig, load_replicat_config
 from trailgate.replicat.ddl_steps import ddl_steps
 from trailgate.replicat.group import RunOptions, run_replicat_group
+from trailgate.replicat.micro_batch import BatchApplier
 from trailgate.replicat.stream_apply import ApplyStreamer
 from trailgate.replicat.task_apply import open_applier
 from trailgate.spark.trail_offsets import end_of_data
@@ -359,3 +360,50 @@ def test_a_backlog_with_ddl_is_cut_at_its_ddl_transactions(tmp_path: Path, pg_db
     assert query(pg_db, "SELECT count(*) FROM pg_attribute WHERE attrelid = "
                         "'public.events'::regclass AND attname = 'c'") == [(1,)]
     assert _row(pg_db) == [(-1, 0, str(end))]
+
+
+def test_the_group_checkpoint_moves_between_batches_and_counts_once(tmp_path: Path,
+                                                                    pg_db: str) -> None:
+    """With a long batch window the stream apply writes the group checkpoint itself about
+    every ``checkpoint_seconds`` after steps (INFO, LAG and the Manager stay current); a
+    micro-batch then records only what is left, and the clean stop the rest: every change
+    counted once, the position and last commit those of the last step."""
+    home, cfg, router = _setup(tmp_path, pg_db)
+    applier = BatchApplier(cfg, 1, spark_dir=tmp_path / "spark", start=START,
+                           continuous=True)
+    assert applier.continuous
+    applier.streamer = ApplyStreamer(open_applier(cfg), cfg.trail, router, START,
+                                     checkpoint=applier._stream_checkpoint,
+                                     checkpoint_seconds=0.5)
+
+    def checkpoint() -> tuple[TrailPosition, int | None, int, int]:
+        ck = home.checkpoints.load("REP1", "REPLICAT")
+        if ck is None or not ck.read_position:
+            return START, None, 0, 0
+        stats = ck.stats.get("public.accounts")
+        return (TrailPosition(int(ck.read_position["seqno"]), int(ck.read_position["rba"])),
+                ck.last_csn, stats.inserts if stats else 0, stats.updates if stats else 0)
+
+    work = Increments(seed=6)
+    try:
+        end1 = _append(cfg, work, 30)
+        _until(lambda: checkpoint()[0] == end1, "the first checkpoint", timeout=10)
+        assert checkpoint()[1] == work.csn
+        end2 = _append(cfg, work, 30)
+        began = time.monotonic()
+        _until(lambda: checkpoint()[0] == end2, "the second checkpoint", timeout=10)
+        assert time.monotonic() - began < 2.5  # about the period, not a batch window
+        end3 = _append(cfg, work, 30)
+        # a micro-batch: sync, then the checkpoint; its counts (the run's report) are all
+        # since the last sync, whatever the checkpoint took meanwhile
+        counts = applier._streamed((end2, end3), 7)
+        assert counts is not None and counts["public.accounts"].operations > 0
+        assert checkpoint()[:2] == (end3, work.csn)
+        end4 = _append(cfg, work, 5)
+        _until(lambda: accounts(pg_db) == work.expected_accounts(), "the last transactions")
+    finally:
+        applier.close()  # the clean stop's checkpoint
+    pos, csn, inserts, updates = checkpoint()
+    assert (pos, csn) == (end4, work.csn)
+    assert inserts == len(work.counters) and updates == sum(work.counters.values())
+    assert accounts(pg_db) == work.expected_accounts()

@@ -160,9 +160,9 @@ def test_an_idle_source_is_looked_at_less_and_less_often_until_something_arrives
 
 # -- a patient window (the Extract writing the trail as transactions arrive) ---------------
 
-def patient(clock: Clock, seconds: float = 1.0) -> BatchWindow[int]:
+def patient(clock: Clock, seconds: float = 1.0, eager: int = 0) -> BatchWindow[int]:
     return BatchWindow(seconds, poll=0.02, poll_max=0.2, quiet=0.03, idle=0.5, patient=True,
-                       clock=clock, sleep=clock.sleep)
+                       eager=eager, clock=clock, sleep=clock.sleep)
 
 
 def test_a_patient_window_starts_at_once_after_a_pause() -> None:
@@ -170,6 +170,22 @@ def test_a_patient_window_starts_at_once_after_a_pause() -> None:
     w = patient(clock)
     assert w.settle(0, lambda: (7, False), never) == 7
     assert clock.now == 100.0
+
+
+def test_a_patient_windows_first_batches_start_at_once_under_a_steady_load() -> None:
+    """The threads of a patient group begin with its first batches (the Extract's trail
+    streamer with the second): they do not wait a long window under a steady load."""
+    clock = Clock()
+    w = patient(clock, 10.0, eager=2)
+    probe = source(clock, 1000, until=1e9)
+    clock.now += 0.01
+    first = w.settle(0, probe, never)
+    assert first == 10 and clock.now == pytest.approx(100.01)
+    clock.now += 0.5  # the first batch (a Spark task)
+    second = w.settle(first, probe, never)
+    assert second > first and clock.now == pytest.approx(100.51)  # not a window later
+    w.settle(second, probe, never)  # then one per window
+    assert clock.now >= 100.51 + 10.0
 
 
 def test_a_patient_window_lets_the_window_pass_instead_of_starting_on_quiet() -> None:

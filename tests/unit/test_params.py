@@ -346,10 +346,21 @@ def test_checkpointsecs_sets_the_window_of_groups_whose_batches_only_checkpoint(
     assert both.batch_seconds(None, patient=True) == 5
     assert both.batch_seconds(None, patient=False) == pytest.approx(0.5)  # data waits on it
     assert both.batch_seconds(2.0, patient=True) == 2.0  # a run's --trigger wins
+    trigger = ext("SPARK TRIGGER 2 SECONDS\nTABLE a.b;\n")
+    assert trigger.batch_seconds(None, patient=True) == 2.0  # SPARK TRIGGER still sets it
     neither = ext("TABLE a.b;\n")
     assert neither.checkpoint_secs is None
-    assert neither.batch_seconds(None, patient=True) == 1.0
+    # GoldenGate's CHECKPOINTSECS default: the group's own thread checkpoints every second
+    assert neither.batch_seconds(None, patient=True) == 10.0
     assert neither.batch_seconds(None, patient=False) == 1.0
+
+
+def test_flushsecs_is_an_extract_parameter_of_whole_seconds() -> None:
+    assert ext("TABLE a.b;\n").flush_secs == 1.0  # GoldenGate's default
+    assert ext("FLUSHSECS 3\nTABLE a.b;\n").flush_secs == 3
+    assert ext("FLUSHSECS 0\nTABLE a.b;\n").flush_secs == 0
+    e = error(REP_HEAD + "FLUSHSECS 1\nMAP a.b, TARGET a.b;\n")
+    assert "FLUSHSECS is a Extract parameter" in str(e)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -359,6 +370,9 @@ def test_checkpointsecs_sets_the_window_of_groups_whose_batches_only_checkpoint(
     ("REPORTCOUNT EVERY ten RECORDS", "a whole number"),
     ("REPORTCOUNT EVERY 10 FORTNIGHTS", "expected RECORD"),
     ("CHECKPOINTSECS 0", "at least 1"),
+    ("FLUSHSECS -1", "at least 0"),
+    ("FLUSHSECS soon", "FLUSHSECS: expected a number of seconds (a whole number)"),
+    ("FLUSHSECS 1 2", "unexpected '2'"),
     ("SPARK", "expected MASTER"),
     ("SPARK EXECUTORS 4", "unknown or unsupported option EXECUTORS"),
     ("SPARK TRIGGER soon", "a number"),

@@ -83,7 +83,8 @@ class PipelineSpec:
     encrypt_trail: str = ""
     delta_dir: str = "./delta"
     checkpoint_table: str = "ggadmin.ggs_checkpoint"
-    trigger: str = "1 SECONDS"
+    #: SPARK TRIGGER of every group; None: none (each group's own batch window)
+    trigger: str | None = "1 SECONDS"
     extract_master: str = "local[1]"
     replicat_master: str = "local[2]"
     #: ``SPARK CONF key=value`` settings for every group (a shared cluster's share each)
@@ -121,8 +122,8 @@ def _make_key(home: Home, encrypt: str) -> None:
         add_key(path, name)
 
 
-def _spark_lines(master: str, trigger: str, conf: list[str]) -> list[str]:
-    return [f"SPARK MASTER {master}", f"SPARK TRIGGER {trigger}",
+def _spark_lines(master: str, trigger: str | None, conf: list[str]) -> list[str]:
+    return [f"SPARK MASTER {master}", *([f"SPARK TRIGGER {trigger}"] if trigger else []),
             *(f"SPARK CONF {setting}" for setting in conf)]
 
 

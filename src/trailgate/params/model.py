@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from trailgate.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_FLUSH_SECONDS",
+    "PATIENT_WINDOW_SECONDS",
     "ColMapEntry",
     "ColumnRef",
     "Compare",
@@ -36,6 +38,14 @@ __all__ = [
     "TranlogOptions",
     "WhereClause",
 ]
+
+#: ``FLUSHSECS``'s default (GoldenGate's): an Extract writing the trail as transactions
+#: arrive makes it durable and checkpointed about once a second.
+DEFAULT_FLUSH_SECONDS = 1.0
+#: The batch window of a group whose batches only record how far its own thread got (the
+#: streaming Extract and Replicat) when neither CHECKPOINTSECS nor SPARK TRIGGER is set:
+#: GoldenGate's CHECKPOINTSECS default.
+PATIENT_WINDOW_SECONDS = 10.0
 
 
 # -- expressions (COLMAP / TOKENS / WHERE) ---------------------------------------------
@@ -313,15 +323,17 @@ class GroupParams:
     def batch_seconds(self, trigger: float | None, *, patient: bool) -> float:
         """A group's batch window: ``trigger`` (a run's ``--trigger``) when given; for a
         *patient* group — its batches only record how far the trail or the target got
-        (the streaming Extract and Replicat) — ``CHECKPOINTSECS`` when the file sets it;
-        else ``SPARK TRIGGER``, else 1 s.  GoldenGate's own default of 10 s is not taken:
-        the group's checkpoint, lag reports and the slot's confirmed position would trail
-        by that much."""
+        (the streaming Extract and Replicat, whose own threads make their work durable
+        and checkpointed about every second) — ``CHECKPOINTSECS`` when the file sets it,
+        else ``SPARK TRIGGER``, else GoldenGate's 10 s; for any other group ``SPARK
+        TRIGGER``, else 1 s (its batches carry the data)."""
         if trigger:
             return trigger
         if patient and self.checkpoint_secs:
             return self.checkpoint_secs
-        return self.spark.trigger_seconds or 1.0
+        if self.spark.trigger_seconds:
+            return self.spark.trigger_seconds
+        return PATIENT_WINDOW_SECONDS if patient else 1.0
 
 
 @dataclass(slots=True)
@@ -366,6 +378,9 @@ class ExtractParams(GroupParams):
     rmttask: str | None = None  # RMTTASK REPLICAT, GROUP name: that Replicat's targets
     instantiate: list[str] = field(default_factory=list)  # INSTANTIATE REPLICAT name
     create_targets: bool = False  # CREATETARGETS
+    # FLUSHSECS: how often, at most, an Extract writing the trail as transactions arrive
+    # makes it durable, checkpoints and confirms the slot (seconds; 0: after every write)
+    flush_secs: float = DEFAULT_FLUSH_SECONDS
 
     kind = "EXTRACT"
 

@@ -603,6 +603,13 @@ def _checkpointsecs(cur: Cursor, st: _State) -> None:
     cur.end()
 
 
+@_handler("FLUSHSECS", applies=_EXT)
+def _flushsecs(cur: Cursor, st: _State) -> None:
+    assert isinstance(st.params, ExtractParams)
+    st.params.flush_secs = cur.integer("a number of seconds", minimum=0)
+    cur.end()
+
+
 _TRIGGER_UNITS = {"MILLISECONDS": 0.001, "MS": 0.001, "SECONDS": 1.0, "SECOND": 1.0,
                   "SEC": 1.0, "MINUTES": 60.0, "MINUTE": 60.0, "MIN": 60.0}
 

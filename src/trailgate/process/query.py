@@ -68,14 +68,18 @@ def watch(proc: GroupProcess, query: Any, *, stop_file: Path, max_batches: int |
           stop_timeout: float, report_every: float, progress: Callable[[], str],
           idle: Callable[[], str | None] | None = None,
           batches: Callable[[], int] | None = None, count_empty: bool = False,
-          error: type[TrailgateError] = TargetError) -> str:
+          error: type[TrailgateError] = TargetError,
+          failed: Callable[[], TrailgateError | None] | None = None) -> str:
     """Follow the query until it ends or a stop is due; returns the stop reason.
 
     ``idle`` is asked between batches whether the query should end (a reason) — the pump
     uses it to roll its output file when the input's header changes.  ``batches`` counts
     the micro-batches for ``max_batches`` (default: Spark's progress, batches with input
     rows only unless ``count_empty``; it misses batches a group applies on the driver, as
-    Spark never reads them).  A failure of the query is raised as ``error``.
+    Spark never reads them).  A failure of the query is raised as ``error``.  ``failed``
+    says whether a thread of the driver doing the group's work between batches has
+    stopped (its error): the query is then stopped and the error raised at once, not at
+    the next batch, which a long batch window (or no new data) may leave far off.
     """
     next_report = time.monotonic() + report_every
     seen: int | None = None
@@ -100,6 +104,10 @@ def watch(proc: GroupProcess, query: Any, *, stop_file: Path, max_batches: int |
             reason = f"{done} micro-batches done (--max-batches)"
         if reason is None and idle is not None:
             reason = idle()
+        broken = failed() if failed is not None and reason is None else None
+        if broken is not None:
+            stop_after_batch(query, stop_file, stop_timeout)
+            raise broken
         if reason is not None:
             stop_after_batch(query, stop_file, stop_timeout)
             failure = query.exception()

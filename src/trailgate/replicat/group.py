@@ -271,7 +271,8 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
                                    stop_timeout=opts.stop_timeout,
                                    report_every=report_interval(cfg.params.report_count),
                                    progress=stats.progress_line,
-                                   batches=lambda: stats.batches)
+                                   batches=lambda: stats.batches,
+                                   failed=applier.failure)
                 finally:
                     applier.close()
                 if opts.once and reason == "the query ended":

@@ -3,8 +3,10 @@
 Batch *b* (Spark's id, stable across a replay) is recorded in ``dirchk/NAME/replicat.plan``,
 applied by one of the two paths (waiting for :mod:`~trailgate.replicat.stream_apply`, or
 :mod:`~trailgate.replicat.batch_apply` or :mod:`~trailgate.replicat.lake_apply` applying
-its range), and the group checkpoint then takes its end, last commit and counts.  Spark
-commits *b* only after, so a crash replays it, and every path applies it at most once.
+its range), and the group checkpoint then takes its end, last commit and counts (through
+the stream apply, which also writes it on its own about once a second, one writer at a
+time).  Spark commits *b* only after, so a crash replays it, and every path applies it at
+most once.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from trailgate.replicat.batch_apply import PgBatchApply
 from trailgate.replicat.config import ReplicatConfig
 from trailgate.replicat.csn_filter import BatchFilter
 from trailgate.replicat.lake_apply import LakeBatchApply
-from trailgate.replicat.stream_apply import ApplyStreamer
+from trailgate.replicat.stream_apply import ApplyStreamer, Progress
 from trailgate.replicat.task_apply import open_applier
 from trailgate.replicat.task_rows import BatchSummary
 from trailgate.spark.offset_log import batch_range
@@ -115,9 +117,12 @@ class BatchApplier:
         done = None
         if self.cfg.target_kind == "POSTGRES":
             if rng is not None and self.continuous:
-                done = self._streamed(rng, batch_id)
-            if done is None:
-                done = self.pg.apply(df, rng, batch_id)
+                streamed = self._streamed(rng, batch_id)
+                if streamed is not None:  # checkpointed by the stream apply
+                    if self.on_batch is not None:
+                        self.on_batch(batch_id, streamed)
+                    return
+            done = self.pg.apply(df, rng, batch_id)
         else:
             done = self.lake.apply(df, rng, batch_id)
         summary, counts = done
@@ -132,9 +137,10 @@ class BatchApplier:
         atomic_write_text(path, json.dumps({"batch_id": batch_id}) + "\n")
 
     def _streamed(self, rng: tuple[TrailPosition, TrailPosition], batch_id: int
-                  ) -> tuple[BatchSummary, dict[str, TableCounts]] | None:
-        """The batch as the stream apply applied it (started by the first batch); None for
-        a batch that a run without it began: that one is finished as it began."""
+                  ) -> dict[str, TableCounts] | None:
+        """The batch as the stream apply applied it (started by the first batch), the
+        group checkpoint written, and its counts; None for a batch that a run without it
+        began: that one is finished as it began."""
         if self.streamer is None:
             applier = open_applier(self.cfg)
             try:
@@ -146,10 +152,20 @@ class BatchApplier:
                 applier.close()
                 return None
             self.streamer = ApplyStreamer(applier, self.cfg.trail, self.router, rng[0],
-                                          stop_file=self.stop_file)
+                                          stop_file=self.stop_file,
+                                          checkpoint=self._stream_checkpoint)
         progress = self.streamer.sync(rng[1])
+        self.streamer.checkpoint()
         self.streamed_batches += 1
-        return progress.summary(), progress.counts
+        return progress.counts
+
+    def failure(self) -> TrailgateError | None:
+        """The stream apply's failure, if it stopped with one (the group stops at once
+        rather than at the next batch)."""
+        return self.streamer.failure() if self.streamer is not None else None
+
+    def _stream_checkpoint(self, progress: Progress) -> None:
+        self._checkpoint(progress.summary(), progress.counts)
 
     def close(self) -> None:
         """Stop the stream apply, if one runs, and checkpoint what it applied after the
@@ -157,13 +173,8 @@ class BatchApplier:
         streamer, self.streamer = self.streamer, None
         if streamer is None:
             return
-        progress = streamer.close()
-        ck = self.home.checkpoints.load(self.cfg.group, "REPLICAT")
-        behind = (ck is None or not ck.read_position
-                  or TrailPosition(int(ck.read_position.get("seqno", 0)),
-                                   int(ck.read_position.get("rba", 0))) < progress.position)
-        if behind or progress.counts:
-            self._checkpoint(progress.summary(), progress.counts)
+        streamer.close()
+        streamer.checkpoint()
 
     # -- checkpoint ------------------------------------------------------------------------
     def _checkpoint(self, summary: BatchSummary, counts: dict[str, TableCounts]) -> None:

@@ -3,8 +3,11 @@
 An :class:`ApplyStreamer` is a driver thread with its own target connection: it applies
 whole transactions as soon as the trail holds them, each step in one target transaction
 that also moves the group's stream row of the checkpoint table (nothing lost or doubled).
-A micro-batch's :meth:`~ApplyStreamer.sync` only waits for it and takes what it applied.
-An idle trail is not polled: the thread sleeps until the trail's directory changes
+It also writes the group checkpoint (read position, last commit, counts) about once a
+second after steps, so INFO, LAG and the Manager see its progress whatever the batch
+window; a micro-batch's :meth:`~ApplyStreamer.sync` only waits for it and takes what it
+applied, and :meth:`~ApplyStreamer.checkpoint` records it (one writer at a time, each count
+once).  An idle trail is not polled: the thread sleeps until the trail's directory changes
 (:class:`~trailgate.trail.watch.TrailWatch`), a sync asks, or a second passes.
 """
 
@@ -14,6 +17,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,8 +38,8 @@ from trailgate.spark.trail_offsets import ScanState, scan_boundary
 from trailgate.trail.naming import TrailName
 from trailgate.trail.watch import TrailWatch
 
-__all__ = ["CHUNK_RECORDS", "HOLD_SECONDS", "POLL_SECONDS", "SPLIT_DDL_RECORDS", "WATCH_SECONDS",
-           "ApplyStreamer", "Progress"]
+__all__ = ["CHECKPOINT_SECONDS", "CHUNK_RECORDS", "HOLD_SECONDS", "POLL_SECONDS",
+           "SPLIT_DDL_RECORDS", "WATCH_SECONDS", "ApplyStreamer", "Progress"]
 
 log = logging.getLogger("trailgate.replicat")
 
@@ -61,6 +65,8 @@ HOLD_SECONDS = 0.01
 #: gather into fewer steps, while a trickle is applied as each transaction lands.
 STEP_SPACING = 20.0
 STEP_GAP_SECONDS = 0.01
+#: How often, at most, the thread writes the group checkpoint after steps on its own.
+CHECKPOINT_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -84,10 +90,15 @@ class Progress:
 class ApplyStreamer:
     """Applies trail ``trail`` through ``applier`` (which it then owns) as it grows, from
     ``start`` or where the group's stream row says if that is later (module docstring).
-    ``sync`` and ``close`` are for the micro-batches' thread."""
+    ``sync``, ``checkpoint`` and ``close`` are for the micro-batches' thread.
+    ``checkpoint``: writes the group checkpoint from a :class:`Progress` whose counts are
+    those not yet recorded; called at most every ``checkpoint_seconds`` after steps, and
+    by :meth:`checkpoint`."""
 
     def __init__(self, applier: PgApplier, trail: str, router: Router, start: TrailPosition,
-                 *, stop_file: Path | None = None):
+                 *, stop_file: Path | None = None,
+                 checkpoint: Callable[[Progress], None] | None = None,
+                 checkpoint_seconds: float = CHECKPOINT_SECONDS):
         self.applier = applier
         self.trail = trail
         self.router = router
@@ -103,6 +114,14 @@ class ApplyStreamer:
         self._recorded = recorded or ""  # what the row says (what a move must find there)
         self._progress = Progress(start)
         self._want = start  # apply at least this far (a waiting sync's end)
+        self._on_checkpoint = checkpoint
+        self.checkpoint_seconds = checkpoint_seconds
+        self._ck_lock = threading.Lock()  # one checkpoint write at a time
+        self._unsaved: dict[str, TableCounts] = {}  # counts the checkpoint has not taken
+        self._dirty = False  # a step since the last checkpoint write
+        self._saved: TrailPosition | None = None  # the position the last write recorded
+        self._saved_at = 0.0  # monotonic time of the last checkpoint write
+        self.checkpoints = 0  # group checkpoint writes (tests)
         self._error: BaseException | None = None
         self._closing = False
         self._cond = threading.Condition()
@@ -133,6 +152,37 @@ class ApplyStreamer:
             self._raise()
             return self._take()
 
+    def checkpoint(self) -> None:
+        """Write the group checkpoint for everything applied so far, unless this streamer
+        wrote it already and took no step since; its counts are those no write took yet."""
+        if self._on_checkpoint is None:
+            return
+        with self._ck_lock:
+            with self._cond:
+                if not self._dirty and self._saved == self._progress.position:
+                    return
+                p = self._progress
+                taken = Progress(p.position, p.read_time, p.last_csn, p.last_xid,
+                                 self._unsaved)
+                self._unsaved, self._dirty = {}, False
+            try:
+                self._on_checkpoint(taken)
+            except BaseException:
+                with self._cond:  # not recorded: the next write takes them again
+                    for target, counts in taken.counts.items():
+                        self._unsaved.setdefault(target, TableCounts()).add(counts)
+                    self._dirty = True
+                raise
+            self._saved, self._saved_at = taken.position, time.monotonic()
+            self.checkpoints += 1
+
+    def _checkpoint_in(self) -> float:
+        """Seconds until the thread's own checkpoint write is due (infinite when it took
+        no step since the last one)."""
+        if self._on_checkpoint is None or not self._dirty:
+            return float("inf")
+        return self._saved_at + self.checkpoint_seconds - time.monotonic()
+
     def close(self) -> Progress:
         """Finish the transaction under way, stop the thread and close its connection;
         what was applied since the last sync."""
@@ -152,13 +202,17 @@ class ApplyStreamer:
         p.counts = {}
         return taken
 
-    def _raise(self) -> None:
+    def failure(self) -> TrailgateError | None:
+        """The thread's failure, if it stopped with one (what a sync raises)."""
         error = self._error
-        if error is None:
-            return
-        if isinstance(error, TrailgateError):
+        if error is None or isinstance(error, TrailgateError):
+            return error
+        return TargetError(f"the Replicat's apply streamer stopped: {error}")
+
+    def _raise(self) -> None:
+        error = self.failure()
+        if error is not None:
             raise error
-        raise TargetError(f"the Replicat's apply streamer stopped: {error}")
 
     # -- the streamer's thread ----------------------------------------------------------
 
@@ -172,16 +226,18 @@ class ApplyStreamer:
                     if self._closing:
                         return
                     at, want = self._progress.position, self._want
+                if self._checkpoint_in() <= 0:
+                    self.checkpoint()
                 held = stop_requested(self.stop_file)
                 if held and at >= want:
-                    self._pause(HOLD_SECONDS)
+                    self._pause(min(HOLD_SECONDS, self._checkpoint_in()))
                     continue
                 if idle is not None and want <= at and self._look(state, at) == idle:
                     self._idle()
                     continue
                 gap = next_step - time.monotonic()
                 if gap > 0 and want <= at:
-                    self._pause(gap)  # more transactions for the same step's cost
+                    self._pause(min(gap, self._checkpoint_in()))  # more for the same cost
                     continue
                 # the look comes before the scan: growth during the scan must tell
                 look = self._look(state, at)
@@ -230,12 +286,14 @@ class ApplyStreamer:
         """Wait for the trail to change (module docstring), a sync asking for more, or the
         streamer closing."""
         if not self._watch.active:
-            self._pause(POLL_SECONDS)
+            self._pause(min(POLL_SECONDS, self._checkpoint_in()))
             return
         with self._cond:
             if self._closing or self._want > self._progress.position:
                 return
-        self._watch.wait(WATCH_SECONDS)
+        wait = min(WATCH_SECONDS, self._checkpoint_in())
+        if wait > 0:
+            self._watch.wait(wait)
 
     def _pause(self, seconds: float) -> None:
         """Wait ``seconds``, or less if a sync asks for more or the streamer is closing."""
@@ -276,6 +334,8 @@ class ApplyStreamer:
                 self.transactions += 1
                 for target, counts in result.counts.items():
                     self._progress.counts.setdefault(target, TableCounts()).add(counts)
+                    self._unsaved.setdefault(target, TableCounts()).add(counts)
+            self._dirty = True
             p = self._progress
             p.position = upper
             if last.last_csn is not None:

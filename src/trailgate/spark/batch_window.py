@@ -5,7 +5,9 @@ A fixed trigger made a change wait for the next tick in every group it passed, s
 run a zero trigger and their sources decide in ``latestOffset`` with a :class:`BatchWindow`
 of ``SPARK TRIGGER``: with nothing new, wait a little, looking less and less often; with
 something new, start once the source is quiet, the window has passed or a bound is reached.
-A *patient* window never starts on quiet.  docs/processes.md, "When a batch starts".
+A *patient* window never starts on quiet, and lets its first batches start at once: the
+threads that do a patient group's work between batches begin with them.
+docs/processes.md, "When a batch starts".
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     from _typeshed import SupportsDunderGT
 
-__all__ = ["IDLE_SECONDS", "PATIENT_OPTION", "POLL_MAX_SECONDS", "POLL_SECONDS",
+__all__ = ["EAGER_BATCHES", "IDLE_SECONDS", "PATIENT_OPTION", "POLL_MAX_SECONDS", "POLL_SECONDS",
            "QUIET_SECONDS", "WINDOW_OPTION", "ZERO_TRIGGER", "BatchWindow", "stop_requested",
            "window_ms"]
 
@@ -40,6 +42,10 @@ QUIET_SECONDS = 0.03
 #: the call (every POLL_MAX_SECONDS at most) decide how soon new data starts a batch, and a
 #: stop file ends the call at the next look.
 IDLE_SECONDS = 5.0
+#: A patient window lets this many first batches start as soon as something is new: the
+#: Extract's trail streamer begins with its second batch (the first runs in a Spark task),
+#: and should not wait a long window to start writing the trail as transactions arrive.
+EAGER_BATCHES = 2
 
 
 def window_ms(seconds: float) -> str:
@@ -64,15 +70,17 @@ class BatchWindow(Generic[Offset]):
     def __init__(self, window: float, *, poll: float = POLL_SECONDS,
                  poll_max: float = POLL_MAX_SECONDS,
                  quiet: float = QUIET_SECONDS, idle: float = IDLE_SECONDS,
-                 patient: bool = False,
+                 patient: bool = False, eager: int = EAGER_BATCHES,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep):
         self.window = max(0.0, window)
         self.patient = patient
+        self.eager = eager  # a patient window's first batches that start at once
         self.poll, self.poll_max, self.quiet, self.idle = poll, max(poll, poll_max), quiet, idle
         self._wait = poll  # the next pause while idle
         self.clock, self.sleep = clock, sleep
         self._last_start = float("-inf")  # when the last batch was let start
+        self._started = 0  # batches let start
 
     @classmethod
     def of_ms(cls, window_ms: int | None, *, patient: bool = False
@@ -95,12 +103,14 @@ class BatchWindow(Generic[Offset]):
             end, full = probe()
         self._wait = self.poll
         if self.patient:
-            while not full and (left := self.window - (self.clock() - self._last_start)) > 0:
+            while (not full and self._started >= self.eager
+                   and (left := self.window - (self.clock() - self._last_start)) > 0):
                 self.sleep(min(left, self.poll_max))
                 if stopped():
                     return begin
                 end, full = probe()
             self._last_start = self.clock()
+            self._started += 1
             return end
         while not full and self.clock() - self._last_start < self.window:
             self.sleep(self.quiet)
@@ -111,4 +121,5 @@ class BatchWindow(Generic[Offset]):
                 break
             end = later
         self._last_start = self.clock()
+        self._started += 1
         return end

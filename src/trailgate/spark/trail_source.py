@@ -322,11 +322,33 @@ class TrailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if (state is not None and self._scan_start == begin and state.boundary == begin
                 and end_of_data(self.options.trail) == state.resume):
             return begin, False  # nothing appended since the last scan found nothing
+        if state is not None and self._scan_start == begin and state.boundary > begin:
+            return self._reach_further(begin, state, max_rows)
         boundary, covered, self._state = scan_boundary(
             self.options.trail, begin, limit=self._target, max_records=max_rows,
             state=self._state, mark=self._mark)
         self._scan_start = begin
         return max(boundary, begin), max_rows is not None and covered >= max_rows
+
+    def _reach_further(self, begin: TrailPosition, state: ScanState, max_rows: int | None
+                       ) -> tuple[TrailPosition, bool]:
+        """:meth:`_reach` when an earlier look from ``begin`` found a boundary past it: the
+        scan goes on from where that one stopped, so the looks of a long batch window at a
+        growing trail read each record once, not everything since ``begin`` each time.
+        The state then covers ``[begin, boundary)`` as one scan from ``begin`` would."""
+        if max_rows is not None and state.covered >= max_rows:
+            return state.boundary, True
+        if end_of_data(self.options.trail) == state.resume:
+            return state.boundary, False  # nothing appended since
+        rest = None if max_rows is None else max_rows - state.covered
+        boundary, covered, later = scan_boundary(
+            self.options.trail, state.boundary, limit=self._target, max_records=rest,
+            state=state, mark=self._mark)
+        total = state.covered + (covered if boundary > state.boundary else 0)
+        self._state = dataclasses.replace(
+            later, covered=total, marked=state.marked or (boundary > state.boundary
+                                                          and later.marked))
+        return max(boundary, begin), max_rows is not None and total >= max_rows
 
     def stopped(self) -> bool:
         """Whether a stop was asked for (no new batch then); the plain source has no way."""

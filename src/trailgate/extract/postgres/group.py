@@ -110,7 +110,8 @@ def _start_query(spark: Any, cfg: ExtractConfig, opts: RunOptions, run_id: str,
     streaming, continuous = (cfg.params.spark.flag(name)
                              for name in (STREAMING_CONF, CONTINUOUS_CONF))
     batch = ExtractBatch(source, sink, spark_dir, driver_max, streaming=streaming,
-                         continuous=continuous and not opts.once)
+                         continuous=continuous and not opts.once,
+                         flush_seconds=cfg.params.flush_secs)
     if batch.continuous:  # the trail has each transaction already: no hurry to batch
         source[PATIENT_OPTION] = "true"
     if not opts.once:  # the source keeps the batch window (spark.batch_window)
@@ -245,7 +246,7 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
                                max_batches=opts.max_batches, stop_timeout=opts.stop_timeout,
                                report_every=report_interval(cfg.params.report_count),
                                progress=stats.progress_line, count_empty=True,
-                               error=SourceError)
+                               error=SourceError, failed=batch.failure)
                 if opts.once and reason == "the query ended":
                     reason = "all committed data captured (--once)"
         except TrailgateError:

@@ -3,7 +3,8 @@ made durable in the trail, then checkpointed.
 
 Most batches run on the driver, since a Spark job per batch cost more than its work; the
 query's first batch and one over ``driverMaxBytes`` of WAL run the same writer in a Spark
-task.  With the trail streamer running a batch only makes its range durable.  The writer
+task.  With the trail streamer running a batch only has it make its range durable and
+checkpointed (which it also does on its own, every FLUSHSECS).  The writer
 skips what the trail holds, so a replay appends nothing twice, and the checkpoint is written
 before Spark commits.  docs/processes.md, "Extract (PostgreSQL)".
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trailgate.errors import SourceError
 from trailgate.extract.postgres.source import SourceOptions, StreamedSlot, read_partition
 from trailgate.extract.postgres.trail_streamer import TrailStreamer
 from trailgate.spark.offset_log import logged_offset
@@ -65,13 +67,14 @@ class ExtractBatch:
 
     def __init__(self, source_options: dict[str, str], sink: SinkOptions, spark_dir: Path,
                  driver_max_bytes: int = DRIVER_MAX_BYTES, *, streaming: bool = True,
-                 continuous: bool = False):
+                 continuous: bool = False, flush_seconds: float | None = None):
         self.source_options = source_options
         self.sink = sink
         self.spark_dir = spark_dir
         self.driver_max_bytes = driver_max_bytes
         self.streaming = streaming
         self.continuous = continuous and streaming
+        self.flush_seconds = flush_seconds  # the streamer's FLUSHSECS
         self._source: SourceOptions | None = None
         self._slot: StreamedSlot | None = None
         self._streamer: TrailStreamer | None = None
@@ -97,12 +100,13 @@ class ExtractBatch:
             start, end = rng
             if self._streamer is None and end - start <= self.driver_max_bytes:
                 self._streamer = TrailStreamer(self._streamed(), self.sink, start,
-                                               stop_file=self.source().stop_file)
+                                               stop_file=self.source().stop_file,
+                                               flush_seconds=self.flush_seconds)
             if self._streamer is not None:
-                msg = self._streamer.sync(end)
+                # durable, checkpointed and confirmed by the streamer's thread, the group
+                # checkpoint's one writer while it runs
+                self._streamer.sync(end)
                 self.driver_batches += 1
-                self._commit([msg])
-                self._streamer.confirm(end)
                 return
         if rng is not None and rng[1] - rng[0] <= self.driver_max_bytes:
             start, end = rng
@@ -120,6 +124,11 @@ class ExtractBatch:
         messages = write_in_task(df, self.sink)
         self.task_batches += 1
         self._commit(messages)
+
+    def failure(self) -> SourceError | None:
+        """The trail streamer's failure, if it stopped with one (the group stops at once
+        rather than at the next batch)."""
+        return self._streamer.failure() if self._streamer is not None else None
 
     @property
     def streams_opened(self) -> int:

@@ -2,10 +2,12 @@
 
 A :class:`TrailStreamer` is a driver thread that owns the streamed slot and the trail's
 writer: it writes whole transactions to the trail as the server sends them, so a change
-need not wait for the next batch, and a micro-batch's :meth:`~TrailStreamer.sync` makes its
-range durable before the slot may move.  The slot never passes what is durable; after a
-crash the next run skips what the trail holds.  docs/processes.md, "The trail as
-transactions arrive".
+need not wait for the next batch.  On its own, about every ``flush_seconds`` (FLUSHSECS),
+and for a micro-batch's :meth:`~TrailStreamer.sync`, it makes what it wrote durable, writes
+the group checkpoint and only then confirms the slot: the thread is the group checkpoint's
+only writer while it runs, and the slot never passes what is durable and checkpointed, so
+the micro-batches (Spark's bookkeeping) can be far apart.  After a crash the next run skips
+what the trail holds.  docs/processes.md, "The trail as transactions arrive".
 """
 
 from __future__ import annotations
@@ -13,11 +15,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trailgate.checkpoint import CheckpointStore
 from trailgate.errors import SourceError
 from trailgate.spark.batch_window import stop_requested
-from trailgate.spark.trail_sink import SinkOptions, TrailAppender, TrailCommitMessage
+from trailgate.spark.trail_sink import (
+    SinkOptions,
+    TrailAppender,
+    TrailCommitMessage,
+    commit_checkpoint,
+)
 
 if TYPE_CHECKING:
     from trailgate.extract.postgres.source import StreamedSlot
@@ -49,15 +58,24 @@ GATHER_PER_READ = 10.0
 class TrailStreamer:
     """Streams slot ``slot`` from ``start`` into the trail of ``sink`` (module docstring).
     ``sync``, ``confirm`` and ``close`` are for the micro-batches' thread; everything else
-    runs in the streamer's own."""
+    runs in the streamer's own.  ``flush_seconds``: how often, at most, what was written is
+    made durable and checkpointed without a sync asking (None: only for a sync, for a hold
+    and at close)."""
 
     def __init__(self, slot: StreamedSlot, sink: SinkOptions, start: int, *,
-                 stop_file: str | None = None):
+                 stop_file: str | None = None, flush_seconds: float | None = None):
         self.slot = slot
         self.sink = sink
         self.start = start
         self.stop_file = stop_file
+        self.flush_seconds = flush_seconds
+        self.flushes = 0  # times made durable and checkpointed (tests)
         self._written = start  # every transaction committing before it is in the trail
+        # the group checkpoint covers every transaction committing before it: at start
+        # what an earlier run (or a streamer of this one) recorded, so a replay of an
+        # older range never moves the checkpoint back
+        self._checkpointed = max(start, _checkpoint_lsn(sink))
+        self._flushed_at = 0.0  # monotonic time of the last flush
         self._want = start  # read at least this far (a waiting sync's end)
         self._sync_end: int | None = None
         self._synced: TrailCommitMessage | None = None
@@ -112,6 +130,22 @@ class TrailStreamer:
         if self._error is not None and not self._reported:
             log.warning("the Extract's trail streamer stopped: %s", self._error)
 
+    @property
+    def checkpointed(self) -> int:
+        """The group checkpoint covers every transaction committing before this LSN."""
+        return self._checkpointed
+
+    def failure(self) -> SourceError | None:
+        """The thread's failure, if it stopped with one (as the next sync would raise
+        it)."""
+        error = self._error
+        if error is None:
+            return None
+        self._reported = True
+        if isinstance(error, SourceError):
+            return error
+        return SourceError(f"the Extract's trail streamer stopped: {error}")
+
     def _check(self) -> None:
         if self._error is not None:
             self._reported = True
@@ -126,6 +160,9 @@ class TrailStreamer:
         try:
             appender = TrailAppender(self.sink)
             self._loop(appender)
+            if self.flush_seconds is not None and self._unflushed() and self.slot.is_open:
+                self._flush(appender)  # a clean stop: the checkpoint covers the trail
+                self.slot.confirm(self._checkpointed)  # sent as the stream closes
             appender.close()
         except BaseException as exc:  # handed to the next sync (or logged by close)
             with self._cond:
@@ -154,6 +191,8 @@ class TrailStreamer:
             held = stop_requested(self.stop_file)
             if held and sync_end is None and want <= self._written:
                 if slot.is_open:
+                    if self.flush_seconds is not None and self._unflushed():
+                        self._flush(appender)  # durable and checkpointed before the hold
                     with self._cond:  # a confirmation that came meanwhile goes out first
                         confirm, self._confirm = self._confirm, 0
                     if confirm:
@@ -168,10 +207,13 @@ class TrailStreamer:
                 slot.open_at(self._written)
                 released = False
             if sync_end is not None and self._written >= sync_end:
-                msg = appender.sync(slot.position_row(self._written))
+                msg = self._flush(appender)
                 with self._cond:
                     self._sync_end, self._synced = None, msg
                     self._cond.notify_all()
+                continue
+            if self._flush_in() <= 0:
+                self._flush(appender)
                 continue
             target = want if held else max(slot.available(), want)
             if target > self._written:
@@ -188,4 +230,38 @@ class TrailStreamer:
                 with self._cond:
                     self._written = target
                 continue
-            slot.wait_available(self._written, IDLE_WAIT_SECONDS)
+            slot.wait_available(self._written, min(IDLE_WAIT_SECONDS, self._flush_in()))
+
+    def _unflushed(self) -> bool:
+        """Whether the trail holds transactions the group checkpoint does not cover."""
+        return self._written > self._checkpointed
+
+    def _flush_in(self) -> float:
+        """Seconds until a flush is due (infinite with nothing to flush or no period)."""
+        if self.flush_seconds is None or not self._unflushed():
+            return float("inf")
+        return self._flushed_at + self.flush_seconds - time.monotonic()
+
+    def _flush(self, appender: TrailAppender) -> TrailCommitMessage:
+        """Make every write durable, record it in the group checkpoint (the content a
+        micro-batch's commit writes for the same range), then let the slot move there:
+        the slot never passes what is durable and checkpointed."""
+        lsn = max(self._written, self._checkpointed)
+        msg = appender.sync(self.slot.position_row(lsn))
+        commit_checkpoint(self.sink, [msg])
+        self._checkpointed, self._flushed_at = lsn, time.monotonic()
+        self.flushes += 1
+        with self._cond:
+            self._confirm = max(self._confirm, lsn)
+        return msg
+
+
+def _checkpoint_lsn(sink: SinkOptions) -> int:
+    """The read position of the group checkpoint (0 without one)."""
+    if not (sink.home and sink.group):
+        return 0
+    ck = CheckpointStore(Path(sink.home) / "dirchk").load(sink.group, "EXTRACT")
+    try:
+        return int(ck.read_position.get("lsn", 0)) if ck is not None else 0
+    except (TypeError, ValueError):
+        return 0
