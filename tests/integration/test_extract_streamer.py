@@ -298,6 +298,30 @@ def test_a_streamed_slots_restart_point_follows_its_batches(pg_db, tmp_path):
         slot.close()
 
 
+def test_the_restart_point_follows_the_streamers_own_flushes(pg_db, tmp_path):
+    """With FLUSHSECS and no micro-batch at all (a 10 s window leaves them far apart), the
+    streamer's confirmations log a running-transactions snapshot every RESTART_LAG_BYTES,
+    so the slot's restart point moves past what the trail holds within a few flushes."""
+    from trailgate.extract.postgres.source import RESTART_LAG_BYTES
+
+    home, source, start = _setup(pg_db, tmp_path)
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, flush_seconds=0.2)
+    try:
+        with connect(pg_db) as conn:  # more WAL than the lag allowed
+            conn.execute("INSERT INTO t SELECT g, repeat('x', 300) "
+                         "FROM generate_series(1, 8000) g")
+        end1 = _commit(pg_db, 10_001)
+        assert end1 - start > RESTART_LAG_BYTES
+        wait_for(lambda: _slot_lsns(pg_db)[1] >= end1, 10, "the slot confirmed", 0.05)
+        _commit(pg_db, 20_001)  # later WAL, confirmed past the logged snapshot
+        wait_for(lambda: _slot_lsns(pg_db)[0] >= end1, 10,
+                 "the restart point to pass the first transaction", 0.05)
+    finally:
+        streamer.close()
+        slot.close()
+
+
 def _confirmed(pg_db) -> int:
     with connect(pg_db, autocommit=True) as conn:
         return int(conn.execute(

@@ -494,6 +494,8 @@ class StreamedSlot:
         self._capture: PgCapture | None = None
         self._emitter: _Emitter | None = None
         self._last_commit: int | None = None  # the last commit time read (position rows)
+        self._snapshot_at = 0  # the confirmed LSN when a snapshot was last logged
+        self._no_snapshot = False  # the server refused one: not tried again
         self.opened = 0  # streams opened (tests, reports)
 
     def _open(self, start: int) -> tuple[PgCapture, _Emitter]:
@@ -590,9 +592,26 @@ class StreamedSlot:
             stream.interrupt()
 
     def confirm(self, end: int) -> None:
-        """Everything before ``end`` is durable in the trail."""
-        if self._capture is not None:
-            self._capture.acknowledge(end)
+        """Everything before ``end`` is durable in the trail.  Every RESTART_LAG_BYTES of
+        confirmed WAL a running-transactions snapshot is logged too (as a batch's commit
+        does, ``PgCaptureStreamReader._snapshot_if_behind``), so the slot's restart point
+        follows the stream's confirmations, not the far apart micro-batches: a stream
+        opened again (a released hold, a restart) decodes little it already wrote."""
+        cap = self._capture
+        if cap is None:
+            return
+        cap.acknowledge(end)
+        if self._no_snapshot or end - self._snapshot_at < RESTART_LAG_BYTES:
+            return
+        self._snapshot_at = end
+        try:
+            cap.control_connection().execute("SELECT pg_log_standby_snapshot()")
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as exc:
+            self._no_snapshot = True
+            log.info("slot %s: cannot log a standby snapshot (%s); its restart point moves "
+                     "with the server's own every 15 s", self.opts.config.slot, exc)
 
     def close(self) -> None:
         cap, stream = self._capture, self._stream
