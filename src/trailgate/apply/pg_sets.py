@@ -24,6 +24,7 @@ import psycopg
 from psycopg import pq, sql
 from psycopg.adapt import Dumper
 
+from trailgate.apply.pg_pipeline import Failed, Pipeliner, TextArray
 from trailgate.apply.setplan import CopyRows, SetPlan
 from trailgate.apply.spanplan import copy_columns
 
@@ -55,20 +56,11 @@ class Deviation(Exception):
     apply the partition one change at a time."""
 
 
-class _TextArray:
-    """A ``text[]`` parameter already in PostgreSQL's binary form (built in C)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes):
-        self.data = data
-
-
 class _TextArrayDumper(Dumper):
     format = pq.Format.BINARY
     oid = _TEXT_ARRAY_OID
 
-    def dump(self, obj: _TextArray) -> bytes:
+    def dump(self, obj: TextArray) -> bytes:
         return obj.data
 
 
@@ -86,11 +78,12 @@ class First:
 class Guarded:
     """A statement the caller sends ahead of the plans in :meth:`SetRunner.run_synced`: it
     fails in the server when what it finds is wrong; ``refused`` turns its error into the
-    exception to raise (None: a :class:`Deviation`)."""
+    exception to raise (None: a :class:`Deviation`).  Parameters: str, int or
+    :class:`~trailgate.apply.pg_pipeline.TextArray`."""
 
-    query: sql.SQL | sql.Composed | bytes
+    query: bytes
     params: Sequence[Any]
-    refused: Callable[[psycopg.Error], BaseException | None]
+    refused: Callable[[str], BaseException | None]  # given the error's SQLSTATE
 
 
 @dataclass(slots=True)
@@ -134,8 +127,9 @@ class SetRunner:
 
     def __init__(self, conn: Conn):
         self.conn = conn
-        conn.adapters.register_dumper(_TextArray, _TextArrayDumper)
+        conn.adapters.register_dumper(TextArray, _TextArrayDumper)
         self.join_setting: sql.Composed | None = None  # SET LOCAL for the joins, if any
+        self._pipeliner = Pipeliner(conn)
         self._checked = False
         self._queries: dict[_Key, bytes] = {}  # each statement's text, composed once
 
@@ -170,32 +164,26 @@ class SetRunner:
         steps = _Steps()
         for plan in plans:
             _plan_steps(steps, plan, self.join_setting, self._query, guarded=True)
-        items: list[Guarded | _Statement] = [*first]
+        statements: list[tuple[bytes, Sequence[Any]]] = [(g.query, g.params) for g in first]
         for step in steps.items:
             if not isinstance(step, _Statement):
                 raise ValueError("a COPY cannot be sent in a pipeline")
-            items.append(step)
-        sent: list[Cursor] = []
+            query = step.query
+            if not isinstance(query, bytes):
+                query = query.as_bytes(self.conn)
+            statements.append((query, [TextArray.of(p) if isinstance(p, list) else p
+                                       for p in step.params]))
         try:
-            with self.conn.pipeline():  # its end is the one Sync
-                for item in items:
-                    cur = self.conn.cursor()
-                    sent.append(cur)
-                    cur.execute(item.query, item.params)
-        except psycopg.OperationalError:
-            raise
-        except psycopg.Error as exc:
-            # results come in order: the first statement without one is the one that
-            # failed (none: the commit at the Sync did)
-            failed = next((n for n, cur in enumerate(sent) if cur.pgresult is None), None)
-            if failed is not None and failed < len(first):
-                refusal = first[failed].refused(exc)
+            self._pipeliner.run(statements)
+        except Failed as failed:
+            if failed.index is not None and failed.index < len(first):
+                refusal = first[failed.index].refused(failed.sqlstate)
                 if refusal is not None:
                     raise refusal from None
-            if exc.sqlstate == _DIVISION_BY_ZERO and failed is not None:
+            if failed.sqlstate == _DIVISION_BY_ZERO and failed.index is not None:
                 raise Deviation("a set statement's rows did not each meet one target row "
-                                f"(statement {failed + 1} of the step)") from None
-            raise Deviation(str(exc)) from None
+                                f"(statement {failed.index + 1} of the step)") from None
+            raise Deviation(str(failed)) from None
 
     def run(self, plans: Sequence[SetPlan], *, first: Sequence[First] = ()) -> None:
         """Apply the plans' four phases (not their ``ordered`` changes), inside the
@@ -332,7 +320,7 @@ def _copy(conn: Conn, item: _Copy) -> None:
 def _arrays(rows: Rows, width: int) -> list[Any]:
     """One ``text[]`` parameter per column of ``rows``."""
     if isinstance(rows, CopyRows):
-        return [_TextArray(data) for data in copy_columns(rows, width)]
+        return [TextArray(data) for data in copy_columns(rows, width)]
     columns: list[list[str | None]] = [[] for _ in range(width)]
     for row in rows:
         for column, value in zip(columns, row, strict=True):

@@ -376,10 +376,10 @@ class PgApplier:
         if advance is not None:
             start, end = advance
             return [Guarded(self._guarded_advance(), (end, start, end),
-                            lambda exc: self._moved_elsewhere(start)
-                            if exc.sqlstate == _DIVISION_BY_ZERO else None)]
+                            lambda state: self._moved_elsewhere(start)
+                            if state == _DIVISION_BY_ZERO else None)]
         return [Guarded(self._guarded_claim(), (self.group, batch_id, partition, position),
-                        lambda exc: _Skipped() if exc.sqlstate == _DIVISION_BY_ZERO else None)]
+                        lambda state: _Skipped() if state == _DIVISION_BY_ZERO else None)]
 
     def _guarded_advance(self) -> bytes:
         """:meth:`_advance_query` with the positions as parameters (end, start, end), its
