@@ -42,9 +42,10 @@ Conn = psycopg.Connection[Any]
 SET_MIN_CHANGES = 8
 #: A step of set plans sending at most this many rows (and no COPY) goes out as one synced
 #: pipeline, its rows checked in the server: one round trip.  A larger one is sent between
-#: BEGIN and COMMIT with the client checking row counts, which saves the server a few
-#: percent of its CPU (no rows counted through a CTE) where a round trip no longer counts.
-SYNCED_ROWS = 1000
+#: BEGIN and COMMIT with the client checking row counts: the server then counts no rows
+#: through a CTE, a few percent of its CPU where a round trip and a few statements no
+#: longer count (docs/performance.md).
+SYNCED_ROWS = 10_000
 #: The SQLSTATE of a guarded statement's failed check (it divides by zero).
 _DIVISION_BY_ZERO = "22012"
 #: Part of a partition applied with one set of definitions: its changes (or one DDL record)
