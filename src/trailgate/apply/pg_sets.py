@@ -128,7 +128,7 @@ class SetRunner:
     def __init__(self, conn: Conn):
         self.conn = conn
         conn.adapters.register_dumper(TextArray, _TextArrayDumper)
-        self.join_setting: sql.Composed | None = None  # SET LOCAL for the joins, if any
+        self.join_setting: bytes | None = None  # SET LOCAL for the joins, if any
         self._pipeliner = Pipeliner(conn)
         self._checked = False
         self._queries: dict[_Key, bytes] = {}  # each statement's text, composed once
@@ -153,7 +153,8 @@ class SetRunner:
             # SET LOCAL as a function: in a pipeline's own transaction (no BEGIN) a server
             # before 17 would warn at SET LOCAL
             self.join_setting = sql.SQL("SELECT set_config('random_page_cost', {}, true)"
-                                        ).format(sql.Literal(str(JOIN_RANDOM_PAGE_COST)))
+                                        ).format(sql.Literal(str(JOIN_RANDOM_PAGE_COST))
+                                                 ).as_bytes(self.conn)
 
     def run_synced(self, plans: Sequence[SetPlan], first: Sequence[Guarded] = ()) -> None:
         """``first``, then the plans' four phases (not their ``ordered`` changes; no COPY),
@@ -264,7 +265,7 @@ class SetRunner:
                 raise Deviation(f"{item.expected} rows sent, {max(found, 0)} found")
 
 
-def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: sql.Composed | None,
+def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: bytes | None,
                 query: _Queries, *, guarded: bool = False) -> None:
     """The plan's statements in order.  ``guarded``: each checks its own rows in the
     server (:func:`_checked`), its expected count sent after its arrays."""
