@@ -61,6 +61,20 @@ def test_statements_commit_at_the_sync_or_not_at_all(pg_db: str) -> None:
     assert conn.execute("SELECT count(*) FROM p.t").fetchone() == (4,)
 
 
+def test_statements_deallocated_behind_its_back_are_prepared_again(pg_db: str) -> None:
+    """A step meeting a name the server no longer knows (DEALLOCATE, DISCARD) fails, and the
+    next prepares every text again instead of failing for good."""
+    conn = _conn(pg_db)
+    p = Pipeliner(conn)
+    p.run([(INSERT, (1, "a")), (UPDATE, ("b", 1))])
+    conn.execute("DEALLOCATE ALL")
+    with pytest.raises(Failed) as failed:
+        p.run([(UPDATE, ("c", 1))])
+    assert failed.value.sqlstate == "26000"
+    p.run([(UPDATE, ("c", 1)), (INSERT, (2, "d"))])
+    assert _rows(conn) == [(1, "c"), (2, "d")]
+
+
 def test_a_failed_commit_is_the_syncs(pg_db: str) -> None:
     conn = _conn(pg_db)
     p = Pipeliner(conn)

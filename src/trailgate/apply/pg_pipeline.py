@@ -35,6 +35,8 @@ _TEXT = pq.Format.TEXT
 _FATAL = pq.ExecStatus.FATAL_ERROR
 _ABORTED = pq.ExecStatus.PIPELINE_ABORTED
 _SYNCED = pq.ExecStatus.PIPELINE_SYNC
+#: The server knows no prepared statement of that name (someone ran DEALLOCATE or DISCARD).
+_UNKNOWN_STATEMENT = "26000"
 
 
 class TextArray:
@@ -124,6 +126,8 @@ class Pipeliner:
                     pg.exit_pipeline_mode()
         if failure is not None:
             self._forget(fresh)
+            if failure.sqlstate == _UNKNOWN_STATEMENT:  # every text is prepared again
+                self._names.clear()
             raise failure
 
     def _send(self, pg: Any, text: bytes, params: Sequence[Any], fresh: list[bytes]) -> bool:
