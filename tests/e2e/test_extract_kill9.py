@@ -105,8 +105,8 @@ def _flush_lsn(conninfo: str) -> int:
             "SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8").fetchone()[0])
 
 
-def _read_lsn(home: Home) -> int:
-    ck = home.checkpoints.load("K9", "EXTRACT")
+def _read_lsn(home: Home, group: str) -> int:
+    ck = home.checkpoints.load(group, "EXTRACT")
     return int(ck.read_position.get("lsn", 0)) if ck else 0
 
 
@@ -124,10 +124,11 @@ def _file_growing(trail: Path) -> bool:
 def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int,
                first_point: int = 0) -> None:
     conninfo = cluster.create_database(f"k9_{seed}")
+    group = f"K{seed}"  # slots are per server: each test its own group
     with connect(conninfo) as conn:
         conn.execute("CREATE TABLE k9 (id int PRIMARY KEY, v text, note text)")
         add_trandata(conn, "public.k9")
-    home = make_home(tmp_path / "home", conninfo, "K9", "TABLE public.k9;", megabytes=1)
+    home = make_home(tmp_path / "home", conninfo, group, "TABLE public.k9;", megabytes=1)
     ref = reference_slot(conninfo, f"REF{seed}")
     log = tmp_path / "extract.log"
     rng = random.Random(seed)
@@ -138,19 +139,19 @@ def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int,
     proc = None
     try:
         for n in range(kills):
-            proc = start_extract(home, "K9", "--trigger", "0.3", log=log)
+            proc = start_extract(home, group, "--trigger", "0.3", log=log)
             runs += 1
             point = (first_point + n) % 3
             if point == 0:  # while starting up: Spark launching, first batch planned
                 time.sleep(rng.uniform(2, 8))
                 what = "during start-up"
             elif point == 1:  # in steady state, just after a checkpoint
-                seen = _read_lsn(home)
-                wait_for(lambda s=seen: _read_lsn(home) > s, 180, "a new checkpoint")
+                seen = _read_lsn(home, group)
+                wait_for(lambda s=seen: _read_lsn(home, group) > s, 180, "a new checkpoint")
                 time.sleep(rng.uniform(0, 1.0))
                 what = "after a checkpoint"
             else:  # while a large transaction is being written to the trail
-                wait_for(lambda: _read_lsn(home) > 0, 180, "a first checkpoint")
+                wait_for(lambda: _read_lsn(home, group) > 0, 180, "a first checkpoint")
                 work.big(15_000)
                 wait_for(lambda: _file_growing(trail), 180, "the trail to grow", 0.01)
                 what = "while writing a large transaction"
@@ -160,9 +161,9 @@ def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int,
         work.join(timeout=60)
         assert work.error is None, work.error
         target = _flush_lsn(conninfo)
-        proc = start_extract(home, "K9", "--trigger", "0.3", log=log)
+        proc = start_extract(home, group, "--trigger", "0.3", log=log)
         runs += 1
-        wait_for(lambda: _read_lsn(home) >= target, 300, "the Extract to catch up")
+        wait_for(lambda: _read_lsn(home, group) >= target, 300, "the Extract to catch up")
         # Ctrl-C as a terminal sends it, to the whole process group: a clean stop, exit 0
         os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(timeout=120) == 0, log.read_text()[-3000:]
@@ -181,8 +182,8 @@ def _run_kills(cluster: Cluster, tmp_path: Path, kills: int, seed: int,
     assert not missing, f"{len(missing)} committed transactions missing from the trail"
     assert got == expected
     assert len(TrailName(trail).sequence_numbers()) >= 2  # restarts began new files
-    assert not (home.dirchk / "K9.pid").exists()
-    report = (home.dirrpt / "K9.rpt").read_text()
+    assert not (home.dirchk / f"{group}.pid").exists()
+    report = (home.dirrpt / f"{group}.rpt").read_text()
     assert "SIGINT received" in report and "stopped normally" in report
     print(f"\n{runs} runs, {kills} kill -9, {len(got)} transactions exactly once")
 

@@ -251,3 +251,47 @@ def test_a_long_read_writes_what_has_arrived_before_it_waits(pg_db, tmp_path):
     csns = [t[0] for t in txns]
     assert txns and len(txns[0][2]) == 3 and csns == sorted(set(csns))
     assert all(int(csn) < end for csn in csns)
+
+
+def _slot_lsns(pg_db) -> tuple[int, int]:
+    """The slot's restart and confirmed points."""
+    with connect(pg_db, autocommit=True) as conn:
+        row = conn.execute("SELECT (restart_lsn - '0/0'::pg_lsn)::int8, "
+                           "(confirmed_flush_lsn - '0/0'::pg_lsn)::int8 "
+                           "FROM pg_replication_slots WHERE slot_name = %s",
+                           (slot_name("STR"),)).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def test_a_streamed_slots_restart_point_follows_its_batches(pg_db, tmp_path):
+    """A batch's commit logs a running-transactions snapshot when the slot's restart point
+    lags by more than RESTART_LAG_BYTES, also while the driver's stream holds the slot (it
+    confirms through the stream): the next confirmation moves the restart point past the
+    batch, so a stream opened again (a released hold, a restart) does not decode up to
+    15 s of WAL the trail already holds before its first new transaction."""
+    from trailgate.extract.postgres.source import RESTART_LAG_BYTES, PgCaptureStreamReader
+
+    home, source, start = _setup(pg_db, tmp_path)
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start)
+    reader = PgCaptureStreamReader(source)
+    try:
+        with connect(pg_db) as conn:  # a batch of more WAL than the lag allowed
+            conn.execute("INSERT INTO t SELECT g, repeat('x', 300) "
+                         "FROM generate_series(1, 8000) g")
+        end1 = _commit(pg_db, 10_001)
+        assert end1 - start > RESTART_LAG_BYTES
+        streamer.sync(end1)
+        assert _slot_active(pg_db)  # busy: the commit cannot advance it itself
+        reader.commit({"lsn": end1})  # (before the stream's confirmation, as may happen)
+        streamer.confirm(end1)
+        end2 = _commit(pg_db, 20_001)  # the next batch, past the snapshot
+        streamer.sync(end2)
+        streamer.confirm(end2)
+        # soon (the server's own snapshot, every 15 s, would move it too, but later)
+        wait_for(lambda: _slot_lsns(pg_db)[0] >= end1, 5,
+                 "the restart point to pass the first batch", 0.05)
+    finally:
+        reader.stop()
+        streamer.close()
+        slot.close()

@@ -163,8 +163,10 @@ def advance_slot(conn: psycopg.Connection[Any], slot: str, lsn: int, *,
 
 
 #: A slot whose restart point lags its confirmed point by more gets a snapshot logged
-#: (``PgCaptureStreamReader._snapshot_if_behind``).
-RESTART_LAG_BYTES = 16 << 20
+#: (``PgCaptureStreamReader._snapshot_if_behind``): every stream opened on the slot (a
+#: restart, a released hold, a lost connection) decodes from its restart point, and the
+#: server's own snapshot comes only every 15 s.
+RESTART_LAG_BYTES = 1 << 20
 #: Value bytes per Arrow batch: small enough that the sink writes while the source reads.
 BATCH_BYTES = 1 << 20
 #: A long read of the stream hands on what it holds when the stream has nothing more
@@ -709,23 +711,25 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             # a driver streaming the slot confirms through its stream; a peek still running
             # finishes and the next batch's commit moves the slot
             log.debug("slot %s busy; not advanced here", cfg.slot)
-            return
-        self._snapshot_if_behind(conn)
+        self._snapshot_if_behind(conn, int(end["lsn"]))
 
-    def _snapshot_if_behind(self, conn: psycopg.Connection[Any]) -> None:
+    def _snapshot_if_behind(self, conn: psycopg.Connection[Any], end: int) -> None:
         """Log a running-transactions snapshot when the slot's restart point lags far
         behind its confirmed point, so the next advance can move it.
 
-        Why: every batch's read decodes from the restart point; PostgreSQL moves it only
-        past such a snapshot, which the background writer logs every 15 s.  Under a heavy
-        load each batch would re-decode up to 15 s of WAL (hundreds of MB) before its own.
+        Why: every read that opens a stream decodes from the restart point; PostgreSQL
+        moves it only past such a snapshot, which the background writer logs every 15 s.
+        Under a heavy load each peeking batch would re-decode up to 15 s of WAL (hundreds
+        of MB) before its own, and a streamed slot does so whenever its stream opens
+        again.  A streaming driver confirms through its stream, so the slot may be busy
+        and its confirmed point not yet at ``end``: the lag is measured to ``end``.
         ``pg_log_standby_snapshot()`` (PostgreSQL 16+) logs one now; without the privilege
         or the function this is skipped for the rest of the run."""
         if self._no_snapshot:
             return
         cfg = self.opts.config
         restart, confirmed, _ = slot_state(conn, cfg.slot)
-        if confirmed - restart < RESTART_LAG_BYTES:
+        if max(confirmed, end) - restart < RESTART_LAG_BYTES:
             return
         try:
             conn.execute("SELECT pg_log_standby_snapshot()")
