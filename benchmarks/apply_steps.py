@@ -13,8 +13,15 @@ Prints, per step size, rows/s by wall clock and the CPU seconds per change of th
 checkpoint row, the commits).  ``--src DIR`` runs another checkout's ``src`` (an A/B
 against the code before a change, interleaved round by round on the same machine).
 
+``--live``: the trail grows as on a live system instead — each step's transactions are
+written, then the Replicat's own :class:`ApplyStreamer` is asked (``sync``) to apply them —
+so each step is what the streamer does on a live trail (its look, its boundary scan
+resuming where the last ended, ``apply_range``, its bookkeeping); the driver's figure is
+the streamer thread's CPU alone (the writing is not counted).
+
     .venv/bin/python benchmarks/apply_steps.py [--rows 100000] [--txn-rows 100]
-        [--step-records 100000 1000 100] [--repeat 2] [--op update|insert] [--src OTHER/src]
+        [--step-records 100000 1000 100] [--repeat 2] [--op update|insert] [--live]
+        [--src OTHER/src]
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from trailgate.trail.writer import TrailWriter
 rows, txn_rows, step = (int(a) for a in sys.argv[2:5])
 work = Path(sys.argv[5])
 op = sys.argv[6]
+live = sys.argv[7] == "live"
 COLS = [("id", "bigint"), ("customer", "text"), ("amount", "numeric(12,2)"),
         ("created", "timestamp with time zone"), ("note", "text")]
 table = TableDef("bench", "orders", [Column(n, i, classify(t).kind, t, classify(t).length,
@@ -78,13 +86,18 @@ try:
         conn.execute("VACUUM ANALYZE bench.orders")
     prefix = str(work / "trail" / "ut")
     (work / "trail").mkdir()
-    with TrailWriter(prefix, fsync=False) as w:
+
+    def transactions():
+        kind = OpType.FIELD_COMP if op == "update" else OpType.INSERT
         for n in range(0, rows, txn_rows):
-            kind = OpType.FIELD_COMP if op == "update" else OpType.INSERT
             changes = [Change(kind, "bench.orders", image(k))
                        for k in range(n + 1, min(n + txn_rows, rows) + 1)]
-            w.write_transaction(Transaction(f"0.{n}.1", 100 + n, changes,
-                                            2_460_000_000_000_000 + n), {"bench.orders": table})
+            yield Transaction(f"0.{n}.1", 100 + n, changes, 2_460_000_000_000_000 + n)
+
+    if not live:
+        with TrailWriter(prefix, fsync=False) as w:
+            for txn in transactions():
+                w.write_transaction(txn, {"bench.orders": table})
     params = parse_params_text("REPLICAT rep\nTARGETDB x\nBATCHSQL\n"
                                "MAP bench.orders, TARGET bench.orders;\n", "rep.prm")
     router = Router.of([("bench.*", None)], [])
@@ -98,42 +111,69 @@ try:
         return (int(fields[11]) + int(fields[12])) / tick
 
     at, recorded, steps = TrailPosition(0, 0), "", 0
-    b0, c0, t0 = backend_cpu(), time.process_time(), time.perf_counter()
-    while True:
-        end, _, _ = scan_boundary(prefix, at, max_records=step)
-        if end <= at:
-            break
-        apply_range(applier, STREAM_BATCH, prefix, at, end, router,
-                    advance=(recorded, str(end)))
-        recorded, at, steps = str(end), end, steps + 1
-    wall, driver, pg = time.perf_counter() - t0, time.process_time() - c0, backend_cpu() - b0
+    if live:
+        from trailgate.replicat.stream_apply import ApplyStreamer
+        # each step's transactions (at least one) written, then applied by the streamer
+        per_step = max(1, step // txn_rows)
+        writer = TrailWriter(prefix, fsync=False)
+        txns = list(transactions())
+        writer.write_transaction(txns[0], {"bench.orders": table})  # the file exists
+        streamer = ApplyStreamer(applier, prefix, router, at)
+        clock = time.pthread_getcpuclockid(streamer._thread.ident)
+        streamer.sync(writer.write_through())
+        first = streamer.transactions
+        b0, c0, t0 = backend_cpu(), time.clock_gettime(clock), time.perf_counter()
+        for n in range(1, len(txns), per_step):
+            for txn in txns[n:n + per_step]:
+                writer.write_transaction(txn, {"bench.orders": table})
+            streamer.sync(writer.write_through())
+        wall, pg = time.perf_counter() - t0, backend_cpu() - b0
+        driver = time.clock_gettime(clock) - c0
+        steps = streamer.transactions - first
+        rows -= len(txns[0].changes)  # the first transaction was applied before the clock
+        streamer.close()
+        writer.close()
+    else:
+        b0, c0, t0 = backend_cpu(), time.process_time(), time.perf_counter()
+        while True:
+            end, _, _ = scan_boundary(prefix, at, max_records=step)
+            if end <= at:
+                break
+            apply_range(applier, STREAM_BATCH, prefix, at, end, router,
+                        advance=(recorded, str(end)))
+            recorded, at, steps = str(end), end, steps + 1
+        wall, driver, pg = (time.perf_counter() - t0, time.process_time() - c0,
+                            backend_cpu() - b0)
     with psycopg.connect(conninfo) as conn:
         done = conn.execute("SELECT count(*) FROM bench.orders WHERE note = 'upd'").fetchone()[0]
     applier.close()
-    if done != rows:
-        raise SystemExit(f"{done} rows updated of {rows}")
-    print(steps, wall, driver, pg, applier.set_fallbacks)
+    expected = rows + (len(txns[0].changes) if live else 0)
+    if done != expected:
+        raise SystemExit(f"{done} rows updated of {expected}")
+    print(steps, wall, driver, pg, applier.set_fallbacks, rows)
 finally:
     cluster.stop()
     cluster.destroy()
 '''
 
 
-def run(src: Path, rows: int, txn_rows: int, step: int, op: str
-        ) -> tuple[int, float, float, float, int]:
-    """One round in a fresh process (its own ``src``) and a fresh server."""
+def run(src: Path, rows: int, txn_rows: int, step: int, op: str, live: bool
+        ) -> tuple[int, float, float, float, int, int]:
+    """One round in a fresh process (its own ``src``) and a fresh server: steps, wall,
+    driver and backend CPU seconds, fallbacks, rows timed."""
     work = Path(tempfile.mkdtemp(prefix="tg-bench-steps-"))
     os.chmod(work, 0o755)  # the server's OS user must reach its directory
     try:
         out = subprocess.run([sys.executable, "-c", CHILD, str(src), str(rows), str(txn_rows),
-                              str(step), str(work), op], capture_output=True, text=True,
+                              str(step), str(work), op, "live" if live else "backlog"],
+                             capture_output=True, text=True,
                              check=False)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if out.returncode != 0:
         raise SystemExit(f"a round failed:\n{out.stderr[-3000:]}")
-    steps, wall, driver, pg, fallbacks = out.stdout.split()[-5:]
-    return int(steps), float(wall), float(driver), float(pg), int(fallbacks)
+    steps, wall, driver, pg, fallbacks, timed = out.stdout.split()[-6:]
+    return int(steps), float(wall), float(driver), float(pg), int(fallbacks), int(timed)
 
 
 def main() -> None:
@@ -145,19 +185,23 @@ def main() -> None:
     parser.add_argument("--op", choices=("update", "insert"), default="update",
                         help="the trail's changes: updates of existing rows, or inserts")
     parser.add_argument("--src", type=Path, help="another checkout's src, run beside this one")
+    parser.add_argument("--live", action="store_true",
+                        help="grow the trail step by step and apply it with the streamer")
     args = parser.parse_args()
     sources = [("this", ROOT / "src")] + ([("other", args.src)] if args.src else [])
-    print(f"{args.rows:,} {args.op}s in {args.txn_rows}-row transactions; load "
-          f"{os.getloadavg()[0]:.1f}")
+    print(f"{args.rows:,} {args.op}s in {args.txn_rows}-row transactions"
+          f"{', live' if args.live else ''}; load {os.getloadavg()[0]:.1f}")
     print(f"{'step records':>12} {'code':>6} {'steps':>6} {'rows/s':>9} "
-          f"{'driver µs/chg':>14} {'backend µs/chg':>15} {'fallbacks':>9}")
+          f"{'driver µs/chg':>14} {'backend µs/chg':>15} {'driver µs/step':>15} "
+          f"{'backend µs/step':>16} {'fallbacks':>9}")
     for step in args.step_records:
         for _ in range(args.repeat):
             for name, src in sources:
-                steps, wall, driver, pg, fallbacks = run(src, args.rows, args.txn_rows, step,
-                                                         args.op)
-                print(f"{step:>12,} {name:>6} {steps:>6} {args.rows / wall:>9,.0f} "
-                      f"{driver / args.rows * 1e6:>14.2f} {pg / args.rows * 1e6:>15.2f} "
+                steps, wall, driver, pg, fallbacks, rows = run(
+                    src, args.rows, args.txn_rows, step, args.op, args.live)
+                print(f"{step:>12,} {name:>6} {steps:>6} {rows / wall:>9,.0f} "
+                      f"{driver / rows * 1e6:>14.2f} {pg / rows * 1e6:>15.2f} "
+                      f"{driver / steps * 1e6:>15.0f} {pg / steps * 1e6:>16.0f} "
                       f"{fallbacks:>9}", flush=True)
     print(f"load {os.getloadavg()[0]:.1f}")
 

@@ -251,16 +251,30 @@ def _image(row: tuple[Any, ...]) -> dict[int, bytes | None]:
     return {i: None if v is None else str(v).encode() for i, v in enumerate(row)}
 
 
-def test_streamed_steps_of_random_changes_leave_the_source_state(pg_db: str,
-                                                                 tmp_path: Path) -> None:
+@pytest.mark.parametrize("synced", [True, False], ids=["one-sync", "begin-commit"])
+def test_streamed_steps_of_random_changes_leave_the_source_state(
+        pg_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synced: bool) -> None:
     """The stream apply's steps (``apply_range`` with the checkpoint row moved) over random
     inserts, full and partial updates, NULLs, deletes, repeated changes of one key within a
     step and key changes, into a table with a primary key and one located by KEYCOLS
     without one (each statement's rows then counted one by one): after every step the
-    target holds what the source held at that point."""
+    target holds what the source held at that point, and the row says where the step
+    ended — sent as one synced pipeline whose statements check their rows in the server,
+    or (steps too large for that) between BEGIN and COMMIT with the client's checks."""
+    from trailgate.apply import postgres
     from trailgate.apply.checkpoint_table import STREAM_BATCH
     from trailgate.replicat.range_apply import apply_range
 
+    if not synced:
+        monkeypatch.setattr(postgres, "SYNCED_ROWS", 0)
+    synced_runs = []
+    run_synced = pg_sets.SetRunner.run_synced
+
+    def counted(self: pg_sets.SetRunner, *args: Any) -> None:
+        synced_runs.append(1)
+        run_synced(self, *args)
+
+    monkeypatch.setattr(pg_sets.SetRunner, "run_synced", counted)
     conn = setup(pg_db, ROWS_DDL)
     rng = random.Random(19)
     txns, states = mixed_steps(rng, 200, 25)
@@ -291,7 +305,10 @@ def test_streamed_steps_of_random_changes_leave_the_source_state(pg_db: str,
             got_loose = {r[0]: r for r in rows(conn, "SELECT * FROM live.loose")}
             assert got_rows == want["rows"], steps
             assert got_loose == want["loose"], steps
+            assert rows(conn, f"SELECT position FROM {CKPT} WHERE group_name = 'LIVE'") == [
+                (recorded,)]
     assert steps >= 10 and from_bytes >= steps // 2, (steps, from_bytes)
+    assert (len(synced_runs) >= from_bytes) if synced else not synced_runs
     assert a.set_fallbacks == 0
     assert rows(conn, f"SELECT position FROM {CKPT} WHERE group_name = 'LIVE'") == [
         (recorded,)]
@@ -299,8 +316,8 @@ def test_streamed_steps_of_random_changes_leave_the_source_state(pg_db: str,
 
 def test_a_step_of_updates_goes_out_pipelined_and_a_replay_is_skipped(pg_db: str,
                                                                     tmp_path: Path) -> None:
-    """Updates only (no COPY): the whole attempt is one pipeline — BEGIN, the checkpoint
-    row, the set statement — and still exactly once: the same batch again is skipped and
+    """Updates only (no COPY): the whole attempt is one pipeline — the checkpoint row, the
+    set statement, one Sync — and still exactly once: the same batch again is skipped and
     changes nothing; a row that fails to match, or a statement that fails, rolls back
     everything, the checkpoint row included, and the session goes on."""
     conn = setup(pg_db, DDL)
@@ -332,3 +349,54 @@ def test_a_step_of_updates_goes_out_pipelined_and_a_replay_is_skipped(pg_db: str
     assert rows(conn, "SELECT name, count(*) FROM fast.items GROUP BY name ORDER BY name") == [
         ("new", 40)]
     assert rows(conn, f"SELECT batch_id FROM {CKPT} ORDER BY 1") == [(3,), (6,)]
+
+
+def test_a_synced_step_that_fails_anywhere_commits_nothing(pg_db: str, tmp_path: Path) -> None:
+    """A streamed step sent as one synced pipeline (its row's move first, the set statement
+    after it): a row the step does not find, a statement the target refuses, or the row
+    moved by another process each leave the target and the row as they were, though the
+    row's move ran before the failure; the same session then applies the step."""
+    from trailgate.apply.checkpoint_table import STREAM_BATCH
+    from trailgate.errors import TargetError
+
+    conn = setup(pg_db, DDL)
+    conn.execute("INSERT INTO fast.items (id, name) SELECT g, 'old' FROM generate_series(0, 9) g")
+    txns = [Transaction(f"0.{n}.1", 9 + n, [Change(OpType.FIELD_COMP, "public.items",
+                                                   {0: str(k).encode(), 1: f"v{n}".encode()})
+                                            for k in range(10)], 2_460_000_000_000_001 + n)
+            for n in range(2)]
+    trail = write(tmp_path, txns)
+    first, _, _ = scan_boundary(trail, TrailPosition(0, 0), max_records=1)
+    second, _, _ = scan_boundary(trail, first, max_records=1)
+    p = params("MAP public.items, TARGET fast.items;", "BATCHSQL\n")
+
+    def state() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        return (rows(conn, "SELECT name, count(*) FROM fast.items GROUP BY name"),
+                rows(conn, f"SELECT position FROM {CKPT}"))
+
+    with applier(pg_db, p, group="fast") as a:
+        done = apply_span(a, STREAM_BATCH, trail, TrailPosition(0, 0), first, ROUTER,
+                          advance=("", str(first)))
+        assert done is not None and done[0] is not None
+        step = (a, STREAM_BATCH, trail, first, second, ROUTER)
+        advance = (str(first), str(second))
+        applied = state()
+        assert applied == ([("v0", 10)], [(str(first),)])
+        conn.execute("DELETE FROM fast.items WHERE id = 4")  # a row the step updates
+        assert apply_span(*step, advance=advance) is None
+        assert state() == ([("v0", 9)], [(str(first),)])
+        conn.execute("INSERT INTO fast.items (id, name) VALUES (4, 'v0')")
+        conn.execute("ALTER TABLE fast.items ADD CONSTRAINT no_v1 CHECK (name <> 'v1')")
+        assert apply_span(*step, advance=advance) is None  # the target refuses it
+        assert state() == applied
+        conn.execute("ALTER TABLE fast.items DROP CONSTRAINT no_v1")
+        conn.execute(f"UPDATE {CKPT} SET position = 'elsewhere'")
+        with pytest.raises(TargetError, match="another process applies for this group"):
+            apply_span(*step, advance=advance)
+        assert state() == ([("v0", 10)], [("elsewhere",)])
+        conn.execute(f"UPDATE {CKPT} SET position = %s", (str(first),))
+        done = apply_span(*step, advance=advance)
+        assert (a.set_attempts, a.set_fallbacks) == (5, 2)
+    assert done is not None and done[0] is not None
+    assert done[0].counts["fast.items"].updates == 10
+    assert state() == ([("v1", 10)], [(str(second),)])

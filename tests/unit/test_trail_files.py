@@ -203,3 +203,26 @@ def test_scan_for_header_resynchronises(tmp_path: Path):
     assert find_next_record(bytes(data), 0) is not None
     start = TrailPosition(0, p2.rba)
     assert TrailReader(tmp_path / "aa", start=start).position == start
+
+
+def test_read_file_header_reads_only_the_header_and_says_what_decode_says(tmp_path: Path):
+    """The header read from an open file (its own bytes only) is the one decoded from the
+    file's first 64 KB, the file left just after it; a file cut inside its header, or not a
+    trail, raises the same ValueError as decoding its first 64 KB does."""
+    import io
+    import re
+
+    from trailgate.trail.header import decode_file_header, read_file_header
+
+    with TrailWriter(tmp_path / "hh", fsync=False) as w:
+        for i in range(50):
+            w.write_transaction(_txn(i, pad=200), TABLES)
+    data = (tmp_path / "hh000000000").read_bytes()
+    want = decode_file_header(data[:0xFFFF])
+    f = io.BytesIO(data)
+    assert read_file_header(f) == want and f.tell() == want.length < len(data)
+    for cut in [b"", data[:3], data[:4], data[:20], data[:want.length - 1], b"Q" + data[1:]]:
+        with pytest.raises(ValueError) as expected:
+            decode_file_header(cut[:0xFFFF])
+        with pytest.raises(ValueError, match=re.escape(str(expected.value))):
+            read_file_header(io.BytesIO(cut))

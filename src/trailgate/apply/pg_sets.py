@@ -3,10 +3,13 @@
 Many inserts are copied into the target; updates, deletes and a few inserts send their rows
 as one ``text[]`` parameter per column and run one ``UPDATE … FROM unnest(…)``, ``DELETE …
 USING unnest(…)`` (on the key) or ``INSERT … SELECT unnest(…)``, values cast as the
-row-by-row statements cast them, pipelined after the caller's own: a round trip or two a
-step (a COPY costs two more).  A row that does not
+row-by-row statements cast them, pipelined after the caller's own.  A row that does not
 meet exactly one target row raises :class:`Deviation`: the caller then applies row by row.
-docs/replicat.md, "PostgreSQL target".
+Without COPY (:meth:`SetRunner.run_synced`) the caller's statements and the plans' go out
+as one pipeline ended by one Sync, which is also the transaction: each statement checks its
+own rows in the server and fails when they are not as planned, so the Sync commits only a
+step that is whole, in one round trip.  With COPY the checks are the client's, in the
+caller's BEGIN … COMMIT.  docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ import psycopg
 from psycopg import pq, sql
 from psycopg.adapt import Dumper
 
+from trailgate.apply.pg_pipeline import Failed, Pipeliner, TextArray
 from trailgate.apply.setplan import CopyRows, SetPlan
 from trailgate.apply.spanplan import copy_columns
 
-__all__ = ["INSERT_ARRAY_ROWS", "JOIN_RANDOM_PAGE_COST", "Deviation", "First", "SetRunner",
-           "has_copies"]
+__all__ = ["INSERT_ARRAY_ROWS", "JOIN_RANDOM_PAGE_COST", "Deviation", "First", "Guarded",
+           "SetRunner", "has_copies", "set_rows"]
 
 #: The planner's ``random_page_cost`` for the joins (see above).
 JOIN_RANDOM_PAGE_COST = 1.1
@@ -37,6 +41,8 @@ INSERT_ARRAY_ROWS = 256
 _QUERIES = 512
 #: PostgreSQL's ``text[]``.
 _TEXT_ARRAY_OID = 1009
+#: The SQLSTATE of a guarded statement's failed check (``1 / 0``).
+_DIVISION_BY_ZERO = "22012"
 
 Conn = psycopg.Connection[Any]
 _Key = tuple[Any, ...]
@@ -50,20 +56,11 @@ class Deviation(Exception):
     apply the partition one change at a time."""
 
 
-class _TextArray:
-    """A ``text[]`` parameter already in PostgreSQL's binary form (built in C)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes):
-        self.data = data
-
-
 class _TextArrayDumper(Dumper):
     format = pq.Format.BINARY
     oid = _TEXT_ARRAY_OID
 
-    def dump(self, obj: _TextArray) -> bytes:
+    def dump(self, obj: TextArray) -> bytes:
         return obj.data
 
 
@@ -78,10 +75,22 @@ class First:
 
 
 @dataclass(slots=True)
+class Guarded:
+    """A statement the caller sends ahead of the plans in :meth:`SetRunner.run_synced`: it
+    fails in the server when what it finds is wrong; ``refused`` turns its error into the
+    exception to raise (None: a :class:`Deviation`).  Parameters: str, int or
+    :class:`~trailgate.apply.pg_pipeline.TextArray`."""
+
+    query: bytes
+    params: Sequence[Any]
+    refused: Callable[[str], BaseException | None]  # given the error's SQLSTATE
+
+
+@dataclass(slots=True)
 class _Statement:
     query: sql.Composed | bytes
     params: Sequence[Any] = ()
-    expected: int | None = None  # rows each must meet; None: no check
+    expected: int | None = None  # rows each must meet; None: no check (or the server's)
     counted: bool = False  # the query returns (count, distinct count) instead of a rowcount
 
 
@@ -102,6 +111,13 @@ def has_copies(plans: Sequence[SetPlan]) -> bool:
     return any(_copied(rows) for plan in plans for rows in plan.inserts.values())
 
 
+def set_rows(plans: Sequence[SetPlan]) -> int:
+    """How many rows running ``plans`` sends (their four phases)."""
+    return sum(len(plan.delete_first) + len(plan.delete_last)
+               + sum(map(len, plan.inserts.values())) + sum(map(len, plan.updates.values()))
+               for plan in plans)
+
+
 def _copied(rows: Rows) -> bool:
     return len(rows) > INSERT_ARRAY_ROWS
 
@@ -111,8 +127,9 @@ class SetRunner:
 
     def __init__(self, conn: Conn):
         self.conn = conn
-        conn.adapters.register_dumper(_TextArray, _TextArrayDumper)
-        self.join_setting: sql.Composed | None = None  # SET LOCAL for the joins, if any
+        conn.adapters.register_dumper(TextArray, _TextArrayDumper)
+        self.join_setting: bytes | None = None  # SET LOCAL for the joins, if any
+        self._pipeliner = Pipeliner(conn)
         self._checked = False
         self._queries: dict[_Key, bytes] = {}  # each statement's text, composed once
 
@@ -133,30 +150,51 @@ class SetRunner:
         row = self.conn.execute("SELECT current_setting('random_page_cost')::float8").fetchone()
         self._checked = True
         if row is not None and float(row[0]) > JOIN_RANDOM_PAGE_COST:
-            self.join_setting = sql.SQL("SET LOCAL random_page_cost = {}").format(
-                sql.Literal(str(JOIN_RANDOM_PAGE_COST)))
+            # SET LOCAL as a function: in a pipeline's own transaction (no BEGIN) a server
+            # before 17 would warn at SET LOCAL
+            self.join_setting = sql.SQL("SELECT set_config('random_page_cost', {}, true)"
+                                        ).format(sql.Literal(str(JOIN_RANDOM_PAGE_COST))
+                                                 ).as_bytes(self.conn)
 
-    def run(self, plans: Sequence[SetPlan], *, pipeline: psycopg.Pipeline | None = None,
-            first: Sequence[First] = ()) -> None:
+    def run_synced(self, plans: Sequence[SetPlan], first: Sequence[Guarded] = ()) -> None:
+        """``first``, then the plans' four phases (not their ``ordered`` changes; no COPY),
+        as one pipeline and one Sync, outside any transaction: the server runs them as one
+        transaction and commits it at the Sync, unless one fails — each set statement
+        fails when its rows do not each meet one target row — which rolls it all back.
+        Raises ``first``'s refusal or Deviation."""
+        steps = _Steps()
+        for plan in plans:
+            _plan_steps(steps, plan, self.join_setting, self._query, guarded=True)
+        statements: list[tuple[bytes, Sequence[Any]]] = [(g.query, g.params) for g in first]
+        for step in steps.items:
+            if not isinstance(step, _Statement):
+                raise ValueError("a COPY cannot be sent in a pipeline")
+            query = step.query
+            if not isinstance(query, bytes):
+                query = query.as_bytes(self.conn)
+            statements.append((query, [TextArray.of(p) if isinstance(p, list) else p
+                                       for p in step.params]))
+        try:
+            self._pipeliner.run(statements)
+        except Failed as failed:
+            if failed.index is not None and failed.index < len(first):
+                refusal = first[failed.index].refused(failed.sqlstate)
+                if refusal is not None:
+                    raise refusal from None
+            if failed.sqlstate == _DIVISION_BY_ZERO and failed.index is not None:
+                raise Deviation("a set statement's rows did not each meet one target row "
+                                f"(statement {failed.index + 1} of the step)") from None
+            raise Deviation(str(failed)) from None
+
+    def run(self, plans: Sequence[SetPlan], *, first: Sequence[First] = ()) -> None:
         """Apply the plans' four phases (not their ``ordered`` changes), inside the
-        caller's transaction, after ``first``.  ``pipeline``: the caller's (the plans then
-        hold no COPY); else the statements between COPYs go out in a pipeline each.
-        Raises Deviation (any error of a statement, too); checks ``first`` before the
-        plans' rows."""
+        caller's transaction, after ``first``: the statements between COPYs go out in a
+        pipeline each.  Raises Deviation (any error of a statement, too); checks ``first``
+        before the plans' rows."""
         steps = _Steps()
         for plan in plans:
             _plan_steps(steps, plan, self.join_setting, self._query)
         try:
-            if pipeline is not None:
-                statements = [s for s in steps.items if isinstance(s, _Statement)]
-                if len(statements) != len(steps.items):
-                    raise ValueError("a COPY cannot be sent in a pipeline")
-                sent: list[tuple[Cursor, _Statement | First]] = []
-                with self._first_checked(sent, first):  # an error may surface while sending
-                    self._send(first, statements, sent)
-                    pipeline.sync()
-                self._check(sent, first)
-                return
             items = steps.items
             start = 0
             pending_first = first
@@ -166,7 +204,7 @@ class SetRunner:
                     stop += 1
                 if stop > start or pending_first:
                     statements = [s for s in items[start:stop] if isinstance(s, _Statement)]
-                    sent = []
+                    sent: list[tuple[Cursor, _Statement | First]] = []
                     with self._first_checked(sent, pending_first), self.conn.pipeline():
                         self._send(pending_first, statements, sent)
                     self._check(sent, pending_first)
@@ -227,38 +265,46 @@ class SetRunner:
                 raise Deviation(f"{item.expected} rows sent, {max(found, 0)} found")
 
 
-def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: sql.Composed | None,
-                query: _Queries) -> None:
+def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: bytes | None,
+                query: _Queries, *, guarded: bool = False) -> None:
+    """The plan's statements in order.  ``guarded``: each checks its own rows in the
+    server (:func:`_checked`), its expected count sent after its arrays."""
     t = plan.mapping.target
     table = sql.Identifier(t.schema, t.name)
     keys = plan.key_columns
     types = {c.name: c.type_name for c in t.columns}
     unique = bool(t.key) and set(keys) == set(t.key)
     items = steps.items
-    at = (t.schema, t.name, keys, tuple(types.items()), unique, t.overriding)
+    at = (t.schema, t.name, keys, tuple(types.items()), unique, t.overriding, guarded)
+
+    def add(key: _Key, build: Callable[[], sql.Composed], rows: Rows, width: int,
+            each: bool) -> None:
+        """One statement of ``rows``; ``each``: checked row by row (no unique key)."""
+        params = _arrays(rows, width)
+        if guarded:
+            params.extend([len(rows)] * (2 if each else 1))
+            items.append(_Statement(query(key, build), params))
+        else:
+            items.append(_Statement(query(key, build), params, len(rows), each))
+
     if join_setting is not None and (plan.delete_first or plan.updates or plan.delete_last):
         items.append(_Statement(join_setting))
+    delete = partial(_delete, table, keys, types, unique, guarded)
     if plan.delete_first:
-        items.append(_Statement(query(("D", *at), lambda: _delete(table, keys, types, unique)),
-                                _arrays(plan.delete_first, len(keys)),
-                                len(plan.delete_first), not unique))
+        add(("D", *at), delete, plan.delete_first, len(keys), not unique)
     for cols, rows in plan.inserts.items():
         if _copied(rows):
             items.append(_Copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
                 table, sql.SQL(", ").join(map(sql.Identifier, cols))), rows))
         elif rows:
-            items.append(_Statement(
-                query(("I", *at, cols), partial(_insert, table, cols, types, t.overriding)),
-                _arrays(rows, len(cols)), len(rows)))
+            add(("I", *at, cols), partial(_insert, table, cols, types, t.overriding, guarded),
+                rows, len(cols), False)
     for sets, rows in plan.updates.items():
         if rows:
-            items.append(_Statement(
-                query(("U", *at, sets), partial(_update, table, keys, sets, types, unique)),
-                _arrays(rows, len(keys) + len(sets)), len(rows), not unique))
+            add(("U", *at, sets), partial(_update, table, keys, sets, types, unique, guarded),
+                rows, len(keys) + len(sets), not unique)
     if plan.delete_last:
-        items.append(_Statement(query(("D", *at), lambda: _delete(table, keys, types, unique)),
-                                _arrays(plan.delete_last, len(keys)),
-                                len(plan.delete_last), not unique))
+        add(("D", *at), delete, plan.delete_last, len(keys), not unique)
 
 
 def _copy(conn: Conn, item: _Copy) -> None:
@@ -275,7 +321,7 @@ def _copy(conn: Conn, item: _Copy) -> None:
 def _arrays(rows: Rows, width: int) -> list[Any]:
     """One ``text[]`` parameter per column of ``rows``."""
     if isinstance(rows, CopyRows):
-        return [_TextArray(data) for data in copy_columns(rows, width)]
+        return [TextArray(data) for data in copy_columns(rows, width)]
     columns: list[list[str | None]] = [[] for _ in range(width)]
     for row in rows:
         for column, value in zip(columns, row, strict=True):
@@ -312,7 +358,19 @@ def _ordinal(columns: Sequence[str]) -> str:
     return name
 
 
-def _checked(statement: sql.Composed, ordinal: str, unique: bool) -> sql.Composed:
+def _checked(statement: sql.Composed, ordinal: str, unique: bool, guarded: bool
+             ) -> sql.Composed:
+    """``statement`` as sent: with a unique key its row count tells (the client reads it),
+    else each sent row's number is counted.  ``guarded``: the server checks instead, the
+    expected count its last parameter(s), and a row count other than it divides by zero
+    (an error, which rolls the pipeline's transaction back)."""
+    if guarded:
+        if unique:
+            return sql.SQL("WITH done AS ({} RETURNING 1) "
+                           "SELECT 1 / (count(*) = %s::bigint)::int FROM done").format(statement)
+        return sql.SQL("WITH done AS ({} RETURNING s.{}) SELECT 1 / (count(*) = %s::bigint "
+                       "AND count(DISTINCT {}) = %s::bigint)::int FROM done").format(
+            statement, sql.Identifier(ordinal), sql.Identifier(ordinal))
     if unique:
         return statement
     return sql.SQL("WITH done AS ({} RETURNING s.{}) SELECT count(*), count(DISTINCT {}) "
@@ -320,28 +378,29 @@ def _checked(statement: sql.Composed, ordinal: str, unique: bool) -> sql.Compose
                                        sql.Identifier(ordinal))
 
 
-def _delete(table: sql.Identifier, keys: Sequence[str], types: dict[str, str], unique: bool
-            ) -> sql.Composed:
+def _delete(table: sql.Identifier, keys: Sequence[str], types: dict[str, str], unique: bool,
+            guarded: bool = False) -> sql.Composed:
     """With a unique key (the target's primary key) and keys sent once each, the row count
     says whether each met one row; otherwise each sent row's number is counted."""
     ordinal = None if unique else _ordinal(keys)
     statement = sql.SQL("DELETE FROM {} AS t USING {} WHERE {}").format(
         table, _source(keys, ordinal), _join(keys, types))
-    return _checked(statement, ordinal or "", unique)
+    return _checked(statement, ordinal or "", unique, guarded)
 
 
 def _insert(table: sql.Identifier, columns: Sequence[str], types: dict[str, str],
-            overriding: bool) -> sql.Composed:
+            overriding: bool, guarded: bool = False) -> sql.Composed:
     """As COPY would, with the row-by-row inserts' ``OVERRIDING SYSTEM VALUE`` for a table
     with ``GENERATED ALWAYS`` identity columns."""
-    return sql.SQL("INSERT INTO {} ({}){} SELECT {} FROM {}").format(
+    statement = sql.SQL("INSERT INTO {} ({}){} SELECT {} FROM {}").format(
         table, sql.SQL(", ").join(map(sql.Identifier, columns)),
         sql.SQL(" OVERRIDING SYSTEM VALUE" if overriding else ""),
         sql.SQL(", ").join(_value(c, types) for c in columns), _source(columns, None))
+    return _checked(statement, "", True, True) if guarded else statement
 
 
 def _update(table: sql.Identifier, keys: Sequence[str], sets: Sequence[str],
-            types: dict[str, str], unique: bool) -> sql.Composed:
+            types: dict[str, str], unique: bool, guarded: bool = False) -> sql.Composed:
     columns = (*keys, *sets)
     ordinal = None if unique else _ordinal(columns)
     if sets:
@@ -351,4 +410,4 @@ def _update(table: sql.Identifier, keys: Sequence[str], sets: Sequence[str],
         assign = sql.SQL("{} = t.{}").format(sql.Identifier(keys[0]), sql.Identifier(keys[0]))
     statement = sql.SQL("UPDATE {} AS t SET {} FROM {} WHERE {}").format(
         table, assign, _source(columns, ordinal), _join(keys, types))
-    return _checked(statement, ordinal or "", unique)
+    return _checked(statement, ordinal or "", unique, guarded)

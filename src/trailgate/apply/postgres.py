@@ -22,7 +22,7 @@ from trailgate.apply.checkpoint_table import STREAM_BATCH, table_identifier
 from trailgate.apply.discard import DdlDiscard, Discard, DiscardWriter
 from trailgate.apply.mapping import MappedChange, Mapper, TableMapping, TargetColumn, TargetTable
 from trailgate.apply.pg_ddl import PgDdl
-from trailgate.apply.pg_sets import Deviation, First, SetRunner, has_copies
+from trailgate.apply.pg_sets import Deviation, First, Guarded, SetRunner, has_copies, set_rows
 from trailgate.apply.planner import DUPLICATE_CODES, MISSING_CODES, CollisionError
 from trailgate.apply.records import ApplyResult, TableCounts, TrailChange
 from trailgate.apply.setplan import SetPlan, plan_table
@@ -40,6 +40,14 @@ Conn = psycopg.Connection[Any]
 
 #: BATCHSQL: partitions with fewer changes are applied one by one (fewer round trips).
 SET_MIN_CHANGES = 8
+#: A step of set plans sending at most this many rows (and no COPY) goes out as one synced
+#: pipeline, its rows checked in the server: one round trip.  A larger one is sent between
+#: BEGIN and COMMIT with the client checking row counts: the server then counts no rows
+#: through a CTE, a few percent of its CPU where a round trip and a few statements no
+#: longer count (docs/performance.md).
+SYNCED_ROWS = 10_000
+#: The SQLSTATE of a guarded statement's failed check (it divides by zero).
+_DIVISION_BY_ZERO = "22012"
 #: Part of a partition applied with one set of definitions: its changes (or one DDL record)
 #: and the definition of each of their tables.
 Segment = tuple[Sequence[TrailChange], Mapping[str, TableDef]]
@@ -130,6 +138,8 @@ class PgApplier:
         self.conn = conn if conn is not None else self._connect()
         self.mapper = Mapper(params, PgCatalog(self.conn, conninfo), group=self.group)
         self._queries: dict[tuple[Any, ...], sql.Composed] = {}
+        self._advance_text: bytes | None = None  # the synced pipeline's row statements
+        self._claim_text: bytes | None = None
         self._sets = SetRunner(self.conn)
         self._strict = False  # in a set-based attempt: a collision is a Deviation
         self.set_attempts = 0  # set-based attempts, and how many fell back (tests, reports)
@@ -289,27 +299,30 @@ class PgApplier:
         nothing committed — when the target is not as the plans expect (a collision, an
         error): the caller then applies the partition with :meth:`apply_partition`, whose
         one-change-at-a-time fallback gives HANDLECOLLISIONS and REPERROR their behaviour.
-        Without inserts (no COPY) the whole transaction — its BEGIN, the checkpoint row, the
-        set statements — goes out as one pipeline: a round trip for their results, one for
-        the COMMIT.  (BEGIN and COMMIT are sent as statements: psycopg's own transaction
-        block would sync the pipeline on entering and leaving it, a round trip each.)
+        Up to :data:`SYNCED_ROWS` rows and no COPY, the whole transaction — the checkpoint
+        row, the set statements, each checking its rows in the server — goes out as one
+        pipeline, whose Sync commits it: one round trip (``SetRunner.run_synced``).  Else:
+        BEGIN, the row, the statements and COPYs, their checks here, COMMIT.
         """
         result = ApplyResult()
         try:
             self._sets.prepare()
         except psycopg.OperationalError as exc:
             raise self._lost(exc, batch_id, partition) from None
-        first = [First(sql.SQL("BEGIN"), (), _no_check),
-                 *self._row_statement(batch_id, partition, position, advance)]
         self.set_attempts += 1
         try:
-            with nullcontext() if has_copies(plans) else self.conn.pipeline() as pipe:
+            if has_copies(plans) or set_rows(plans) > SYNCED_ROWS:
+                first = [First(sql.SQL("BEGIN"), (), _no_check),
+                         *self._row_statement(batch_id, partition, position, advance)]
                 try:
-                    self._sets.run(plans, pipeline=pipe, first=first)
+                    self._sets.run(plans, first=first)
                 except BaseException:
                     self._rollback()
                     raise
                 self.conn.execute("COMMIT")
+            else:
+                self._sets.run_synced(
+                    plans, self._guarded_row(batch_id, partition, position, advance))
         except _Skipped:
             result.skipped = True  # applied before: this attempt was rolled back
             return result
@@ -352,6 +365,51 @@ class PgApplier:
                 raise _Skipped
         return [First(self._claim_query(), (self.group, batch_id, partition, position),
                       claimed)]
+
+    def _guarded_row(self, batch_id: int, partition: int, position: str,
+                     advance: tuple[str, str] | None) -> list[Guarded]:
+        """The checkpoint-table statement of a synced pipeline (``SetRunner.run_synced``),
+        failing in the server when the row is not as expected: the streamed apply's row not
+        moved (another process moved it), or the partition's row there already
+        (:class:`_Skipped`); none without a checkpoint table."""
+        if self.checkpoint is None:
+            return []
+        if advance is not None:
+            start, end = advance
+            return [Guarded(self._guarded_advance(), (end, start, end),
+                            lambda state: self._moved_elsewhere(start)
+                            if state == _DIVISION_BY_ZERO else None)]
+        return [Guarded(self._guarded_claim(), (self.group, batch_id, partition, position),
+                        lambda state: _Skipped() if state == _DIVISION_BY_ZERO else None)]
+
+    def _guarded_advance(self) -> bytes:
+        """:meth:`_advance_query` with the positions as parameters (end, start, end), its
+        text made once (so the server prepares it): it divides by zero unless the row moved
+        or was created."""
+        if self._advance_text is None:
+            assert self.checkpoint is not None
+            self._advance_text = sql.SQL(
+                "WITH moved AS (UPDATE {t} SET position = %s, updated = now() "
+                "WHERE group_name = {group} AND batch_id = {batch} AND partition = 0 "
+                "AND position = %s RETURNING 1), "
+                "added AS (INSERT INTO {t} (group_name, batch_id, partition, position) "
+                "SELECT {group}::text, {batch}::bigint, 0, %s::text "
+                "WHERE NOT EXISTS (SELECT FROM moved) ON CONFLICT DO NOTHING RETURNING 1) "
+                "SELECT 1 / ((SELECT count(*) FROM moved) + (SELECT count(*) FROM added))::int"
+            ).format(t=self.checkpoint[2], group=sql.Literal(self.group),
+                     batch=sql.Literal(STREAM_BATCH)).as_bytes(self.conn)
+        return self._advance_text
+
+    def _guarded_claim(self) -> bytes:
+        """:meth:`_claim_query` dividing by zero when the row is there already."""
+        if self._claim_text is None:
+            assert self.checkpoint is not None
+            self._claim_text = sql.SQL(
+                "WITH claimed AS (INSERT INTO {} (group_name, batch_id, partition, position) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1) "
+                "SELECT 1 / count(*)::int FROM claimed").format(
+                self.checkpoint[2]).as_bytes(self.conn)
+        return self._claim_text
 
     @contextmanager
     def _partition(self, batch_id: int, partition: int, position: str,

@@ -27,9 +27,9 @@ from trailgate.model import TableDef, TrailPosition
 from trailgate.replicat.csn_filter import BatchFilter
 from trailgate.replicat.task_rows import read_task_rows
 from trailgate.trail._accel import speedups
-from trailgate.trail.header import decode_file_header
+from trailgate.trail.header import read_file_header
 from trailgate.trail.metadata import decode_tabledef
-from trailgate.trail.naming import TrailName
+from trailgate.trail.naming import trail_name
 from trailgate.trail.reader import opener_for
 
 __all__ = ["SPAN_MIN_CHANGES", "Segment", "apply_range", "apply_span", "plan_range",
@@ -63,7 +63,7 @@ def read_span(trail: str, lower: TrailPosition, upper: TrailPosition
     back)."""
     if upper <= lower or speedups is None:
         return None
-    name = TrailName(trail)
+    name = trail_name(trail)
     parts: list[bytes] = []
     segments: list[Segment] = []
     offset = 0
@@ -71,7 +71,7 @@ def read_span(trail: str, lower: TrailPosition, upper: TrailPosition
         for seq in range(lower.seqno, upper.seqno + 1):
             with open(name.file(seq), "rb") as f:
                 start = lower.rba if seq == lower.seqno else 0
-                header = decode_file_header(f.read(0xFFFF))
+                header = read_file_header(f)
                 if header.compatibility > 3:
                     return None  # a 12c+ file: the Python path reads its format
                 start = start or header.length

@@ -13,6 +13,7 @@ once).  An idle trail is not polled: the thread sleeps until the trail's directo
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -26,7 +27,6 @@ from trailgate.apply.ddl_errors import DdlError
 from trailgate.apply.paused_gc import paused_gc
 from trailgate.apply.postgres import PgApplier
 from trailgate.apply.records import TableCounts
-from trailgate.changes.change_rows import OP_POSITION
 from trailgate.changes.routing import Router
 from trailgate.errors import TargetError, TrailgateError
 from trailgate.model import TrailPosition
@@ -104,6 +104,7 @@ class ApplyStreamer:
         self.router = router
         self.stop_file = str(stop_file) if stop_file is not None else None
         self._name = TrailName(trail)
+        self._base = str(self._name)  # the files' names are this and a sequence number
         try:
             recorded = applier.stream_position()
             if recorded is not None:
@@ -273,14 +274,17 @@ class ApplyStreamer:
 
     def _size(self, seqno: int) -> int:
         """File ``seqno``'s size, -1 if there is none: a ``stat`` of its nine-digit name,
-        then of its six-digit one (a look precedes every scan, so no ``exists`` first)."""
-        digits = (9, 6) if seqno < 1_000_000 else (9,)
-        for n in digits:
-            try:
-                return os.stat(self._name.file(seqno, n)).st_size
-            except OSError:
-                continue
-        return -1
+        then of its six-digit one, by name alone (a look precedes every scan: no
+        ``exists`` first, no path objects)."""
+        try:
+            return os.stat(f"{self._base}{seqno:09d}").st_size
+        except OSError:
+            if seqno >= 1_000_000:
+                return -1
+        try:
+            return os.stat(f"{self._base}{seqno:06d}").st_size
+        except OSError:
+            return -1
 
     def _idle(self) -> None:
         """Wait for the trail to change (module docstring), a sync asking for more, or the
@@ -327,7 +331,7 @@ class ApplyStreamer:
                                            upper, self.router,
                                            advance=(self._recorded, str(upper)),
                                            records=records)
-        last = BatchSummary.from_rows([(OP_POSITION, None, 0, 0, position, False)])
+        last = json.loads(position)  # the range's position row
         with self._cond:
             if result is not None:
                 self._recorded = str(upper)
@@ -338,7 +342,7 @@ class ApplyStreamer:
             self._dirty = True
             p = self._progress
             p.position = upper
-            if last.last_csn is not None:
-                p.read_time, p.last_csn, p.last_xid = (last.read_time, last.last_csn,
-                                                       last.last_xid)
+            if last.get("csn") is not None:  # as BatchSummary.from_rows takes it
+                p.read_time, p.last_csn, p.last_xid = (last.get("read_time"),
+                                                       int(last["csn"]), last.get("xid"))
             self._cond.notify_all()

@@ -9,7 +9,6 @@ writer's next file does.
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 from trailgate.model import OpType, TrailPosition, TransInd
 from trailgate.trail._accel import speedups
 from trailgate.trail.chunks import file_chunks
-from trailgate.trail.naming import TrailName
+from trailgate.trail.naming import trail_name
 from trailgate.trail.reader import TrailReader
 
 __all__ = ["ScanState", "end_of_data", "offset_of", "position_of", "scan_boundary"]
@@ -45,7 +44,7 @@ def position_of(offset: dict[str, Any]) -> TrailPosition:
 def end_of_data(trail: str) -> TrailPosition | None:
     """Where the trail's data ends right now (its last file's size), or ``None`` if it has
     no files: the fixed target of an ``availableNow`` run."""
-    name = TrailName(trail)
+    name = trail_name(trail)
     seqs = name.sequence_numbers()
     if not seqs:
         return None
@@ -107,7 +106,7 @@ def scan_boundary(
                                 marked), finished, at_end = found
             if end_found is not None:
                 boundary = end_found
-            if finished or (at_end and not _trail_name(trail).has_file_after(resume.seqno)):
+            if finished or (at_end and not trail_name(trail).has_file_after(resume.seqno)):
                 # (at the end of the last file the reader would find nothing more)
                 return boundary, covered, ScanState(boundary, resume, in_txn, pending,
                                                     in_metadata, pending_marked, covered,
@@ -148,12 +147,6 @@ def scan_boundary(
 _State = tuple[bool, int, bool, bool, int, bool]
 
 
-@functools.lru_cache(maxsize=64)
-def _trail_name(trail: str) -> TrailName:
-    """``TrailName(trail)``, made once: a live stream apply scans every few milliseconds."""
-    return TrailName(trail)
-
-
 def _scan_fast(trail: str, resume: TrailPosition, limit: TrailPosition | None,
                max_records: int | None, mark: Callable[[int, str], bool] | None,
                state: _State
@@ -172,7 +165,7 @@ def _scan_fast(trail: str, resume: TrailPosition, limit: TrailPosition | None,
     seq, boundary = resume.seqno, None
     types = getattr(mark, "io_types", None)
     try:
-        with file_chunks(_trail_name(trail).file(seq), resume.rba, stop_at,
+        with file_chunks(trail_name(trail).file(seq), resume.rba, stop_at,
                          encrypted=True) as chunks:  # the scan reads record headers only
             if chunks is None:
                 return None  # being written, damaged or 12c+: the reader's

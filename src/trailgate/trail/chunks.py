@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from trailgate.trail.header import decode_file_header
+from trailgate.trail.header import read_file_header
 
 __all__ = ["CHUNK", "FileChunks", "file_chunks"]
 
@@ -66,7 +66,7 @@ def file_chunks(path: str | Path, start: int, stop_at: int | None = None, *,
     the file may raise ``OSError``."""
     with open(path, "rb") as f:
         try:
-            header = decode_file_header(f.read(0xFFFF))
+            header = read_file_header(f)
         except ValueError:
             yield None
             return

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import BinaryIO, ClassVar
 
 from trailgate.model import julian_from_unix_micros
 from trailgate.trail.release import MAX_READ_LEVEL
@@ -31,6 +31,7 @@ __all__ = [
     "TrailEncryption",
     "decode_file_header",
     "home_uri",
+    "read_file_header",
 ]
 
 SIGNATURE = b"GG\r\nTL\n\r"
@@ -315,6 +316,16 @@ def decode_file_header(buf: bytes, *, max_compatibility: int = MAX_READ_LEVEL) -
             _decoded[key] = header
         return _copy(header)
     return _decode_file_header(buf, max_compatibility)
+
+
+def read_file_header(f: BinaryIO) -> FileHeader:
+    """The header of the open file ``f``, read from its start: only the header record's
+    own bytes (its length is in its first four), not a whole 64 KB — a live trail's file is
+    opened every few milliseconds.  Raises ``ValueError`` as :func:`decode_file_header`."""
+    head = f.read(4)
+    if len(head) == 4 and head[0] == ord("F"):
+        return decode_file_header(head + f.read(max(((head[2] << 8) | head[3]) - 4, 0)))
+    return decode_file_header(head + f.read(0xFFFF - len(head)))
 
 
 def _copy(header: FileHeader) -> FileHeader:

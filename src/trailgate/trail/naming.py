@@ -5,12 +5,13 @@ trailgate writes nine digits; seed 001's six-digit form (``ex000016``) is read t
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["TrailName", "parse_trail_file"]
+__all__ = ["TrailName", "parse_trail_file", "trail_name"]
 
 _FILE = re.compile(r"^(?P<prefix>[A-Za-z0-9_]{2})(?P<seq>\d{6}|\d{9})$")
 
@@ -74,3 +75,10 @@ class TrailName:
             if (match is not None and match["prefix"] == self.prefix
                     and int(match["seq"]) > seqno and (self.directory / name).is_file()):
                 yield int(match["seq"])
+
+
+@functools.lru_cache(maxsize=64)
+def trail_name(trail: str) -> TrailName:
+    """``TrailName(trail)``, made once per trail: a live apply names its files every few
+    milliseconds."""
+    return TrailName(trail)
