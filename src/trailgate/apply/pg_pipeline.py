@@ -1,12 +1,11 @@
 """A few statements sent to PostgreSQL as one pipeline with one Sync, on libpq directly.
 
 The stream apply sends each step of set statements as such a pipeline
-(``SetRunner.run_synced``): the Sync ends the server's transaction, so the statements commit
-together or not at all, in one round trip.  Through psycopg's cursors each statement cost
-the driver more than the rest of a small step's Python (per-execute bookkeeping and a poll
-of the socket each; docs/performance.md); here a statement is one libpq call, its text is
-prepared on the server the first time it is sent (by a name of its own, beside psycopg's),
-and the socket is waited on only to flush the whole pipeline and for its results.
+(``SetRunner.run_synced``): the Sync ends the server's transaction, so the statements
+commit together or not at all, in one round trip.  A statement is one libpq call, its text
+prepared on the server the first time it is sent (by a name of its own), and the socket is
+waited on only to flush the pipeline and for its results: psycopg's cursors cost more per
+statement than a small step's other work (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """Running :class:`~trailgate.apply.setplan.SetPlan` s on PostgreSQL: COPY and joins.
 
-Many inserts are copied into the target; updates, deletes and a few inserts send their rows
-as one ``text[]`` parameter per column and run one ``UPDATE … FROM unnest(…)``, ``DELETE …
-USING unnest(…)`` (on the key) or ``INSERT … SELECT unnest(…)``, values cast as the
-row-by-row statements cast them, pipelined after the caller's own.  A row that does not
-meet exactly one target row raises :class:`Deviation`: the caller then applies row by row.
-Without COPY (:meth:`SetRunner.run_synced`) the caller's statements and the plans' go out
-as one pipeline ended by one Sync, which is also the transaction: each statement checks its
-own rows in the server and fails when they are not as planned, so the Sync commits only a
-step that is whole, in one round trip.  With COPY the checks are the client's, in the
-caller's BEGIN … COMMIT.  docs/replicat.md, "PostgreSQL target".
+Many inserts are copied; updates, deletes and a few inserts send each column's values as
+one ``text[]`` parameter to one ``UPDATE … FROM unnest(…)``, ``DELETE … USING`` or
+``INSERT … SELECT``.  A row that does not meet
+exactly one target row raises :class:`Deviation` (the caller applies row by row).  Without
+COPY (:meth:`SetRunner.run_synced`) the step goes out as one pipeline whose Sync is the
+transaction, each statement checking its own rows in the server; with COPY the client
+checks, in the caller's BEGIN … COMMIT.  docs/replicat.md, "PostgreSQL target".
 """
 
 from __future__ import annotations

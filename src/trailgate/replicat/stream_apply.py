@@ -1,14 +1,12 @@
 """The Replicat's PostgreSQL apply as the trail grows, between micro-batches too.
 
 An :class:`ApplyStreamer` is a driver thread with its own target connection: it applies
-whole transactions as soon as the trail holds them, each step in one target transaction
-that also moves the group's stream row of the checkpoint table (nothing lost or doubled).
-It also writes the group checkpoint (read position, last commit, counts) about once a
-second after steps, so INFO, LAG and the Manager see its progress whatever the batch
-window; a micro-batch's :meth:`~ApplyStreamer.sync` only waits for it and takes what it
-applied, and :meth:`~ApplyStreamer.checkpoint` records it (one writer at a time, each count
-once).  An idle trail is not polled: the thread sleeps until the trail's directory changes
-(:class:`~trailgate.trail.watch.TrailWatch`), a sync asks, or a second passes.
+whole transactions as soon as the trail holds them, each step one target transaction that
+also moves the group's checkpoint-table row (nothing lost or doubled), and writes the group
+checkpoint after steps at most once a second, so INFO and LAG follow it whatever the batch
+window; a micro-batch's :meth:`~ApplyStreamer.sync` waits for it.  An idle trail is not
+polled: the thread sleeps until the trail's directory changes, a sync asks, or a second
+passes.
 """
 
 from __future__ import annotations

@@ -3,11 +3,9 @@ early when the source goes quiet.
 
 A fixed trigger made a change wait for the next tick in every group it passed, so the groups
 run a zero trigger and their sources decide in ``latestOffset`` with a :class:`BatchWindow`
-of ``SPARK TRIGGER``: with nothing new, wait a little, looking less and less often; with
-something new, start once the source is quiet, the window has passed or a bound is reached.
-A *patient* window never starts on quiet, and lets its first batches start at once: the
-threads that do a patient group's work between batches begin with them.
-docs/processes.md, "When a batch starts".
+of ``SPARK TRIGGER``: with nothing new, wait, looking less and less often; with something
+new, start once the source is quiet, the window has passed or a bound is reached.  A
+*patient* window never starts on quiet.  docs/processes.md, "When a batch starts".
 """
 
 from __future__ import annotations

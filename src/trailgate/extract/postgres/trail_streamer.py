@@ -1,13 +1,11 @@
 """The Extract's trail written as transactions arrive, between micro-batches too.
 
 A :class:`TrailStreamer` is a driver thread that owns the streamed slot and the trail's
-writer: it writes whole transactions to the trail as the server sends them, so a change
-need not wait for the next batch.  On its own, about every ``flush_seconds`` (FLUSHSECS),
-and for a micro-batch's :meth:`~TrailStreamer.sync`, it makes what it wrote durable, writes
-the group checkpoint and only then confirms the slot: the thread is the group checkpoint's
-only writer while it runs, and the slot never passes what is durable and checkpointed, so
-the micro-batches (Spark's bookkeeping) can be far apart.  After a crash the next run skips
-what the trail holds.  docs/processes.md, "The trail as transactions arrive".
+writer: it writes whole transactions as the server sends them, and every ``flush_seconds``
+(FLUSHSECS) or for a micro-batch's :meth:`~TrailStreamer.sync` makes them durable, writes
+the group checkpoint and only then confirms the slot, so the slot never passes what is
+durable and checkpointed and the micro-batches can be far apart.  After a crash the next
+run skips what the trail holds.  docs/processes.md, "The trail as transactions arrive".
 """
 
 from __future__ import annotations
