@@ -237,3 +237,25 @@ def test_options_are_checked():
             SinkOptions.parse({"path": "/x/aa", "database": bad}, "r")
     assert SinkOptions.parse({"path": "/x/aa", "database": '{"name": "DB"}'}, "r").database
     assert isinstance(TrailCommitMessage("t", None, None, None, None, None), TrailCommitMessage)
+
+
+def test_a_commit_behind_the_checkpoint_does_not_move_it_back(tmp_path):
+    """A batch replayed after the Extract's streamer had checkpointed further (kill -9
+    with Spark's offset log behind) keeps the checkpoint's read position, time and last
+    CSN; its counts and write position still count."""
+    (tmp_path / "home" / "dirchk").mkdir(parents=True)
+    opts = _opts(tmp_path, "run-1")
+    ahead = TrailCommitMessage("./dirdat/aa", (0, 900), 103, "x3", None,
+                               {"lsn": 600, "read_time": 6}, {"public.t": {"insert": 2}})
+    replay = TrailCommitMessage("./dirdat/aa", (0, 900), 101, "x1", None,
+                                {"lsn": 500, "read_time": 5}, {"public.t": {"insert": 1}})
+    commit_checkpoint(opts, [ahead])
+    commit_checkpoint(opts, [replay])
+    ck = CheckpointStore(tmp_path / "home" / "dirchk").load("EXT1", "EXTRACT")
+    assert ck.read_position == {"lsn": 600} and ck.read_time == 6
+    assert (ck.last_csn, ck.last_xid) == (103, "x3")
+    assert ck.stats["public.t"].inserts == 3
+    commit_checkpoint(opts, [TrailCommitMessage("./dirdat/aa", (0, 950), 104, "x4", None,
+                                                {"lsn": 700}, {})])
+    ck = CheckpointStore(tmp_path / "home" / "dirchk").load("EXT1", "EXTRACT")
+    assert ck.read_position == {"lsn": 700} and ck.last_csn == 104

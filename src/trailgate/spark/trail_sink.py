@@ -474,19 +474,22 @@ def commit_checkpoint(opts: SinkOptions, messages: list[TrailCommitMessage]) -> 
     store = CheckpointStore(Path(opts.home) / "dirchk")
     ck = store.load(opts.group, "EXTRACT") or Checkpoint(group=opts.group, kind="EXTRACT")
     for msg in messages:
+        behind = False
         if msg.source_position:
             pos = dict(msg.source_position)
             recovery = pos.pop("recovery", None)
             read_time = pos.pop("read_time", None)
-            ck.read_position = pos
-            if recovery is not None:
-                ck.recovery_position = recovery
-            if read_time is not None:
-                ck.read_time = read_time
+            behind = _behind(pos, ck.read_position)
+            if not behind:  # a replay of a range the checkpoint passed keeps it
+                ck.read_position = pos
+                if recovery is not None:
+                    ck.recovery_position = recovery
+                if read_time is not None:
+                    ck.read_time = read_time
         if msg.position is not None:
             ck.write_trail = msg.trail
             ck.write_position = TrailPosition(*msg.position)
-        if msg.last_csn is not None:
+        if msg.last_csn is not None and not behind:
             ck.last_csn, ck.last_xid = msg.last_csn, msg.last_xid
         for table, kinds in msg.counts.items():
             for kind, n in kinds.items():
@@ -495,6 +498,16 @@ def commit_checkpoint(opts: SinkOptions, messages: list[TrailCommitMessage]) -> 
     for msg in messages:  # what is now durable: its report lines (DDL, DDLOPTIONS REPORT)
         for note in msg.notes:
             notes_log.info(note)
+
+
+def _behind(pos: dict[str, Any], recorded: dict[str, Any] | None) -> bool:
+    """Whether read position ``pos`` (a source LSN) is before the checkpoint's: a batch
+    replayed after the Extract's streamer had checkpointed further (kill -9) must not move
+    the checkpoint back."""
+    try:
+        return recorded is not None and int(pos["lsn"]) < int(recorded["lsn"])
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def message_json(msg: TrailCommitMessage) -> str:
