@@ -352,7 +352,7 @@ def test_flushsecs_makes_it_durable_checkpointed_and_confirmed_with_no_batch(pg_
         began = time.monotonic()
         wait_for(lambda: _checkpoint_lsn(home) >= end2 and _confirmed(pg_db) > end1, 10,
                  "the second checkpoint and the slot's confirmation", 0.02)
-        assert time.monotonic() - began < 2.5  # about the period, not a batch window
+        assert time.monotonic() - began < 6  # about the period, not a batch window (10 s)
         state = load_state(home.dirchk / "STR.trailstate")  # durable before checkpointed
         assert state is not None
         assert state.length == home.dirdat.joinpath("aa000000000").stat().st_size

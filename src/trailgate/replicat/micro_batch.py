@@ -183,14 +183,28 @@ class BatchApplier:
         store = self.home.checkpoints
         ck = store.load(self.cfg.group, "REPLICAT") or Checkpoint(self.cfg.group, "REPLICAT")
         again = ck.read_position == summary.end
-        ck.read_position = dict(summary.end)
-        if summary.read_time:
-            ck.read_time = summary.read_time
-        if summary.last_csn is not None:
-            ck.last_csn, ck.last_xid = summary.last_csn, summary.last_xid
+        if not _behind(summary.end, ck.read_position):  # a replay never moves it back
+            ck.read_position = dict(summary.end)
+            if summary.read_time:
+                ck.read_time = summary.read_time
+            if summary.last_csn is not None:
+                ck.last_csn, ck.last_xid = summary.last_csn, summary.last_xid
         if not again:
             for target, c in counts.items():
                 ck.stats.setdefault(target, TableStats()).add(TableStats(
                     inserts=c.inserts, updates=c.updates, deletes=c.deletes,
                     discards=c.discards, truncates=c.truncates, ddl=c.ddl))
         store.save(ck)
+
+
+def _behind(end: dict[str, Any], recorded: dict[str, Any] | None) -> bool:
+    """Whether trail position ``end`` is before the checkpoint's read position (a replay's
+    stream apply starts at its checkpoint-table row, which a tail with nothing mapped may
+    leave behind what the group checkpoint already says)."""
+    if not recorded:
+        return False
+    try:
+        return (TrailPosition(int(end["seqno"]), int(end["rba"]))
+                < TrailPosition(int(recorded["seqno"]), int(recorded["rba"])))
+    except (KeyError, TypeError, ValueError):
+        return False
