@@ -373,6 +373,8 @@ def test_the_group_checkpoint_moves_between_batches_and_counts_once(tmp_path: Pa
     applier = BatchApplier(cfg, 1, spark_dir=tmp_path / "spark", start=START,
                            continuous=True)
     assert applier.continuous
+    rest: list[dict] = []
+    applier.on_rest = rest.append  # the run's report: what came after the last batch
     applier.streamer = ApplyStreamer(open_applier(cfg), cfg.trail, router, START,
                                      checkpoint=applier._stream_checkpoint,
                                      checkpoint_seconds=0.5)
@@ -406,6 +408,9 @@ def test_the_group_checkpoint_moves_between_batches_and_counts_once(tmp_path: Pa
         applier.close()  # the clean stop's checkpoint
     pos, csn, inserts, updates = checkpoint()
     assert (pos, csn) == (end4, work.csn)
+    assert len(rest) == 1  # the report's counts: the batch's and the rest, each once
+    assert (counts["public.accounts"].operations + rest[0]["public.accounts"].operations
+            == inserts + updates)
     assert inserts == len(work.counters) and updates == sum(work.counters.values())
     assert accounts(pg_db) == work.expected_accounts()
     # a replay's stream apply starts at its row, which a tail with nothing mapped may leave

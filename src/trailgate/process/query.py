@@ -113,6 +113,9 @@ def watch(proc: GroupProcess, query: Any, *, stop_file: Path, max_batches: int |
             failure = query.exception()
             if failure is not None:
                 raise query_failure(failure, error)
+            broken = failed() if failed is not None else None
+            if broken is not None:  # e.g. the flush a stop asked for: not a clean stop
+                raise broken
             return reason
     failure = query.exception()
     if failure is not None:

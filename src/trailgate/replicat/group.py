@@ -88,6 +88,10 @@ class _Stats:
 
     def add(self, batch_id: int, counts: dict[str, TableCounts]) -> None:
         self.batches += 1
+        self.add_rest(counts)
+
+    def add_rest(self, counts: dict[str, TableCounts]) -> None:
+        """Counts applied outside a batch (the stream apply's after the last one)."""
         for name, c in counts.items():
             self.tables.setdefault(name, TableCounts()).add(c)
 
@@ -256,6 +260,7 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
                                    continuous=(not opts.once
                                                and cfg.params.spark.flag(CONTINUOUS_CONF)),
                                    stop_file=stop_file)
+            applier.on_rest = stats.add_rest
             if applier.continuous:
                 report.line("Apply:            as the trail grows (each micro-batch records "
                             "how far it got)")

@@ -79,6 +79,8 @@ class BatchApplier:
         self.cfg = cfg
         self.base = base  # batch id = base + Spark's batch id
         self.on_batch = on_batch
+        #: called at close with the counts the stream apply applied after the last batch
+        self.on_rest: Callable[[dict[str, TableCounts]], None] | None = None
         self.spark_dir = spark_dir
         self.start = start
         self.home = Home(cfg.home)
@@ -173,8 +175,10 @@ class BatchApplier:
         streamer, self.streamer = self.streamer, None
         if streamer is None:
             return
-        streamer.close()
+        rest = streamer.close()
         streamer.checkpoint()
+        if self.on_rest is not None and rest.counts:
+            self.on_rest(rest.counts)
 
     # -- checkpoint ------------------------------------------------------------------------
     def _checkpoint(self, summary: BatchSummary, counts: dict[str, TableCounts]) -> None:

@@ -258,14 +258,16 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
                 heartbeat.stop()
             if runner is not None:
                 runner.stop()
-            stop_file.unlink(missing_ok=True)
-            if own:
-                stop_spark()
-            if batch is not None:
-                batch.close()  # after the query: no batch is reading the stream
-            from trailgate.extract.postgres.snapshot_tracker import register
+            try:  # after the query, before the stop file goes: the stream stays released
+                if batch is not None:
+                    batch.close()
+            finally:
+                stop_file.unlink(missing_ok=True)
+                if own:
+                    stop_spark()
+                from trailgate.extract.postgres.snapshot_tracker import register
 
-            register(cfg.home, cfg.group, None)
+                register(cfg.home, cfg.group, None)
         _finish(cfg, run_id)
         assert proc.report is not None
         proc.report.section("Run Time Statistics")

@@ -98,7 +98,9 @@ class ExtractBatch:
         rng = lsn_range(self.spark_dir, int(batch_id))
         if rng is not None and self.continuous:
             start, end = rng
-            if self._streamer is None and end - start <= self.driver_max_bytes:
+            # any range once driverMaxBytes allows the driver at all: the streamer writes
+            # as it reads, and a 10 s window under a heavy load may never bring a small one
+            if self._streamer is None and self.driver_max_bytes > 0:
                 self._streamer = TrailStreamer(self._streamed(), self.sink, start,
                                                stop_file=self.source().stop_file,
                                                flush_seconds=self.flush_seconds)
@@ -135,8 +137,11 @@ class ExtractBatch:
         return self._slot.opened if self._slot is not None else 0
 
     def close(self) -> None:
-        if self._streamer is not None:
-            self._streamer.close()
-            self._streamer = None
+        """End the streamer and the stream; raises a failure of the streamer that no
+        batch reported (e.g. its last flush): the run did not stop cleanly."""
+        streamer, self._streamer = self._streamer, None
+        error = streamer.close() if streamer is not None else None
         if self._slot is not None:
             self._slot.close()
+        if error is not None:
+            raise error

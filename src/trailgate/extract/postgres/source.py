@@ -472,6 +472,12 @@ def _position(opts: SourceOptions, cap: PgCapture, end: int, last_commit: int | 
     return position
 
 
+def _connection_lost(conn: psycopg.Connection[Any], exc: psycopg.Error) -> bool:
+    """Whether ``exc`` means the connection is gone (raised on), not that the server
+    refused the statement (e.g. a standby source: the snapshot is then skipped)."""
+    return conn.closed or exc.sqlstate is None or exc.sqlstate.startswith("08")
+
+
 class StreamedSlot:
     """The driver's read of a group's slot over the replication protocol, one stream for
     many micro-batches (:mod:`trailgate.capture.postgres.walstream`).
@@ -604,11 +610,12 @@ class StreamedSlot:
         if self._no_snapshot or end - self._snapshot_at < RESTART_LAG_BYTES:
             return
         self._snapshot_at = end
+        conn = cap.control_connection()
         try:
-            cap.control_connection().execute("SELECT pg_log_standby_snapshot()")
-        except psycopg.OperationalError:
-            raise
+            conn.execute("SELECT pg_log_standby_snapshot()")
         except psycopg.Error as exc:
+            if _connection_lost(conn, exc):
+                raise
             self._no_snapshot = True
             log.info("slot %s: cannot log a standby snapshot (%s); its restart point moves "
                      "with the server's own every 15 s", self.opts.config.slot, exc)
@@ -752,9 +759,9 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return
         try:
             conn.execute("SELECT pg_log_standby_snapshot()")
-        except psycopg.OperationalError:
-            raise
         except psycopg.Error as exc:
+            if _connection_lost(conn, exc):
+                raise
             self._no_snapshot = True
             log.info("slot %s: cannot log a standby snapshot (%s); its restart point moves "
                      "with the server's own every 15 s", cfg.slot, exc)

@@ -94,8 +94,8 @@ class TrailStreamer:
     # -- the micro-batches' side --------------------------------------------------------
 
     def sync(self, end: int) -> TrailCommitMessage:
-        """Wait until everything committed before ``end`` is written and durable; the
-        commit message of the writes since the last sync (for the group checkpoint)."""
+        """Wait until everything committed before ``end`` is written, durable and in the
+        group checkpoint; the commit message of the writes since the last flush."""
         with self._cond:
             self._check()
             self._want = max(self._want, end)
@@ -110,16 +110,17 @@ class TrailStreamer:
             return msg
 
     def confirm(self, end: int) -> None:
-        """The group checkpoint covers ``end``: the slot may move there."""
+        """The group checkpoint covers ``end``: the slot may move there (never past what
+        this streamer checkpointed)."""
         with self._cond:
-            self._confirm = max(self._confirm, end)
+            self._confirm = max(self._confirm, min(end, self._checkpointed))
         self.slot.interrupt()
 
-    def close(self) -> None:
+    def close(self) -> SourceError | None:
         """Stop after the read in progress; what was written is made durable (the sink
         state then covers the whole file, so the run's last batch can complete it).  A
-        failure no sync reported is logged: the trail keeps what reached it, and the next
-        run recovers from the trail itself."""
+        failure no sync reported is logged and returned: the trail keeps what reached it,
+        and the next run recovers from the trail itself."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
@@ -127,6 +128,8 @@ class TrailStreamer:
         self._thread.join(timeout=60)
         if self._error is not None and not self._reported:
             log.warning("the Extract's trail streamer stopped: %s", self._error)
+            return self.failure()
+        return None
 
     @property
     def checkpointed(self) -> int:
@@ -160,7 +163,10 @@ class TrailStreamer:
             self._loop(appender)
             if self.flush_seconds is not None and self._unflushed() and self.slot.is_open:
                 self._flush(appender)  # a clean stop: the checkpoint covers the trail
-                self.slot.confirm(self._checkpointed)  # sent as the stream closes
+            with self._cond:  # a confirmation not yet sent goes out as the stream closes
+                confirm, self._confirm = self._confirm, 0
+            if confirm and self.slot.is_open:
+                self.slot.confirm(min(confirm, self._checkpointed))
             appender.close()
         except BaseException as exc:  # handed to the next sync (or logged by close)
             with self._cond:
@@ -228,7 +234,8 @@ class TrailStreamer:
                 with self._cond:
                     self._written = target
                 continue
-            slot.wait_available(self._written, min(IDLE_WAIT_SECONDS, self._flush_in()))
+            slot.wait_available(self._written,
+                                max(0.0, min(IDLE_WAIT_SECONDS, self._flush_in())))
 
     def _unflushed(self) -> bool:
         """Whether the trail holds transactions the group checkpoint does not cover."""
