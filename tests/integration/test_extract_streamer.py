@@ -112,6 +112,9 @@ def test_a_lost_stream_is_opened_again_and_a_lost_slot_is_the_next_syncs_error(p
     try:
         streamer.sync(_commit(pg_db, 1))
         _end_stream(pg_db)  # a server restart, say: the next read opens a new stream
+        # (once the stream's thread has seen the end: a read racing it fails the streamer,
+        # which the group reports and the Manager's AUTORESTART restarts)
+        wait_for(lambda: not slot.is_open, 10, "the stream's end seen", 0.01)
         msg = streamer.sync(_commit(pg_db, 10))
         assert msg.transactions == 1 and slot.opened == 2
         assert [len(t[2]) for t in trail_transactions(home.dirdat / "aa")] == [3, 3]
