@@ -112,3 +112,34 @@ def test_a_lost_connection_is_an_operational_error(pg_db: str) -> None:
         with pytest.raises(psycopg.OperationalError):
             p.run([(INSERT, (1, "a")), (UPDATE, ("b", 1))])
         assert other.execute("SELECT count(*) FROM p.t").fetchone() == (0,)
+
+
+def test_a_connection_inside_a_transaction_or_a_bad_parameter_sends_nothing(pg_db: str
+                                                                          ) -> None:
+    """Inside a transaction the Sync would not commit (and the step would be claimed
+    applied): refused.  A parameter that cannot be sent (a NUL byte, which libpq would cut
+    a text value at; an unknown type) is refused before anything is queued, so the
+    connection goes on; and ``Failed`` is an exception like any other (re-raised through a
+    context manager, as contextlib does)."""
+    import contextlib
+
+    conn = _conn(pg_db)
+    p = Pipeliner(conn)
+    conn.execute("BEGIN")
+    with pytest.raises(psycopg.ProgrammingError, match="idle connection"):
+        p.run([(INSERT, (1, "a"))])
+    conn.execute("ROLLBACK")
+    with pytest.raises(ValueError, match="NUL"):
+        p.run([(INSERT, (1, "a")), (INSERT, (2, "b\x00c"))])
+    with pytest.raises(TypeError):
+        p.run([(INSERT, (1, 2.5))])
+    p.run([(INSERT, (1, "a"))])
+    assert _rows(conn) == [(1, "a")]
+
+    @contextlib.contextmanager
+    def passing():
+        yield
+
+    with pytest.raises(Failed) as failed, passing():
+        p.run([(INSERT, (1, "dup"))])
+    assert failed.value.index == 0 and failed.value.sqlstate == "23505"

@@ -14,7 +14,6 @@ import re
 import select
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -61,18 +60,39 @@ class TextArray:
         return cls(b"".join(parts))
 
 
-@dataclass(frozen=True, slots=True)
 class Failed(Exception):
     """Statement ``index`` of the pipeline failed (None: the commit at the Sync did), with
     the server's SQLSTATE and message; nothing of the pipeline was committed."""
 
-    index: int | None
-    sqlstate: str
-    message: str
+    def __init__(self, index: int | None, sqlstate: str, message: str):
+        super().__init__(index, sqlstate, message)
+        self.index, self.sqlstate, self.message = index, sqlstate, message
 
     def __str__(self) -> str:
         where = "the commit" if self.index is None else f"statement {self.index + 1}"
         return f"{where} of the pipeline failed: {self.message} ({self.sqlstate})"
+
+
+def _encode(params: Sequence[Any]) -> tuple[list[bytes], list[int], list[int]]:
+    """A statement's parameters as libpq takes them: values, formats, type OIDs."""
+    values: list[bytes] = []
+    formats: list[int] = []
+    types: list[int] = []
+    for p in params:
+        if isinstance(p, TextArray):
+            values.append(p.data)
+            formats.append(_BINARY)
+            types.append(_TEXT_ARRAY_OID)
+        elif isinstance(p, (str, int)):
+            data = str(p).encode()
+            if b"\x00" in data:  # libpq would cut a text parameter there
+                raise ValueError("a pipelined statement's text parameter holds a NUL byte")
+            values.append(data)
+            formats.append(_TEXT)
+            types.append(0)  # the server infers it, as psycopg lets it for str
+        else:
+            raise TypeError(f"a pipelined statement's parameter is {type(p).__name__}")
+    return values, formats, types
 
 
 def placeholders(query: bytes) -> bytes:
@@ -107,45 +127,40 @@ class Pipeliner:
         pg = self.conn.pgconn
         fresh: list[bytes] = []  # names first prepared in this pipeline
         owners: list[int] = []  # the statement each result (up to its NULL) belongs to
+        encoded = [(text, _encode(params)) for text, params in statements]  # before sending
         with self.conn.lock:
+            if pg.transaction_status != pq.TransactionStatus.IDLE:  # the Sync would not
+                raise psycopg.ProgrammingError(  # commit: progress would be claimed
+                    "a synced pipeline needs an idle connection (outside a transaction)")
             pg.enter_pipeline_mode()
+            done = False
             try:
-                for index, (text, params) in enumerate(statements):
-                    if self._send(pg, text, params, fresh):
+                for index, (text, (values, formats, types)) in enumerate(encoded):
+                    if self._send(pg, text, values, formats, types, fresh):
                         owners.append(index)  # the Parse's own result
                     owners.append(index)
                 pg.pipeline_sync()
                 self._flush(pg)
                 failure = self._collect(pg, owners)
+                done = True
             except BaseException:
                 self._forget(fresh)
                 raise
             finally:
-                if pg.status == pq.ConnStatus.OK:
+                if done and pg.status == pq.ConnStatus.OK:
                     pg.exit_pipeline_mode()
+                elif not done:  # half a step may be queued with no Sync read: never reuse
+                    self.conn.close()
         if failure is not None:
             self._forget(fresh)
             if failure.sqlstate == _UNKNOWN_STATEMENT:  # every text is prepared again
                 self._names.clear()
             raise failure
 
-    def _send(self, pg: Any, text: bytes, params: Sequence[Any], fresh: list[bytes]) -> bool:
+    def _send(self, pg: Any, text: bytes, values: list[bytes], formats: list[int],
+              types: list[int], fresh: list[bytes]) -> bool:
         """Queue one statement, preparing its text first if new (its name then added to
         ``fresh``): whether it was."""
-        values: list[bytes] = []
-        formats: list[int] = []
-        types: list[int] = []
-        for p in params:
-            if isinstance(p, TextArray):
-                values.append(p.data)
-                formats.append(_BINARY)
-                types.append(_TEXT_ARRAY_OID)
-            elif isinstance(p, (str, int)):
-                values.append(str(p).encode())
-                formats.append(_TEXT)
-                types.append(0)  # the server infers it, as psycopg lets it for str
-            else:
-                raise TypeError(f"a pipelined statement's parameter is {type(p).__name__}")
         name = self._names.get(text)
         prepared = name is None and len(self._names) < PREPARED_MAX
         if prepared:
