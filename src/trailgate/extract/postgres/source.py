@@ -472,10 +472,20 @@ def _position(opts: SourceOptions, cap: PgCapture, end: int, last_commit: int | 
     return position
 
 
-def _connection_lost(conn: psycopg.Connection[Any], exc: psycopg.Error) -> bool:
-    """Whether ``exc`` means the connection is gone (raised on), not that the server
-    refused the statement (e.g. a standby source: the snapshot is then skipped)."""
-    return conn.closed or exc.sqlstate is None or exc.sqlstate.startswith("08")
+def _log_snapshot(conn: psycopg.Connection[Any], slot: str) -> bool:
+    """Log a running-transactions snapshot (``pg_log_standby_snapshot()``, PostgreSQL 16+),
+    so slot ``slot``'s restart point can move past it; False when the server refuses (no
+    privilege or function, a standby source: the caller stops trying).  A lost connection
+    is raised."""
+    try:
+        conn.execute("SELECT pg_log_standby_snapshot()")
+    except psycopg.Error as exc:
+        if conn.closed or exc.sqlstate is None or exc.sqlstate.startswith("08"):
+            raise
+        log.info("slot %s: cannot log a standby snapshot (%s); its restart point moves with "
+                 "the server's own every 15 s", slot, exc)
+        return False
+    return True
 
 
 class StreamedSlot:
@@ -610,15 +620,7 @@ class StreamedSlot:
         if self._no_snapshot or end - self._snapshot_at < RESTART_LAG_BYTES:
             return
         self._snapshot_at = end
-        conn = cap.control_connection()
-        try:
-            conn.execute("SELECT pg_log_standby_snapshot()")
-        except psycopg.Error as exc:
-            if _connection_lost(conn, exc):
-                raise
-            self._no_snapshot = True
-            log.info("slot %s: cannot log a standby snapshot (%s); its restart point moves "
-                     "with the server's own every 15 s", self.opts.config.slot, exc)
+        self._no_snapshot = not _log_snapshot(cap.control_connection(), self.opts.config.slot)
 
     def close(self) -> None:
         cap, stream = self._capture, self._stream
@@ -757,14 +759,7 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         restart, confirmed, _ = slot_state(conn, cfg.slot)
         if max(confirmed, end) - restart < RESTART_LAG_BYTES:
             return
-        try:
-            conn.execute("SELECT pg_log_standby_snapshot()")
-        except psycopg.Error as exc:
-            if _connection_lost(conn, exc):
-                raise
-            self._no_snapshot = True
-            log.info("slot %s: cannot log a standby snapshot (%s); its restart point moves "
-                     "with the server's own every 15 s", cfg.slot, exc)
+        self._no_snapshot = not _log_snapshot(conn, cfg.slot)
 
     def stop(self) -> None:
         if self._conn is not None:
