@@ -154,3 +154,21 @@ def test_cluster_refuses_unreachable_directory() -> None:
     finally:
         import shutil
         shutil.rmtree(parent)
+
+
+def test_connections_keep_tcp_keepalives_unless_the_string_sets_them(pg_db: str) -> None:
+    """Every connection (query, replication stream) asks for TCP keepalives, so a server
+    gone without a reset is an error in about a minute, not a two-hour hang; a connection
+    string's own values win."""
+    from trailgate.db.connect import session_conninfo
+
+    with connect(pg_db) as conn:
+        params = conn.info.get_parameters()
+        assert (params.get("keepalives"), params.get("keepalives_idle"),
+                params.get("keepalives_count")) == ("1", "30", "3")
+    from psycopg.conninfo import make_conninfo
+
+    with connect(make_conninfo(pg_db, keepalives_idle="7")) as conn:
+        assert conn.info.get_parameters().get("keepalives_idle") == "7"
+    stream = conninfo_to_dict(session_conninfo(pg_db, replication="database"))
+    assert stream["keepalives_interval"] == "10" and stream["replication"] == "database"

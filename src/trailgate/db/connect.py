@@ -41,6 +41,11 @@ __all__ = [
 ]
 
 DEFAULT_CONNECT_TIMEOUT = 5
+#: TCP keepalives on every connection unless its string sets them: a server that vanished
+#: without a reset (a network partition, a host that died) is seen within about a minute
+#: while a connection waits for results, not after the system's two hours.
+KEEPALIVES = {"keepalives": "1", "keepalives_idle": "30", "keepalives_interval": "10",
+              "keepalives_count": "3"}
 _ALIAS_REF = "trailgate-alias:"  # the password keyword of an alias_conninfo
 
 
@@ -73,8 +78,9 @@ def connect(conninfo: str, *, autocommit: bool = True,
 def session_conninfo(conninfo: str, *, timeout: int = DEFAULT_CONNECT_TIMEOUT,
                      application_name: str = "trailgate",
                      settings: dict[str, str] | None = None, **extra: str) -> str:
-    """``conninfo`` with a connect timeout, an application name and server settings
-    (``-c name=value`` options) unless it sets them itself; ``extra`` parameters override
+    """``conninfo`` with a connect timeout, an application name, TCP keepalives
+    (``KEEPALIVES``) and server settings (``-c name=value`` options) unless it sets them
+    itself; ``extra`` parameters override
     (``replication="database"``)."""
     try:
         params = conninfo_to_dict(conninfo)
@@ -87,6 +93,8 @@ def session_conninfo(conninfo: str, *, timeout: int = DEFAULT_CONNECT_TIMEOUT,
         params["password"] = _resolve_alias(password)
     params.setdefault("connect_timeout", timeout)
     params.setdefault("application_name", application_name)
+    for name, value in KEEPALIVES.items():
+        params.setdefault(name, value)
     if settings:
         options = " ".join(f"-c {k}={v.replace(' ', '')}" for k, v in settings.items())
         params["options"] = f"{params.get('options', '')} {options}".strip()
