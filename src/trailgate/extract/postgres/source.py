@@ -499,10 +499,12 @@ class StreamedSlot:
     ``read_partition``): a streamed slot is busy.  ``batched``: runs of small transactions
     go through in one C call and one change row each (``PgCapture.read_batched``; a
     snapshot's table and messages stay on the general path, as the encode plan and the
-    batch's rules say); default: on unless ``TRAILGATE_TXN_BATCHES=0``.
+    batch's rules say); default: on unless ``TRAILGATE_TXN_BATCHES=0``.  ``snapshots``:
+    whether confirmations log the restart point's snapshot (:meth:`confirm`).
     """
 
-    def __init__(self, opts: SourceOptions, *, batched: bool | None = None):
+    def __init__(self, opts: SourceOptions, *, batched: bool | None = None,
+                 snapshots: bool = True):
         self.opts = opts
         self.batched = (os.environ.get(TXN_BATCHES_ENV, "").strip() != "0"
                         if batched is None else batched)
@@ -511,7 +513,7 @@ class StreamedSlot:
         self._emitter: _Emitter | None = None
         self._last_commit: int | None = None  # the last commit time read (position rows)
         self._snapshot_at = 0  # the confirmed LSN when a snapshot was last logged
-        self._no_snapshot = False  # the server refused one: not tried again
+        self._no_snapshot = not snapshots  # (or the server refused one: not tried again)
         self.opened = 0  # streams opened (tests, reports)
 
     def _open(self, start: int) -> tuple[PgCapture, _Emitter]:

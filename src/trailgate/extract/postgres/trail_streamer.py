@@ -34,7 +34,7 @@ __all__ = ["GATHER_SECONDS", "HOLD_WAIT_SECONDS", "IDLE_WAIT_SECONDS", "TrailStr
 log = logging.getLogger("trailgate.extract")
 
 #: The longest the thread waits for the server before it looks at its requests again: the
-#: server's data and every request (a sync, a confirmation, close) wake it at once, so this
+#: server's data and every request (a sync, close) wake it at once, so this
 #: only bounds how late a new stop file is seen (and how often an idle Extract wakes).
 IDLE_WAIT_SECONDS = 0.5
 #: While a stop file holds the group: how often the thread looks whether it is gone (a
@@ -55,7 +55,7 @@ GATHER_PER_READ = 10.0
 
 class TrailStreamer:
     """Streams slot ``slot`` from ``start`` into the trail of ``sink`` (module docstring).
-    ``sync``, ``confirm`` and ``close`` are for the micro-batches' thread; everything else
+    ``sync`` and ``close`` are for the micro-batches' thread; everything else
     runs in the streamer's own.  ``flush_seconds``: how often, at most, what was written is
     made durable and checkpointed without a sync asking (None: only for a sync, for a hold
     and at close)."""
@@ -109,13 +109,6 @@ class TrailStreamer:
             msg, self._synced = self._synced, None
             return msg
 
-    def confirm(self, end: int) -> None:
-        """The group checkpoint covers ``end``: the slot may move there (never past what
-        this streamer checkpointed)."""
-        with self._cond:
-            self._confirm = max(self._confirm, min(end, self._checkpointed))
-        self.slot.interrupt()
-
     def close(self) -> SourceError | None:
         """Stop after the read in progress; what was written is made durable (the sink
         state then covers the whole file, so the run's last batch can complete it).  A
@@ -130,11 +123,6 @@ class TrailStreamer:
             log.warning("the Extract's trail streamer stopped: %s", self._error)
             return self.failure()
         return None
-
-    @property
-    def checkpointed(self) -> int:
-        """The group checkpoint covers every transaction committing before this LSN."""
-        return self._checkpointed
 
     def failure(self) -> SourceError | None:
         """The thread's failure, if it stopped with one (as the next sync would raise
@@ -166,7 +154,7 @@ class TrailStreamer:
             with self._cond:  # a confirmation not yet sent goes out as the stream closes
                 confirm, self._confirm = self._confirm, 0
             if confirm and self.slot.is_open:
-                self.slot.confirm(min(confirm, self._checkpointed))
+                self.slot.confirm(confirm)
             appender.close()
         except BaseException as exc:  # handed to the next sync (or logged by close)
             with self._cond:
