@@ -19,14 +19,17 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-__all__ = ["PREPARED_MAX", "Failed", "Pipeliner", "TextArray", "placeholders"]
+__all__ = ["DIVISION_BY_ZERO", "PREPARED_MAX", "TEXT_ARRAY_OID", "Failed", "Pipeliner",
+           "TextArray", "placeholders"]
 
 #: Statement texts a connection keeps prepared (a step's tables and column sets; beyond
 #: this, a schema churning, further texts are sent unprepared).
 PREPARED_MAX = 256
 #: PostgreSQL's ``text`` and ``text[]``.
 _TEXT_OID = 25
-_TEXT_ARRAY_OID = 1009
+TEXT_ARRAY_OID = 1009
+#: The SQLSTATE of a failed server-side check (``1 / 0``).
+DIVISION_BY_ZERO = "22012"
 _PLACEHOLDER = re.compile(rb"%[s%]")
 _BINARY = pq.Format.BINARY
 _TEXT = pq.Format.TEXT
@@ -82,7 +85,7 @@ def _encode(params: Sequence[Any]) -> tuple[list[bytes], list[int], list[int]]:
         if isinstance(p, TextArray):
             values.append(p.data)
             formats.append(_BINARY)
-            types.append(_TEXT_ARRAY_OID)
+            types.append(TEXT_ARRAY_OID)
         elif isinstance(p, (str, int)):
             data = str(p).encode()
             if b"\x00" in data:  # libpq would cut a text parameter there

@@ -21,7 +21,13 @@ import psycopg
 from psycopg import pq, sql
 from psycopg.adapt import Dumper
 
-from trailgate.apply.pg_pipeline import Failed, Pipeliner, TextArray
+from trailgate.apply.pg_pipeline import (
+    DIVISION_BY_ZERO,
+    TEXT_ARRAY_OID,
+    Failed,
+    Pipeliner,
+    TextArray,
+)
 from trailgate.apply.setplan import CopyRows, SetPlan
 from trailgate.apply.spanplan import copy_columns
 
@@ -37,9 +43,7 @@ INSERT_ARRAY_ROWS = 256
 #: Statement texts a runner keeps (a step's tables and column sets; more is a schema churning).
 _QUERIES = 512
 #: PostgreSQL's ``text[]``.
-_TEXT_ARRAY_OID = 1009
 #: The SQLSTATE of a guarded statement's failed check (``1 / 0``).
-_DIVISION_BY_ZERO = "22012"
 
 Conn = psycopg.Connection[Any]
 _Key = tuple[Any, ...]
@@ -55,7 +59,7 @@ class Deviation(Exception):
 
 class _TextArrayDumper(Dumper):
     format = pq.Format.BINARY
-    oid = _TEXT_ARRAY_OID
+    oid = TEXT_ARRAY_OID
 
     def dump(self, obj: TextArray) -> bytes:
         return obj.data
@@ -85,7 +89,7 @@ class Guarded:
 
 @dataclass(slots=True)
 class _Statement:
-    query: sql.Composed | bytes
+    query: bytes
     params: Sequence[Any] = ()
     expected: int | None = None  # rows each must meet; None: no check (or the server's)
     counted: bool = False  # the query returns (count, distinct count) instead of a rowcount
@@ -166,11 +170,8 @@ class SetRunner:
         for step in steps.items:
             if not isinstance(step, _Statement):
                 raise ValueError("a COPY cannot be sent in a pipeline")
-            query = step.query
-            if not isinstance(query, bytes):
-                query = query.as_bytes(self.conn)
-            statements.append((query, [TextArray.of(p) if isinstance(p, list) else p
-                                       for p in step.params]))
+            statements.append((step.query, [TextArray.of(p) if isinstance(p, list) else p
+                                            for p in step.params]))
         try:
             self._pipeliner.run(statements)
         except Failed as failed:
@@ -178,7 +179,7 @@ class SetRunner:
                 refusal = first[failed.index].refused(failed.sqlstate)
                 if refusal is not None:
                     raise refusal from None
-            if failed.sqlstate == _DIVISION_BY_ZERO and failed.index is not None:
+            if failed.sqlstate == DIVISION_BY_ZERO and failed.index is not None:
                 raise Deviation("a set statement's rows did not each meet one target row "
                                 f"(statement {failed.index + 1} of the step)") from None
             raise Deviation(str(failed)) from None

@@ -22,6 +22,7 @@ from trailgate.apply.checkpoint_table import STREAM_BATCH, table_identifier
 from trailgate.apply.discard import DdlDiscard, Discard, DiscardWriter
 from trailgate.apply.mapping import MappedChange, Mapper, TableMapping, TargetColumn, TargetTable
 from trailgate.apply.pg_ddl import PgDdl
+from trailgate.apply.pg_pipeline import DIVISION_BY_ZERO
 from trailgate.apply.pg_sets import Deviation, First, Guarded, SetRunner, has_copies, set_rows
 from trailgate.apply.planner import DUPLICATE_CODES, MISSING_CODES, CollisionError
 from trailgate.apply.records import ApplyResult, TableCounts, TrailChange
@@ -47,7 +48,6 @@ SET_MIN_CHANGES = 8
 #: longer count (docs/performance.md).
 SYNCED_ROWS = 10_000
 #: The SQLSTATE of a guarded statement's failed check (it divides by zero).
-_DIVISION_BY_ZERO = "22012"
 #: Part of a partition applied with one set of definitions: its changes (or one DDL record)
 #: and the definition of each of their tables.
 Segment = tuple[Sequence[TrailChange], Mapping[str, TableDef]]
@@ -378,9 +378,9 @@ class PgApplier:
             start, end = advance
             return [Guarded(self._guarded_advance(), (end, start, end),
                             lambda state: self._moved_elsewhere(start)
-                            if state == _DIVISION_BY_ZERO else None)]
+                            if state == DIVISION_BY_ZERO else None)]
         return [Guarded(self._guarded_claim(), (self.group, batch_id, partition, position),
-                        lambda state: _Skipped() if state == _DIVISION_BY_ZERO else None)]
+                        lambda state: _Skipped() if state == DIVISION_BY_ZERO else None)]
 
     def _guarded_advance(self) -> bytes:
         """:meth:`_advance_query` with the positions as parameters (end, start, end), its
