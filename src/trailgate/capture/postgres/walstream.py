@@ -377,16 +377,17 @@ class WalStream:
                         self._available = self._drained_commit
                         self._cond.notify_all()
                     now = time.monotonic()
-                    counted = chunk
-                    if not seen_data and not startup_seen:
-                        # the keepalive the stream starts with: neither an answer nor a
-                        # sign of keeping up
-                        counted, startup_seen = _without_first_keepalive(chunk)
-                    keeps_up, self._unanswered = _keeps_up(counted, self._unanswered)
-                    if keeps_up and not caught_up:
-                        caught_up = seen_data or _data_before_keepalive(chunk)
-                    if not seen_data:
-                        seen_data = any(item[1] is not None for item in chunk)
+                    if not caught_up:  # once caught up, it stays so: nothing more to learn
+                        counted = chunk
+                        if not seen_data and not startup_seen:
+                            # the keepalive the stream starts with: neither an answer nor
+                            # a sign of keeping up
+                            counted, startup_seen = _without_first_keepalive(chunk)
+                        keeps_up, self._unanswered = _keeps_up(counted, self._unanswered)
+                        if keeps_up:
+                            caught_up = seen_data or _data_before_keepalive(chunk)
+                        if not seen_data:
+                            seen_data = any(item[1] is not None for item in chunk)
                     gather = _gather(len(chunk), now - last_chunk, caught_up)
                     last_chunk = now
                     continue

@@ -231,6 +231,7 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
             spark = proc.start_spark(cfg.params.spark.master,
                                      {**SPARK_DEFAULTS, **cfg.params.spark.conf})
         batch = heartbeat = None
+        clean = False  # the run ended without an error in flight
         runner = None
         tracker = _tracker(cfg, ck, run_id)
         try:
@@ -249,6 +250,7 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
                                error=SourceError, failed=batch.failure)
                 if opts.once and reason == "the query ended":
                     reason = "all committed data captured (--once)"
+            clean = True
         except TrailgateError:
             raise
         except Exception as exc:  # py4j/Spark errors: a message, not a Java stack
@@ -261,6 +263,9 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
             try:  # after the query, before the stop file goes: the stream stays released
                 if batch is not None:
                     batch.close()
+            except TrailgateError:
+                if clean:  # else the error in flight is the one to report (this is logged)
+                    raise
             finally:
                 stop_file.unlink(missing_ok=True)
                 if own:
