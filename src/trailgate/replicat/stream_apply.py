@@ -30,7 +30,7 @@ from trailgate.errors import TargetError, TrailgateError
 from trailgate.model import TrailPosition
 from trailgate.replicat.ddl_steps import ddl_mark, ddl_steps
 from trailgate.replicat.range_apply import apply_range
-from trailgate.replicat.task_rows import BatchSummary
+from trailgate.replicat.task_rows import BatchSummary, position_commit
 from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.trail_offsets import ScanState, scan_boundary
 from trailgate.trail.naming import TrailName
@@ -329,7 +329,7 @@ class ApplyStreamer:
                                            upper, self.router,
                                            advance=(self._recorded, str(upper)),
                                            records=records)
-        last = json.loads(position)  # the range's position row
+        commit = position_commit(json.loads(position))  # the range's position row
         with self._cond:
             if result is not None:
                 self._recorded = str(upper)
@@ -340,7 +340,6 @@ class ApplyStreamer:
             self._dirty = True
             p = self._progress
             p.position = upper
-            if last.get("csn") is not None:  # as BatchSummary.from_rows takes it
-                p.read_time, p.last_csn, p.last_xid = (last.get("read_time"),
-                                                       int(last["csn"]), last.get("xid"))
+            if commit is not None:
+                p.read_time, p.last_csn, p.last_xid = commit
             self._cond.notify_all()

@@ -21,7 +21,8 @@ from trailgate.changes.ranges import TrailRange
 from trailgate.changes.routing import Router
 from trailgate.model import OpType, TableDef, TrailPosition
 
-__all__ = ["BatchSummary", "Definitions", "TaskRows", "read_task_rows", "trail_changes"]
+__all__ = ["BatchSummary", "Definitions", "TaskRows", "position_commit", "read_task_rows",
+           "trail_changes"]
 
 
 @dataclass(slots=True)
@@ -91,6 +92,14 @@ class Definitions:
         return out
 
 
+def position_commit(info: dict[str, Any]) -> tuple[str | None, int, str | None] | None:
+    """A position row's last source commit — (read time, CSN, XID) — or None when the
+    range it ends held none."""
+    if info.get("csn") is None:
+        return None
+    return info.get("read_time"), int(info["csn"]), info.get("xid")
+
+
 @dataclass(slots=True)
 class BatchSummary:
     """What the driver learns about a batch before applying it."""
@@ -119,10 +128,10 @@ class BatchSummary:
                 if best is None or pos > best:
                     best = pos
                     out.end = {"seqno": pos[0], "rba": pos[1]}
-                if info.get("csn") is not None and (last_commit is None or pos > last_commit):
+                commit = position_commit(info)
+                if commit is not None and (last_commit is None or pos > last_commit):
                     last_commit = pos
-                    out.read_time = info.get("read_time")
-                    out.last_csn, out.last_xid = int(info["csn"]), info.get("xid")
+                    out.read_time, out.last_csn, out.last_xid = commit
             elif single:
                 out.single = True
         return out
