@@ -424,9 +424,21 @@ def test_a_slow_flush_does_not_hold_the_reads(pg_db, tmp_path, monkeypatch):
         wait_for(lambda: streamer.written >= end2, 10,
                  "the second transaction in the trail while the flush is held")
         assert _checkpoint_lsn(home) < end1 and _confirmed(pg_db) == confirmed
+        synced: list[int] = []  # a micro-batch's sync answers only once it is durable
+
+        def batch() -> None:
+            streamer.sync(end2)
+            synced.append(_checkpoint_lsn(home))
+
+        waiting = threading.Thread(target=batch)
+        waiting.start()
+        time.sleep(0.3)
+        assert not synced
         release.set()
-        wait_for(lambda: _checkpoint_lsn(home) >= end2 and _confirmed(pg_db) >= end2, 10,
-                 "both checkpointed and confirmed once the flush ends", 0.02)
+        waiting.join(30)
+        assert synced and synced[0] >= end2
+        wait_for(lambda: _confirmed(pg_db) >= end2, 10,
+                 "confirmed once checkpointed", 0.02)
         assert _confirmed(pg_db) <= _checkpoint_lsn(home)
     finally:
         release.set()

@@ -4,11 +4,11 @@ A :class:`TrailStreamer` is a driver thread that owns the streamed slot and the 
 writer: it writes whole transactions as the server sends them, and every ``flush_seconds``
 (FLUSHSECS) or for a micro-batch's :meth:`~TrailStreamer.sync` makes them durable, writes
 the group checkpoint and only then confirms the slot, so the slot never passes what is
-durable and checkpointed and the micro-batches can be far apart.  The periodic flush's
-slow half (the fsyncs, the state and checkpoint files) runs on a thread of its own, one
-at a time and in order, so reading goes on meanwhile: a slow disk would otherwise hold
-every transaction arriving during it.  After a crash the next run skips what the trail
-holds.  docs/processes.md, "The trail as transactions arrive".
+durable and checkpointed and the micro-batches can be far apart.  A flush's slow half
+(the fsyncs, the state and checkpoint files; periodic or a sync's) runs on a thread of
+its own, one at a time and in order, so reading goes on meanwhile: a slow disk would
+otherwise hold every transaction arriving during it.  After a crash the next run skips
+what the trail holds.  docs/processes.md, "The trail as transactions arrive".
 """
 
 from __future__ import annotations
@@ -215,11 +215,11 @@ class TrailStreamer:
             if released:  # open again where it stopped (a lost stream waits for a read)
                 slot.open_at(self._written)
                 released = False
-            if sync_end is not None and self._written >= sync_end:
-                msg = self._flush(appender)
+            if (sync_end is not None and self._written >= sync_end
+                    and not self._flushing()):  # else once the flush under way ends
                 with self._cond:
-                    self._sync_end, self._synced = None, msg
-                    self._cond.notify_all()
+                    self._sync_end = None
+                self._flush_behind(appender, answer=True)
                 continue
             if self._flush_in() <= 0:
                 self._flush_behind(appender)
@@ -249,8 +249,7 @@ class TrailStreamer:
     def _flush_in(self) -> float:
         """Seconds until a flush is due (infinite with nothing to flush, no period, or
         the last periodic flush still under way: its end wakes the thread)."""
-        if (self.flush_seconds is None or not self._unflushed()
-                or (self._flusher is not None and self._flusher.is_alive())):
+        if self.flush_seconds is None or not self._unflushed() or self._flushing():
             return float("inf")
         return self._flushed_at + self.flush_seconds - time.monotonic()
 
@@ -265,9 +264,10 @@ class TrailStreamer:
         self._flushed_at = time.monotonic()
         return msg
 
-    def _flush_behind(self, appender: TrailAppender) -> None:
-        """The periodic flush: everything written so far taken here, made durable and
-        checkpointed (then confirmed) by a thread of its own while this one reads on."""
+    def _flush_behind(self, appender: TrailAppender, *, answer: bool = False) -> None:
+        """The periodic flush, or a sync's (``answer``: its message goes to the waiting
+        :meth:`sync`): everything written so far taken here, made durable and checkpointed
+        (then confirmed) by a thread of its own while this one reads on."""
         self._flushed()
         lsn = max(self._written, self._checkpointed)
         finish = appender.sync_later(self.slot.position_row(lsn))
@@ -275,13 +275,21 @@ class TrailStreamer:
 
         def run() -> None:
             try:
-                self._checkpoint(finish, lsn)
-            except BaseException as exc:  # the streamer's thread raises it
+                msg = self._checkpoint(finish, lsn)
+                if answer:
+                    with self._cond:
+                        self._synced = msg
+                        self._cond.notify_all()
+            except BaseException as exc:  # the streamer's thread raises it (to the sync)
                 self._flush_error = exc
             self.slot.interrupt()  # the confirmation goes out (or the error is seen)
 
         self._flusher = threading.Thread(target=run, name="trail flush", daemon=True)
         self._flusher.start()
+
+    def _flushing(self) -> bool:
+        """Whether a flush's slow half is under way."""
+        return self._flusher is not None and self._flusher.is_alive()
 
     def _flushed(self) -> None:
         """Wait for the periodic flush under way, if any; raise its failure."""
