@@ -78,7 +78,7 @@ class TrailStreamer:
         # older range never moves the checkpoint back
         self._checkpointed = max(start, _checkpoint_lsn(sink))
         self._flushed_at = 0.0  # monotonic time of the last flush
-        self._flusher: threading.Thread | None = None  # a periodic flush's slow half
+        self._flusher: threading.Thread | None = None  # a flush's slow half under way
         self._flush_error: BaseException | None = None
         self._want = start  # read at least this far (a waiting sync's end)
         self._sync_end: int | None = None
@@ -172,7 +172,7 @@ class TrailStreamer:
     def _loop(self, appender: TrailAppender) -> None:
         try:
             self._stream(appender)
-        finally:  # a periodic flush under way ends first (its failure raised below)
+        finally:  # a flush under way ends first (its failure raised below)
             flusher = self._flusher
             if flusher is not None:
                 flusher.join()
@@ -292,7 +292,7 @@ class TrailStreamer:
         return self._flusher is not None and self._flusher.is_alive()
 
     def _flushed(self) -> None:
-        """Wait for the periodic flush under way, if any; raise its failure."""
+        """Wait for the flush under way, if any; raise its failure."""
         flusher, self._flusher = self._flusher, None
         if flusher is not None:
             flusher.join()
