@@ -5,6 +5,8 @@ the batch path taking over where it got."""
 from __future__ import annotations
 
 import itertools
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +29,7 @@ from replicat_support import (
 from spark_conftest import spark_session  # noqa: F401
 
 from trailgate.changes.routing import Router
+from trailgate.db.cluster import Cluster
 from trailgate.errors import TargetError
 from trailgate.home import Home
 from trailgate.model import Change, OpType, TrailPosition
@@ -450,3 +453,46 @@ def test_a_slow_checkpoint_write_does_not_hold_the_steps(tmp_path: Path, pg_db: 
     finally:
         release.set()
         streamer.close()
+
+
+def test_commits_a_crashed_target_lost_are_applied_again(tmp_path: Path) -> None:
+    """COMMIT NOWAIT (the default with a checkpoint table): steps return before the target's
+    disk has them, so the streamer reports as applied, to a sync, a checkpoint or its close,
+    only what a flush made durable.  The target crashes (immediate stop, its WAL writer
+    asleep) with steps applied but not flushed; a streamer from what was reported applies
+    what the crash lost exactly once."""
+    directory = Path(tempfile.mkdtemp(prefix="tg-pg-"))  # a path the server's user reaches
+    cluster = Cluster(directory, settings={"wal_writer_delay": "'10s'"})
+    cluster.create()
+    cluster.start()
+    try:
+        conninfo = cluster.create_database("crash")
+        _, cfg, router = _setup(tmp_path, conninfo)
+        assert cfg.params.commit_nowait
+        work = Increments(seed=11)
+        end1 = _append(cfg, work, 20)
+        streamer = ApplyStreamer(open_applier(cfg), cfg.trail, router, START, nowait=True)
+        try:
+            assert streamer.sync(end1).position == end1  # flushed before it answers
+            end2 = _append(cfg, work, 3)
+            _until(lambda: _row(conninfo) == [(-1, 0, str(end2))], "the last steps")
+            assert streamer.position == end1  # applied, not yet durable
+            cluster.stop("immediate")
+        finally:
+            progress = streamer.close()  # its flush fails: the target is down
+        assert progress.position == end1
+        cluster.start()
+        # the crash lost the last steps with their row, or none of them
+        assert _row(conninfo) in ([(-1, 0, str(end1))], [(-1, 0, str(end2))])
+        streamer = ApplyStreamer(open_applier(cfg), cfg.trail, router, progress.position,
+                                 nowait=True)
+        try:
+            assert streamer.sync(end2).position == end2
+        finally:
+            streamer.close()
+        assert accounts(conninfo) == work.expected_accounts()  # nothing lost, none twice
+        assert events(conninfo) == work.events
+        assert _row(conninfo) == [(-1, 0, str(end2))]
+    finally:
+        cluster.destroy()
+        shutil.rmtree(directory, ignore_errors=True)

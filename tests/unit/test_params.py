@@ -399,6 +399,18 @@ def test_unsupported_goldengate_parameter_is_named() -> None:
     assert "GoldenGate parameter that trailgate does not support" in str(e)
 
 
+def test_dboptions_disablecommitnowait() -> None:
+    assert rep("MAP a.b, TARGET c.d;\n").commit_nowait
+    assert not rep("DBOPTIONS DISABLECOMMITNOWAIT\nMAP a.b, TARGET c.d;\n").commit_nowait
+    e = error(REP_HEAD + "DBOPTIONS SUPPRESSTRIGGERS\nMAP a.b, TARGET c.d;\n")
+    assert "unknown or unsupported option SUPPRESSTRIGGERS" in str(e)
+    assert "DISABLECOMMITNOWAIT" in str(e) and "g.prm" in str(e)
+    e = error(REP_HEAD + "DBOPTIONS\nMAP a.b, TARGET c.d;\n")
+    assert "name an option" in str(e)
+    e = error(EXT_HEAD + "DBOPTIONS ALLOWUNUSEDCOLUMN\nTABLE a.b;\n")
+    assert "Extract takes no DBOPTIONS option" in str(e)
+
+
 def test_parameter_of_the_other_process() -> None:
     e = error(REP_HEAD + "TABLE a.b;\n")
     assert "Extract parameter" in str(e) and "a Replicat uses MAP" in str(e)

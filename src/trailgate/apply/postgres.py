@@ -158,6 +158,25 @@ class PgApplier:
     def close(self) -> None:
         self.conn.close()
 
+    def commit_nowait(self) -> None:
+        """Let this session's commits return before the target's WAL reaches its disk
+        (GoldenGate's COMMIT NOWAIT): safe only where each commit also moves the
+        checkpoint-table row, and only until :meth:`flush_commits` is asked before a
+        position is acknowledged anywhere else."""
+        self.conn.execute("SET synchronous_commit TO off")
+
+    def flush_commits(self) -> None:
+        """Return once every step this session committed is on the target's disk: a
+        transaction that writes (the stream row touched in place) commits waiting for its
+        WAL flush, which covers all WAL before it.  Steps that wrote anything moved that
+        row, so where it does not exist there is nothing to flush."""
+        if self.checkpoint is None:
+            return
+        self.conn.execute(sql.SQL(
+            "BEGIN; SET LOCAL synchronous_commit TO on; UPDATE {} SET updated = updated "
+            "WHERE group_name = {} AND batch_id = {} AND partition = 0; COMMIT").format(
+                self.checkpoint[2], sql.Literal(self.group), sql.Literal(STREAM_BATCH)))
+
     def __enter__(self) -> PgApplier:
         return self
 

@@ -399,6 +399,9 @@ class ReplicatParams(GroupParams):
     ddl_errors: list[DdlErrorRule] = field(default_factory=list)
     group_trans_ops: int = 1000
     max_trans_ops: int | None = None
+    # the stream apply's steps commit without waiting for the target's WAL flush (the
+    # checkpoint table makes that safe); DBOPTIONS DISABLECOMMITNOWAIT turns it off
+    commit_nowait: bool = True
 
     kind = "REPLICAT"
 

@@ -61,7 +61,7 @@ _REP = frozenset({"REPLICAT"})
 
 #: GoldenGate parameters trailgate recognises but does not implement: say so plainly.
 _UNSUPPORTED = frozenset({
-    "LOGALLSUPCOLS", "UPDATERECORDFORMAT", "DBOPTIONS", "SETENV",
+    "LOGALLSUPCOLS", "UPDATERECORDFORMAT", "SETENV",
     "FETCHOPTIONS", "STATOPTIONS", "WARNLONGTRANS", "BR", "DISCARDROLLOVER", "REPORT",
     "REPORTROLLOVER", "PURGEOLDEXTRACTS", "SOURCECATALOG", "MACRO", "NOCOMPRESSDELETES",
     "COMPRESSUPDATES", "NOCOMPRESSUPDATES", "SEQUENCE", "FILTER", "SQLEXEC", "INSERTALLRECORDS",
@@ -504,6 +504,21 @@ def _transops(cur: Cursor, st: _State) -> None:
     else:
         st.params.max_trans_ops = n
     cur.end()
+
+
+@_handler("DBOPTIONS")
+def _dboptions(cur: Cursor, st: _State) -> None:
+    if not isinstance(st.params, ReplicatParams):
+        cur.error("DBOPTIONS: trailgate's Extract takes no DBOPTIONS option; remove it "
+                  "(docs/parameters.md lists what is supported)")
+    seen: set[str] = set()
+    if cur.at_end():
+        cur.error("DBOPTIONS: name an option (trailgate accepts DISABLECOMMITNOWAIT)")
+    while (opt := _next_option(cur, seen)) is not None:
+        if opt == "DISABLECOMMITNOWAIT":
+            st.params.commit_nowait = False
+        else:
+            _unknown_option(cur, opt, ["DISABLECOMMITNOWAIT"])
 
 
 # -- shared ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trailgate.apply.postgres import PgApplier
 from trailgate.apply.records import TableCounts
 from trailgate.changes.routing import Router
 from trailgate.checkpoint import Checkpoint, TableStats, atomic_write_text
@@ -155,11 +156,18 @@ class BatchApplier:
                 return None
             self.streamer = ApplyStreamer(applier, self.cfg.trail, self.router, rng[0],
                                           stop_file=self.stop_file,
-                                          checkpoint=self._stream_checkpoint)
+                                          checkpoint=self._stream_checkpoint,
+                                          nowait=self._nowait(applier))
         progress = self.streamer.sync(rng[1])
         self.streamer.checkpoint()
         self.streamed_batches += 1
         return progress.counts
+
+    def _nowait(self, applier: PgApplier) -> bool:
+        """Whether the stream apply's steps commit without waiting for the target's disk:
+        GoldenGate's default with a checkpoint table (each step moves its row, so a
+        commit the target loses is applied again), unless DBOPTIONS DISABLECOMMITNOWAIT."""
+        return bool(self.cfg.params.commit_nowait) and applier.checkpoint is not None
 
     def failure(self) -> TrailgateError | None:
         """The stream apply's failure, if it stopped with one (the group stops at once

@@ -92,12 +92,14 @@ class ApplyStreamer:
     ``sync``, ``checkpoint`` and ``close`` are for the micro-batches' thread.
     ``checkpoint``: writes the group checkpoint from a :class:`Progress` whose counts are
     those not yet recorded; called at most every ``checkpoint_seconds`` after steps, and
-    by :meth:`checkpoint`."""
+    by :meth:`checkpoint`.  ``nowait``: steps commit without waiting for the target's disk
+    (COMMIT NOWAIT); a commit that waits makes them durable before a sync is answered, a
+    checkpoint written or the streamer closed, and only that is reported as applied."""
 
     def __init__(self, applier: PgApplier, trail: str, router: Router, start: TrailPosition,
                  *, stop_file: Path | None = None,
                  checkpoint: Callable[[Progress], None] | None = None,
-                 checkpoint_seconds: float = CHECKPOINT_SECONDS):
+                 checkpoint_seconds: float = CHECKPOINT_SECONDS, nowait: bool = False):
         self.applier = applier
         self.trail = trail
         self.router = router
@@ -108,11 +110,17 @@ class ApplyStreamer:
             recorded = applier.stream_position()
             if recorded is not None:
                 start = max(start, TrailPosition.parse(recorded))
+            if nowait:
+                applier.commit_nowait()
         except BaseException:
             applier.close()
             raise
         self._recorded = recorded or ""  # what the row says (what a move must find there)
         self._progress = Progress(start)
+        # steps commit without waiting for the target's disk; what a flush made durable
+        # is all a sync, a checkpoint or the close reports (a lost commit is applied again)
+        self._nowait = nowait
+        self._durable = Progress(start)
         self._want = start  # apply at least this far (a waiting sync's end)
         self._on_checkpoint = checkpoint
         self.checkpoint_seconds = checkpoint_seconds
@@ -133,8 +141,8 @@ class ApplyStreamer:
 
     @property
     def position(self) -> TrailPosition:
-        """Everything before it is applied."""
-        return self._progress.position
+        """Everything before it is applied and durable on the target."""
+        return self._durable.position
 
     # -- the micro-batches' side --------------------------------------------------------
 
@@ -146,7 +154,7 @@ class ApplyStreamer:
                 self._want = end
                 self._cond.notify_all()
                 self._watch.interrupt()
-            while self._progress.position < end and self._error is None:
+            while self._durable.position < end and self._error is None:
                 if not self._thread.is_alive():
                     raise TargetError("the Replicat's apply streamer has stopped")
                 self._cond.wait(0.5)
@@ -160,12 +168,13 @@ class ApplyStreamer:
             return
         with self._ck_lock:
             with self._cond:
-                if not self._dirty and self._saved == self._progress.position:
+                d = self._durable
+                if not self._dirty and self._saved == d.position:
                     return
-                p = self._progress
-                taken = Progress(p.position, p.read_time, p.last_csn, p.last_xid,
+                taken = Progress(d.position, d.read_time, d.last_csn, d.last_xid,
                                  self._unsaved)
-                self._unsaved, self._dirty = {}, False
+                # a position not yet durable is written by a later checkpoint
+                self._unsaved, self._dirty = {}, d.position != self._progress.position
             try:
                 self._on_checkpoint(taken)
             except BaseException:
@@ -213,13 +222,19 @@ class ApplyStreamer:
         if self._writer is not None:
             self._writer.join()
         self._watch.close()
+        try:
+            self._make_durable()
+        except Exception as exc:  # what the flush did not confirm is applied again
+            log.warning("the Replicat's last steps were not confirmed durable on the "
+                        "target (%s); its checkpoint stays at %s", exc,
+                        self._durable.position)
         self.applier.close()
         with self._cond:
             return self._take()
 
     def _take(self) -> Progress:
-        p = self._progress
-        taken = Progress(p.position, p.read_time, p.last_csn, p.last_xid, p.counts)
+        d, p = self._durable, self._progress
+        taken = Progress(d.position, d.read_time, d.last_csn, d.last_xid, p.counts)
         p.counts = {}
         return taken
 
@@ -247,8 +262,12 @@ class ApplyStreamer:
                     if self._closing or self._error is not None:
                         return
                     at, want = self._progress.position, self._want
+                    durable = self._durable.position
                 if self._checkpoint_in() <= 0:
+                    self._make_durable()
                     self._checkpoint_behind()
+                elif durable < want <= at:  # a sync waits for what is applied
+                    self._make_durable()
                 held = stop_requested(self.stop_file)
                 if held and at >= want:
                     self._pause(min(HOLD_SECONDS, self._checkpoint_in()))
@@ -364,4 +383,19 @@ class ApplyStreamer:
             p.position = upper
             if commit is not None:
                 p.read_time, p.last_csn, p.last_xid = commit
+            if not self._nowait:  # committed waiting for the disk: durable now
+                self._durable = Progress(p.position, p.read_time, p.last_csn, p.last_xid)
+            self._cond.notify_all()
+
+    def _make_durable(self) -> None:
+        """Wait until every step committed so far is on the target's disk (a no-op where
+        steps wait for it themselves), then report them as applied."""
+        with self._cond:
+            p = self._progress
+            if p.position <= self._durable.position:
+                return
+            done = Progress(p.position, p.read_time, p.last_csn, p.last_xid)
+        self.applier.flush_commits()
+        with self._cond:
+            self._durable = done
             self._cond.notify_all()
