@@ -53,22 +53,28 @@ def run_query(conn: psycopg.Connection[Any], parts: Sequence[bytes | CopyIn]) ->
     failure: Failed | None = None
     at = 0  # the part the next result belongs to
     with conn.lock:
-        pg.send_query(text)  # raises psycopg.OperationalError when it cannot
-        _flush(pg)
-        while True:
-            result = _result(pg)
-            if result is None:  # the query's end
-                break
-            status = result.status
-            if status == _COPY_IN:
-                _send_copy(pg, copies.pop(0).data if copies else b"")
-                continue  # the COPY's own result follows
-            if status == _FATAL and failure is None:
-                failure = Failed(min(at, len(parts) - 1),
-                                 _field(result, pq.DiagnosticField.SQLSTATE),
-                                 _field(result, pq.DiagnosticField.MESSAGE_PRIMARY)
-                                 or "unknown error")
-            at += 1
+        done = False
+        try:
+            pg.send_query(text)  # raises psycopg.OperationalError when it cannot
+            _flush(pg)
+            while True:
+                result = _result(pg)
+                if result is None:  # the query's end
+                    break
+                status = result.status
+                if status == _COPY_IN:
+                    _send_copy(pg, copies.pop(0).data if copies else b"")
+                    continue  # the COPY's own result follows
+                if status == _FATAL and failure is None:
+                    failure = Failed(min(at, len(parts) - 1),
+                                     _field(result, pq.DiagnosticField.SQLSTATE),
+                                     _field(result, pq.DiagnosticField.MESSAGE_PRIMARY)
+                                     or "unknown error")
+                at += 1
+            done = True
+        finally:
+            if not done:  # a query half sent or half read: never reuse the connection
+                conn.close()
     if failure is not None:
         raise failure
 
