@@ -1,7 +1,9 @@
 """The Replicat's stream apply alone, step by step: where its time goes per step size.
 
 A trail of ``--rows`` updates of ``bench.orders`` (``apply_pg``'s table, every column in each
-update, as the PostgreSQL Extract writes them; ``--op insert``: inserts of new rows) in
+update, as the PostgreSQL Extract writes them; ``--op insert``: inserts of new rows;
+``--op mixed``: ``apply_pg``'s ``mixed`` preset, inserts then updates of a fifth and deletes
+of a tenth of them, key-only deletes, into an empty table) in
 ``--txn-rows``-row transactions is applied to a fresh embedded PostgreSQL holding those rows,
 the way the stream apply does it (``apply_range`` with the checkpoint row moved, BATCHSQL),
 in steps of at most ``--step-records`` change records each — one step for a backlog, a few
@@ -20,7 +22,7 @@ resuming where the last ended, ``apply_range``, its bookkeeping); the driver's f
 the streamer thread's CPU alone (the writing is not counted).
 
     .venv/bin/python benchmarks/apply_steps.py [--rows 100000] [--txn-rows 100]
-        [--step-records 100000 1000 100] [--repeat 2] [--op update|insert] [--live]
+        [--step-records 100000 1000 100] [--repeat 2] [--op update|insert|mixed] [--live]
         [--src OTHER/src]
 """
 
