@@ -8,6 +8,7 @@ import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -36,6 +37,7 @@ from trailgate.replicat.micro_batch import BatchApplier
 from trailgate.replicat.stream_apply import ApplyStreamer
 from trailgate.replicat.task_apply import open_applier
 from trailgate.replicat.task_rows import BatchSummary
+from trailgate.replicat.trail_tail import TrailTail
 from trailgate.spark.trail_offsets import end_of_data
 from trailgate.trail import TrailWriter
 from trailgate.trail.ddl import encode_marker
@@ -174,7 +176,17 @@ def test_a_file_written_during_a_scan_that_found_nothing_is_applied(
             written.append(True)
         return found
 
+    real_tail = TrailTail.scan
+
+    def tail_then_write(tail: TrailTail, at: TrailPosition, *args: Any, **kw: Any) -> Any:
+        found = real_tail(tail, at, *args, **kw)  # the open file's scan, the same way
+        if found is not None and found[0] == at and at.rba > 0 and not written:
+            write_trail(Path(cfg.trail), work.transactions(20))
+            written.append(True)
+        return found
+
     monkeypatch.setattr(stream_apply, "scan_boundary", scan_then_write)
+    monkeypatch.setattr(TrailTail, "scan", tail_then_write)
     streamer = _streamer(cfg, router)
     try:
         _until(lambda: bool(written), "the scan that found nothing", timeout=30)
