@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-from trailgate.apply.mapping import Mapper
+from trailgate.apply.mapping import Mapper, TableMapping
 from trailgate.apply.postgres import PgApplier
 from trailgate.apply.records import ApplyResult
 from trailgate.apply.spanplan import SpanResult, available, plan_span, table_spec
@@ -151,7 +151,7 @@ def plan_range(mapper: Mapper, trail: str, lower: TrailPosition, upper: TrailPos
             return False  # the Python path raises it where it belongs
         if mapping is None:
             return True
-        spec = table_spec(0, mapping, used[name])
+        spec = _table_spec(mapping, used[name])
         return False if spec is None else (mapping, spec)
 
     span = plan_span(data, 0, len(data), resolve, on_metadata)
@@ -160,6 +160,25 @@ def plan_range(mapper: Mapper, trail: str, lower: TrailPosition, upper: TrailPos
     if len(segments) == 1:  # the next batch starts there (definitions are per file)
         remember_definitions(trail, upper, defs)
     return span, segments
+
+
+#: ``table_spec``'s answers by mapping and source definition: a live apply plans the same
+#: tables step after step with the same objects (a DDL makes new ones).
+_SPECS: dict[tuple[int, int], tuple[TableMapping, TableDef, tuple[Any, ...] | None]] = {}
+_SPECS_MAX = 256
+
+
+def _table_spec(mapping: TableMapping, table: TableDef) -> tuple[Any, ...] | None:
+    """``table_spec(0, mapping, table)``, made once for the same two objects."""
+    key = (id(mapping), id(table))
+    known = _SPECS.get(key)
+    if known is not None and known[0] is mapping and known[1] is table:
+        return known[2]
+    spec = table_spec(0, mapping, table)
+    if len(_SPECS) >= _SPECS_MAX:
+        _SPECS.clear()
+    _SPECS[key] = (mapping, table, spec)
+    return spec
 
 
 def position_row(upper: TrailPosition, span: SpanResult) -> str:
