@@ -277,14 +277,15 @@ class ApplyStreamer:
     def _look(self, state: ScanState | None, at: TrailPosition) -> tuple[int, int, int, bool]:
         """What tells whether the trail grew past where the last scan stopped: which file
         that is, its size, the size of the next one (a scan that found the next file still
-        being written stops before it, so its growth must count) and whether a third
-        exists.  Taken before a scan, so what is written during the scan differs from it;
-        the scan of :class:`TrailTail` reads up to the file's size it saw (``_seen``)."""
+        being written stops before it, so its growth must count) and, when there is a next
+        one, whether a third exists.  Taken before a scan, so what is written during the
+        scan differs from it; :class:`TrailTail`'s scan reads up to the size it saw."""
         seqno = (state.resume if state is not None else at).seqno
         seen = self._seen = self._stat(seqno)
         after = self._size(seqno + 1)
         self._later = after >= 0
-        return (seqno, -1 if seen is None else seen.st_size, after, self._size(seqno + 2) >= 0)
+        return (seqno, -1 if seen is None else seen.st_size, after,
+                after >= 0 and self._size(seqno + 2) >= 0)
 
     def _stat(self, seqno: int) -> os.stat_result | None:
         """File ``seqno``'s ``stat``, None if there is none: of its nine-digit name, then
