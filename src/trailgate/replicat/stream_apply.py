@@ -258,15 +258,15 @@ class ApplyStreamer:
                 if held and at >= want:
                     self._pause(min(HOLD_SECONDS, self._checkpoint_in()))
                     continue
-                if idle is not None and want <= at and self._look(state, at) == idle:
-                    self._idle()
-                    continue
                 gap = next_step - time.monotonic()
                 if gap > 0 and want <= at:
                     self._pause(min(gap, self._checkpoint_in()))  # more for the same cost
                     continue
                 # the look comes before the scan: growth during the scan must tell
                 look = self._look(state, at)
+                if idle is not None and want <= at and look == idle:
+                    self._idle()
+                    continue
                 found = None if held else self._tail.scan(
                     at, state, self._seen, self._later, max_records=CHUNK_RECORDS,
                     mark=ddl_mark)
@@ -285,6 +285,10 @@ class ApplyStreamer:
                         self._apply(at, end, records)
                     now = time.monotonic()
                     next_step = began + min(STEP_GAP_SECONDS, STEP_SPACING * (now - began))
+                    # all the look saw was read and applied: until the trail changes, a
+                    # scan would find nothing (a trickle's steps skip that empty scan)
+                    read_all = not held and state.resume == TrailPosition(look[0], look[1])
+                    idle = look if read_all else None
                     continue
                 idle = look
                 self._idle()
