@@ -94,6 +94,7 @@ class WalStream:
         self._confirm = 0  # latest position the caller confirmed
         self._sent_confirm = 0
         self.status_updates = 0  # standby status updates sent (tests, benchmarks)
+        self.chunks = 0  # chunks handed to the consumer's queue (tests, benchmarks)
         self._ask = False
         self._unanswered = 0  # status updates asking for a reply whose answer is not read
         self._hungry = False  # the consumer waits for the next chunk: the shortest pause
@@ -373,6 +374,7 @@ class WalStream:
                 if chunk:
                     with self._cond:
                         self._queue.append((chunk, size))
+                        self.chunks += 1
                         self._buffered += size
                         self._available = self._drained_commit
                         self._cond.notify_all()

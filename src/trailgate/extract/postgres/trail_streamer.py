@@ -68,6 +68,7 @@ class TrailStreamer:
         self.stop_file = stop_file
         self.flush_seconds = flush_seconds
         self.flushes = 0  # times made durable and checkpointed (tests)
+        self.reads = 0  # reads of the stream written to the trail (tests, benchmarks)
         self._written = start  # every transaction committing before it is in the trail
         # the group checkpoint covers every transaction committing before it: at start
         # what an earlier run (or a streamer of this one) recorded, so a replay of an
@@ -217,6 +218,7 @@ class TrailStreamer:
                     continue
                 last_read, cpu = time.monotonic(), time.thread_time()
                 appender.append(slot.read(self._written, target, position=False))
+                self.reads += 1
                 gather = min(GATHER_SECONDS, max(
                     MIN_GATHER_SECONDS, GATHER_PER_READ * (time.thread_time() - cpu)))
                 with self._cond:
