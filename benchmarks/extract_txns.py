@@ -199,10 +199,10 @@ def live_round(home: Home, source: SourceOptions, conninfo: str, r: int, start: 
     streamer = TrailStreamer(slot, sink, start, flush_seconds=1.0)
     try:
         streamer.sync(start)  # the stream open and the threads started before the clock
-        stream = slot._stream  # noqa: SLF001 - a benchmark looks at the stream's counters
+        stream = slot._stream  # a benchmark looks at its counters
         assert stream is not None
-        threads = {"reader": stream._thread.native_id,  # noqa: SLF001
-                   "streamer": streamer._thread.native_id}  # noqa: SLF001
+        threads = {"reader": stream._thread.native_id,
+                   "streamer": streamer._thread.native_id}
         ns0 = {k: thread_ns(v) for k, v in threads.items() if v is not None}
         sw0 = {k: thread_switches(v) for k, v in threads.items() if v is not None}
         reads0, status0 = streamer.reads, stream.status_updates

@@ -51,14 +51,16 @@ _DRAIN_MESSAGES = 5000  # messages read before handing them to the consumer
 _RECENT_ITEMS = 4  # a keepalive among a read's last this many items: the server waits
 #: The reader's pause once data is there, before it reads: at least this ...
 MIN_GATHER_SECONDS = 0.002
-#: ... at most this ...
+#: ... at most this (the default of ``EOFDELAYCSECS``, which sets it per group) ...
 MAX_GATHER_SECONDS = 0.02
 #: ... and in between this many seconds per message a second the stream brings above
-#: ``GATHER_FROM_RATE``: a busy stream is read in fewer, bigger gulps (docs/extract.md,
-#: "The walsender's CPU": the server then sends many messages per TCP segment), a trickle
-#: and a few thousand small transactions a second as they come.
-GATHER_PER_RATE = 5e-7
-GATHER_FROM_RATE = 15_000
+#: ``GATHER_FROM_RATE``: a busy stream is read in fewer, bigger gulps — each read and each
+#: write of the trail has a fixed cost on the driver (two threads woken, a generator chain,
+#: a write), and the server sends many messages per TCP segment (docs/extract.md, "The
+#: walsender's CPU") — while a trickle (up to a thousand one-row transactions a second)
+#: is read as it comes (docs/performance.md, "Live one-row transactions").
+GATHER_PER_RATE = 1e-6
+GATHER_FROM_RATE = 3_000
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
@@ -70,18 +72,21 @@ class WalStream:
 
     ``position``: every transaction committing before it has been handed out.
     ``fast_drain``: the reader takes libpq's messages with ``_pgfast.drain`` when it can be
-    bound (``stream_drain``); false keeps the Python loop, the reference.
+    bound (``stream_drain``); false keeps the Python loop, the reference.  ``max_gather``:
+    the longest pause before a read of a busy stream (``EOFDELAYCSECS``; see ``_gather``).
     """
 
     def __init__(self, conninfo: str, slot: str, publication: str, start_lsn: int, *,
                  buffer_bytes: int = BUFFER_BYTES, status_interval: float = STATUS_INTERVAL,
-                 slot_wait: float = SLOT_WAIT_SECONDS, fast_drain: bool = True):
+                 slot_wait: float = SLOT_WAIT_SECONDS, fast_drain: bool = True,
+                 max_gather: float = MAX_GATHER_SECONDS):
         self.conninfo = conninfo
         self.slot = slot
         self.publication = publication
         self.position = start_lsn
         self._limit = buffer_bytes
         self._status_interval = status_interval
+        self._max_gather = max_gather
         self._queue: deque[tuple[list[tuple[int, bytes | None]], int]] = deque()
         self._buffered = 0
         self._chunk: list[tuple[int, bytes | None]] = []
@@ -390,7 +395,8 @@ class WalStream:
                             caught_up = seen_data or _data_before_keepalive(chunk)
                         if not seen_data:
                             seen_data = any(item[1] is not None for item in chunk)
-                    gather = _gather(len(chunk), now - last_chunk, caught_up)
+                    gather = _gather(len(chunk), now - last_chunk, caught_up,
+                                     self._max_gather)
                     last_chunk = now
                     continue
                 if sock in self._wait([sock], 1.0):
@@ -494,19 +500,20 @@ class WalStream:
                            f"while streaming slot {self.slot!r}: {reason}")
 
 
-def _gather(messages: int, seconds: float, caught_up: bool) -> float:
+def _gather(messages: int, seconds: float, caught_up: bool,
+            longest: float = MAX_GATHER_SECONDS) -> float:
     """The reader's next pause, given that its last chunk held ``messages`` and came
     ``seconds`` after the one before, and whether the server has caught up with the WAL
     since the stream opened (a keepalive it sent on its own): the shortest after a full
     chunk or before the server caught up (the backlog the stream opened on: reading it
     less often slowed the pipeline), else more the busier the stream (see
-    ``GATHER_PER_RATE``), also when a live stream's server falls behind again (read every
-    2 ms, it then sent nearly every message alone, and stayed behind)."""
+    ``GATHER_PER_RATE``), up to ``longest``, also when a live stream's server falls behind
+    again (read every 2 ms, it then sent nearly every message alone, and stayed behind)."""
     if messages >= _DRAIN_MESSAGES or not caught_up:
         return MIN_GATHER_SECONDS
     rate = messages / max(seconds, 1e-6)
     pause = (rate - GATHER_FROM_RATE) * GATHER_PER_RATE
-    return min(MAX_GATHER_SECONDS, max(MIN_GATHER_SECONDS, pause))
+    return max(MIN_GATHER_SECONDS, min(longest, pause))
 
 
 def _keeps_up(chunk: list[tuple[int, bytes | None]], unanswered: int) -> tuple[bool, int]:
