@@ -165,6 +165,11 @@ class Checkpoint:
     stats_since: str = field(default_factory=_now)
     stats: dict[str, TableStats] = field(default_factory=dict)
 
+    @property
+    def read_lsn(self) -> int:
+        """A PostgreSQL Extract's read position as a number (0 when it holds none)."""
+        return int(self.read_position.get("lsn", 0) or 0)
+
     def count(self, table: str, op: str, n: int = 1) -> None:
         """Add ``n`` operations of kind ``op`` (insert, update, delete, discard, truncate,
         ddl) on ``table`` to the running statistics."""

@@ -53,6 +53,13 @@ def test_missing_checkpoint_is_none(tmp_path: Path) -> None:
     assert load_checkpoint(tmp_path / "NOPE.cpe") is None
 
 
+def test_read_lsn_is_the_read_position_as_a_number() -> None:
+    assert Checkpoint("E", "EXTRACT").read_lsn == 0
+    assert Checkpoint("E", "EXTRACT", read_position={"lsn": None}).read_lsn == 0
+    assert Checkpoint("E", "EXTRACT", read_position={"lsn": 4711}).read_lsn == 4711
+    assert Checkpoint("E", "EXTRACT", read_position={"lsn": "4711"}).read_lsn == 4711
+
+
 def test_count_rejects_unknown_kind() -> None:
     with pytest.raises(ValueError, match="unknown statistics kind"):
         Checkpoint("R", "REPLICAT").count("A.B", "upsert")

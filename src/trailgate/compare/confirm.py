@@ -49,7 +49,7 @@ def wait_for_pipeline(home: Home, job: CompareJob, timeout: float) -> str | None
     ck = None
     while time.monotonic() < deadline:
         ck = home.checkpoints.load(job.extract, "EXTRACT")
-        if ck is not None and int(ck.read_position.get("lsn", 0) or 0) >= target:
+        if ck is not None and ck.read_lsn >= target:
             break
         time.sleep(0.2)
     else:

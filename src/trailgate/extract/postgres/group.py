@@ -201,7 +201,7 @@ def _finish(cfg: ExtractConfig, run_id: str) -> None:
                               "group": cfg.group, **cfg.format_options}, run_id)
     finish_run(opts)
     ck = Home(cfg.home).checkpoints.load(cfg.group, "EXTRACT")
-    lsn = int(ck.read_position.get("lsn", 0)) if ck else 0
+    lsn = ck.read_lsn if ck else 0
     if lsn:
         with connect(cfg.conninfo, application_name=f"trailgate {cfg.slot} stop") as conn:
             advance_slot(conn, cfg.slot, lsn, patience=5.0)
@@ -220,7 +220,7 @@ def run_extract_group(home: Home, name: str, opts: RunOptions, *, spark: Any = N
                                   process_id=os.getpid())
         echo_parameters(proc, cfg.params)
         ck = home.checkpoints.load(cfg.group, "EXTRACT")
-        resume = int(ck.read_position.get("lsn", 0)) if ck and ck.read_position else None
+        resume = ck.read_lsn if ck and ck.read_position else None
         _report_startup(proc, cfg, check_source(cfg, resume))
         stop_file = home.dirchk / f"{cfg.group}.stop"
         stop_file.unlink(missing_ok=True)

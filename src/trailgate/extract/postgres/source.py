@@ -698,7 +698,7 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         cfg = self.opts.config
         _, confirmed, _ = slot_state(self._control(), cfg.slot)
         ck = CheckpointStore(Path(cfg.home) / "dirchk").load(cfg.group, "EXTRACT")
-        done = int(ck.read_position.get("lsn", 0)) if ck is not None else 0
+        done = ck.read_lsn if ck is not None else 0
         return {"lsn": max(done, confirmed)}
 
     def prepareForTriggerAvailableNow(self) -> None:
