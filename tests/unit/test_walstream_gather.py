@@ -18,18 +18,18 @@ def test_a_backlog_is_read_after_the_shortest_pause() -> None:
 
 def test_a_trickle_is_read_after_the_shortest_pause() -> None:
     assert walstream._gather(3, 0.5, True) == MIN_GATHER_SECONDS
-    # 4,000 messages a second: a thousand one-row transactions, or 500 rows a second in
+    # 1,500 messages a second: 500 one-row transactions, or 1,250 rows a second in
     # transactions of ten
-    assert walstream._gather(40, 0.01, True) == MIN_GATHER_SECONDS
+    assert walstream._gather(15, 0.01, True) == MIN_GATHER_SECONDS
     assert walstream._gather(1, 0.0, True) == MAX_GATHER_SECONDS  # a burst seen as a rate
 
 
 def test_the_pause_grows_with_the_rate_up_to_its_bound() -> None:
-    rates = [3_000, 9_000, 15_000, 40_000, 200_000]  # messages a second
+    rates = [1_500, 4_500, 9_000, 40_000, 200_000]  # messages a second
     pauses = [walstream._gather(int(r * 0.01), 0.01, True) for r in rates]
     assert pauses == sorted(pauses)
     assert pauses[0] == MIN_GATHER_SECONDS and pauses[-1] == MAX_GATHER_SECONDS
-    # 3,000 and 5,000 one-row transactions a second: several a read, within the bound
+    # 1,500 and 3,000 one-row transactions a second: many a read, within the bound
     assert MIN_GATHER_SECONDS < pauses[1] < pauses[2] < MAX_GATHER_SECONDS
 
 
