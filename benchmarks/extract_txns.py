@@ -3,6 +3,7 @@ the trail written, as the trail streamer does between micro-batches, without Spa
 
     ./dev bench extract_txns [--txns 20000] [--txn-rows 1] [--kind update|insert]
                              [--repeat 3] [--profile N] [--keep DIR] [--live RATE]
+                             [--eofdelay-csecs N]
 
 One embedded server; a table like ``apply_pg``'s ``bench.orders`` captured by an Extract
 group's slot.  Each round commits ``--txns`` transactions of ``--txn-rows`` rows (updates of
@@ -315,6 +316,9 @@ def main() -> int:
     parser.add_argument("--live", type=float, default=None, metavar="RATE",
                         help="transactions a second committed while the trail streamer "
                              "follows them (0: as fast as the server can); one-row updates")
+    parser.add_argument("--eofdelay-csecs", type=int, default=None, metavar="N",
+                        help="EOFDELAYCSECS for the group (0: every live read within 2 ms, "
+                             "as before 2026-11-28 midday below 15,000 messages a second)")
     parser.add_argument("--path", choices=("both", "general", "batched", "readers"),
                         default="both")
     args = parser.parse_args()
@@ -343,7 +347,9 @@ def main() -> int:
             add_extract(conn, GROUP)
             _, start, _ = slot_state(conn, slot_name(GROUP))
         (home.dirprm / f"{GROUP.lower()}.prm").write_text(
-            f"EXTRACT {GROUP}\nSOURCEDB {conninfo}\nEXTTRAIL ./dirdat/aa\nTABLE bench.*;\n")
+            f"EXTRACT {GROUP}\nSOURCEDB {conninfo}\nEXTTRAIL ./dirdat/aa\n"
+            + ("" if args.eofdelay_csecs is None else f"EOFDELAYCSECS {args.eofdelay_csecs}\n")
+            + "TABLE bench.*;\n")
         source = SourceOptions.parse({"home": str(home.path), "group": GROUP})
         if args.live is not None:
             with connect(conninfo) as conn:
