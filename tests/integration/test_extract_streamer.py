@@ -15,6 +15,7 @@ from trailgate.capture.postgres.slots import slot_name
 from trailgate.capture.postgres.trandata import add_trandata
 from trailgate.db.connect import connect
 from trailgate.errors import SourceError
+from trailgate.extract.postgres import trail_streamer
 from trailgate.extract.postgres.source import SourceOptions, StreamedSlot, slot_state
 from trailgate.extract.postgres.trail_streamer import TrailStreamer
 from trailgate.spark.trail_sink import SinkOptions, TrailAppender
@@ -391,3 +392,56 @@ def test_flushsecs_makes_it_durable_checkpointed_and_confirmed_with_no_batch(pg_
     assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3, 3]
     ck = home.checkpoints.load("STR", "EXTRACT")
     assert ck is not None and ck.stats["public.t"].inserts == 12
+
+
+def test_a_slow_flush_does_not_hold_the_reads(pg_db, tmp_path, monkeypatch):
+    """FLUSHSECS's fsyncs and checkpoint writes run beside the reads: while one is slow (a
+    disk busy with others' writes; here its slow half held until released), transactions
+    committed meanwhile still reach the trail, and nothing says they are durable — the
+    checkpoint, the slot's confirmation — until the flush has ended."""
+    release, started = threading.Event(), threading.Event()
+
+    class SlowDisk(TrailAppender):
+        def sync_later(self, source_position=None):
+            finish = super().sync_later(source_position)
+
+            def slow():
+                if not release.is_set():
+                    started.set()
+                    release.wait(30)
+                return finish()
+            return slow
+
+    monkeypatch.setattr(trail_streamer, "TrailAppender", SlowDisk)
+    home, source, start = _setup(pg_db, tmp_path)
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, flush_seconds=0.2)
+    try:
+        end1 = _commit(pg_db, 1)
+        wait_for(started.is_set, 10, "the first flush")
+        confirmed = _confirmed(pg_db)
+        end2 = _commit(pg_db, 10)
+        wait_for(lambda: streamer.written >= end2, 10,
+                 "the second transaction in the trail while the flush is held")
+        assert _checkpoint_lsn(home) < end1 and _confirmed(pg_db) == confirmed
+        synced: list[int] = []  # a micro-batch's sync answers only once it is durable
+
+        def batch() -> None:
+            streamer.sync(end2)
+            synced.append(_checkpoint_lsn(home))
+
+        waiting = threading.Thread(target=batch)
+        waiting.start()
+        time.sleep(0.3)
+        assert not synced
+        release.set()
+        waiting.join(30)
+        assert synced and synced[0] >= end2
+        wait_for(lambda: _confirmed(pg_db) >= end2, 10,
+                 "confirmed once checkpointed", 0.02)
+        assert _confirmed(pg_db) <= _checkpoint_lsn(home)
+    finally:
+        release.set()
+        streamer.close()
+        slot.close()
+    assert [len(t[2]) for t in trail_transactions(home.dirdat / "aa")] == [3, 3]

@@ -5,6 +5,7 @@ the batch path taking over where it got."""
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +34,7 @@ from trailgate.replicat.config import ReplicatConfig, load_replicat_config
 from trailgate.replicat.ddl_steps import ddl_steps
 from trailgate.replicat.group import RunOptions, run_replicat_group
 from trailgate.replicat.micro_batch import BatchApplier
-from trailgate.replicat.stream_apply import ApplyStreamer
+from trailgate.replicat.stream_apply import ApplyStreamer, Progress
 from trailgate.replicat.task_apply import open_applier
 from trailgate.replicat.task_rows import BatchSummary
 from trailgate.spark.trail_offsets import end_of_data
@@ -418,3 +419,34 @@ def test_the_group_checkpoint_moves_between_batches_and_counts_once(tmp_path: Pa
     applier._checkpoint(BatchSummary(end={"seqno": START.seqno, "rba": START.rba},
                                      last_csn=1), {})
     assert checkpoint() == (end4, work.csn, inserts, updates)
+
+
+def test_a_slow_checkpoint_write_does_not_hold_the_steps(tmp_path: Path, pg_db: str) -> None:
+    """The stream apply's own group checkpoint write (its fsyncs: tens of milliseconds on
+    a busy disk) runs beside the steps: while one is slow (held here until released) the
+    trail's new transactions are still applied, and a later write covers them."""
+    _, cfg, router = _setup(tmp_path, pg_db)
+    release, started = threading.Event(), threading.Event()
+    written: list[TrailPosition] = []
+
+    def slow(progress: Progress) -> None:
+        started.set()
+        release.wait(30)
+        written.append(progress.position)
+
+    work = Increments(seed=7)
+    streamer = ApplyStreamer(open_applier(cfg), cfg.trail, router, START, checkpoint=slow,
+                             checkpoint_seconds=0.1)
+    try:
+        _append(cfg, work, 5)
+        _until(started.is_set, "the first checkpoint write", timeout=30)
+        end2 = _append(cfg, work, 5)
+        _until(lambda: streamer.position == end2, "steps while the write is held", timeout=30)
+        assert accounts(pg_db) == work.expected_accounts()
+        assert not written
+        release.set()
+        _until(lambda: bool(written) and written[-1] == end2, "a write covering them",
+               timeout=30)
+    finally:
+        release.set()
+        streamer.close()

@@ -4,7 +4,8 @@ An :class:`ApplyStreamer` is a driver thread with its own target connection: it 
 whole transactions as soon as the trail holds them, each step one target transaction that
 also moves the group's checkpoint-table row (nothing lost or doubled), and writes the group
 checkpoint after steps at most once a second, so INFO and LAG follow it whatever the batch
-window; a micro-batch's :meth:`~ApplyStreamer.sync` waits for it.  An idle trail is not
+window (that write and its fsyncs on a thread of their own, so steps go on meanwhile); a
+micro-batch's :meth:`~ApplyStreamer.sync` waits for it.  An idle trail is not
 polled: the thread sleeps until the trail's directory changes, a sync asks, or a second
 passes.
 """
@@ -121,6 +122,7 @@ class ApplyStreamer:
         self._saved: TrailPosition | None = None  # the position the last write recorded
         self._saved_at = 0.0  # monotonic time of the last checkpoint write
         self.checkpoints = 0  # group checkpoint writes (tests)
+        self._writer: threading.Thread | None = None  # the thread's own write under way
         self._error: BaseException | None = None
         self._closing = False
         self._cond = threading.Condition()
@@ -178,9 +180,27 @@ class ApplyStreamer:
     def _checkpoint_in(self) -> float:
         """Seconds until the thread's own checkpoint write is due (infinite when it took
         no step since the last one)."""
-        if self._on_checkpoint is None or not self._dirty:
+        if (self._on_checkpoint is None or not self._dirty
+                or (self._writer is not None and self._writer.is_alive())):
             return float("inf")
         return self._saved_at + self.checkpoint_seconds - time.monotonic()
+
+    def _checkpoint_behind(self) -> None:
+        """The thread's own checkpoint write, on a thread of its own: its fsyncs (a busy
+        disk's tens of milliseconds) would hold every step behind them.  A failure stops
+        the streamer as a step's would."""
+        def run() -> None:
+            try:
+                self.checkpoint()
+            except BaseException as exc:  # raised to the micro-batches by sync
+                log.warning("the Replicat's apply streamer stopped: %s", exc)
+                with self._cond:
+                    self._error = exc
+                    self._cond.notify_all()
+                self._watch.interrupt()
+
+        self._writer = threading.Thread(target=run, name="apply checkpoint", daemon=True)
+        self._writer.start()
 
     def close(self) -> Progress:
         """Finish the transaction under way, stop the thread and close its connection;
@@ -190,6 +210,8 @@ class ApplyStreamer:
             self._cond.notify_all()
         self._watch.interrupt()
         self._thread.join()
+        if self._writer is not None:
+            self._writer.join()
         self._watch.close()
         self.applier.close()
         with self._cond:
@@ -222,11 +244,11 @@ class ApplyStreamer:
         try:
             while True:
                 with self._cond:
-                    if self._closing:
+                    if self._closing or self._error is not None:
                         return
                     at, want = self._progress.position, self._want
                 if self._checkpoint_in() <= 0:
-                    self.checkpoint()
+                    self._checkpoint_behind()
                 held = stop_requested(self.stop_file)
                 if held and at >= want:
                     self._pause(min(HOLD_SECONDS, self._checkpoint_in()))

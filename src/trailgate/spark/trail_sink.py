@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -371,26 +372,48 @@ def _write_batch(writer: TrailWriter, last: LastWritten, tables: dict[str, Table
 def _durable(opts: SinkOptions, writer: TrailWriter, last: LastWritten, tally: _Tally,
              batch_id: int | None) -> TrailCommitMessage:
     """fsync what the appends wrote, record the sink state, and say what is durable."""
+    return _durable_later(opts, writer, last, tally, batch_id)()
+
+
+def _durable_later(opts: SinkOptions, writer: TrailWriter, last: LastWritten, tally: _Tally,
+                   batch_id: int | None) -> Callable[[], TrailCommitMessage]:
+    """:func:`_durable` in two halves: this one, on the writer's thread, writes everything
+    through and takes what the state and the message say; the function it returns (once,
+    on any thread, while appends go on) fsyncs that much, records the state and returns
+    the message."""
     counts: dict[str, dict[str, int]] = {}
     for (table, op), n in tally.counts.items():
         kind = _STAT_KIND.get(op)
         if kind is not None:
             per_table = counts.setdefault(table, {})
             per_table[kind] = per_table.get(kind, 0) + n
-    flushed = writer.flush()  # durable before anything says so
+    flushed, fd = writer.flush_handle()
     position: TrailPosition | None = None  # None: nothing written in this run yet
+    state: SinkState | None = None
     if writer.current_file is not None:
         position = flushed
-        save_state(Path(opts.state_file), SinkState(
+        state = SinkState(
             run_id=opts.run_id, trail=opts.trail, seqno=position.seqno, length=position.rba,
-            tables=writer.tables_in_file, last=last, last_io_time=writer.last_io_time,
-            batch_id=batch_id))
-    return TrailCommitMessage(
+            tables=writer.tables_in_file, last=LastWritten(last.csn, set(last.xids)),
+            last_io_time=writer.last_io_time, batch_id=batch_id)
+    msg = TrailCommitMessage(
         trail=opts.label, last_csn=last.csn,
         position=None if position is None else (position[0], position[1]),
         last_xid=max(last.xids) if last.xids else None, last_io_time=writer.last_io_time,
         source_position=tally.source_position, counts=counts, transactions=tally.written,
         skipped=tally.skipped, notes=list(tally.notes))
+
+    def finish() -> TrailCommitMessage:
+        if fd is not None:
+            try:
+                os.fsync(fd)  # durable before anything says so
+            finally:
+                os.close(fd)
+        if state is not None:
+            save_state(Path(opts.state_file), state)
+        return msg
+
+    return finish
 
 
 def _through(writer: TrailWriter, batches: Iterator[pa.RecordBatch]
@@ -436,11 +459,19 @@ class TrailAppender:
     def sync(self, source_position: dict[str, Any] | None = None) -> TrailCommitMessage:
         """Make every append durable; the message covers the appends since the last sync
         (``source_position``: where the source stands, for the checkpoint)."""
+        return self.sync_later(source_position)()
+
+    def sync_later(self, source_position: dict[str, Any] | None = None
+                   ) -> Callable[[], TrailCommitMessage]:
+        """:meth:`sync` in two halves: this one writes everything through and takes what
+        the state and the message say; the function it returns fsyncs that much and
+        records the state, on another thread if need be, while appends go on.  Call it
+        (once) before the next sync's, so the states are recorded in order."""
         if source_position is not None:
             self._tally.source_position = source_position
-        msg = _durable(self.opts, self.writer, self.last, self._tally, None)
+        finish = _durable_later(self.opts, self.writer, self.last, self._tally, None)
         self._tally = _Tally()
-        return msg
+        return finish
 
     def close(self) -> None:
         """Sync, let go of the file (the run may resume it) and of the trail's lock.  If

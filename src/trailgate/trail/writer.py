@@ -573,6 +573,16 @@ class TrailWriter:
             self._write_buffer()
         return self.position
 
+    def flush_handle(self) -> tuple[TrailPosition, int | None]:
+        """Write everything buffered; the position and a duplicate of the file's descriptor
+        (None without a file or without fsync), whose fsync, on any thread, makes that
+        position durable while this writer goes on (the caller closes it).  A file the
+        writer completes meanwhile is fsynced by the writer first."""
+        position = self.write_through()
+        if self._fd is None or not self._fsync:
+            return position, None
+        return position, os.dup(self._fd)
+
     def flush(self) -> TrailPosition:
         """Write everything buffered and fsync; returns the durable position."""
         self.write_through()

@@ -4,8 +4,11 @@ A :class:`TrailStreamer` is a driver thread that owns the streamed slot and the 
 writer: it writes whole transactions as the server sends them, and every ``flush_seconds``
 (FLUSHSECS) or for a micro-batch's :meth:`~TrailStreamer.sync` makes them durable, writes
 the group checkpoint and only then confirms the slot, so the slot never passes what is
-durable and checkpointed and the micro-batches can be far apart.  After a crash the next
-run skips what the trail holds.  docs/processes.md, "The trail as transactions arrive".
+durable and checkpointed and the micro-batches can be far apart.  A flush's slow half
+(the fsyncs, the state and checkpoint files; periodic or a sync's) runs on a thread of
+its own, one at a time and in order, so reading goes on meanwhile: a slow disk would
+otherwise hold every transaction arriving during it.  After a crash the next run skips
+what the trail holds.  docs/processes.md, "The trail as transactions arrive".
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,6 +80,8 @@ class TrailStreamer:
         # older range never moves the checkpoint back
         self._checkpointed = max(start, _checkpoint_lsn(sink))
         self._flushed_at = 0.0  # monotonic time of the last flush
+        self._flusher: threading.Thread | None = None  # a flush's slow half under way
+        self._flush_error: BaseException | None = None
         self._want = start  # read at least this far (a waiting sync's end)
         self._sync_end: int | None = None
         self._synced: TrailCommitMessage | None = None
@@ -166,6 +172,15 @@ class TrailStreamer:
                 appender.abandon()
 
     def _loop(self, appender: TrailAppender) -> None:
+        try:
+            self._stream(appender)
+        finally:  # a flush under way ends first (its failure raised below)
+            flusher = self._flusher
+            if flusher is not None:
+                flusher.join()
+        self._flushed()
+
+    def _stream(self, appender: TrailAppender) -> None:
         slot = self.slot
         slot.open_at(self.start)
         last_read = 0.0
@@ -173,6 +188,8 @@ class TrailStreamer:
         released = False  # the stream was closed for a hold
         held, look_at = False, 0.0  # the stop file's last look, and when the next is due
         while True:
+            if self._flush_error is not None:
+                raise self._flush_error
             with self._cond:
                 if self._closing:
                     return
@@ -203,14 +220,14 @@ class TrailStreamer:
             if released:  # open again where it stopped (a lost stream waits for a read)
                 slot.open_at(self._written)
                 released = False
-            if sync_end is not None and self._written >= sync_end:
-                msg = self._flush(appender)
+            if (sync_end is not None and self._written >= sync_end
+                    and not self._flushing()):  # else once the flush under way ends
                 with self._cond:
-                    self._sync_end, self._synced = None, msg
-                    self._cond.notify_all()
+                    self._sync_end = None
+                self._flush_behind(appender, answer=True)
                 continue
             if self._flush_in() <= 0:
-                self._flush(appender)
+                self._flush_behind(appender)
                 continue
             target = want if held else max(slot.available(), want)
             if target > self._written:
@@ -236,21 +253,67 @@ class TrailStreamer:
         return self._written > self._checkpointed
 
     def _flush_in(self) -> float:
-        """Seconds until a flush is due (infinite with nothing to flush or no period)."""
-        if self.flush_seconds is None or not self._unflushed():
+        """Seconds until a flush is due (infinite with nothing to flush, no period, or
+        the last periodic flush still under way: its end wakes the thread)."""
+        if self.flush_seconds is None or not self._unflushed() or self._flushing():
             return float("inf")
         return self._flushed_at + self.flush_seconds - time.monotonic()
 
     def _flush(self, appender: TrailAppender) -> TrailCommitMessage:
         """Make every write durable, record it in the group checkpoint (the content a
         micro-batch's commit writes for the same range), then let the slot move there:
-        the slot never passes what is durable and checkpointed."""
+        the slot never passes what is durable and checkpointed.  A periodic flush under
+        way ends first."""
+        self._flushed()
         lsn = max(self._written, self._checkpointed)
-        msg = appender.sync(self.slot.position_row(lsn))
+        msg = self._checkpoint(appender.sync_later(self.slot.position_row(lsn)), lsn)
+        self._flushed_at = time.monotonic()
+        return msg
+
+    def _flush_behind(self, appender: TrailAppender, *, answer: bool = False) -> None:
+        """The periodic flush, or a sync's (``answer``: its message goes to the waiting
+        :meth:`sync`): everything written so far taken here, made durable and checkpointed
+        (then confirmed) by a thread of its own while this one reads on."""
+        self._flushed()
+        lsn = max(self._written, self._checkpointed)
+        finish = appender.sync_later(self.slot.position_row(lsn))
+        self._flushed_at = time.monotonic()
+
+        def run() -> None:
+            try:
+                msg = self._checkpoint(finish, lsn)
+                if answer:
+                    with self._cond:
+                        self._synced = msg
+                        self._cond.notify_all()
+            except BaseException as exc:  # the streamer's thread raises it (to the sync)
+                self._flush_error = exc
+            self.slot.interrupt()  # the confirmation goes out (or the error is seen)
+
+        self._flusher = threading.Thread(target=run, name="trail flush", daemon=True)
+        self._flusher.start()
+
+    def _flushing(self) -> bool:
+        """Whether a flush's slow half is under way."""
+        return self._flusher is not None and self._flusher.is_alive()
+
+    def _flushed(self) -> None:
+        """Wait for the flush under way, if any; raise its failure."""
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None:
+            flusher.join()
+        if self._flush_error is not None:
+            raise self._flush_error
+
+    def _checkpoint(self, finish: Callable[[], TrailCommitMessage],
+                    lsn: int) -> TrailCommitMessage:
+        """A flush's slow half: durable, then the group checkpoint, then the slot may move
+        to ``lsn``."""
+        msg = finish()
         commit_checkpoint(self.sink, [msg])
-        self._checkpointed, self._flushed_at = lsn, time.monotonic()
-        self.flushes += 1
         with self._cond:
+            self._checkpointed = max(self._checkpointed, lsn)
+            self.flushes += 1
             self._confirm = max(self._confirm, lsn)
         return msg
 
