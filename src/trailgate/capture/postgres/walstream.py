@@ -360,7 +360,8 @@ class WalStream:
         # after a chunk of a busy stream (a pause above the shortest): more is surely on its
         # way, so the reader pauses at once rather than first waiting for the socket — one
         # wakeup a chunk instead of two; what arrives waits no longer than the pause either
-        # way
+        # way, and if nothing came meanwhile the stream is not that busy: what comes next
+        # is read after the shortest pause
         pause_first = False
         try:
             while not self._closing:
@@ -415,8 +416,11 @@ class WalStream:
                     continue
                 if sock in self._wait([sock], 1.0):
                     # let more arrive: fewer, bigger reads (a waiting consumer too: reading
-                    # each segment at once doubled the reader's CPU on a backlog)
-                    time.sleep(MIN_GATHER_SECONDS if self._hungry else gather)
+                    # each segment at once doubled the reader's CPU on a backlog) — the
+                    # shortest pause, as a busy stream's longer one comes right after its
+                    # chunks (above): data the reader had to wait for is a trickle's, or
+                    # comes after a burst, and is read as such
+                    time.sleep(MIN_GATHER_SECONDS)
                     if not _consume(pg):
                         raise self._lost(pg)
             self._send_status(pg, False)
