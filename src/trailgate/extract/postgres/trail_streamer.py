@@ -324,6 +324,6 @@ def _checkpoint_lsn(sink: SinkOptions) -> int:
         return 0
     ck = CheckpointStore(Path(sink.home) / "dirchk").load(sink.group, "EXTRACT")
     try:
-        return int(ck.read_position.get("lsn", 0)) if ck is not None else 0
+        return ck.read_lsn if ck is not None else 0
     except (TypeError, ValueError):
         return 0
