@@ -414,6 +414,7 @@ class Result:
     backlog_runs: list[float] = field(default_factory=list)
     alone_runs: list[float] = field(default_factory=list)  # trailgate: the Replicat alone
     cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds of the best round
+    backlog_cpu: dict[str, float] = field(default_factory=dict)  # of the best backlog round
     idle_cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds while idle
     heartbeat_lag: list[float] | None = None  # the steady phase's GG_LAG_HISTORY (ops)
     heartbeat_commit_lag: list[float] | None = None  # the same to the target's commit
@@ -464,7 +465,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
         wait_subscription(target)
         say(f"  throughput: {describe(args)}")
         runs, backlog_runs, wrote_runs = [], [], []
-        meter, cpu = CpuMeter(server_roots(dbs)), []
+        meter, cpu, backlog_cpu = CpuMeter(server_roots(dbs)), [], []
         for r in range(args.repeat):
             first, marker_id = round_ids(args.rows, r, THROUGHPUT)
             prepare(args, source, target, first, marker_id, "the subscription")
@@ -491,15 +492,18 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
                 conn.execute("ALTER SUBSCRIPTION bench_sub DISABLE")
             throughput_workload(source, args.rows, args.txn_rows, first, args.kind)
             marker(source, marker_id)
+            restart = restart_lag(source)
+            before = meter.sample()
             t0 = time.monotonic()
             with connect(target) as conn:
                 conn.execute("ALTER SUBSCRIPTION bench_sub ENABLE")
             wait_marker(target, marker_id, args.timeout, "the subscription", t0)
             backlog_runs.append(time.monotonic() - t0)
+            backlog_cpu.append(meter.used(before, meter.sample()))
             end_live()
             same_rows(dbs, first, args.rows, marker_id)
             say(f"  {changes:,} row changes applied {backlog_runs[-1]:.1f} s after the "
-                "subscription was enabled")
+                f"subscription was enabled (its slot's restart point {restart})")
         steady_cpu: dict[str, float] = {}
         began = time.monotonic()
         _, client, written = steady(dbs, args, "native", meter=meter, cpu_out=steady_cpu)
@@ -514,6 +518,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
     return Result("PostgreSQL logical replication", changes, txns, min(runs), lag,
                   min(backlog_runs), runs=runs, backlog_runs=backlog_runs, wrote=wrote_runs,
                   cpu=cpu[runs.index(min(runs))], idle_cpu=idle,
+                  backlog_cpu=backlog_cpu[backlog_runs.index(min(backlog_runs))],
                   idle_window=idle_window(args), client_lag=client, written_lag=written,
                   steady_cpu=steady_cpu, steady_seconds=steady_seconds)
 
@@ -902,7 +907,9 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
             if args.timeline:
                 batch_timeline(home, pipeline.groups, start_wall.timestamp(),
                                finished[rep.name].timestamp() + 0.05)
-        backlog_runs = [run_backlog(dbs, args, pipeline, changes, r, hold_extract=True)
+        backlog_cpu: list[dict[str, float]] = []
+        backlog_runs = [run_backlog(dbs, args, pipeline, changes, r, hold_extract=True,
+                                    meter=meter, cpu_out=backlog_cpu)
                         for r in range(args.repeat)]
         alone_runs = [run_backlog(dbs, args, pipeline, changes, r, hold_extract=False)
                       for r in range(args.repeat)]
@@ -943,6 +950,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
                       txns, min(runs), lag, min(backlog_runs), durable, runs=runs,
                       backlog_runs=backlog_runs, alone_runs=alone_runs, wrote=wrote_runs,
                       cpu=cpu[runs.index(min(runs))], idle_cpu=idle, heartbeat_lag=hb_lag,
+                      backlog_cpu=backlog_cpu[backlog_runs.index(min(backlog_runs))],
                       heartbeat_pairs=pairs, client_lag=client, written_lag=written,
                       steady_cpu=steady_cpu, steady_seconds=steady_seconds,
                       heartbeat_commit_lag=hb_commit, heartbeat_step=hb_step,
@@ -996,12 +1004,15 @@ def warm_up(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline, mark: 
 
 
 def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
-                changes: int, round_no: int, *, hold_extract: bool) -> float:
+                changes: int, round_no: int, *, hold_extract: bool,
+                meter: CpuMeter | None = None,
+                cpu_out: list[dict[str, float]] | None = None) -> float:
     """The groups held by their stop files (a held Extract lets go of its slot and writes
     nothing; a held Replicat applies nothing, and their sources plan no batch) while the
     workload runs, then released; the seconds from the release until the marker is in the
     target.  ``hold_extract``: both groups, as a disabled subscription holds both decoding
-    and apply; else the Replicat alone, the Extract writing the workload to the trail."""
+    and apply; else the Replicat alone, the Extract writing the workload to the trail.
+    ``meter``: the round's CPU by process appended to ``cpu_out``."""
     ext, rep = pipeline.groups[0], pipeline.groups[-1]
     held = [ext, rep] if hold_extract else [rep]
     names = " and ".join(g.kind.title() for g in held)
@@ -1026,19 +1037,34 @@ def run_backlog(dbs: Databases, args: argparse.Namespace, pipeline: Pipeline,
             time.sleep(0.1)
         base = pipeline.operations(rep)
     finally:
+        restart = restart_lag(dbs.source_conninfo)
+        before = meter.sample() if meter is not None else None
         released = datetime.now(UTC)
         for stop in stops:
             stop.unlink(missing_ok=True)
     t0 = time.monotonic()
     wait_marker(dbs.target_conninfo, marker_id, args.timeout, "the Replicat", t0)
     seconds = (datetime.now(UTC) - released).total_seconds()
+    if meter is not None and before is not None and cpu_out is not None:
+        cpu_out.append(meter.used(before, meter.sample()))
     finished = wait_checkpoint(pipeline, lsn, args.timeout, base, changes, t0)
     recorded = (finished[rep.name] - released).total_seconds()
     end_live()
     same_rows(dbs, first, args.rows, marker_id)
     say(f"  {changes:,} row changes applied {seconds:.1f} s after the release (the "
-        f"Replicat's checkpoint covered them after {recorded:.1f} s)")
+        f"Replicat's checkpoint covered them after {recorded:.1f} s; the slot's restart "
+        f"point {restart})")
     return seconds
+
+
+def restart_lag(source: str) -> str:
+    """How far the source's logical slot's restart point lags its confirmed position: the
+    WAL its walsender decodes again, before the backlog, when the slot is next used."""
+    with connect(source) as conn:
+        row = conn.execute("SELECT max(pg_wal_lsn_diff(confirmed_flush_lsn, restart_lsn)) "
+                           "FROM pg_replication_slots WHERE slot_type = 'logical'").fetchone()
+    lag = row[0] if row is not None else None
+    return "unknown" if lag is None else f"{float(lag) / 1e6:.1f} MB behind"
 
 
 def wait_checkpoint(pipeline: Pipeline, lsn: int, timeout: float, base: int, changes: int,
@@ -1149,6 +1175,14 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
             {names[r.method]: r.cpu for r in results},
             {names[r.method]: r.seconds for r in results}):
         say(line)
+    if any(r.backlog_cpu for r in results):
+        say("")
+        for line in format_table(
+                "== CPU seconds in the best round from a backlog, by process (release to "
+                "the marker in the target) ==",
+                {names[r.method]: r.backlog_cpu for r in results if r.backlog_cpu},
+                {names[r.method]: r.backlog_seconds for r in results if r.backlog_cpu}):
+            say(line)
     if any(r.steady_cpu for r in results):
         say("")
         for line in format_table(

@@ -1,7 +1,9 @@
 """The Replicat's stream apply alone, step by step: where its time goes per step size.
 
 A trail of ``--rows`` updates of ``bench.orders`` (``apply_pg``'s table, every column in each
-update, as the PostgreSQL Extract writes them; ``--op insert``: inserts of new rows) in
+update, as the PostgreSQL Extract writes them; ``--op insert``: inserts of new rows;
+``--op mixed``: ``apply_pg``'s ``mixed`` preset, inserts then updates of a fifth and deletes
+of a tenth of them, key-only deletes, into an empty table) in
 ``--txn-rows``-row transactions is applied to a fresh embedded PostgreSQL holding those rows,
 the way the stream apply does it (``apply_range`` with the checkpoint row moved, BATCHSQL),
 in steps of at most ``--step-records`` change records each — one step for a backlog, a few
@@ -20,7 +22,7 @@ resuming where the last ended, ``apply_range``, its bookkeeping); the driver's f
 the streamer thread's CPU alone (the writing is not counted).
 
     .venv/bin/python benchmarks/apply_steps.py [--rows 100000] [--txn-rows 100]
-        [--step-records 100000 1000 100] [--repeat 2] [--op update|insert] [--live]
+        [--step-records 100000 1000 100] [--repeat 2] [--op update|insert|mixed] [--live]
         [--src OTHER/src]
 """
 
@@ -64,9 +66,9 @@ table = TableDef("bench", "orders", [Column(n, i, classify(t).kind, t, classify(
 kinds = [classify(t) for _, t in COLS]
 
 
-def image(k):
+def image(k, note="upd"):
     texts = [str(k), f"customer {k}", f"{k * 1.25 + 1:.2f}", "2026-11-28 10:00:00.123456+00",
-             "upd"]
+             note]
     return {i: trail_from_pg_text(v, kinds[i]) for i, v in enumerate(texts)}
 
 
@@ -90,9 +92,23 @@ try:
     def transactions():
         kind = OpType.FIELD_COMP if op == "update" else OpType.INSERT
         for n in range(0, rows, txn_rows):
-            changes = [Change(kind, "bench.orders", image(k))
+            changes = [Change(kind, "bench.orders", image(k, "ins" if op == "mixed" else "upd"))
                        for k in range(n + 1, min(n + txn_rows, rows) + 1)]
             yield Transaction(f"0.{n}.1", 100 + n, changes, 2_460_000_000_000_000 + n)
+        if op != "mixed":
+            return
+        # apply_pg's mixed preset: updates of a fifth, then deletes of a tenth (key only)
+        for n, (first, every, kind) in enumerate([(1, txn_rows * 5, OpType.FIELD_COMP),
+                                                  (3, txn_rows * 10, OpType.DELETE)]):
+            for start in range(first, rows + 1, every):
+                keys = range(start, min(start + txn_rows - 1, rows) + 1)
+                changes = ([Change(kind, "bench.orders", image(k, "upd")) for k in keys]
+                           if kind is OpType.FIELD_COMP else
+                           [Change(kind, "bench.orders", before={0: image(k)[0]})
+                            for k in keys])
+                at = rows * (n + 1) + start
+                yield Transaction(f"{n + 1}.{start}.1", 100 + at, changes,
+                                  2_460_000_000_000_000 + at)
 
     if not live:
         with TrailWriter(prefix, fsync=False) as w:
@@ -146,8 +162,20 @@ try:
                             backend_cpu() - b0)
     with psycopg.connect(conninfo) as conn:
         done = conn.execute("SELECT count(*) FROM bench.orders WHERE note = 'upd'").fetchone()[0]
+        held = conn.execute("SELECT count(*) FROM bench.orders").fetchone()[0]
     applier.close()
     expected = rows + (len(txns[0].changes) if live else 0)
+    if op == "mixed":  # every change timed; the rows left, and those of them updated
+        txns, deleted, updated = list(transactions()), set(), set()
+        for t in txns:
+            for c in t.changes:
+                if c.op is OpType.DELETE:
+                    deleted.add(int(c.before[0]))
+                elif c.op is OpType.FIELD_COMP:
+                    updated.add(int(c.after[0]))
+        inserted = rows + (len(txns[0].changes) if live else 0)
+        rows = sum(len(t.changes) for t in txns) - (len(txns[0].changes) if live else 0)
+        expected = len(updated - deleted) if held == inserted - len(deleted) else -1
     if done != expected:
         raise SystemExit(f"{done} rows updated of {expected}")
     print(steps, wall, driver, pg, applier.set_fallbacks, rows)
@@ -182,8 +210,10 @@ def main() -> None:
     parser.add_argument("--txn-rows", type=int, default=100)
     parser.add_argument("--step-records", type=int, nargs="+", default=[100_000, 1000, 100])
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--op", choices=("update", "insert"), default="update",
-                        help="the trail's changes: updates of existing rows, or inserts")
+    parser.add_argument("--op", choices=("update", "insert", "mixed"), default="update",
+                        help="the trail's changes: updates of existing rows, inserts, or "
+                             "apply_pg's mixed preset (inserts, then updates of a fifth and "
+                             "deletes of a tenth of them)")
     parser.add_argument("--src", type=Path, help="another checkout's src, run beside this one")
     parser.add_argument("--live", action="store_true",
                         help="grow the trail step by step and apply it with the streamer")

@@ -251,30 +251,40 @@ def _image(row: tuple[Any, ...]) -> dict[int, bytes | None]:
     return {i: None if v is None else str(v).encode() for i, v in enumerate(row)}
 
 
-@pytest.mark.parametrize("synced", [True, False], ids=["one-sync", "begin-commit"])
+@pytest.mark.parametrize("way", ["one-sync", "begin-commit", "copying"])
 def test_streamed_steps_of_random_changes_leave_the_source_state(
-        pg_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synced: bool) -> None:
+        pg_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, way: str) -> None:
     """The stream apply's steps (``apply_range`` with the checkpoint row moved) over random
     inserts, full and partial updates, NULLs, deletes, repeated changes of one key within a
     step and key changes, into a table with a primary key and one located by KEYCOLS
     without one (each statement's rows then counted one by one): after every step the
     target holds what the source held at that point, and the row says where the step
     ended — sent as one synced pipeline whose statements check their rows in the server,
-    or (steps too large for that) between BEGIN and COMMIT with the client's checks."""
+    or (steps too large for that) between BEGIN and COMMIT with the client's checks, or
+    (every insert by COPY) as simple queries holding the COPYs and pipelines holding the
+    other statements, checked in the server too."""
     from trailgate.apply import postgres
     from trailgate.apply.checkpoint_table import STREAM_BATCH
     from trailgate.replicat.range_apply import apply_range
 
-    if not synced:
+    synced = way == "one-sync"
+    if way == "begin-commit":
         monkeypatch.setattr(postgres, "SYNCED_ROWS", 0)
-    synced_runs = []
-    run_synced = pg_sets.SetRunner.run_synced
+    if way == "copying":
+        monkeypatch.setattr(pg_sets, "INSERT_ARRAY_ROWS", 0)
+    synced_runs, copying_runs = [], []
+    run_synced, run_copying = pg_sets.SetRunner.run_synced, pg_sets.SetRunner.run_copying
 
     def counted(self: pg_sets.SetRunner, *args: Any) -> None:
         synced_runs.append(1)
         run_synced(self, *args)
 
+    def copying(self: pg_sets.SetRunner, *args: Any) -> None:
+        copying_runs.append(1)
+        run_copying(self, *args)
+
     monkeypatch.setattr(pg_sets.SetRunner, "run_synced", counted)
+    monkeypatch.setattr(pg_sets.SetRunner, "run_copying", copying)
     conn = setup(pg_db, ROWS_DDL)
     rng = random.Random(19)
     txns, states = mixed_steps(rng, 200, 25)
@@ -308,7 +318,11 @@ def test_streamed_steps_of_random_changes_leave_the_source_state(
             assert rows(conn, f"SELECT position FROM {CKPT} WHERE group_name = 'LIVE'") == [
                 (recorded,)]
     assert steps >= 10 and from_bytes >= steps // 2, (steps, from_bytes)
-    assert (len(synced_runs) >= from_bytes) if synced else not synced_runs
+    if way == "copying":
+        assert len(copying_runs) >= from_bytes // 2 and len(synced_runs) + len(
+            copying_runs) >= from_bytes, (copying_runs, synced_runs, from_bytes)
+    else:
+        assert (len(synced_runs) >= from_bytes) if synced else not synced_runs
     assert a.set_fallbacks == 0
     assert rows(conn, f"SELECT position FROM {CKPT} WHERE group_name = 'LIVE'") == [
         (recorded,)]
@@ -400,3 +414,76 @@ def test_a_synced_step_that_fails_anywhere_commits_nothing(pg_db: str, tmp_path:
     assert done is not None and done[0] is not None
     assert done[0].counts["fast.items"].updates == 10
     assert state() == ([("v1", 10)], [(str(second),)])
+
+
+def test_a_copying_step_that_fails_anywhere_commits_nothing(
+        pg_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A streamed step whose inserts go by COPY (the row's move and the COPY in one simple
+    query, the updates after it in a pipeline with the COMMIT): a key the COPY meets, a row
+    an update does not find, or the row moved by another process each leave the target
+    and the row as they were; the same session then applies the step, and a batch of only
+    inserts (one simple query) applied again is skipped."""
+    from trailgate.apply.checkpoint_table import STREAM_BATCH
+    from trailgate.errors import TargetError
+
+    monkeypatch.setattr(pg_sets, "INSERT_ARRAY_ROWS", 0)
+    queries = []
+    run_query = pg_sets.run_query
+
+    def counted(conn: Any, parts: Any) -> None:
+        queries.append(len(parts))
+        run_query(conn, parts)
+
+    monkeypatch.setattr(pg_sets, "run_query", counted)
+    conn = setup(pg_db, DDL)
+    conn.execute("INSERT INTO fast.items (id, name) SELECT g, 'old' FROM generate_series(0, 9) g")
+    inserts = [Change(OpType.INSERT, "public.items", {0: str(k).encode(), 1: b"new"})
+               for k in range(100, 120)]
+    updates = [Change(OpType.FIELD_COMP, "public.items", {0: str(k).encode(), 1: b"v1"})
+               for k in range(10)]
+    trail = write(tmp_path, [
+        Transaction("0.1.1", 9, inserts[:10], 2_460_000_000_000_001),
+        Transaction("0.2.1", 10, inserts[10:] + updates, 2_460_000_000_000_002)])
+    first, _, _ = scan_boundary(trail, TrailPosition(0, 0), max_records=1)
+    second, _, _ = scan_boundary(trail, first, max_records=1)
+    p = params("MAP public.items, TARGET fast.items;", "BATCHSQL\n")
+
+    def state() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        return (rows(conn, "SELECT name, count(*) FROM fast.items GROUP BY name ORDER BY 1"),
+                rows(conn, f"SELECT position FROM {CKPT} WHERE batch_id = {STREAM_BATCH}"))
+
+    with applier(pg_db, p, group="fast") as a:
+        done = apply_span(a, STREAM_BATCH, trail, TrailPosition(0, 0), first, ROUTER,
+                          advance=("", str(first)))
+        assert done is not None and done[0] is not None
+        assert done[0].counts["fast.items"].inserts == 10
+        assert queries == [4]  # BEGIN, the row, the COPY, COMMIT: one round trip
+        applied = state()
+        assert applied == ([("new", 10), ("old", 10)], [(str(first),)])
+        step = (a, STREAM_BATCH, trail, first, second, ROUTER)
+        advance = (str(first), str(second))
+        conn.execute("INSERT INTO fast.items (id, name) VALUES (115, 'there')")
+        assert apply_span(*step, advance=advance) is None  # the COPY meets a key
+        conn.execute("DELETE FROM fast.items WHERE id = 115")
+        assert state() == applied
+        conn.execute("DELETE FROM fast.items WHERE id = 4")  # a row the step updates
+        assert apply_span(*step, advance=advance) is None
+        assert state() == ([("new", 10), ("old", 9)], [(str(first),)])
+        conn.execute("INSERT INTO fast.items (id, name) VALUES (4, 'old')")
+        conn.execute(f"UPDATE {CKPT} SET position = 'elsewhere'")
+        with pytest.raises(TargetError, match="another process applies for this group"):
+            apply_span(*step, advance=advance)
+        assert state() == ([("new", 10), ("old", 10)], [("elsewhere",)])
+        conn.execute(f"UPDATE {CKPT} SET position = %s", (str(first),))
+        done = apply_span(*step, advance=advance)
+        assert (a.set_attempts, a.set_fallbacks) == (5, 2)
+        assert done is not None and done[0] is not None
+        assert done[0].counts["fast.items"].inserts == 10
+        assert done[0].counts["fast.items"].updates == 10
+        assert state() == ([("new", 20), ("v1", 10)], [(str(second),)])
+    with applier(pg_db, params("MAP public.items, TARGET slow.items;", "BATCHSQL\n"),
+                 group="slow") as a:
+        again = [apply_span(a, 8, trail, TrailPosition(0, 0), first, ROUTER) for _ in "ab"]
+    assert again[0] is not None and again[0][0] is not None and not again[0][0].skipped
+    assert again[1] is not None and again[1][0] is not None and again[1][0].skipped
+    assert rows(conn, "SELECT count(*) FROM slow.items") == [(10,)]

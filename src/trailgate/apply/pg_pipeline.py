@@ -122,18 +122,21 @@ class Pipeliner:
         self._texts: dict[bytes, bytes] = {}  # the same text in the server's style
         self._made = 0  # names given (never one twice: a forgotten one may still exist)
 
-    def run(self, statements: Sequence[tuple[bytes, Sequence[Any]]]) -> None:
+    def run(self, statements: Sequence[tuple[bytes, Sequence[Any]]], *,
+            within: bool = False) -> None:
         """Send ``(text, parameters)`` statements (parameters: str, int or
         :class:`TextArray`) and a Sync; wait for the server.  Raises :class:`Failed` when
         one failed or the commit did (nothing committed then), ``psycopg.OperationalError``
-        when the connection is lost."""
+        when the connection is lost.  ``within``: the statements belong to a transaction
+        the caller began (with a BEGIN before them or among them) and ends, so the Sync
+        commits nothing."""
         pg = self.conn.pgconn
         fresh: list[bytes] = []  # names first prepared in this pipeline
         owners: list[int] = []  # the statement each result (up to its NULL) belongs to
         encoded = [(text, _encode(params)) for text, params in statements]  # before sending
         with self.conn.lock:
-            if pg.transaction_status != pq.TransactionStatus.IDLE:  # the Sync would not
-                raise psycopg.ProgrammingError(  # commit: progress would be claimed
+            if not within and pg.transaction_status != pq.TransactionStatus.IDLE:  # the Sync
+                raise psycopg.ProgrammingError(  # would not commit: progress would be claimed
                     "a synced pipeline needs an idle connection (outside a transaction)")
             pg.enter_pipeline_mode()
             done = False

@@ -21,6 +21,7 @@ import psycopg
 from psycopg import pq, sql
 from psycopg.adapt import Dumper
 
+from trailgate.apply.pg_copy import CopyIn, run_query
 from trailgate.apply.pg_pipeline import (
     DIVISION_BY_ZERO,
     TEXT_ARRAY_OID,
@@ -97,7 +98,7 @@ class _Statement:
 
 @dataclass(slots=True)
 class _Copy:
-    query: sql.Composed
+    query: bytes
     rows: Rows
 
 
@@ -133,6 +134,7 @@ class SetRunner:
         self._pipeliner = Pipeliner(conn)
         self._checked = False
         self._queries: dict[_Key, bytes] = {}  # each statement's text, composed once
+        self._client_cursor: psycopg.ClientCursor[Any] | None = None  # inlines values
 
     def _query(self, key: _Key, build: Callable[[], sql.Composed]) -> bytes:
         """A statement's text by what it depends on (table, columns, their types, how
@@ -183,6 +185,71 @@ class SetRunner:
                 raise Deviation("a set statement's rows did not each meet one target row "
                                 f"(statement {failed.index + 1} of the step)") from None
             raise Deviation(str(failed)) from None
+
+    def run_copying(self, plans: Sequence[SetPlan], first: Sequence[Guarded] = ()) -> None:
+        """As :meth:`run_synced`, for plans whose inserts go by COPY (rows made by the C
+        planner): one transaction, begun and committed here, each set statement checking
+        its own rows in the server.  The BEGIN, ``first`` (its values inlined) and
+        statements without parameters go out in one simple query with the first COPY
+        (:mod:`~trailgate.apply.pg_copy`), and with the COMMIT when nothing follows it;
+        statements with parameters go in a pipeline, with the COMMIT when they are last.
+        A step of COPYs alone is one round trip.  Rolls back and raises ``first``'s
+        refusal or Deviation when something failed."""
+        steps = _Steps()
+        for plan in plans:
+            _plan_steps(steps, plan, self.join_setting, self._query, guarded=True)
+        inline = self._client_cursor
+        if inline is None:
+            inline = self._client_cursor = psycopg.ClientCursor(self.conn)
+        simple: list[bytes | CopyIn] = [b"BEGIN"]
+        simple.extend(inline.mogrify(g.query, g.params).encode() for g in first)
+        piped: list[tuple[bytes, Sequence[Any]]] = []
+        exchange = 0  # which exchange with the server goes out next (first's is the 0th)
+        try:
+            for item in steps.items:
+                if isinstance(item, _Copy):
+                    if not isinstance(item.rows, CopyRows):
+                        raise ValueError("COPY rows not made by the C planner")
+                    if piped:
+                        self._pipeliner.run(piped, within=True)
+                        piped, exchange = [], exchange + 1
+                    simple.append(CopyIn(item.query, item.rows.data))
+                elif not piped and not item.params:
+                    simple.append(item.query)
+                else:
+                    if any(isinstance(part, CopyIn) for part in simple):
+                        run_query(self.conn, simple)
+                        simple, exchange = [], exchange + 1
+                    piped.extend((part, ()) for part in simple if isinstance(part, bytes))
+                    simple = []
+                    piped.append((item.query, [TextArray.of(p) if isinstance(p, list) else p
+                                               for p in item.params]))
+            if piped:
+                self._pipeliner.run([*piped, (b"COMMIT", ())], within=True)
+            else:
+                run_query(self.conn, [*simple, b"COMMIT"])
+        except Failed as failed:
+            self._roll_back()
+            if exchange == 0 and failed.index is not None and 0 < failed.index <= len(first):
+                refusal = first[failed.index - 1].refused(failed.sqlstate)
+                if refusal is not None:
+                    raise refusal from None
+            if failed.sqlstate == DIVISION_BY_ZERO:
+                raise Deviation("a set statement's rows did not each meet one target row") \
+                    from None
+            raise Deviation(str(failed)) from None
+        except psycopg.OperationalError:
+            raise
+        except BaseException:
+            self._roll_back()
+            raise
+
+    def _roll_back(self) -> None:
+        """End the transaction :meth:`run_copying` began, if the server still has it open
+        (a lost connection: the server rolls it back itself)."""
+        status = self.conn.pgconn.transaction_status
+        if status in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+            self.conn.execute("ROLLBACK")
 
     def run(self, plans: Sequence[SetPlan], *, first: Sequence[First] = ()) -> None:
         """Apply the plans' four phases (not their ``ordered`` changes), inside the
@@ -292,8 +359,8 @@ def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: bytes | None,
         add(("D", *at), delete, plan.delete_first, len(keys), not unique)
     for cols, rows in plan.inserts.items():
         if _copied(rows):
-            items.append(_Copy(sql.SQL("COPY {} ({}) FROM STDIN").format(
-                table, sql.SQL(", ").join(map(sql.Identifier, cols))), rows))
+            items.append(_Copy(query(("C", *at, cols), partial(_copy_query, table, cols)),
+                               rows))
         elif rows:
             add(("I", *at, cols), partial(_insert, table, cols, types, t.overriding, guarded),
                 rows, len(cols), False)
@@ -303,6 +370,11 @@ def _plan_steps(steps: _Steps, plan: SetPlan, join_setting: bytes | None,
                 rows, len(keys) + len(sets), not unique)
     if plan.delete_last:
         add(("D", *at), delete, plan.delete_last, len(keys), not unique)
+
+
+def _copy_query(table: sql.Identifier, columns: Sequence[str]) -> sql.Composed:
+    return sql.SQL("COPY {} ({}) FROM STDIN").format(
+        table, sql.SQL(", ").join(map(sql.Identifier, columns)))
 
 
 def _copy(conn: Conn, item: _Copy) -> None:

@@ -301,8 +301,10 @@ class PgApplier:
         one-change-at-a-time fallback gives HANDLECOLLISIONS and REPERROR their behaviour.
         Up to :data:`SYNCED_ROWS` rows and no COPY, the whole transaction — the checkpoint
         row, the set statements, each checking its rows in the server — goes out as one
-        pipeline, whose Sync commits it: one round trip (``SetRunner.run_synced``).  Else:
-        BEGIN, the row, the statements and COPYs, their checks here, COMMIT.
+        pipeline, whose Sync commits it: one round trip (``SetRunner.run_synced``).  With
+        COPYs the same checks, the COPYs in simple queries with the row and the COMMIT
+        (``SetRunner.run_copying``: one round trip when the step is only inserts).  Else:
+        BEGIN, the row, the statements, their checks here, COMMIT.
         """
         result = ApplyResult()
         try:
@@ -311,7 +313,10 @@ class PgApplier:
             raise self._lost(exc, batch_id, partition) from None
         self.set_attempts += 1
         try:
-            if has_copies(plans) or set_rows(plans) > SYNCED_ROWS:
+            if has_copies(plans):
+                self._sets.run_copying(
+                    plans, self._guarded_row(batch_id, partition, position, advance))
+            elif set_rows(plans) > SYNCED_ROWS:
                 first = [First(sql.SQL("BEGIN"), (), _no_check),
                          *self._row_statement(batch_id, partition, position, advance)]
                 try:

@@ -1,0 +1,135 @@
+"""Statements and ``COPY … FROM STDIN`` sent to PostgreSQL as one simple query, on libpq.
+
+A stream-apply step whose inserts go by COPY cannot be one synced pipeline (libpq allows
+no COPY in pipeline mode), and through psycopg's cursors its BEGIN, checkpoint-row
+statement, COPY and COMMIT each cost a round trip and Python of their own.  Sent as one
+simple query they cost one: the server runs the statements in order, reads each COPY's
+rows when it reaches it, and at the first error skips the rest of the query, so the
+caller's BEGIN … COMMIT inside it commit all or nothing (the caller then rolls back).
+Statements here take no parameters: their values are literals.
+"""
+
+from __future__ import annotations
+
+import select
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import pq
+
+from trailgate.apply.pg_pipeline import Failed
+
+__all__ = ["CHUNK_BYTES", "CopyIn", "run_query"]
+
+#: COPY data goes to libpq in pieces of at most this many bytes (its buffer grows to hold
+#: what it is given).
+CHUNK_BYTES = 1 << 20
+_COPY_IN = pq.ExecStatus.COPY_IN
+_FATAL = pq.ExecStatus.FATAL_ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class CopyIn:
+    """A ``COPY … FROM STDIN`` statement (text format) and the rows it reads, as COPY
+    text."""
+
+    query: bytes
+    data: bytes
+
+
+def run_query(conn: psycopg.Connection[Any], parts: Sequence[bytes | CopyIn]) -> None:
+    """Send ``parts`` (statements without parameters, and COPYs with their rows) as one
+    simple query and read every result.  Raises :class:`Failed` with the index in
+    ``parts`` of the first statement that failed (the server skipped the rest), or
+    ``psycopg.OperationalError`` when the connection is lost; a transaction the parts
+    began and did not end is the caller's to end."""
+    if not parts:
+        return
+    text = b"; ".join(p.query if isinstance(p, CopyIn) else p for p in parts)
+    copies = [p for p in parts if isinstance(p, CopyIn)]
+    pg = conn.pgconn
+    failure: Failed | None = None
+    at = 0  # the part the next result belongs to
+    with conn.lock:
+        done = False
+        try:
+            pg.send_query(text)  # raises psycopg.OperationalError when it cannot
+            _flush(pg)
+            while True:
+                result = _result(pg)
+                if result is None:  # the query's end
+                    break
+                status = result.status
+                if status == _COPY_IN:
+                    _send_copy(pg, copies.pop(0).data if copies else b"")
+                    continue  # the COPY's own result follows
+                if status == _FATAL and failure is None:
+                    failure = Failed(min(at, len(parts) - 1),
+                                     _field(result, pq.DiagnosticField.SQLSTATE),
+                                     _field(result, pq.DiagnosticField.MESSAGE_PRIMARY)
+                                     or "unknown error")
+                at += 1
+            done = True
+        finally:
+            if not done:  # a query half sent or half read: never reuse the connection
+                conn.close()
+    if failure is not None:
+        raise failure
+
+
+def _send_copy(pg: Any, data: bytes) -> None:
+    """A COPY's rows and its end."""
+    view = memoryview(data)
+    for start in range(0, len(view), CHUNK_BYTES):
+        chunk = view[start:start + CHUNK_BYTES]
+        while True:
+            sent = pg.put_copy_data(chunk)
+            if sent == 1:
+                break
+            if sent < 0:
+                _lost(pg)
+            _wait(pg, select.POLLOUT)  # nonblocking: libpq's buffer is full
+            pg.flush()
+    while pg.put_copy_end(None) == 0:
+        _wait(pg, select.POLLOUT)
+        pg.flush()
+    _flush(pg)
+
+
+def _flush(pg: Any) -> None:
+    """Send everything queued, reading what the server sends meanwhile."""
+    while True:
+        left = pg.flush()
+        if left == 0:
+            return
+        if left < 0:
+            _lost(pg)
+        _wait(pg, select.POLLOUT | select.POLLIN)
+        pg.consume_input()
+
+
+def _result(pg: Any) -> Any:
+    while pg.is_busy():
+        _wait(pg, select.POLLIN)
+        pg.consume_input()
+    if pg.status != pq.ConnStatus.OK:
+        _lost(pg)
+    return pg.get_result()
+
+
+def _lost(pg: Any) -> None:
+    raise psycopg.OperationalError(pg.error_message.decode(errors="replace").strip()
+                                   or "the connection was lost")
+
+
+def _wait(pg: Any, events: int) -> None:
+    poller = select.poll()
+    poller.register(pg.socket, events)
+    poller.poll()
+
+
+def _field(result: Any, field: pq.DiagnosticField) -> str:
+    value = result.error_field(field)
+    return value.decode(errors="replace") if value else ""
