@@ -2,7 +2,8 @@
 the trail written, as the trail streamer does between micro-batches, without Spark.
 
     ./dev bench extract_txns [--txns 20000] [--txn-rows 1] [--kind update|insert]
-                             [--repeat 3] [--profile N] [--keep DIR]
+                             [--repeat 3] [--profile N] [--keep DIR] [--live RATE]
+                             [--eofdelay-csecs N]
 
 One embedded server; a table like ``apply_pg``'s ``bench.orders`` captured by an Extract
 group's slot.  Each round commits ``--txns`` transactions of ``--txn-rows`` rows (updates of
@@ -20,6 +21,14 @@ in batches twice instead, the stream's reader thread taking libpq's messages in 
 cProfile's N most expensive functions of the main thread (what reads and writes; the socket
 reader thread is apart) of the last round's last path.  Where a single-row transaction's
 time goes is in docs/extract.md, "Performance".
+
+``--live RATE`` measures the other case, transactions arriving live a few at a time: the
+group's own ``TrailStreamer`` (FLUSHSECS 1) runs while a procedure in the server commits
+``--txns`` one-row updates at RATE a second (0: as fast as it can), and the CPU of the
+stream's reader thread and of the streamer's thread (``/proc``'s ``schedstat``, ns) is
+reported per transaction, with the reads, chunks and status updates it took.  Where a live
+transaction's time goes is in docs/performance.md, "Live one-row transactions: the
+Extract's driver".
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -50,6 +60,7 @@ from trailgate.extract.postgres.source import (  # noqa: E402
     StreamedSlot,
     slot_state,
 )
+from trailgate.extract.postgres.trail_streamer import TrailStreamer  # noqa: E402
 from trailgate.home import GroupInfo, Home, TrailInfo  # noqa: E402
 from trailgate.spark.trail_sink import SinkOptions, TrailAppender  # noqa: E402
 from trailgate.trail.header import decode_file_header  # noqa: E402
@@ -124,6 +135,121 @@ def workload(conninfo: str, kind: str, txns: int, txn_rows: int, first: int) -> 
     return int(row[0]) if row else 0
 
 
+#: The live workload: one-row updates, each its own transaction, committed by a procedure
+#: in the server (a client's own CPU per transaction would share the cores with what is
+#: measured), paced to ``rate`` a second every ten (0: as fast as it can).
+_LIVE_PROCEDURE = """
+CREATE OR REPLACE PROCEDURE bench.live_updates(first bigint, n int, rate float8)
+LANGUAGE plpgsql AS $$
+DECLARE t0 float8 := extract(epoch FROM clock_timestamp());
+BEGIN
+    FOR i IN 0 .. n - 1 LOOP
+        UPDATE bench.orders SET amount = amount + 1, note = 'live' WHERE id = first + i;
+        COMMIT;
+        IF rate > 0 AND i % 10 = 9 THEN
+            PERFORM pg_sleep(greatest(0, t0 + (i + 1) / rate
+                                      - extract(epoch FROM clock_timestamp())));
+        END IF;
+    END LOOP;
+END $$
+"""
+
+
+def live_workload(conninfo: str, txns: int, rate: float, first: int) -> tuple[int, float]:
+    """Commit the live transactions; a WAL position after the last and the seconds taken."""
+    with connect(conninfo, autocommit=True) as conn:
+        t0 = time.monotonic()
+        conn.execute("CALL bench.live_updates(%s, %s, %s)", (first, txns, rate))
+        seconds = time.monotonic() - t0
+        row = conn.execute("SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8"
+                           ).fetchone()
+    return int(row[0]) if row else 0, seconds
+
+
+def _profiled(run: Any, prof: cProfile.Profile) -> Any:
+    """``run`` (a thread's target method) under ``prof``, once."""
+    def wrapped(self: Any) -> None:
+        prof.enable()
+        try:
+            run(self)
+        finally:
+            prof.disable()
+    return wrapped
+
+
+def thread_switches(native_id: int) -> int:
+    """Voluntary context switches of a thread of this process (its waits: 0 once gone)."""
+    try:
+        for line in Path(f"/proc/self/task/{native_id}/status").read_text().splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def thread_ns(native_id: int) -> int:
+    """CPU nanoseconds a thread of this process has used (``schedstat``; 0 once gone)."""
+    try:
+        return int(Path(f"/proc/self/task/{native_id}/schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def live_round(home: Home, source: SourceOptions, conninfo: str, r: int, start: int,
+               first: int, args: argparse.Namespace) -> tuple[int, float]:
+    """The trail streamer following ``--txns`` one-row updates committed at ``--live`` a
+    second by another process; returns the WAL position it reached and the CPU µs per
+    transaction of its two threads."""
+    run = f"live-{r}"
+    profilers = [cProfile.Profile(), cProfile.Profile()] if args.profile else []
+    if profilers:  # each thread's run profiled by its own profiler
+        for cls, prof in zip((TrailStreamer, walstream.WalStream), profilers, strict=True):
+            cls._run = _profiled(cls._run, prof)  # type: ignore[method-assign]
+    sink = SinkOptions.parse({"path": str(home.dirdat / "lv"), "home": str(home.path),
+                              "group": GROUP, "runId": run}, run)
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, sink, start, flush_seconds=1.0)
+    try:
+        streamer.sync(start)  # the stream open and the threads started before the clock
+        stream = slot._stream  # a benchmark looks at its counters
+        assert stream is not None
+        threads = {"reader": stream._thread.native_id,
+                   "streamer": streamer._thread.native_id}
+        ns0 = {k: thread_ns(v) for k, v in threads.items() if v is not None}
+        sw0 = {k: thread_switches(v) for k, v in threads.items() if v is not None}
+        reads0, status0 = streamer.reads, stream.status_updates
+        chunks0, flushes0 = stream.chunks, streamer.flushes
+        t0 = time.monotonic()
+        end, wrote = live_workload(conninfo, args.txns, args.live, first)
+        while streamer.written < end:
+            streamer.failure()
+            time.sleep(0.002)
+        seconds = time.monotonic() - t0
+        used = {k: (thread_ns(v) - ns0[k]) / 1e9 for k, v in threads.items()
+                if v is not None}
+        waits = {k: thread_switches(v) - sw0[k] for k, v in threads.items() if v is not None}
+        reads, chunks = streamer.reads - reads0, stream.chunks - chunks0
+        status, flushes = stream.status_updates - status0, streamer.flushes - flushes0
+        streamer.sync(end)
+    finally:
+        streamer.close()
+        slot.close()
+    total = sum(used.values())
+    per_txn = total / args.txns * 1e6
+    for name, prof in zip(("trail streamer", "stream reader"), profilers, strict=False):
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats(args.sort).print_stats(args.profile)
+        say(f"  {name}'s thread, {reads:,} reads:\n{out.getvalue()}")
+    say(f"  round {r + 1}, live at {args.live:g}/s: {args.txns:,} transactions written in "
+        f"{wrote:.2f} s, in the trail after {seconds:.2f} s; CPU {total:.3f} s = "
+        f"{per_txn:.1f} µs per transaction (stream reader {used.get('reader', 0):.3f} s, "
+        f"streamer {used.get('streamer', 0):.3f} s); {reads:,} reads, {chunks:,} chunks, "
+        f"{status:,} status updates, {flushes} flushes; waits (voluntary context switches): "
+        f"reader {waits.get('reader', 0):,}, streamer {waits.get('streamer', 0):,}")
+    return end, per_txn
+
+
 def read_round(home: Home, source: SourceOptions, conninfo: str, mode: str, r: int,
                start: int, end: int, rows: int, profile: bool, args: argparse.Namespace
                ) -> float:
@@ -187,6 +313,12 @@ def main() -> int:
     parser.add_argument("--profile", type=int, default=0, metavar="N")
     parser.add_argument("--sort", default="tottime", help="cProfile's order (cumulative, …)")
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
+    parser.add_argument("--live", type=float, default=None, metavar="RATE",
+                        help="transactions a second committed while the trail streamer "
+                             "follows them (0: as fast as the server can); one-row updates")
+    parser.add_argument("--eofdelay-csecs", type=int, default=None, metavar="N",
+                        help="EOFDELAYCSECS for the group (0: every live read within 2 ms, "
+                             "as before 2026-11-28 midday below 15,000 messages a second)")
     parser.add_argument("--path", choices=("both", "general", "batched", "readers"),
                         default="both")
     args = parser.parse_args()
@@ -215,8 +347,22 @@ def main() -> int:
             add_extract(conn, GROUP)
             _, start, _ = slot_state(conn, slot_name(GROUP))
         (home.dirprm / f"{GROUP.lower()}.prm").write_text(
-            f"EXTRACT {GROUP}\nSOURCEDB {conninfo}\nEXTTRAIL ./dirdat/aa\nTABLE bench.*;\n")
+            f"EXTRACT {GROUP}\nSOURCEDB {conninfo}\nEXTTRAIL ./dirdat/aa\n"
+            + ("" if args.eofdelay_csecs is None else f"EOFDELAYCSECS {args.eofdelay_csecs}\n")
+            + "TABLE bench.*;\n")
         source = SourceOptions.parse({"home": str(home.path), "group": GROUP})
+        if args.live is not None:
+            with connect(conninfo) as conn:
+                conn.execute(_LIVE_PROCEDURE)
+            say(f"{args.txns:,} one-row update transactions per round, live")
+            per = []
+            for r in range(args.repeat):
+                start, used = live_round(home, source, conninfo, r, start,
+                                         1 + r * args.txns, args)
+                per.append(used)
+            say(f"best CPU per transaction, live: {min(per):.1f} µs (median "
+                f"{sorted(per)[len(per) // 2]:.1f})")
+            return 0
         say(f"{args.txns:,} transactions of {args.txn_rows} row(s), {args.kind}s, per round")
         paths = {"both": ("general", "batched"), "readers": ("python-reader", "batched")
                  }.get(args.path, (args.path,))

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -40,6 +41,7 @@ from trailgate.replicat.micro_batch import BatchApplier
 from trailgate.replicat.stream_apply import ApplyStreamer, Progress
 from trailgate.replicat.task_apply import open_applier
 from trailgate.replicat.task_rows import BatchSummary
+from trailgate.replicat.trail_tail import TrailTail
 from trailgate.spark.trail_offsets import end_of_data
 from trailgate.trail import TrailWriter
 from trailgate.trail.ddl import encode_marker
@@ -157,37 +159,106 @@ def test_an_idle_trail_is_not_polled_and_a_change_wakes_the_streamer(
         streamer.close()
 
 
-def test_a_file_written_during_a_scan_that_found_nothing_is_applied(
-        tmp_path: Path, pg_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("found", ["nothing", "transactions"])
+def test_a_file_written_during_a_scan_is_applied(
+        tmp_path: Path, pg_db: str, monkeypatch: pytest.MonkeyPatch, found: str) -> None:
     """CI, stop 29: a second file written while the streamer's scan was finding nothing was
     never applied — the trail's look was taken after the scan, so it already held the new
-    file and matched every later look.  Here the file is written inside that scan."""
+    file and matched every later look.  Here the file is written inside that scan; and
+    inside a scan that found transactions, after whose step the streamer waits for the
+    trail to change (its look, taken before the scan, does not hold the new file)."""
     import trailgate.replicat.stream_apply as stream_apply
 
     _, cfg, router = _setup(tmp_path, pg_db)
     work = Increments(seed=13)
     write_trail(Path(cfg.trail), work.transactions(20))
     first = work.expected_accounts()
-    real_scan = stream_apply.scan_boundary
+    if found == "nothing":  # a streamer before applied the file: the next one starts at its end
+        before = _streamer(cfg, router)
+        try:
+            _until(lambda: accounts(pg_db) == first, "the first file")
+        finally:
+            before.close()
     written: list[bool] = []
 
-    def scan_then_write(trail: str, start: TrailPosition, **kw: object) -> object:
-        found = real_scan(trail, start, **kw)  # type: ignore[arg-type]
-        if found[0] == start and start.rba > 0 and not written:
-            write_trail(Path(cfg.trail), work.transactions(20))  # lands after the scan
+    def write_once(start: TrailPosition, end: TrailPosition) -> None:
+        if not written and (end == start and start.rba > 0) == (found == "nothing"):
+            write_trail(Path(cfg.trail), work.transactions(20))  # lands after the look
             written.append(True)
-        return found
+
+    real_scan, real_tail = stream_apply.scan_boundary, TrailTail.scan
+
+    def scan_then_write(trail: str, start: TrailPosition, **kw: Any) -> Any:
+        result = real_scan(trail, start, **kw)
+        write_once(start, result[0])
+        return result
+
+    def tail_then_write(tail: TrailTail, at: TrailPosition, *args: Any, **kw: Any) -> Any:
+        result = real_tail(tail, at, *args, **kw)  # the open file's scan, the same way
+        if result is not None:
+            write_once(at, result[0])
+        return result
 
     monkeypatch.setattr(stream_apply, "scan_boundary", scan_then_write)
+    monkeypatch.setattr(TrailTail, "scan", tail_then_write)
     streamer = _streamer(cfg, router)
     try:
-        _until(lambda: bool(written), "the scan that found nothing", timeout=30)
+        _until(lambda: bool(written), f"the scan that found {found}", timeout=30)
         assert accounts(pg_db) == first or accounts(pg_db) == work.expected_accounts()
         _until(lambda: accounts(pg_db) == work.expected_accounts(), "the file written "
                "during the scan", timeout=20)
         assert events(pg_db) == work.events
     finally:
         streamer.close()
+
+
+def test_a_trickle_is_applied_as_it_lands_with_one_scan_a_step(
+        tmp_path: Path, pg_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A transaction at a time, as a live Extract writes them: each is applied without a
+    sync asking, and a step whose scan read all its look saw waits for the trail to change
+    instead of scanning again for nothing (two scans a step before)."""
+    import trailgate.replicat.stream_apply as stream_apply
+
+    scans: list[TrailPosition] = []
+    real_scan, real_tail = stream_apply.scan_boundary, TrailTail.scan
+
+    def scan(trail: str, start: TrailPosition, **kw: Any) -> Any:
+        scans.append(start)
+        return real_scan(trail, start, **kw)
+
+    def tail(self: TrailTail, at: TrailPosition, *args: Any, **kw: Any) -> Any:
+        found = real_tail(self, at, *args, **kw)
+        if found is not None:
+            scans.append(at)
+        return found
+
+    monkeypatch.setattr(stream_apply, "scan_boundary", scan)
+    monkeypatch.setattr(TrailTail, "scan", tail)
+    _, cfg, router = _setup(tmp_path, pg_db)
+    work = Increments(seed=17)
+    writer = TrailWriter(cfg.trail, fsync=False)
+    try:
+        writer.write_transaction(next(work.transactions(1)), TABLES)
+        writer.write_through()
+        streamer = _streamer(cfg, router)
+        try:
+            _until(lambda: accounts(pg_db) == work.expected_accounts(), "the first")
+            scans.clear()
+            first = streamer.transactions
+            for _ in range(15):
+                writer.write_transaction(next(work.transactions(1)), TABLES)
+                writer.write_through()
+                _until(lambda: accounts(pg_db) == work.expected_accounts(), "a transaction",
+                       timeout=30)
+                time.sleep(0.03)
+            steps = streamer.transactions - first
+            assert steps == 15
+            assert len(scans) <= steps + 3, scans
+            assert events(pg_db) == work.events
+        finally:
+            streamer.close()
+    finally:
+        writer.close()
 
 
 def test_a_next_file_seen_half_written_is_applied_once_complete(tmp_path: Path,

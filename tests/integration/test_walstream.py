@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from trailgate.capture.postgres import fastpath
+from trailgate.capture.postgres import fastpath, walstream
 from trailgate.capture.postgres.capture import PgCapture
 from trailgate.capture.postgres.slots import add_extract
 from trailgate.capture.postgres.trandata import add_trandata
@@ -168,6 +168,32 @@ def test_confirm_moves_the_slot_and_a_new_stream_starts_there(src, pg_db) -> Non
         got = list(stream.messages(end))
     rows = [d for _, d in got if d[:1] == b"I"]
     assert len(rows) == 1 and b"b" in rows[0]
+
+
+def test_a_busy_live_stream_is_read_in_few_gulps_and_loses_nothing(src, pg_db,
+                                                                   monkeypatch) -> None:
+    # every caught-up stream counts as busy here: each read pauses EOFDELAY's 50 ms first
+    monkeypatch.setattr(walstream, "GATHER_FROM_RATE", 0)
+    monkeypatch.setattr(walstream, "GATHER_PER_RATE", 1.0)
+    slot, pub = _slot(src)
+    start = _lsn(src)
+    with WalStream(pg_db, slot, pub, start, max_gather=0.05) as stream:
+        src.execute("INSERT INTO t VALUES (0, 'first')")
+        first = _lsn(src)
+        assert len(_commits(list(stream.messages(first)))) == 1
+        time.sleep(0.2)  # the server's keepalive after it: the stream has caught up
+        chunks = stream.chunks
+        # 300 one-row transactions, live, at most a thousand a second
+        src.execute("DO $$ BEGIN FOR i IN 1 .. 300 LOOP "
+                    "INSERT INTO t VALUES (i, 'live'); COMMIT; PERFORM pg_sleep(0.001); "
+                    "END LOOP; END $$")
+        end = _lsn(src)
+        got = list(stream.messages(end))
+        chunks = stream.chunks - chunks
+    assert len(_commits(got)) == 300 and len(got) == 900  # Begin, Insert, Commit each
+    assert [d for _, d in got] == [d for _, d in _peek(src, slot, pub, end)][-900:]
+    # read at 2 ms, each transaction a millisecond apart came alone or in twos and threes
+    assert chunks < 300 / 4
 
 
 def test_read_ahead_is_bounded_and_loses_nothing(src, pg_db) -> None:

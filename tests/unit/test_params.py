@@ -363,7 +363,18 @@ def test_flushsecs_is_an_extract_parameter_of_whole_seconds() -> None:
     assert "FLUSHSECS is a Extract parameter" in str(e)
 
 
+def test_eofdelay_caps_the_live_streams_gather_in_seconds_or_centiseconds() -> None:
+    assert ext("TABLE a.b;\n").eof_delay == pytest.approx(0.02)  # trailgate's own default
+    assert ext("EOFDELAYCSECS 5\nTABLE a.b;\n").eof_delay == pytest.approx(0.05)
+    assert ext("EOFDELAY 1\nTABLE a.b;\n").eof_delay == 1.0
+    assert ext("EOFDELAYCSECS 0\nTABLE a.b;\n").eof_delay == 0
+    e = error(REP_HEAD + "EOFDELAYCSECS 1\nMAP a.b, TARGET a.b;\n")
+    assert "EOFDELAYCSECS is a Extract parameter" in str(e)
+
+
 @pytest.mark.parametrize("text, message", [
+    ("EOFDELAYCSECS -1", "at least 0"),
+    ("EOFDELAY soon", "EOFDELAY: expected a number of seconds (a whole number)"),
     ("TRANLOGOPTIONS", "expected DUMPDIR"),
     ("TRANLOGOPTIONS ONUNKNOWN MAYBE", "STOP or SKIP"),
     ("TRANLOGOPTIONS ALTLOGDEST x", "unknown or unsupported option ALTLOGDEST"),

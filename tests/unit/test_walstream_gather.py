@@ -1,7 +1,7 @@
 """The stream reader's pause before a read (``walstream._gather``): the shortest in the backlog
 a stream opens on (a full chunk, or a server that has not caught up since the stream opened)
 and for a trickle, longer the busier the stream, within its bounds; and the keepalives that
-show the server caught up."""
+show the server caught up; ``EOFDELAYCSECS`` bounds the pause."""
 
 from __future__ import annotations
 
@@ -18,16 +18,26 @@ def test_a_backlog_is_read_after_the_shortest_pause() -> None:
 
 def test_a_trickle_is_read_after_the_shortest_pause() -> None:
     assert walstream._gather(3, 0.5, True) == MIN_GATHER_SECONDS
-    assert walstream._gather(150, 0.01, True) == MIN_GATHER_SECONDS  # 15,000 a second
+    # 1,500 messages a second: 500 one-row transactions, or 1,250 rows a second in
+    # transactions of ten
+    assert walstream._gather(15, 0.01, True) == MIN_GATHER_SECONDS
     assert walstream._gather(1, 0.0, True) == MAX_GATHER_SECONDS  # a burst seen as a rate
 
 
 def test_the_pause_grows_with_the_rate_up_to_its_bound() -> None:
-    rates = [5_000, 20_000, 40_000, 80_000, 200_000]  # messages a second
+    rates = [1_500, 4_500, 9_000, 40_000, 200_000]  # messages a second
     pauses = [walstream._gather(int(r * 0.01), 0.01, True) for r in rates]
     assert pauses == sorted(pauses)
     assert pauses[0] == MIN_GATHER_SECONDS and pauses[-1] == MAX_GATHER_SECONDS
-    assert MIN_GATHER_SECONDS < pauses[2] < MAX_GATHER_SECONDS
+    # 1,500 and 3,000 one-row transactions a second: many a read, within the bound
+    assert MIN_GATHER_SECONDS < pauses[1] < pauses[2] < MAX_GATHER_SECONDS
+
+
+def test_eofdelay_bounds_the_pause_but_never_below_the_shortest() -> None:
+    busy = (2_000, 0.01, True)  # 200,000 messages a second
+    assert walstream._gather(*busy, 0.005) == 0.005
+    assert walstream._gather(*busy, 0.0) == MIN_GATHER_SECONDS
+    assert walstream._gather(*busy, 1.0) > MAX_GATHER_SECONDS
 
 
 def _chunk(kinds: str) -> list[tuple[int, bytes | None]]:

@@ -347,7 +347,7 @@ class Pipeline:
 
         def extract_done() -> bool:
             ck = self.checkpoint(extract)
-            return ck is not None and int(ck.read_position.get("lsn", 0)) >= end
+            return ck is not None and ck.read_lsn >= end
 
         wait(extract_done, f"EXTRACT {extract.name} to read the source's WAL")
         ck = self.checkpoint(extract)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from trailgate.errors import ConfigError
 
 __all__ = [
+    "DEFAULT_EOF_DELAY_SECONDS",
     "DEFAULT_FLUSH_SECONDS",
     "PATIENT_WINDOW_SECONDS",
     "ColMapEntry",
@@ -42,6 +43,10 @@ __all__ = [
 #: ``FLUSHSECS``'s default (GoldenGate's): an Extract writing the trail as transactions
 #: arrive makes it durable and checkpointed about once a second.
 DEFAULT_FLUSH_SECONDS = 1.0
+#: ``EOFDELAYCSECS``'s default for a PostgreSQL Extract's live stream: a busy stream is read
+#: at most this many seconds after its data arrived (a trickle within 2 ms).  GoldenGate's
+#: own default, 1 s, is how long its processes sleep at the end of their data.
+DEFAULT_EOF_DELAY_SECONDS = 0.02
 #: The batch window of a group whose batches only record how far its own thread got (the
 #: streaming Extract and Replicat) when neither CHECKPOINTSECS nor SPARK TRIGGER is set:
 #: GoldenGate's CHECKPOINTSECS default.
@@ -381,6 +386,9 @@ class ExtractParams(GroupParams):
     # FLUSHSECS: how often, at most, an Extract writing the trail as transactions arrive
     # makes it durable, checkpoints and confirms the slot (seconds; 0: after every write)
     flush_secs: float = DEFAULT_FLUSH_SECONDS
+    # EOFDELAY / EOFDELAYCSECS: the longest a PostgreSQL Extract's stream reader lets a busy
+    # stream gather before it reads (seconds; the pause grows with the stream's rate)
+    eof_delay: float = DEFAULT_EOF_DELAY_SECONDS
 
     kind = "EXTRACT"
 

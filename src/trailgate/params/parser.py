@@ -625,6 +625,15 @@ def _flushsecs(cur: Cursor, st: _State) -> None:
     cur.end()
 
 
+@_handler("EOFDELAY", "EOFDELAYCSECS", applies=_EXT)
+def _eofdelay(cur: Cursor, st: _State) -> None:
+    assert isinstance(st.params, ExtractParams)
+    csecs = cur.stmt.keyword == "EOFDELAYCSECS"
+    n = cur.integer("a number of centiseconds" if csecs else "a number of seconds")
+    st.params.eof_delay = n / 100 if csecs else float(n)
+    cur.end()
+
+
 _TRIGGER_UNITS = {"MILLISECONDS": 0.001, "MS": 0.001, "SECONDS": 1.0, "SECOND": 1.0,
                   "SEC": 1.0, "MINUTES": 60.0, "MINUTE": 60.0, "MIN": 60.0}
 

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-from trailgate.apply.mapping import Mapper
+from trailgate.apply.mapping import Mapper, TableMapping
 from trailgate.apply.postgres import PgApplier
 from trailgate.apply.records import ApplyResult
 from trailgate.apply.spanplan import SpanResult, available, plan_span, table_spec
@@ -109,12 +109,14 @@ def _position(segments: list[Segment], offset: int) -> TrailPosition:
 
 
 def plan_range(mapper: Mapper, trail: str, lower: TrailPosition, upper: TrailPosition,
-               router: Router) -> tuple[SpanResult, list[Segment]] | None:
+               router: Router, read: tuple[bytes, list[Segment]] | None = None
+               ) -> tuple[SpanResult, list[Segment]] | None:
     """The set plans of ``[lower, upper)`` (whole transactions) and the span's segments
-    (its offsets to trail positions); None when the Python path must read the range."""
+    (its offsets to trail positions); None when the Python path must read the range.
+    ``read``: the range's bytes as :func:`read_span` gives them, when the caller has them."""
     if not available:
         return None
-    read = read_span(trail, lower, upper)
+    read = read or read_span(trail, lower, upper)
     if read is None:
         return None
     data, segments = read
@@ -149,7 +151,7 @@ def plan_range(mapper: Mapper, trail: str, lower: TrailPosition, upper: TrailPos
             return False  # the Python path raises it where it belongs
         if mapping is None:
             return True
-        spec = table_spec(0, mapping, used[name])
+        spec = _table_spec(mapping, used[name])
         return False if spec is None else (mapping, spec)
 
     span = plan_span(data, 0, len(data), resolve, on_metadata)
@@ -158,6 +160,25 @@ def plan_range(mapper: Mapper, trail: str, lower: TrailPosition, upper: TrailPos
     if len(segments) == 1:  # the next batch starts there (definitions are per file)
         remember_definitions(trail, upper, defs)
     return span, segments
+
+
+#: ``table_spec``'s answers by mapping and source definition: a live apply plans the same
+#: tables step after step with the same objects (a DDL makes new ones).
+_SPECS: dict[tuple[int, int], tuple[TableMapping, TableDef, tuple[Any, ...] | None]] = {}
+_SPECS_MAX = 256
+
+
+def _table_spec(mapping: TableMapping, table: TableDef) -> tuple[Any, ...] | None:
+    """``table_spec(0, mapping, table)``, made once for the same two objects."""
+    key = (id(mapping), id(table))
+    known = _SPECS.get(key)
+    if known is not None and known[0] is mapping and known[1] is table:
+        return known[2]
+    spec = table_spec(0, mapping, table)
+    if len(_SPECS) >= _SPECS_MAX:
+        _SPECS.clear()
+    _SPECS[key] = (mapping, table, spec)
+    return spec
 
 
 def position_row(upper: TrailPosition, span: SpanResult) -> str:
@@ -172,7 +193,8 @@ def position_row(upper: TrailPosition, span: SpanResult) -> str:
 
 def apply_span(applier: PgApplier, batch_id: int, trail: str, lower: TrailPosition,
                upper: TrailPosition, router: Router, *,
-               advance: tuple[str, str] | None = None
+               advance: tuple[str, str] | None = None,
+               read: tuple[bytes, list[Segment]] | None = None
                ) -> tuple[ApplyResult | None, str] | None:
     """Apply ``[lower, upper)`` (whole transactions) as key partition 0 of ``batch_id``
     (or as the streamed apply's next step: ``advance``, see ``PgApplier.apply_plans``):
@@ -180,7 +202,7 @@ def apply_span(applier: PgApplier, batch_id: int, trail: str, lower: TrailPositi
     done — when the Python path must apply the range."""
     if not applier.batchsql or applier.conn.info.encoding != "utf-8":
         return None
-    planned = plan_range(applier.mapper, trail, lower, upper, router)
+    planned = plan_range(applier.mapper, trail, lower, upper, router, read)
     if planned is None:
         return None
     span, segments = planned
@@ -196,16 +218,19 @@ def apply_span(applier: PgApplier, batch_id: int, trail: str, lower: TrailPositi
 
 def apply_range(applier: PgApplier, batch_id: int, trail: str, lower: TrailPosition,
                 upper: TrailPosition, router: Router, *, advance: tuple[str, str] | None = None,
-                csn_filter: BatchFilter | None = None, records: int | None = None
+                csn_filter: BatchFilter | None = None, records: int | None = None,
+                read: tuple[bytes, list[Segment]] | None = None
                 ) -> tuple[ApplyResult | None, str]:
     """Apply ``[lower, upper)`` (whole transactions) as key partition 0 of ``batch_id``, or as
     the stream apply's next step (``advance``): (the result, None when nothing in the range
     is mapped; the range's position row JSON).  Set-based from the bytes when it can be,
     else read and applied change by change; ``csn_filter`` (ATCSN/AFTERCSN) always reads.
     ``records``, when the caller counted the range's change records: fewer than set-based
-    apply takes go straight to the reading path, without planning first."""
+    apply takes go straight to the reading path, without planning first.  ``read``: the
+    range's bytes, when the caller read them already (:func:`read_span`'s result)."""
     if csn_filter is None and (records is None or records >= SPAN_MIN_CHANGES):
-        done = apply_span(applier, batch_id, trail, lower, upper, router, advance=advance)
+        done = apply_span(applier, batch_id, trail, lower, upper, router, advance=advance,
+                          read=read)
         if done is not None:
             return done
     task = read_task_rows(trail, lower, upper, router)

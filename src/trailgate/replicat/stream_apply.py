@@ -32,6 +32,7 @@ from trailgate.model import TrailPosition
 from trailgate.replicat.ddl_steps import ddl_mark, ddl_steps
 from trailgate.replicat.range_apply import apply_range
 from trailgate.replicat.task_rows import BatchSummary, position_commit
+from trailgate.replicat.trail_tail import TrailTail
 from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.trail_offsets import ScanState, scan_boundary
 from trailgate.trail.naming import TrailName
@@ -136,6 +137,10 @@ class ApplyStreamer:
         self._cond = threading.Condition()
         self.transactions = 0  # target transactions committed (tests, reports)
         self._watch = TrailWatch(self._name.directory)
+        self._tail = TrailTail(trail)  # the thread's: the file it reads, kept open
+        self._seen: os.stat_result | None = None  # the last look's: the file's stat
+        self._later = False  # ... and whether a next file exists
+        self._nine = False  # the last file found had a nine-digit name
         self._thread = threading.Thread(target=self._run, name="apply streamer", daemon=True)
         self._thread.start()
 
@@ -272,18 +277,23 @@ class ApplyStreamer:
                 if held and at >= want:
                     self._pause(min(HOLD_SECONDS, self._checkpoint_in()))
                     continue
-                if idle is not None and want <= at and self._look(state, at) == idle:
-                    self._idle()
-                    continue
                 gap = next_step - time.monotonic()
                 if gap > 0 and want <= at:
                     self._pause(min(gap, self._checkpoint_in()))  # more for the same cost
                     continue
                 # the look comes before the scan: growth during the scan must tell
                 look = self._look(state, at)
-                end, records, state = scan_boundary(
-                    self.trail, at, limit=want if held else None, max_records=CHUNK_RECORDS,
-                    state=state, mark=ddl_mark)
+                if idle is not None and want <= at and look == idle:
+                    self._idle()
+                    continue
+                found = None if held else self._tail.scan(
+                    at, state, self._seen, self._later, max_records=CHUNK_RECORDS,
+                    mark=ddl_mark)
+                if found is None:
+                    found = scan_boundary(
+                        self.trail, at, limit=want if held else None,
+                        max_records=CHUNK_RECORDS, state=state, mark=ddl_mark)
+                end, records, state = found
                 if end > at:
                     idle = None
                     began = time.monotonic()
@@ -294,6 +304,10 @@ class ApplyStreamer:
                         self._apply(at, end, records)
                     now = time.monotonic()
                     next_step = began + min(STEP_GAP_SECONDS, STEP_SPACING * (now - began))
+                    # all the look saw was read and applied: until the trail changes, a
+                    # scan would find nothing (a trickle's steps skip that empty scan)
+                    read_all = not held and state.resume == TrailPosition(look[0], look[1])
+                    idle = look if read_all else None
                     continue
                 idle = look
                 self._idle()
@@ -302,23 +316,49 @@ class ApplyStreamer:
             with self._cond:
                 self._error = exc
                 self._cond.notify_all()
+        finally:
+            self._tail.close()
 
     def _look(self, state: ScanState | None, at: TrailPosition) -> tuple[int, int, int, bool]:
         """What tells whether the trail grew past where the last scan stopped: which file
         that is, its size, the size of the next one (a scan that found the next file still
-        being written stops before it, so its growth must count) and whether a third
-        exists.  Taken before a scan, so what is written during the scan differs from it."""
+        being written stops before it, so its growth must count) and, when there is a next
+        one, whether a third exists.  Taken before a scan, so what is written during the
+        scan differs from it; :class:`TrailTail`'s scan reads up to the size it saw."""
         seqno = (state.resume if state is not None else at).seqno
-        return (seqno, self._size(seqno), self._size(seqno + 1), self._size(seqno + 2) >= 0)
+        seen = self._seen = self._stat(seqno)
+        after = self._size(seqno + 1)
+        self._later = after >= 0
+        return (seqno, -1 if seen is None else seen.st_size, after,
+                after >= 0 and self._size(seqno + 2) >= 0)
+
+    def _stat(self, seqno: int) -> os.stat_result | None:
+        """File ``seqno``'s ``stat``, None if there is none: of its nine-digit name, then
+        of its six-digit one, by name alone (a look precedes every scan: no ``exists``
+        first, no path objects).  A file found by its nine-digit name is trailgate's
+        writer's, whose next files have nine digits too: :meth:`_size` then tries only
+        those."""
+        try:
+            seen = os.stat(f"{self._base}{seqno:09d}")
+            self._nine = True
+            return seen
+        except OSError:
+            if seqno >= 1_000_000:
+                return None
+        try:
+            seen = os.stat(f"{self._base}{seqno:06d}")
+            self._nine = False
+            return seen
+        except OSError:
+            return None
 
     def _size(self, seqno: int) -> int:
-        """File ``seqno``'s size, -1 if there is none: a ``stat`` of its nine-digit name,
-        then of its six-digit one, by name alone (a look precedes every scan: no
-        ``exists`` first, no path objects)."""
+        """File ``seqno``'s size, -1 if there is none (its six-digit name tried only after a
+        file that had one, :meth:`_stat`)."""
         try:
             return os.stat(f"{self._base}{seqno:09d}").st_size
         except OSError:
-            if seqno >= 1_000_000:
+            if self._nine or seqno >= 1_000_000:
                 return -1
         try:
             return os.stat(f"{self._base}{seqno:06d}").st_size
@@ -369,7 +409,9 @@ class ApplyStreamer:
             result, position = apply_range(self.applier, STREAM_BATCH, self.trail, lower,
                                            upper, self.router,
                                            advance=(self._recorded, str(upper)),
-                                           records=records)
+                                           records=records,
+                                           read=self._tail.span(lower, upper))
+        self._tail.applied(upper)
         commit = position_commit(json.loads(position))  # the range's position row
         with self._cond:
             if result is not None:

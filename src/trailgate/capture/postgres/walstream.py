@@ -51,14 +51,18 @@ _DRAIN_MESSAGES = 5000  # messages read before handing them to the consumer
 _RECENT_ITEMS = 4  # a keepalive among a read's last this many items: the server waits
 #: The reader's pause once data is there, before it reads: at least this ...
 MIN_GATHER_SECONDS = 0.002
-#: ... at most this ...
+#: ... at most this (the default of ``EOFDELAYCSECS``, which sets it per group) ...
 MAX_GATHER_SECONDS = 0.02
 #: ... and in between this many seconds per message a second the stream brings above
-#: ``GATHER_FROM_RATE``: a busy stream is read in fewer, bigger gulps (docs/extract.md,
-#: "The walsender's CPU": the server then sends many messages per TCP segment), a trickle
-#: and a few thousand small transactions a second as they come.
-GATHER_PER_RATE = 5e-7
-GATHER_FROM_RATE = 15_000
+#: ``GATHER_FROM_RATE``: a busy stream is read in fewer, bigger gulps — each read and each
+#: write of the trail has a fixed cost on the driver (two threads woken, a generator chain,
+#: a write), and the server sends many messages per TCP segment (docs/extract.md, "The
+#: walsender's CPU") — while a trickle (up to 500 one-row transactions a second)
+#: is read as it comes (docs/performance.md, "Live one-row transactions").  (500 one-row
+#: transactions a second are 1,500 messages; 500 rows a second in transactions of ten,
+#: 600.)
+GATHER_PER_RATE = 2e-6
+GATHER_FROM_RATE = 1_500
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
@@ -70,18 +74,21 @@ class WalStream:
 
     ``position``: every transaction committing before it has been handed out.
     ``fast_drain``: the reader takes libpq's messages with ``_pgfast.drain`` when it can be
-    bound (``stream_drain``); false keeps the Python loop, the reference.
+    bound (``stream_drain``); false keeps the Python loop, the reference.  ``max_gather``:
+    the longest pause before a read of a busy stream (``EOFDELAYCSECS``; see ``_gather``).
     """
 
     def __init__(self, conninfo: str, slot: str, publication: str, start_lsn: int, *,
                  buffer_bytes: int = BUFFER_BYTES, status_interval: float = STATUS_INTERVAL,
-                 slot_wait: float = SLOT_WAIT_SECONDS, fast_drain: bool = True):
+                 slot_wait: float = SLOT_WAIT_SECONDS, fast_drain: bool = True,
+                 max_gather: float = MAX_GATHER_SECONDS):
         self.conninfo = conninfo
         self.slot = slot
         self.publication = publication
         self.position = start_lsn
         self._limit = buffer_bytes
         self._status_interval = status_interval
+        self._max_gather = max_gather
         self._queue: deque[tuple[list[tuple[int, bytes | None]], int]] = deque()
         self._buffered = 0
         self._chunk: list[tuple[int, bytes | None]] = []
@@ -94,6 +101,7 @@ class WalStream:
         self._confirm = 0  # latest position the caller confirmed
         self._sent_confirm = 0
         self.status_updates = 0  # standby status updates sent (tests, benchmarks)
+        self.chunks = 0  # chunks handed to the consumer's queue (tests, benchmarks)
         self._ask = False
         self._unanswered = 0  # status updates asking for a reply whose answer is not read
         self._hungry = False  # the consumer waits for the next chunk: the shortest pause
@@ -349,6 +357,12 @@ class WalStream:
         # backlog, and the reader takes it at the shortest pause
         caught_up = False
         seen_data = startup_seen = False
+        # after a chunk of a busy stream (a pause above the shortest): more is surely on its
+        # way, so the reader pauses at once rather than first waiting for the socket — one
+        # wakeup a chunk instead of two; what arrives waits no longer than the pause either
+        # way, and if nothing came meanwhile the stream is not that busy: what comes next
+        # is read after the shortest pause
+        pause_first = False
         try:
             while not self._closing:
                 now = time.monotonic()
@@ -373,6 +387,7 @@ class WalStream:
                 if chunk:
                     with self._cond:
                         self._queue.append((chunk, size))
+                        self.chunks += 1
                         self._buffered += size
                         self._available = self._drained_commit
                         self._cond.notify_all()
@@ -388,13 +403,24 @@ class WalStream:
                             caught_up = seen_data or _data_before_keepalive(chunk)
                         if not seen_data:
                             seen_data = any(item[1] is not None for item in chunk)
-                    gather = _gather(len(chunk), now - last_chunk, caught_up)
+                    gather = _gather(len(chunk), now - last_chunk, caught_up,
+                                     self._max_gather)
                     last_chunk = now
+                    pause_first = gather > MIN_GATHER_SECONDS
+                    continue
+                if pause_first:
+                    pause_first = False
+                    time.sleep(MIN_GATHER_SECONDS if self._hungry else gather)
+                    if not _consume(pg):
+                        raise self._lost(pg)
                     continue
                 if sock in self._wait([sock], 1.0):
                     # let more arrive: fewer, bigger reads (a waiting consumer too: reading
-                    # each segment at once doubled the reader's CPU on a backlog)
-                    time.sleep(MIN_GATHER_SECONDS if self._hungry else gather)
+                    # each segment at once doubled the reader's CPU on a backlog) — the
+                    # shortest pause, as a busy stream's longer one comes right after its
+                    # chunks (above): data the reader had to wait for is a trickle's, or
+                    # comes after a burst, and is read as such
+                    time.sleep(MIN_GATHER_SECONDS)
                     if not _consume(pg):
                         raise self._lost(pg)
             self._send_status(pg, False)
@@ -492,19 +518,20 @@ class WalStream:
                            f"while streaming slot {self.slot!r}: {reason}")
 
 
-def _gather(messages: int, seconds: float, caught_up: bool) -> float:
+def _gather(messages: int, seconds: float, caught_up: bool,
+            longest: float = MAX_GATHER_SECONDS) -> float:
     """The reader's next pause, given that its last chunk held ``messages`` and came
     ``seconds`` after the one before, and whether the server has caught up with the WAL
     since the stream opened (a keepalive it sent on its own): the shortest after a full
     chunk or before the server caught up (the backlog the stream opened on: reading it
     less often slowed the pipeline), else more the busier the stream (see
-    ``GATHER_PER_RATE``), also when a live stream's server falls behind again (read every
-    2 ms, it then sent nearly every message alone, and stayed behind)."""
+    ``GATHER_PER_RATE``), up to ``longest``, also when a live stream's server falls behind
+    again (read every 2 ms, it then sent nearly every message alone, and stayed behind)."""
     if messages >= _DRAIN_MESSAGES or not caught_up:
         return MIN_GATHER_SECONDS
     rate = messages / max(seconds, 1e-6)
     pause = (rate - GATHER_FROM_RATE) * GATHER_PER_RATE
-    return min(MAX_GATHER_SECONDS, max(MIN_GATHER_SECONDS, pause))
+    return max(MIN_GATHER_SECONDS, min(longest, pause))
 
 
 def _keeps_up(chunk: list[tuple[int, bytes | None]], unanswered: int) -> tuple[bool, int]:

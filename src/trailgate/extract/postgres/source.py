@@ -523,7 +523,8 @@ class StreamedSlot:
         emitter = _Emitter(cfg, tracker=tracker)
         # the stream first (it waits for another process to let go of the slot): the
         # server decodes while the control connection is opened
-        stream = WalStream(cfg.conninfo, cfg.slot, cfg.publication, start)
+        stream = WalStream(cfg.conninfo, cfg.slot, cfg.publication, start,
+                           max_gather=cfg.params.eof_delay)
         try:
             control = connect(cfg.conninfo,
                               application_name=f"trailgate {cfg.slot} stream control")

@@ -41,8 +41,9 @@ log = logging.getLogger("trailgate.extract")
 #: server's data and every request (a sync, close) wake it at once, so this
 #: only bounds how late a new stop file is seen (and how often an idle Extract wakes).
 IDLE_WAIT_SECONDS = 0.5
-#: While a stop file holds the group: how often the thread looks whether it is gone (a
-#: ``stat``; a release is seen within this, and the stream opened again at once).
+#: How often, at most, the thread looks for the stop file (a ``stat``): a hold and a
+#: release are seen within this (the stream let go of, or opened again, at once), and a
+#: busy stream's reads do not each pay for a look.
 HOLD_WAIT_SECONDS = 0.01
 #: The longest time between the starts of two reads while no micro-batch waits: each read
 #: has a fixed cost (a generator chain, an Arrow batch, a write), so under load a read takes
@@ -72,6 +73,7 @@ class TrailStreamer:
         self.stop_file = stop_file
         self.flush_seconds = flush_seconds
         self.flushes = 0  # times made durable and checkpointed (tests)
+        self.reads = 0  # reads of the stream written to the trail (tests, benchmarks)
         self._written = start  # every transaction committing before it is in the trail
         # the group checkpoint covers every transaction committing before it: at start
         # what an earlier run (or a streamer of this one) recorded, so a replay of an
@@ -184,6 +186,7 @@ class TrailStreamer:
         last_read = 0.0
         gather = GATHER_SECONDS
         released = False  # the stream was closed for a hold
+        held, look_at = False, 0.0  # the stop file's last look, and when the next is due
         while True:
             if self._flush_error is not None:
                 raise self._flush_error
@@ -197,7 +200,9 @@ class TrailStreamer:
             elif confirm:  # held: sent once the stream is open again
                 with self._cond:
                     self._confirm = max(self._confirm, confirm)
-            held = stop_requested(self.stop_file)
+            if self.stop_file is not None and time.monotonic() >= look_at:
+                held = stop_requested(self.stop_file)
+                look_at = time.monotonic() + HOLD_WAIT_SECONDS
             if held and sync_end is None and want <= self._written:
                 if slot.is_open:
                     if self.flush_seconds is not None and self._unflushed():
@@ -234,6 +239,7 @@ class TrailStreamer:
                     continue
                 last_read, cpu = time.monotonic(), time.thread_time()
                 appender.append(slot.read(self._written, target, position=False))
+                self.reads += 1
                 gather = min(GATHER_SECONDS, max(
                     MIN_GATHER_SECONDS, GATHER_PER_READ * (time.thread_time() - cpu)))
                 with self._cond:
@@ -318,6 +324,6 @@ def _checkpoint_lsn(sink: SinkOptions) -> int:
         return 0
     ck = CheckpointStore(Path(sink.home) / "dirchk").load(sink.group, "EXTRACT")
     try:
-        return int(ck.read_position.get("lsn", 0)) if ck is not None else 0
+        return ck.read_lsn if ck is not None else 0
     except (TypeError, ValueError):
         return 0
