@@ -5,6 +5,7 @@ error; a long read writes what has arrived before it waits for more."""
 
 from __future__ import annotations
 
+import errno
 import threading
 import time
 
@@ -445,3 +446,33 @@ def test_a_slow_flush_does_not_hold_the_reads(pg_db, tmp_path, monkeypatch):
         streamer.close()
         slot.close()
     assert [len(t[2]) for t in trail_transactions(home.dirdat / "aa")] == [3, 3]
+
+
+def test_a_failed_flush_stops_the_streamer_with_nothing_acknowledged(pg_db, tmp_path,
+                                                                     monkeypatch):
+    """A flush whose slow half fails (a disk's write error, injected after its fsync and
+    state file) stops the streamer: the waiting sync raises it, the group checkpoint and
+    the slot's confirmation stay where they were, and close reports nothing more."""
+    class FailingDisk(TrailAppender):
+        def sync_later(self, source_position=None):
+            finish = super().sync_later(source_position)
+
+            def fail():
+                finish()
+                raise OSError(errno.EIO, "Input/output error (injected)")
+            return fail
+
+    monkeypatch.setattr(trail_streamer, "TrailAppender", FailingDisk)
+    home, source, start = _setup(pg_db, tmp_path)
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, flush_seconds=None)
+    try:
+        before = _checkpoint_lsn(home), _confirmed(pg_db)
+        end = _commit(pg_db, 1)
+        with pytest.raises(OSError, match="injected"):
+            streamer.sync(end)
+        time.sleep(0.3)  # nothing goes out after the failure either
+        assert (_checkpoint_lsn(home), _confirmed(pg_db)) == before
+    finally:
+        assert streamer.close() is None  # the sync reported it
+        slot.close()

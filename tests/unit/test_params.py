@@ -360,7 +360,7 @@ def test_flushsecs_is_an_extract_parameter_of_whole_seconds() -> None:
     assert ext("FLUSHSECS 3\nTABLE a.b;\n").flush_secs == 3
     assert ext("FLUSHSECS 0\nTABLE a.b;\n").flush_secs == 0
     e = error(REP_HEAD + "FLUSHSECS 1\nMAP a.b, TARGET a.b;\n")
-    assert "FLUSHSECS is a Extract parameter" in str(e)
+    assert "FLUSHSECS is an Extract parameter" in str(e)
 
 
 def test_eofdelay_caps_the_live_streams_gather_in_seconds_or_centiseconds() -> None:
@@ -369,11 +369,13 @@ def test_eofdelay_caps_the_live_streams_gather_in_seconds_or_centiseconds() -> N
     assert ext("EOFDELAY 1\nTABLE a.b;\n").eof_delay == 1.0
     assert ext("EOFDELAYCSECS 0\nTABLE a.b;\n").eof_delay == 0
     e = error(REP_HEAD + "EOFDELAYCSECS 1\nMAP a.b, TARGET a.b;\n")
-    assert "EOFDELAYCSECS is a Extract parameter" in str(e)
+    assert "EOFDELAYCSECS is an Extract parameter" in str(e)
 
 
 @pytest.mark.parametrize("text, message", [
     ("EOFDELAYCSECS -1", "at least 0"),
+    ("EOFDELAYCSECS 101", "EOFDELAYCSECS: at most 100 centiseconds, not 101"),
+    ("EOFDELAY 2", "EOFDELAY: at most 1 second, not 2"),
     ("EOFDELAY soon", "EOFDELAY: expected a number of seconds (a whole number)"),
     ("TRANLOGOPTIONS", "expected DUMPDIR"),
     ("TRANLOGOPTIONS ONUNKNOWN MAYBE", "STOP or SKIP"),
@@ -426,7 +428,7 @@ def test_parameter_of_the_other_process() -> None:
     e = error(REP_HEAD + "TABLE a.b;\n")
     assert "Extract parameter" in str(e) and "a Replicat uses MAP" in str(e)
     e = error(EXT_HEAD + "HANDLECOLLISIONS\nTABLE a.b;\n")
-    assert "Replicat parameter and cannot be used in a Extract" in str(e)
+    assert "Replicat parameter and cannot be used in an Extract" in str(e)
 
 
 def test_first_statement_must_name_the_group() -> None:

@@ -630,6 +630,10 @@ def _eofdelay(cur: Cursor, st: _State) -> None:
     assert isinstance(st.params, ExtractParams)
     csecs = cur.stmt.keyword == "EOFDELAYCSECS"
     n = cur.integer("a number of centiseconds" if csecs else "a number of seconds")
+    if n > (100 if csecs else 1):  # the reader's pause: longer would hold a busy stream
+        cur.error(f"{cur.stmt.keyword}: at most {'100 centiseconds' if csecs else '1 second'}"
+                  f", not {n} (it bounds how long the stream's reader lets data gather; "
+                  "docs/parameters.md)")
     st.params.eof_delay = n / 100 if csecs else float(n)
     cur.end()
 
@@ -723,7 +727,9 @@ def _unknown(stmt: Statement, kind: str) -> ConfigError:
     elif word in _HANDLERS:
         other = "Replicat" if kind == "EXTRACT" else "Extract"
         hint = {"TABLE": "; a Replicat uses MAP", "MAP": "; an Extract uses TABLE"}.get(word, "")
-        msg = f"{word} is a {other} parameter and cannot be used in a {kind.title()}{hint}"
+        article = "an" if other == "Extract" else "a"
+        msg = (f"{word} is {article} {other} parameter and cannot be used in "
+               f"{'an' if kind == 'EXTRACT' else 'a'} {kind.title()}{hint}")
     else:
         close = difflib.get_close_matches(word, KNOWN_PARAMETERS, n=1)
         msg = f"unknown parameter {stmt.tokens[0].text!r}" + (

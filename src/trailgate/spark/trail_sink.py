@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -405,10 +404,7 @@ def _durable_later(opts: SinkOptions, writer: TrailWriter, last: LastWritten, ta
 
     def finish() -> TrailCommitMessage:
         if fd is not None:
-            try:
-                os.fsync(fd)  # durable before anything says so
-            finally:
-                os.close(fd)
+            writer.sync_handle(fd)  # durable before anything says so
         if state is not None:
             save_state(Path(opts.state_file), state)
         return msg

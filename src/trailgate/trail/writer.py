@@ -10,6 +10,7 @@ format of the seeds, or with ``format`` a 12c+ release's (:mod:`trailgate.trail.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -98,6 +99,10 @@ class TrailWriter:
             self.uri += ":" + self.producer.name
         self.machine = MachineInfo.current()
         self._fsync = fsync
+        # one fsync of the trail at a time, and the first failure kept: the kernel reports
+        # a lost write once, to whichever fsync comes first (this thread's or a flush's)
+        self._sync_lock = threading.Lock()
+        self._sync_error: OSError | None = None
         self._fd: int | None = None
         self._seq = self._first_sequence() if start_seqno is None else start_seqno
         self._header: FileHeader | None = None
@@ -547,7 +552,7 @@ class TrailWriter:
             self._enc.start_file()
         self._write_buffer()
         if self._fsync:
-            os.fsync(self._fd)
+            self._sync(self._fd)
             fsync_dir(path.parent)
 
     def _finish_file(self) -> None:
@@ -561,7 +566,7 @@ class TrailWriter:
         ):
             os.pwrite(self._fd, data, offset)
         if self._fsync:
-            os.fsync(self._fd)
+            self._sync(self._fd)
         os.close(self._fd)
         self._fd = None
         self._seq += 1
@@ -583,11 +588,31 @@ class TrailWriter:
             return position, None
         return position, os.dup(self._fd)
 
+    def sync_handle(self, fd: int) -> None:
+        """fsync and close a descriptor :meth:`flush_handle` gave, on any thread; raises
+        if this or any earlier fsync of the writer's files failed."""
+        try:
+            self._sync(fd)
+        finally:
+            os.close(fd)
+
+    def _sync(self, fd: int) -> None:
+        with self._sync_lock:
+            if self._sync_error is not None:
+                raise OSError(self._sync_error.errno, "an earlier fsync of the trail failed "
+                              f"({self._sync_error.strerror}): what it held may not be on "
+                              "disk; restart the group") from self._sync_error
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                self._sync_error = exc
+                raise
+
     def flush(self) -> TrailPosition:
         """Write everything buffered and fsync; returns the durable position."""
         self.write_through()
         if self._fd is not None and self._fsync:
-            os.fsync(self._fd)
+            self._sync(self._fd)
         return self.position
 
     def suspend(self) -> TrailPosition:

@@ -57,10 +57,8 @@ MAX_GATHER_SECONDS = 0.02
 #: ``GATHER_FROM_RATE``: a busy stream is read in fewer, bigger gulps — each read and each
 #: write of the trail has a fixed cost on the driver (two threads woken, a generator chain,
 #: a write), and the server sends many messages per TCP segment (docs/extract.md, "The
-#: walsender's CPU") — while a trickle (up to 500 one-row transactions a second)
-#: is read as it comes (docs/performance.md, "Live one-row transactions").  (500 one-row
-#: transactions a second are 1,500 messages; 500 rows a second in transactions of ten,
-#: 600.)
+#: walsender's CPU") — while a trickle is read as it comes (docs/performance.md, "Live
+#: one-row transactions").
 GATHER_PER_RATE = 2e-6
 GATHER_FROM_RATE = 1_500
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
@@ -410,7 +408,7 @@ class WalStream:
                     continue
                 if pause_first:
                     pause_first = False
-                    time.sleep(MIN_GATHER_SECONDS if self._hungry else gather)
+                    self._wait([], MIN_GATHER_SECONDS if self._hungry else gather)
                     if not _consume(pg):
                         raise self._lost(pg)
                     continue

@@ -2,13 +2,10 @@
 
 A :class:`TrailStreamer` is a driver thread that owns the streamed slot and the trail's
 writer: it writes whole transactions as the server sends them, and every ``flush_seconds``
-(FLUSHSECS) or for a micro-batch's :meth:`~TrailStreamer.sync` makes them durable, writes
-the group checkpoint and only then confirms the slot, so the slot never passes what is
-durable and checkpointed and the micro-batches can be far apart.  A flush's slow half
-(the fsyncs, the state and checkpoint files; periodic or a sync's) runs on a thread of
-its own, one at a time and in order, so reading goes on meanwhile: a slow disk would
-otherwise hold every transaction arriving during it.  After a crash the next run skips
-what the trail holds.  docs/processes.md, "The trail as transactions arrive".
+(FLUSHSECS) or for a micro-batch's :meth:`~TrailStreamer.sync` makes them durable (on a
+thread of its own, one flush at a time, while reading goes on), writes the group
+checkpoint and only then confirms the slot: the slot never passes what is durable and
+checkpointed.  After a crash the next run skips what the trail holds.  docs/processes.md.
 """
 
 from __future__ import annotations
@@ -174,10 +171,13 @@ class TrailStreamer:
     def _loop(self, appender: TrailAppender) -> None:
         try:
             self._stream(appender)
-        finally:  # a flush under way ends first (its failure raised below)
+        except BaseException:  # a flush under way ends first; its own failure is logged
             flusher = self._flusher
             if flusher is not None:
                 flusher.join()
+            if self._flush_error is not None:
+                log.warning("the Extract's trail flush failed too: %s", self._flush_error)
+            raise
         self._flushed()
 
     def _stream(self, appender: TrailAppender) -> None:
@@ -205,6 +205,7 @@ class TrailStreamer:
                 look_at = time.monotonic() + HOLD_WAIT_SECONDS
             if held and sync_end is None and want <= self._written:
                 if slot.is_open:
+                    self._flushed()  # the flush under way counts
                     if self.flush_seconds is not None and self._unflushed():
                         self._flush(appender)  # durable and checkpointed before the hold
                     with self._cond:  # a confirmation that came meanwhile goes out first
@@ -220,8 +221,8 @@ class TrailStreamer:
             if released:  # open again where it stopped (a lost stream waits for a read)
                 slot.open_at(self._written)
                 released = False
-            if (sync_end is not None and self._written >= sync_end
-                    and not self._flushing()):  # else once the flush under way ends
+            if sync_end is not None and self._written >= sync_end:
+                # the flush under way ends first (one at a time): a sync waits for it anyway
                 with self._cond:
                     self._sync_end = None
                 self._flush_behind(appender, answer=True)
@@ -259,25 +260,27 @@ class TrailStreamer:
             return float("inf")
         return self._flushed_at + self.flush_seconds - time.monotonic()
 
-    def _flush(self, appender: TrailAppender) -> TrailCommitMessage:
+    def _flush(self, appender: TrailAppender) -> None:
         """Make every write durable, record it in the group checkpoint (the content a
         micro-batch's commit writes for the same range), then let the slot move there:
-        the slot never passes what is durable and checkpointed.  A periodic flush under
-        way ends first."""
+        the slot never passes what is durable and checkpointed."""
+        self._checkpoint(*self._begin_flush(appender))
+
+    def _begin_flush(self, appender: TrailAppender
+                     ) -> tuple[Callable[[], TrailCommitMessage], int]:
+        """A flush's quick half, after the flush under way ends: everything written so
+        far taken; what makes it durable, and the LSN the slot may then move to."""
         self._flushed()
         lsn = max(self._written, self._checkpointed)
-        msg = self._checkpoint(appender.sync_later(self.slot.position_row(lsn)), lsn)
+        finish = appender.sync_later(self.slot.position_row(lsn))
         self._flushed_at = time.monotonic()
-        return msg
+        return finish, lsn
 
     def _flush_behind(self, appender: TrailAppender, *, answer: bool = False) -> None:
         """The periodic flush, or a sync's (``answer``: its message goes to the waiting
         :meth:`sync`): everything written so far taken here, made durable and checkpointed
         (then confirmed) by a thread of its own while this one reads on."""
-        self._flushed()
-        lsn = max(self._written, self._checkpointed)
-        finish = appender.sync_later(self.slot.position_row(lsn))
-        self._flushed_at = time.monotonic()
+        finish, lsn = self._begin_flush(appender)
 
         def run() -> None:
             try:
