@@ -567,3 +567,55 @@ def test_commits_a_crashed_target_lost_are_applied_again(tmp_path: Path) -> None
     finally:
         cluster.destroy()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_commit_nowait_checkpoints_only_what_was_flushed_and_counts_once(tmp_path: Path,
+                                                                          pg_db: str) -> None:
+    """With COMMIT NOWAIT every position a checkpoint write records was flushed first, and
+    each step's counts reach the group checkpoint once: a write at a position it already
+    has adds no counts (as the group checkpoint does), so counts of steps not yet durable
+    must wait for the write that covers them."""
+    _, cfg, router = _setup(tmp_path, pg_db)
+    work = Increments(seed=13)
+    applier = open_applier(cfg)
+    flushed: list[TrailPosition] = []
+    real_flush = applier.flush_commits
+
+    def flush() -> None:  # the real flush, recorded
+        before = streamer._progress.position
+        real_flush()
+        flushed.append(before)
+
+    applier.flush_commits = flush  # type: ignore[method-assign]
+    written: list[Progress] = []
+
+    def record(progress: Progress) -> None:  # as the group checkpoint keeps counts
+        if written and written[-1].position == progress.position:
+            progress = Progress(progress.position)
+        written.append(progress)
+
+    streamer = ApplyStreamer(applier, cfg.trail, router, START, checkpoint=record,
+                             checkpoint_seconds=3600, nowait=True)
+    try:
+        first = _append(cfg, work, 10)
+        end = first
+        for _ in range(3):
+            end = _append(cfg, work, 10)
+            streamer.sync(end)
+            streamer.checkpoint()
+            more = _append(cfg, work, 10)  # applied, not yet durable
+            _until(lambda more=more: streamer._progress.position >= more, "the next steps")
+            streamer.sync(first)  # a batch behind the streamer: its position again
+            streamer.checkpoint()
+            end = more
+        streamer.sync(end)
+        streamer.checkpoint()
+    finally:
+        streamer.close()
+    assert flushed and written
+    for progress in written:
+        assert any(f >= progress.position for f in flushed), progress.position
+    counts = [p.counts["public.accounts"] for p in written if "public.accounts" in p.counts]
+    assert (sum(c.inserts for c in counts), sum(c.updates for c in counts)) == (
+        len(work.counters), sum(work.counters.values()))
+    assert accounts(pg_db) == work.expected_accounts()

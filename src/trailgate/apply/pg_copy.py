@@ -1,12 +1,11 @@
 """Statements and ``COPY … FROM STDIN`` sent to PostgreSQL as one simple query, on libpq.
 
 A stream-apply step whose inserts go by COPY cannot be one synced pipeline (libpq allows
-no COPY in pipeline mode), and through psycopg's cursors its BEGIN, checkpoint-row
-statement, COPY and COMMIT each cost a round trip and Python of their own.  Sent as one
-simple query they cost one: the server runs the statements in order, reads each COPY's
-rows when it reaches it, and at the first error skips the rest of the query, so the
-caller's BEGIN … COMMIT inside it commit all or nothing (the caller then rolls back).
-Statements here take no parameters: their values are literals.
+no COPY in pipeline mode); sent as one simple query its BEGIN, checkpoint-row statement,
+COPY and COMMIT cost one round trip: the server runs them in order, reads each COPY's rows
+when it reaches it, and at the first error skips the rest, so the BEGIN … COMMIT inside
+commits all or nothing (the caller then rolls back).  Statements here take no parameters:
+their values are literals.
 """
 
 from __future__ import annotations

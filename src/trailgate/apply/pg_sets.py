@@ -201,8 +201,15 @@ class SetRunner:
         inline = self._client_cursor
         if inline is None:
             inline = self._client_cursor = psycopg.ClientCursor(self.conn)
-        simple: list[bytes | CopyIn] = [b"BEGIN"]
-        simple.extend(inline.mogrify(g.query, g.params).encode() for g in first)
+
+        def inlined(parts: list[bytes | CopyIn | tuple[bytes, Sequence[Any]]]
+                    ) -> list[bytes | CopyIn]:  # ``first``'s values as literals
+            return [inline.mogrify(*p).encode() if isinstance(p, tuple) else p for p in parts]
+
+        # ``first`` keeps its parameters until it is known to go in the simple query: in
+        # the pipeline its text is the same each step (one prepared statement)
+        simple: list[bytes | CopyIn | tuple[bytes, Sequence[Any]]] = [
+            b"BEGIN", *((g.query, g.params) for g in first)]
         piped: list[tuple[bytes, Sequence[Any]]] = []
         exchange = 0  # which exchange with the server goes out next (first's is the 0th)
         try:
@@ -218,16 +225,17 @@ class SetRunner:
                     simple.append(item.query)
                 else:
                     if any(isinstance(part, CopyIn) for part in simple):
-                        run_query(self.conn, simple)
+                        run_query(self.conn, inlined(simple))
                         simple, exchange = [], exchange + 1
-                    piped.extend((part, ()) for part in simple if isinstance(part, bytes))
+                    piped.extend(part if isinstance(part, tuple) else (part, ())
+                                 for part in simple if not isinstance(part, CopyIn))
                     simple = []
                     piped.append((item.query, [TextArray.of(p) if isinstance(p, list) else p
                                                for p in item.params]))
             if piped:
                 self._pipeliner.run([*piped, (b"COMMIT", ())], within=True)
             else:
-                run_query(self.conn, [*simple, b"COMMIT"])
+                run_query(self.conn, [*inlined(simple), b"COMMIT"])
         except Failed as failed:
             self._roll_back()
             if exchange == 0 and failed.index is not None and 0 < failed.index <= len(first):

@@ -172,6 +172,9 @@ class PgApplier:
         row, so where it does not exist there is nothing to flush."""
         if self.checkpoint is None:
             return
+        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            raise TargetError("the Replicat's target session is inside a transaction where "
+                              "its steps should have committed; stop and restart the group")
         self.conn.execute(sql.SQL(
             "BEGIN; SET LOCAL synchronous_commit TO on; UPDATE {} SET updated = updated "
             "WHERE group_name = {} AND batch_id = {} AND partition = 0; COMMIT").format(

@@ -3,11 +3,10 @@
 An :class:`ApplyStreamer` is a driver thread with its own target connection: it applies
 whole transactions as soon as the trail holds them, each step one target transaction that
 also moves the group's checkpoint-table row (nothing lost or doubled), and writes the group
-checkpoint after steps at most once a second, so INFO and LAG follow it whatever the batch
-window (that write and its fsyncs on a thread of their own, so steps go on meanwhile); a
-micro-batch's :meth:`~ApplyStreamer.sync` waits for it.  An idle trail is not
-polled: the thread sleeps until the trail's directory changes, a sync asks, or a second
-passes.
+checkpoint (on a thread of its own) at most once a second, so INFO and LAG follow it
+whatever the batch window; a micro-batch's :meth:`~ApplyStreamer.sync` waits for it.  An
+idle trail is not polled: the thread sleeps until the trail's directory changes, a sync
+asks, or a second passes.
 """
 
 from __future__ import annotations
@@ -107,6 +106,7 @@ class ApplyStreamer:
         self.stop_file = str(stop_file) if stop_file is not None else None
         self._name = TrailName(trail)
         self._base = str(self._name)  # the files' names are this and a sequence number
+        nowait = nowait and applier.checkpoint is not None  # no row: every commit waits
         try:
             recorded = applier.stream_position()
             if recorded is not None:
@@ -127,7 +127,8 @@ class ApplyStreamer:
         self.checkpoint_seconds = checkpoint_seconds
         self._ck_lock = threading.Lock()  # one checkpoint write at a time
         self._unsaved: dict[str, TableCounts] = {}  # counts the checkpoint has not taken
-        self._dirty = False  # a step since the last checkpoint write
+        self._pending: dict[str, TableCounts] = {}  # counts of steps not yet durable
+        self._dirty = False  # what the last checkpoint write did not cover
         self._saved: TrailPosition | None = None  # the position the last write recorded
         self._saved_at = 0.0  # monotonic time of the last checkpoint write
         self.checkpoints = 0  # group checkpoint writes (tests)
@@ -192,17 +193,16 @@ class ApplyStreamer:
             self.checkpoints += 1
 
     def _checkpoint_in(self) -> float:
-        """Seconds until the thread's own checkpoint write is due (infinite when it took
-        no step since the last one)."""
+        """Seconds until the thread's own checkpoint write is due (infinite when the last
+        one covered every step)."""
         if (self._on_checkpoint is None or not self._dirty
                 or (self._writer is not None and self._writer.is_alive())):
             return float("inf")
         return self._saved_at + self.checkpoint_seconds - time.monotonic()
 
     def _checkpoint_behind(self) -> None:
-        """The thread's own checkpoint write, on a thread of its own: its fsyncs (a busy
-        disk's tens of milliseconds) would hold every step behind them.  A failure stops
-        the streamer as a step's would."""
+        """The thread's own checkpoint write, on a thread of its own: its fsyncs would
+        hold every step behind them.  A failure stops the streamer as a step's would."""
         def run() -> None:
             try:
                 self.checkpoint()
@@ -306,7 +306,8 @@ class ApplyStreamer:
                     next_step = began + min(STEP_GAP_SECONDS, STEP_SPACING * (now - began))
                     # all the look saw was read and applied: until the trail changes, a
                     # scan would find nothing (a trickle's steps skip that empty scan)
-                    read_all = not held and state.resume == TrailPosition(look[0], look[1])
+                    read_all = (not held and look[2] < 0  # (a next file: scan on into it)
+                                and state.resume == TrailPosition(look[0], look[1]))
                     idle = look if read_all else None
                     continue
                 idle = look
@@ -418,16 +419,25 @@ class ApplyStreamer:
                 self._recorded = str(upper)
                 self.transactions += 1
                 for target, counts in result.counts.items():
-                    self._progress.counts.setdefault(target, TableCounts()).add(counts)
-                    self._unsaved.setdefault(target, TableCounts()).add(counts)
+                    self._pending.setdefault(target, TableCounts()).add(counts)
             self._dirty = True
             p = self._progress
             p.position = upper
             if commit is not None:
                 p.read_time, p.last_csn, p.last_xid = commit
             if not self._nowait:  # committed waiting for the disk: durable now
-                self._durable = Progress(p.position, p.read_time, p.last_csn, p.last_xid)
+                pending, self._pending = self._pending, {}
+                self._settle(Progress(p.position, p.read_time, p.last_csn, p.last_xid),
+                             pending)
             self._cond.notify_all()
+
+    def _settle(self, done: Progress, counts: dict[str, TableCounts]) -> None:
+        """Everything before ``done`` is durable, with ``counts`` the steps' there since
+        the last: what syncs, checkpoints and the close report (called under the lock)."""
+        self._durable = done
+        for target, c in counts.items():
+            self._progress.counts.setdefault(target, TableCounts()).add(c)
+            self._unsaved.setdefault(target, TableCounts()).add(c)
 
     def _make_durable(self) -> None:
         """Wait until every step committed so far is on the target's disk (a no-op where
@@ -437,7 +447,8 @@ class ApplyStreamer:
             if p.position <= self._durable.position:
                 return
             done = Progress(p.position, p.read_time, p.last_csn, p.last_xid)
+            pending, self._pending = self._pending, {}
         self.applier.flush_commits()
         with self._cond:
-            self._durable = done
+            self._settle(done, pending)
             self._cond.notify_all()

@@ -1,15 +1,11 @@
 """The stream apply's open trail file: each new byte read once, scanned, and planned from.
 
-A live trail grows by a few transactions between steps, and each step used to open its file
-twice (the boundary scan, then the span's read), parse its header twice and list the
-directory, for a few hundred new bytes.  A :class:`TrailTail` keeps the file being applied
-open with its header read once, reads only the bytes the last look saw appended, runs the C
-boundary scan over them, and keeps the bytes from the next step's start so the step plans
-from them without reading the file again.  It takes only the plain case — the scan's state
-and the step's start in that one 11.2 unencrypted file, a few new bytes, whole records to
-the end, no later file and no limit — and answers None otherwise: the caller then uses
-:func:`~trailgate.spark.trail_offsets.scan_boundary` and the span's own read, the
-reference, whose results the tail's equal where it answers.
+A :class:`TrailTail` keeps the file being applied open, its header read once, reads only
+the bytes the last look saw appended, runs the C boundary scan over them, and keeps the
+bytes from the step's start so the step plans from them without reading them again.  It
+takes only the plain case (one 11.2 unencrypted file, a few new bytes, whole records, no
+later file, no limit) and answers None otherwise: the caller then uses
+:func:`~trailgate.spark.trail_offsets.scan_boundary` and the span's read, the reference.
 """
 
 from __future__ import annotations
@@ -75,6 +71,9 @@ class TrailTail:
         if held > resume.rba:
             held = resume.rba
             self._data = self._data[:held - self._start.rba]
+        if size - self._start.rba > TAIL_BYTES:  # a large transaction: the reference's
+            self._start, self._data = TrailPosition(-1, 0), b""
+            return None
         new = os.pread(self._fd, size - held, held) if size > held else b""
         if len(new) != size - held:
             return None  # shorter than its stat said: truncated meanwhile
@@ -123,6 +122,7 @@ class TrailTail:
         try:
             fd = os.open(trail_name(self.trail).file(seq), os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
+            self.close()  # tried again at the next scan
             return False
         self._fd = fd
         try:
