@@ -4,6 +4,7 @@ the batch path taking over where it got."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import shutil
 import tempfile
@@ -552,7 +553,9 @@ def test_commits_a_crashed_target_lost_are_applied_again(tmp_path: Path) -> None
         finally:
             progress = streamer.close()  # its flush fails: the target is down
         assert progress.position == end1
-        cluster.start()
+        cluster.start()  # on another port if the old one is still held
+        conninfo = cluster.conninfo("crash")
+        cfg = dataclasses.replace(cfg, target=conninfo)
         # the crash lost the last steps with their row, or none of them
         assert _row(conninfo) in ([(-1, 0, str(end1))], [(-1, 0, str(end2))])
         streamer = ApplyStreamer(open_applier(cfg), cfg.trail, router, progress.position,

@@ -11,9 +11,10 @@ import random
 from pathlib import Path
 
 import pytest
+from test_scan_records import T, trail  # the same random trails
 
 from trailgate.changes.routing import Router
-from trailgate.model import Change, Column, ColumnKind, OpType, TableDef, TrailPosition, Transaction
+from trailgate.model import Change, OpType, TrailPosition, Transaction
 from trailgate.replicat.range_apply import read_span
 from trailgate.replicat.trail_tail import TrailTail
 from trailgate.spark.key_split import single_marker
@@ -23,38 +24,6 @@ from trailgate.trail.naming import TrailName
 from trailgate.trail.writer import TrailWriter
 
 pytestmark = pytest.mark.skipif(speedups is None, reason="the C codec is not built")
-
-T = TableDef("public", "t", [Column("id", 0, ColumnKind.NUMBER, "integer"),
-                             Column("body", 1, ColumnKind.VARCHAR2, "text")], ["id"])
-U = TableDef("other", "u", [Column("id", 0, ColumnKind.NUMBER, "integer")], ["id"])
-
-
-def trail(path: Path, seed: int) -> str:
-    """Random transactions of two tables: small and large ones (a 70 KB value is a
-    fragmented record), PK updates and truncates (what the Replicat's mark looks for)."""
-    rng = random.Random(seed)
-    prefix = str(path / "sc")
-    with TrailWriter(prefix, fsync=False) as w:
-        for n in range(80):
-            changes = []
-            for _ in range(rng.randrange(1, 6)):
-                table = rng.choice([T, T, U])
-                k = str(rng.randrange(1000)).encode()
-                roll = rng.random()
-                if roll < 0.03:
-                    changes.append(Change(OpType.TRUNCATE, table.qualified_name))
-                elif roll < 0.08:
-                    changes.append(Change(OpType.PK_UPDATE, table.qualified_name, {0: k},
-                                          {0: b"1"}))
-                elif table is T and roll < 0.2:
-                    changes.append(Change(OpType.INSERT, "public.t",
-                                          {0: k, 1: b"x" * rng.randrange(20_000, 90_000)}))
-                else:
-                    changes.append(Change(OpType.INSERT, table.qualified_name,
-                                          {0: k} | ({1: b"y"} if table is T else {})))
-            w.write_transaction(Transaction(f"0.{n}.1", 10 + n, changes),
-                                {"public.t": T, "other.u": U})
-    return prefix
 
 
 def grow_and_follow(tmp_path: Path, seed: int) -> tuple[int, int]:

@@ -18,7 +18,14 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from trailgate.apply.pg_pipeline import Failed
+from trailgate.apply.pg_pipeline import (
+    Failed,
+    error_field,
+    lost,
+    next_result,
+    send_queued,
+    wait_socket,
+)
 
 __all__ = ["CHUNK_BYTES", "CopyIn", "run_query"]
 
@@ -55,9 +62,9 @@ def run_query(conn: psycopg.Connection[Any], parts: Sequence[bytes | CopyIn]) ->
         done = False
         try:
             pg.send_query(text)  # raises psycopg.OperationalError when it cannot
-            _flush(pg)
+            send_queued(pg)
             while True:
-                result = _result(pg)
+                result = next_result(pg)
                 if result is None:  # the query's end
                     break
                 status = result.status
@@ -66,8 +73,8 @@ def run_query(conn: psycopg.Connection[Any], parts: Sequence[bytes | CopyIn]) ->
                     continue  # the COPY's own result follows
                 if status == _FATAL and failure is None:
                     failure = Failed(min(at, len(parts) - 1),
-                                     _field(result, pq.DiagnosticField.SQLSTATE),
-                                     _field(result, pq.DiagnosticField.MESSAGE_PRIMARY)
+                                     error_field(result, pq.DiagnosticField.SQLSTATE),
+                                     error_field(result, pq.DiagnosticField.MESSAGE_PRIMARY)
                                      or "unknown error")
                 at += 1
             done = True
@@ -88,47 +95,10 @@ def _send_copy(pg: Any, data: bytes) -> None:
             if sent == 1:
                 break
             if sent < 0:
-                _lost(pg)
-            _wait(pg, select.POLLOUT)  # nonblocking: libpq's buffer is full
+                lost(pg)
+            wait_socket(pg, select.POLLOUT)  # nonblocking: libpq's buffer is full
             pg.flush()
     while pg.put_copy_end(None) == 0:
-        _wait(pg, select.POLLOUT)
+        wait_socket(pg, select.POLLOUT)
         pg.flush()
-    _flush(pg)
-
-
-def _flush(pg: Any) -> None:
-    """Send everything queued, reading what the server sends meanwhile."""
-    while True:
-        left = pg.flush()
-        if left == 0:
-            return
-        if left < 0:
-            _lost(pg)
-        _wait(pg, select.POLLOUT | select.POLLIN)
-        pg.consume_input()
-
-
-def _result(pg: Any) -> Any:
-    while pg.is_busy():
-        _wait(pg, select.POLLIN)
-        pg.consume_input()
-    if pg.status != pq.ConnStatus.OK:
-        _lost(pg)
-    return pg.get_result()
-
-
-def _lost(pg: Any) -> None:
-    raise psycopg.OperationalError(pg.error_message.decode(errors="replace").strip()
-                                   or "the connection was lost")
-
-
-def _wait(pg: Any, events: int) -> None:
-    poller = select.poll()
-    poller.register(pg.socket, events)
-    poller.poll()
-
-
-def _field(result: Any, field: pq.DiagnosticField) -> str:
-    value = result.error_field(field)
-    return value.decode(errors="replace") if value else ""
+    send_queued(pg)

@@ -14,13 +14,14 @@ import re
 import select
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import psycopg
 from psycopg import pq
 
 __all__ = ["DIVISION_BY_ZERO", "PREPARED_MAX", "TEXT_ARRAY_OID", "Failed", "Pipeliner",
-           "TextArray", "placeholders"]
+           "TextArray", "error_field", "lost", "next_result", "placeholders", "send_queued",
+           "wait_socket"]
 
 #: Statement texts a connection keeps prepared (a step's tables and column sets; beyond
 #: this, a schema churning, further texts are sent unprepared).
@@ -197,17 +198,14 @@ class Pipeliner:
             self._names = {t: n for t, n in self._names.items() if n not in gone}
 
     def _flush(self, pg: Any) -> None:
-        """Send everything queued, reading what the server sends meanwhile."""
-        while pg.flush() == 1:
-            self._wait(pg, select.POLLOUT | select.POLLIN)
-            pg.consume_input()
+        send_queued(pg)
 
     def _collect(self, pg: Any, owners: Sequence[int]) -> Failed | None:
         """Read each message's results and the Sync's: the first failure, if any."""
         failure: Failed | None = None
         at = 0  # which of the messages sent the results are for
         while True:
-            result = self._result(pg)
+            result = next_result(pg)
             if result is None:  # the end of one message's results
                 at += 1
                 continue
@@ -216,26 +214,46 @@ class Pipeliner:
                 return failure
             if status == _FATAL and failure is None:
                 failure = Failed(owners[at] if at < len(owners) else None,
-                                 _field(result, pq.DiagnosticField.SQLSTATE),
-                                 _field(result, pq.DiagnosticField.MESSAGE_PRIMARY)
+                                 error_field(result, pq.DiagnosticField.SQLSTATE),
+                                 error_field(result, pq.DiagnosticField.MESSAGE_PRIMARY)
                                  or "unknown error")
 
-    def _result(self, pg: Any) -> Any:
-        while pg.is_busy():
-            self._wait(pg, select.POLLIN)
-            pg.consume_input()
-        if pg.status != pq.ConnStatus.OK:
-            raise psycopg.OperationalError(pg.error_message.decode(errors="replace").strip()
-                                           or "the connection was lost")
-        return pg.get_result()
 
-    @staticmethod
-    def _wait(pg: Any, events: int) -> None:
-        poller = select.poll()
-        poller.register(pg.socket, events)
-        poller.poll()
+# -- libpq's nonblocking exchange, shared with pg_copy ---------------------------------------
+
+def send_queued(pg: Any) -> None:
+    """Send everything queued, reading what the server sends meanwhile."""
+    while True:
+        left = pg.flush()
+        if left == 0:
+            return
+        if left < 0:
+            lost(pg)
+        wait_socket(pg, select.POLLOUT | select.POLLIN)
+        pg.consume_input()
 
 
-def _field(result: Any, field: pq.DiagnosticField) -> str:
+def next_result(pg: Any) -> Any:
+    """The next result (None at the end of one query's), waiting for it."""
+    while pg.is_busy():
+        wait_socket(pg, select.POLLIN)
+        pg.consume_input()
+    if pg.status != pq.ConnStatus.OK:
+        lost(pg)
+    return pg.get_result()
+
+
+def lost(pg: Any) -> NoReturn:
+    raise psycopg.OperationalError(pg.error_message.decode(errors="replace").strip()
+                                   or "the connection was lost")
+
+
+def wait_socket(pg: Any, events: int) -> None:
+    poller = select.poll()
+    poller.register(pg.socket, events)
+    poller.poll()
+
+
+def error_field(result: Any, field: pq.DiagnosticField) -> str:
     value = result.error_field(field)
     return value.decode(errors="replace") if value else ""

@@ -206,11 +206,8 @@ class ApplyStreamer:
         def run() -> None:
             try:
                 self.checkpoint()
-            except BaseException as exc:  # raised to the micro-batches by sync
-                log.warning("the Replicat's apply streamer stopped: %s", exc)
-                with self._cond:
-                    self._error = exc
-                    self._cond.notify_all()
+            except BaseException as exc:
+                self._fail(exc)
                 self._watch.interrupt()
 
         self._writer = threading.Thread(target=run, name="apply checkpoint", daemon=True)
@@ -312,13 +309,17 @@ class ApplyStreamer:
                     continue
                 idle = look
                 self._idle()
-        except BaseException as exc:  # raised to the micro-batches by sync
-            log.warning("the Replicat's apply streamer stopped: %s", exc)
-            with self._cond:
-                self._error = exc
-                self._cond.notify_all()
+        except BaseException as exc:
+            self._fail(exc)
         finally:
             self._tail.close()
+
+    def _fail(self, exc: BaseException) -> None:
+        """Stop with ``exc``: the micro-batches' next sync raises it."""
+        log.warning("the Replicat's apply streamer stopped: %s", exc)
+        with self._cond:
+            self._error = exc
+            self._cond.notify_all()
 
     def _look(self, state: ScanState | None, at: TrailPosition) -> tuple[int, int, int, bool]:
         """What tells whether the trail grew past where the last scan stopped: which file
