@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from test_pg_pipeline import _conn  # the same two tables, schema p
 
 from trailgate.apply import pg_copy
 from trailgate.apply.pg_copy import CopyIn, run_query
@@ -16,19 +17,11 @@ from trailgate.apply.pg_pipeline import Failed
 
 pytestmark = [pytest.mark.postgres]
 
-COPY = b"COPY c.t (id, v) FROM STDIN"
-
-
-def _conn(pg_db: str) -> psycopg.Connection[Any]:
-    conn = psycopg.connect(pg_db, autocommit=True)
-    conn.execute("CREATE SCHEMA c; CREATE TABLE c.t (id int PRIMARY KEY, v text);"
-                 "CREATE TABLE c.d (id int PRIMARY KEY, ref int REFERENCES c.t "
-                 "DEFERRABLE INITIALLY DEFERRED)")
-    return conn
+COPY = b"COPY p.t (id, v) FROM STDIN"
 
 
 def _count(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute("SELECT count(*) FROM c.t").fetchone()
+    row = conn.execute("SELECT count(*) FROM p.t").fetchone()
     assert row is not None
     return int(row[0])
 
@@ -41,10 +34,10 @@ def test_statements_and_copies_in_one_query(pg_db: str, monkeypatch: pytest.Monk
     monkeypatch.setattr(pg_copy, "CHUNK_BYTES", 1000)  # the rows go in many pieces
     conn = _conn(pg_db)
     run_query(conn, [b"BEGIN", b"SELECT 1", CopyIn(COPY, _rows(0, 2000)),
-                     b"UPDATE c.t SET v = 'x' WHERE id = 7", CopyIn(COPY, _rows(5000, 10)),
+                     b"UPDATE p.t SET v = 'x' WHERE id = 7", CopyIn(COPY, _rows(5000, 10)),
                      b"COMMIT"])
     assert _count(conn) == 2010
-    assert conn.execute("SELECT v FROM c.t WHERE id IN (7, 8) ORDER BY id").fetchall() == [
+    assert conn.execute("SELECT v FROM p.t WHERE id IN (7, 8) ORDER BY id").fetchall() == [
         ("x",), ("value 8 \t ü",)]
     assert conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
@@ -53,7 +46,7 @@ def test_statements_and_copies_in_one_query(pg_db: str, monkeypatch: pytest.Monk
     ([b"BEGIN", b"SELECT 1 / 0", CopyIn(COPY, _rows(0, 5)), b"COMMIT"], 1, "22012"),
     ([b"BEGIN", CopyIn(COPY, _rows(0, 5) + _rows(3, 1)), b"COMMIT"], 1, "23505"),
     ([b"BEGIN", CopyIn(COPY, b"1\tone\nnot a number\tx\n"), b"COMMIT"], 1, "22P02"),
-    ([b"BEGIN", CopyIn(COPY, _rows(0, 5)), b"INSERT INTO c.d VALUES (1, 99)", b"COMMIT"], 3,
+    ([b"BEGIN", CopyIn(COPY, _rows(0, 5)), b"INSERT INTO p.d VALUES (1, 99)", b"COMMIT"], 3,
      "23503"),
 ], ids=["statement", "copy-key", "copy-text", "commit"])
 def test_the_failing_part_is_named_and_nothing_is_kept(pg_db: str, parts: list[Any],
