@@ -43,8 +43,6 @@ JOIN_RANDOM_PAGE_COST = 1.1
 INSERT_ARRAY_ROWS = 256
 #: Statement texts a runner keeps (a step's tables and column sets; more is a schema churning).
 _QUERIES = 512
-#: PostgreSQL's ``text[]``.
-#: The SQLSTATE of a guarded statement's failed check (``1 / 0``).
 
 Conn = psycopg.Connection[Any]
 _Key = tuple[Any, ...]
@@ -56,6 +54,21 @@ Rows = Sequence[tuple[Any, ...]] | CopyRows
 class Deviation(Exception):
     """The target is not as the set plan expects (a collision, or an error): roll back and
     apply the partition one change at a time."""
+
+
+def _step_failure(failed: Failed, first: Sequence[Guarded], at: int | None) -> BaseException:
+    """What a failed synced step raises: the refusal of one of ``first`` (whose statements
+    are the failed exchange's from index ``at``; None: not in it), else a Deviation (naming
+    the statement when the whole step was one exchange, ``at`` 0)."""
+    if at is not None and failed.index is not None and 0 <= failed.index - at < len(first):
+        refusal = first[failed.index - at].refused(failed.sqlstate)
+        if refusal is not None:
+            return refusal
+    if failed.sqlstate == DIVISION_BY_ZERO:
+        where = (f" (statement {failed.index + 1} of the step)"
+                 if at == 0 and failed.index is not None else "")
+        return Deviation(f"a set statement's rows did not each meet one target row{where}")
+    return Deviation(str(failed))
 
 
 class _TextArrayDumper(Dumper):
@@ -177,14 +190,7 @@ class SetRunner:
         try:
             self._pipeliner.run(statements)
         except Failed as failed:
-            if failed.index is not None and failed.index < len(first):
-                refusal = first[failed.index].refused(failed.sqlstate)
-                if refusal is not None:
-                    raise refusal from None
-            if failed.sqlstate == DIVISION_BY_ZERO and failed.index is not None:
-                raise Deviation("a set statement's rows did not each meet one target row "
-                                f"(statement {failed.index + 1} of the step)") from None
-            raise Deviation(str(failed)) from None
+            raise _step_failure(failed, first, 0) from None
 
     def run_copying(self, plans: Sequence[SetPlan], first: Sequence[Guarded] = ()) -> None:
         """As :meth:`run_synced`, for plans whose inserts go by COPY (rows made by the C
@@ -238,14 +244,8 @@ class SetRunner:
                 run_query(self.conn, [*inlined(simple), b"COMMIT"])
         except Failed as failed:
             self._roll_back()
-            if exchange == 0 and failed.index is not None and 0 < failed.index <= len(first):
-                refusal = first[failed.index - 1].refused(failed.sqlstate)
-                if refusal is not None:
-                    raise refusal from None
-            if failed.sqlstate == DIVISION_BY_ZERO:
-                raise Deviation("a set statement's rows did not each meet one target row") \
-                    from None
-            raise Deviation(str(failed)) from None
+            # first's statements follow the BEGIN, in the first exchange only
+            raise _step_failure(failed, first, 1 if exchange == 0 else None) from None
         except psycopg.OperationalError:
             raise
         except BaseException:

@@ -47,7 +47,6 @@ SET_MIN_CHANGES = 8
 #: through a CTE, a few percent of its CPU where a round trip and a few statements no
 #: longer count (docs/performance.md).
 SYNCED_ROWS = 10_000
-#: The SQLSTATE of a guarded statement's failed check (it divides by zero).
 #: Part of a partition applied with one set of definitions: its changes (or one DDL record)
 #: and the definition of each of their tables.
 Segment = tuple[Sequence[TrailChange], Mapping[str, TableDef]]

@@ -719,6 +719,10 @@ def _expand(text: str, path: str, base_dir: Path | None, stack: tuple[str, ...],
     return out
 
 
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[0] in "AEIOU" else f"a {noun}"
+
+
 def _unknown(stmt: Statement, kind: str) -> ConfigError:
     word = stmt.keyword
     if word in _UNSUPPORTED:
@@ -727,9 +731,8 @@ def _unknown(stmt: Statement, kind: str) -> ConfigError:
     elif word in _HANDLERS:
         other = "Replicat" if kind == "EXTRACT" else "Extract"
         hint = {"TABLE": "; a Replicat uses MAP", "MAP": "; an Extract uses TABLE"}.get(word, "")
-        article = "an" if other == "Extract" else "a"
-        msg = (f"{word} is {article} {other} parameter and cannot be used in "
-               f"{'an' if kind == 'EXTRACT' else 'a'} {kind.title()}{hint}")
+        msg = (f"{word} is {_a(other)} parameter and cannot be used in "
+               f"{_a(kind.title())}{hint}")
     else:
         close = difflib.get_close_matches(word, KNOWN_PARAMETERS, n=1)
         msg = f"unknown parameter {stmt.tokens[0].text!r}" + (

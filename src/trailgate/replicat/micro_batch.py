@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trailgate.apply.postgres import PgApplier
 from trailgate.apply.records import TableCounts
 from trailgate.changes.routing import Router
 from trailgate.checkpoint import Checkpoint, TableStats, atomic_write_text
@@ -32,6 +31,7 @@ from trailgate.replicat.stream_apply import ApplyStreamer, Progress
 from trailgate.replicat.task_apply import open_applier
 from trailgate.replicat.task_rows import BatchSummary
 from trailgate.spark.offset_log import batch_range
+from trailgate.spark.trail_offsets import position_of
 
 __all__ = ["CONTINUOUS_CONF", "BatchApplier", "batch_base"]
 
@@ -157,17 +157,11 @@ class BatchApplier:
             self.streamer = ApplyStreamer(applier, self.cfg.trail, self.router, rng[0],
                                           stop_file=self.stop_file,
                                           checkpoint=self._stream_checkpoint,
-                                          nowait=self._nowait(applier))
+                                          nowait=self.cfg.params.commit_nowait)
         progress = self.streamer.sync(rng[1])
         self.streamer.checkpoint()
         self.streamed_batches += 1
         return progress.counts
-
-    def _nowait(self, applier: PgApplier) -> bool:
-        """Whether the stream apply's steps commit without waiting for the target's disk:
-        GoldenGate's default with a checkpoint table (each step moves its row, so a
-        commit the target loses is applied again), unless DBOPTIONS DISABLECOMMITNOWAIT."""
-        return bool(self.cfg.params.commit_nowait) and applier.checkpoint is not None
 
     def failure(self) -> TrailgateError | None:
         """The stream apply's failure, if it stopped with one (the group stops at once
@@ -216,7 +210,6 @@ def _behind(end: dict[str, Any], recorded: dict[str, Any] | None) -> bool:
     if not recorded:
         return False
     try:
-        return (TrailPosition(int(end["seqno"]), int(end["rba"]))
-                < TrailPosition(int(recorded["seqno"]), int(recorded["rba"])))
-    except (KeyError, TypeError, ValueError):
+        return position_of(end) < position_of(recorded)
+    except ValueError:
         return False

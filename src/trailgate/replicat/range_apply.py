@@ -171,8 +171,8 @@ _SPECS_MAX = 256
 def _table_spec(mapping: TableMapping, table: TableDef) -> tuple[Any, ...] | None:
     """``table_spec(0, mapping, table)``, made once for the same two objects."""
     key = (id(mapping), id(table))
-    known = _SPECS.get(key)
-    if known is not None and known[0] is mapping and known[1] is table:
+    known = _SPECS.get(key)  # it holds both objects: their ids are not reused meanwhile
+    if known is not None:
         return known[2]
     spec = table_spec(0, mapping, table)
     if len(_SPECS) >= _SPECS_MAX:

@@ -140,7 +140,6 @@ class ApplyStreamer:
         self._watch = TrailWatch(self._name.directory)
         self._tail = TrailTail(trail)  # the thread's: the file it reads, kept open
         self._seen: os.stat_result | None = None  # the last look's: the file's stat
-        self._later = False  # ... and whether a next file exists
         self._nine = False  # the last file found had a nine-digit name
         self._thread = threading.Thread(target=self._run, name="apply streamer", daemon=True)
         self._thread.start()
@@ -284,7 +283,7 @@ class ApplyStreamer:
                     self._idle()
                     continue
                 found = None if held else self._tail.scan(
-                    at, state, self._seen, self._later, max_records=CHUNK_RECORDS,
+                    at, state, self._seen, look[2] >= 0, max_records=CHUNK_RECORDS,
                     mark=ddl_mark)
                 if found is None:
                     found = scan_boundary(
@@ -330,22 +329,21 @@ class ApplyStreamer:
         seqno = (state.resume if state is not None else at).seqno
         seen = self._seen = self._stat(seqno)
         after = self._size(seqno + 1)
-        self._later = after >= 0
         return (seqno, -1 if seen is None else seen.st_size, after,
                 after >= 0 and self._size(seqno + 2) >= 0)
 
-    def _stat(self, seqno: int) -> os.stat_result | None:
+    def _stat(self, seqno: int, *, six: bool = True) -> os.stat_result | None:
         """File ``seqno``'s ``stat``, None if there is none: of its nine-digit name, then
-        of its six-digit one, by name alone (a look precedes every scan: no ``exists``
-        first, no path objects).  A file found by its nine-digit name is trailgate's
-        writer's, whose next files have nine digits too: :meth:`_size` then tries only
-        those."""
+        (``six``) of its six-digit one, by name alone (a look precedes every scan: no
+        ``exists`` first, no path objects).  A file found by its nine-digit name is
+        trailgate's writer's, whose next files have nine digits too: :meth:`_size` then
+        tries only those."""
         try:
             seen = os.stat(f"{self._base}{seqno:09d}")
             self._nine = True
             return seen
         except OSError:
-            if seqno >= 1_000_000:
+            if not six or seqno >= 1_000_000:
                 return None
         try:
             seen = os.stat(f"{self._base}{seqno:06d}")
@@ -356,16 +354,9 @@ class ApplyStreamer:
 
     def _size(self, seqno: int) -> int:
         """File ``seqno``'s size, -1 if there is none (its six-digit name tried only after a
-        file that had one, :meth:`_stat`)."""
-        try:
-            return os.stat(f"{self._base}{seqno:09d}").st_size
-        except OSError:
-            if self._nine or seqno >= 1_000_000:
-                return -1
-        try:
-            return os.stat(f"{self._base}{seqno:06d}").st_size
-        except OSError:
-            return -1
+        file that had one)."""
+        seen = self._stat(seqno, six=not self._nine)
+        return -1 if seen is None else seen.st_size
 
     def _idle(self) -> None:
         """Wait for the trail to change (module docstring), a sync asking for more, or the
