@@ -203,9 +203,10 @@ def live_round(home: Home, source: SourceOptions, conninfo: str, r: int, start: 
     transaction of its two threads."""
     run = f"live-{r}"
     profilers = [cProfile.Profile(), cProfile.Profile()] if args.profile else []
-    if profilers:  # each thread's run profiled by its own profiler
-        for cls, prof in zip((TrailStreamer, walstream.WalStream), profilers, strict=True):
-            cls._run = _profiled(cls._run, prof)  # type: ignore[method-assign]
+    classes = (TrailStreamer, walstream.WalStream)
+    originals = [cls._run for cls in classes]
+    for cls, prof in zip(classes, profilers, strict=False):  # this round's own profilers
+        cls._run = _profiled(cls._run, prof)  # type: ignore[method-assign]
     sink = SinkOptions.parse({"path": str(home.dirdat / "lv"), "home": str(home.path),
                               "group": GROUP, "runId": run}, run)
     slot = StreamedSlot(source)
@@ -223,7 +224,8 @@ def live_round(home: Home, source: SourceOptions, conninfo: str, r: int, start: 
         t0 = time.monotonic()
         end, wrote = live_workload(conninfo, args.txns, args.live, first)
         while streamer.written < end:
-            streamer.failure()
+            if (error := streamer.failure()) is not None:
+                raise SystemExit(f"the trail streamer stopped: {error}")
             time.sleep(0.002)
         seconds = time.monotonic() - t0
         used = {k: (thread_ns(v) - ns0[k]) / 1e9 for k, v in threads.items()
@@ -235,6 +237,8 @@ def live_round(home: Home, source: SourceOptions, conninfo: str, r: int, start: 
     finally:
         streamer.close()
         slot.close()
+        for cls, run in zip(classes, originals, strict=True):
+            cls._run = run  # type: ignore[method-assign]
     total = sum(used.values())
     per_txn = total / args.txns * 1e6
     for name, prof in zip(("trail streamer", "stream reader"), profilers, strict=False):

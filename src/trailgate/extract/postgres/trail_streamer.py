@@ -171,11 +171,11 @@ class TrailStreamer:
     def _loop(self, appender: TrailAppender) -> None:
         try:
             self._stream(appender)
-        except BaseException:  # a flush under way ends first; its own failure is logged
+        except BaseException as exc:  # a flush under way ends first; its failure is logged
             flusher = self._flusher
             if flusher is not None:
                 flusher.join()
-            if self._flush_error is not None:
+            if self._flush_error is not None and self._flush_error is not exc:
                 log.warning("the Extract's trail flush failed too: %s", self._flush_error)
             raise
         self._flushed()
