@@ -324,6 +324,39 @@ def test_the_restart_point_follows_the_streamers_own_flushes(pg_db, tmp_path):
         slot.close()
 
 
+def test_a_hold_lets_go_of_the_slot_with_its_restart_point_at_the_trails_end(pg_db,
+                                                                            tmp_path):
+    """Before a hold lets go of the slot the streamer logs a running-transactions snapshot,
+    reads the stream past it and confirms it once durable and checkpointed: the slot's
+    restart point is then at the end of what the trail holds (the stream opened at the
+    release decodes nothing the trail has), the slot is never confirmed past the group
+    checkpoint, and the stream goes on at the release with nothing lost or doubled."""
+    home, source, start = _setup(pg_db, tmp_path)
+    trail = home.dirdat / "aa"
+    stop = home.dirchk / "STR.stop"
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, stop_file=str(stop),
+                             flush_seconds=0.2)
+    try:
+        _commit(pg_db, 1)
+        end1 = _commit(pg_db, 10)  # a little WAL: no confirmation logs a snapshot for it
+        wait_for(lambda: _checkpoint_lsn(home) >= end1, 10, "the checkpoint")
+        stop.touch()
+        wait_for(lambda: not _slot_active(pg_db), 30, "the slot to be let go", 0.02)
+        restart, confirmed = _slot_lsns(pg_db)
+        assert restart >= end1  # before: where the slot was created
+        assert restart <= confirmed <= _checkpoint_lsn(home)
+        end2 = _commit(pg_db, 20)
+        time.sleep(0.3)
+        assert len(trail_transactions(trail)) == 2 and not _slot_active(pg_db)  # held
+        stop.unlink()
+        wait_for(lambda: _checkpoint_lsn(home) >= end2, 30, "the transaction after it")
+    finally:
+        streamer.close()
+        slot.close()
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3]
+
+
 def _confirmed(pg_db) -> int:
     with connect(pg_db, autocommit=True) as conn:
         return int(conn.execute(

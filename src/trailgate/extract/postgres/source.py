@@ -472,20 +472,21 @@ def _position(opts: SourceOptions, cap: PgCapture, end: int, last_commit: int | 
     return position
 
 
-def _log_snapshot(conn: psycopg.Connection[Any], slot: str) -> bool:
+def _log_snapshot(conn: psycopg.Connection[Any], slot: str) -> int | None:
     """Log a running-transactions snapshot (``pg_log_standby_snapshot()``, PostgreSQL 16+),
-    so slot ``slot``'s restart point can move past it; False when the server refuses (no
-    privilege or function, a standby source: the caller stops trying).  A lost connection
-    is raised."""
+    so slot ``slot``'s restart point can move past it; the end of its WAL record, or None
+    when the server refuses (no privilege or function, a standby source: the caller stops
+    trying).  A lost connection is raised."""
     try:
-        conn.execute("SELECT pg_log_standby_snapshot()")
+        row = conn.execute("SELECT (pg_log_standby_snapshot() - '0/0'::pg_lsn)::int8"
+                           ).fetchone()
     except psycopg.Error as exc:
         if conn.closed or exc.sqlstate is None or exc.sqlstate.startswith("08"):
             raise
         log.info("slot %s: cannot log a standby snapshot (%s); its restart point moves with "
                  "the server's own every 15 s", slot, exc)
-        return False
-    return True
+        return None
+    return int(row[0]) if row is not None else 0
 
 
 class StreamedSlot:
@@ -623,7 +624,19 @@ class StreamedSlot:
         if self._no_snapshot or end - self._snapshot_at < RESTART_LAG_BYTES:
             return
         self._snapshot_at = end
-        self._no_snapshot = not _log_snapshot(cap.control_connection(), self.opts.config.slot)
+        self._no_snapshot = _log_snapshot(cap.control_connection(), self.opts.config.slot
+                                          ) is None
+
+    def log_snapshot(self) -> int | None:
+        """Log a running-transactions snapshot now; the end of its record (a confirmation
+        at or past it, once the server has decoded it, moves the slot's restart point
+        there), or None when there is no open stream or the server refuses one."""
+        cap = self._capture
+        if cap is None or self._no_snapshot:
+            return None
+        lsn = _log_snapshot(cap.control_connection(), self.opts.config.slot)
+        self._no_snapshot = lsn is None
+        return lsn
 
     def close(self) -> None:
         cap, stream = self._capture, self._stream
@@ -762,7 +775,7 @@ class PgCaptureStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         restart, confirmed, _ = slot_state(conn, cfg.slot)
         if max(confirmed, end) - restart < RESTART_LAG_BYTES:
             return
-        self._no_snapshot = not _log_snapshot(conn, cfg.slot)
+        self._no_snapshot = _log_snapshot(conn, cfg.slot) is None
 
     def stop(self) -> None:
         if self._conn is not None:

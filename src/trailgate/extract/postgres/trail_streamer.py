@@ -186,6 +186,7 @@ class TrailStreamer:
         last_read = 0.0
         gather = GATHER_SECONDS
         released = False  # the stream was closed for a hold
+        settled = False  # this hold's snapshot was logged (and read to), or cannot be
         held, look_at = False, 0.0  # the stop file's last look, and when the next is due
         while True:
             if self._flush_error is not None:
@@ -204,6 +205,13 @@ class TrailStreamer:
                 held = stop_requested(self.stop_file)
                 look_at = time.monotonic() + HOLD_WAIT_SECONDS
             if held and sync_end is None and want <= self._written:
+                if slot.is_open and not settled:
+                    settled = True
+                    point = self._settle_point()
+                    if point > self._written:
+                        with self._cond:  # read to it first (held: no further)
+                            self._want = max(self._want, point)
+                        continue
                 if slot.is_open:
                     self._flushed()  # the flush under way counts
                     if self.flush_seconds is not None and self._unflushed():
@@ -220,7 +228,7 @@ class TrailStreamer:
                 continue
             if released:  # open again where it stopped (a lost stream waits for a read)
                 slot.open_at(self._written)
-                released = False
+                released = settled = False
             if sync_end is not None and self._written >= sync_end:
                 # the flush under way ends first (one at a time): a sync waits for it anyway
                 with self._cond:
@@ -248,6 +256,18 @@ class TrailStreamer:
                 continue
             slot.wait_available(self._written,
                                 max(0.0, min(IDLE_WAIT_SECONDS, self._flush_in())))
+
+    def _settle_point(self) -> int:
+        """Before a hold lets go of the slot: a running-transactions snapshot logged now,
+        and the end of its record (0 when none can be logged, or nothing would confirm
+        it).  The streamer reads to it (the server has decoded it once its stream passes
+        it), makes that durable and checkpointed and confirms it as the hold lets go, and
+        the server moves the slot's restart point to the snapshot: the stream opened at
+        the release decodes from there, not again from wherever the last snapshot the
+        stream confirmed past happened to be (up to 15 s of WAL the trail holds)."""
+        if self.flush_seconds is None:  # the hold confirms only what a sync made durable
+            return 0
+        return self.slot.log_snapshot() or 0
 
     def _unflushed(self) -> bool:
         """Whether the trail holds transactions the group checkpoint does not cover."""
