@@ -338,23 +338,28 @@ def test_a_hold_lets_go_of_the_slot_with_its_restart_point_at_the_trails_end(pg_
     streamer = TrailStreamer(slot, _sink(home, "run-1"), start, stop_file=str(stop),
                              flush_seconds=0.2)
     try:
-        _commit(pg_db, 1)
-        end1 = _commit(pg_db, 10)  # a little WAL: no confirmation logs a snapshot for it
+        first = _commit(pg_db, 1)
+        wait_for(lambda: _checkpoint_lsn(home) >= first, 10, "the first checkpoint")
+        _commit(pg_db, 10)  # past the snapshot the first confirmation logged
+        wait_for(lambda: _slot_lsns(pg_db)[0] >= first, 10, "the restart point to move")
+        # more WAL than a hold leaves behind its restart point (SETTLE_SLACK_BYTES), less
+        # than makes a confirmation log a snapshot (RESTART_LAG_BYTES)
+        end1 = _commit(pg_db, 20, rows=2000)
         wait_for(lambda: _checkpoint_lsn(home) >= end1, 10, "the checkpoint")
         stop.touch()
         wait_for(lambda: not _slot_active(pg_db), 30, "the slot to be let go", 0.02)
         restart, confirmed = _slot_lsns(pg_db)
         assert restart >= end1  # before: where the slot was created
         assert restart <= confirmed <= _checkpoint_lsn(home)
-        end2 = _commit(pg_db, 20)
+        end2 = _commit(pg_db, 3000)
         time.sleep(0.3)
-        assert len(trail_transactions(trail)) == 2 and not _slot_active(pg_db)  # held
+        assert len(trail_transactions(trail)) == 3 and not _slot_active(pg_db)  # held
         stop.unlink()
         wait_for(lambda: _checkpoint_lsn(home) >= end2, 30, "the transaction after it")
     finally:
         streamer.close()
         slot.close()
-    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3]
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 2000, 3]
 
 
 def _confirmed(pg_db) -> int:

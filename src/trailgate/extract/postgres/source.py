@@ -627,14 +627,19 @@ class StreamedSlot:
         self._no_snapshot = _log_snapshot(cap.control_connection(), self.opts.config.slot
                                           ) is None
 
-    def log_snapshot(self) -> int | None:
-        """Log a running-transactions snapshot now; the end of its record (a confirmation
-        at or past it, once the server has decoded it, moves the slot's restart point
-        there), or None when there is no open stream or the server refuses one."""
+    def snapshot_if_behind(self, end: int, slack: int) -> int | None:
+        """When the slot's restart point lags ``end`` by more than ``slack`` bytes, log a
+        running-transactions snapshot now; the end of its record (a confirmation at or
+        past it, once the server has decoded it, moves the restart point there), else
+        None (also with no open stream, or when the server refuses one)."""
         cap = self._capture
         if cap is None or self._no_snapshot:
             return None
-        lsn = _log_snapshot(cap.control_connection(), self.opts.config.slot)
+        conn = cap.control_connection()
+        restart, _, _ = slot_state(conn, self.opts.config.slot)
+        if end - restart <= slack:
+            return None
+        lsn = _log_snapshot(conn, self.opts.config.slot)
         self._no_snapshot = lsn is None
         return lsn
 

@@ -48,6 +48,10 @@ HOLD_WAIT_SECONDS = 0.01
 GATHER_SECONDS = 0.02
 #: The shortest such time: a trickle of small transactions is read almost as it lands.
 MIN_GATHER_SECONDS = 0.002
+#: Snapshots a hold logs at most to bring the slot's restart point to the trail's end ...
+SETTLE_TRIES = 2
+#: ... when it lags that by more than this (a snapshot's record and a little WAL besides).
+SETTLE_SLACK_BYTES = 64 << 10
 #: Between those, the gap is this many times the CPU the last read took, so reads use at
 #: most a tenth of a core whatever their fixed cost on this machine.  (By CPU, not by the
 #: clock: on a busy machine a read's clock time is mostly waiting for a core, and gathering
@@ -186,7 +190,7 @@ class TrailStreamer:
         last_read = 0.0
         gather = GATHER_SECONDS
         released = False  # the stream was closed for a hold
-        settled = False  # this hold's snapshot was logged (and read to), or cannot be
+        settles = 0  # snapshots this hold logged to move the restart point (_settle_point)
         held, look_at = False, 0.0  # the stop file's last look, and when the next is due
         while True:
             if self._flush_error is not None:
@@ -205,13 +209,6 @@ class TrailStreamer:
                 held = stop_requested(self.stop_file)
                 look_at = time.monotonic() + HOLD_WAIT_SECONDS
             if held and sync_end is None and want <= self._written:
-                if slot.is_open and not settled:
-                    settled = True
-                    point = self._settle_point()
-                    if point > self._written:
-                        with self._cond:  # read to it first (held: no further)
-                            self._want = max(self._want, point)
-                        continue
                 if slot.is_open:
                     self._flushed()  # the flush under way counts
                     if self.flush_seconds is not None and self._unflushed():
@@ -220,6 +217,13 @@ class TrailStreamer:
                         confirm, self._confirm = self._confirm, 0
                     if confirm:
                         slot.confirm(confirm)
+                    if settles < SETTLE_TRIES:
+                        settles += 1
+                        point = self._settle_point()
+                        if point > self._written:
+                            with self._cond:  # read to it first (held: no further)
+                                self._want = max(self._want, point)
+                            continue
                     slot.close()  # the server decodes nothing for a held group
                     released = True
                 with self._cond:
@@ -228,7 +232,7 @@ class TrailStreamer:
                 continue
             if released:  # open again where it stopped (a lost stream waits for a read)
                 slot.open_at(self._written)
-                released = settled = False
+                released, settles = False, 0
             if sync_end is not None and self._written >= sync_end:
                 # the flush under way ends first (one at a time): a sync waits for it anyway
                 with self._cond:
@@ -258,16 +262,21 @@ class TrailStreamer:
                                 max(0.0, min(IDLE_WAIT_SECONDS, self._flush_in())))
 
     def _settle_point(self) -> int:
-        """Before a hold lets go of the slot: a running-transactions snapshot logged now,
-        and the end of its record (0 when none can be logged, or nothing would confirm
+        """Before a hold lets go of the slot, when the slot's restart point lags what the
+        trail holds: a running-transactions snapshot logged now, and the end of its record
+        (0 when the restart point is near, none can be logged, or nothing would confirm
         it).  The streamer reads to it (the server has decoded it once its stream passes
-        it), makes that durable and checkpointed and confirms it as the hold lets go, and
-        the server moves the slot's restart point to the snapshot: the stream opened at
-        the release decodes from there, not again from wherever the last snapshot the
-        stream confirmed past happened to be (up to 15 s of WAL the trail holds)."""
+        it), makes that durable and checkpointed and confirms it, and the server moves the
+        restart point to it: the stream opened at the release decodes from there, not
+        again from wherever the last snapshot the stream confirmed past happened to be (up
+        to 15 s of WAL the trail holds).  The server takes a snapshot as the next restart
+        point only when none it decoded earlier waits for a confirmation (one logged
+        while a transaction ran may point back before that transaction): what that one
+        gives is looked at after its confirmation, and a second snapshot logged if it
+        still lags (``SETTLE_TRIES``)."""
         if self.flush_seconds is None:  # the hold confirms only what a sync made durable
             return 0
-        return self.slot.log_snapshot() or 0
+        return self.slot.snapshot_if_behind(self._written, SETTLE_SLACK_BYTES) or 0
 
     def _unflushed(self) -> bool:
         """Whether the trail holds transactions the group checkpoint does not cover."""
