@@ -3,8 +3,11 @@
 It is the ``trail`` source's reader (same offsets, whole transactions) with rows in trail
 form, so nothing is lost between the trail and the apply layer or the ``trail`` sink; it
 adds the group's routing rules (TABLE/MAP, TARGET renames) and, for the Replicat, compact
-apply rows read as key partitions, so the apply needs no shuffle.  Options: docs/spark.md,
-"The trailchanges source".
+apply rows read as key partitions, so the apply needs no shuffle.  A Replicat whose stream
+apply applies the trail as it grows names its group checkpoint (``appliedCheckpoint``): its
+batches only record how far that apply got, so after the first two they reach no further
+than the checkpoint, and Spark's logs never pass what is durable in the target.  Options:
+docs/spark.md, "The trailchanges source".
 """
 
 from __future__ import annotations
