@@ -34,6 +34,7 @@ from trailgate.replicat.task_rows import BatchSummary, position_commit
 from trailgate.replicat.trail_tail import TrailTail
 from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.trail_offsets import ScanState, scan_boundary
+from trailgate.thread_name import name_native_thread
 from trailgate.trail.naming import TrailName
 from trailgate.trail.watch import TrailWatch
 
@@ -203,6 +204,7 @@ class ApplyStreamer:
         """The thread's own checkpoint write, on a thread of its own: its fsyncs would
         hold every step behind them.  A failure stops the streamer as a step's would."""
         def run() -> None:
+            name_native_thread("apply ckpt")
             try:
                 self.checkpoint()
             except BaseException as exc:
@@ -254,6 +256,7 @@ class ApplyStreamer:
     # -- the streamer's thread ----------------------------------------------------------
 
     def _run(self) -> None:
+        name_native_thread("apply streamer")
         state: ScanState | None = None
         idle: tuple[int, int, int, bool] | None = None  # the look before a scan found nothing
         next_step = 0.0  # the monotonic time before which no step starts unless asked

@@ -31,6 +31,7 @@ from trailgate.capture.postgres.stream_drain import drainer
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect_failure, describe, session_conninfo
 from trailgate.errors import SourceError
+from trailgate.thread_name import name_native_thread
 
 __all__ = ["BUFFER_BYTES", "WalStream"]
 
@@ -345,6 +346,7 @@ class WalStream:
     # --- the reader thread ----------------------------------------------------------------
 
     def _run(self) -> None:
+        name_native_thread("walstream")
         pg = self._pg
         sock = pg.socket
         last_status = 0.0
