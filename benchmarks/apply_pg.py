@@ -7,7 +7,8 @@ logical replication (publication and subscription), between the same two databas
                          [--steady-seconds 30] [--extract-trigger-ms MS]
                          [--replicat-trigger-ms MS]
                          [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
-                         [--idle-seconds 10] [--keep DIR] [--timeline]
+                         [--idle-seconds 10] [--keep DIR] [--timeline] [--threads]
+                         [--first native|trailgate]
                          [--ops both|off|on] [--heartbeat-frequency 1]
                          [--idle-heartbeat-frequency 60]
 
@@ -69,6 +70,13 @@ For each method in turn:
    heartbeat periods at ``--idle-heartbeat-frequency`` (GoldenGate's default, 60 s): at
    least ``--idle-seconds``, so with 60 s a 60 s window holding one heartbeat, reported
    per 10 s.  Plain trailgate is measured over a window as long.
+
+Native runs first unless ``--first trailgate``: the live rounds of one-row transactions
+measure the source client's own speed, which moves by a quarter with the machine's load
+from one minute to the next, so a pair of runs in both orders says more than one.
+``--threads`` adds each method's threads in its best throughput round: CPU, run-queue wait
+and context switches a second, the load generator's client and the servers' processes
+beside the replicator's (``thread_sched.py``).
 
 trailgate runs twice (``--ops both``, the default): as above, and with the operations
 layer on — a Manager (``START MANAGER``: AUTORESTART, PURGEOLDEXTRACTS every minute,
