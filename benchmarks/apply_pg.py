@@ -7,7 +7,8 @@ logical replication (publication and subscription), between the same two databas
                          [--steady-seconds 30] [--extract-trigger-ms MS]
                          [--replicat-trigger-ms MS]
                          [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
-                         [--idle-seconds 10] [--keep DIR] [--timeline]
+                         [--idle-seconds 10] [--keep DIR] [--timeline] [--threads]
+                         [--first native|trailgate]
                          [--ops both|off|on] [--heartbeat-frequency 1]
                          [--idle-heartbeat-frequency 60]
 
@@ -70,6 +71,13 @@ For each method in turn:
    least ``--idle-seconds``, so with 60 s a 60 s window holding one heartbeat, reported
    per 10 s.  Plain trailgate is measured over a window as long.
 
+Native runs first unless ``--first trailgate``: the live rounds of one-row transactions
+measure the source client's own speed, which moves by a quarter with the machine's load
+from one minute to the next, so a pair of runs in both orders says more than one.
+``--threads`` adds each method's threads in its best throughput round: CPU, run-queue wait
+and context switches a second, the load generator's client and the servers' processes
+beside the replicator's (``thread_sched.py``).
+
 trailgate runs twice (``--ops both``, the default): as above, and with the operations
 layer on — a Manager (``START MANAGER``: AUTORESTART, PURGEOLDEXTRACTS every minute,
 LAGREPORT, its HTTP service sampling lag every 5 s) and heartbeat tables on both sides,
@@ -118,13 +126,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+import psycopg  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict  # noqa: E402
 
 from cpu_roles import CpuMeter, format_table  # noqa: E402
+from thread_sched import ThreadMeter, ThreadRow, format_threads  # noqa: E402
 from trailgate.db.connect import connect  # noqa: E402
 from trailgate.demo.databases import Databases, run_sql  # noqa: E402
 from trailgate.demo.pipeline import Group, Pipeline, PipelineSpec  # noqa: E402
@@ -214,13 +225,22 @@ WORKLOADS: dict[str, Workload] = {
 }
 
 
+def workload_session(conninfo: str) -> psycopg.Connection:
+    """The workload's connection (:func:`throughput_workload`)."""
+    return connect(conninfo, autocommit=False, application_name="bench workload")
+
+
 def throughput_workload(conninfo: str, rows: int, txn_rows: int,
-                        first: int = 1, kind: str = "mixed") -> tuple[int, int]:
+                        first: int = 1, kind: str = "mixed",
+                        session: psycopg.Connection | None = None) -> tuple[int, int]:
     """The measured workload on ids ``first …``; returns (row changes, transactions).
-    ``kind`` as :class:`Workload`'s (an update workload's rows: :func:`prepare`)."""
+    ``kind`` as :class:`Workload`'s (an update workload's rows: :func:`prepare`).
+    ``session``: an open :func:`workload_session` to use (and leave open), so that its
+    backend outlives the round (``--threads`` samples it after)."""
     changes = txns = 0
     base = first - 1
-    with connect(conninfo, autocommit=False, application_name="bench workload") as conn:
+    with (contextlib.nullcontext(session) if session is not None
+          else workload_session(conninfo)) as conn:
         if kind == "update":
             for start in range(1, rows + 1, txn_rows):
                 stop = min(start + txn_rows - 1, rows)
@@ -429,6 +449,8 @@ class Result:
     idle_window: float = 0.0  # seconds the idle phase measured
     idle_beats: int | None = None  # heartbeats written in that window (ops)
     busy_beats: int | None = None  # heartbeats written in the busy idle window (ops)
+    #: --threads: the best throughput round's per-thread scheduling (ThreadMeter.used)
+    threads: tuple[dict[str, ThreadRow], tuple[int, int, int, int]] | None = None
 
     @property
     def rate(self) -> float:
@@ -446,6 +468,39 @@ def server_roots(dbs: Databases) -> dict[str, int]:
         text = (cluster.data_dir / "postmaster.pid").read_text().split()
         roots[name] = int(text[0])
     return roots
+
+
+class ThreadRounds:
+    """``--threads``: each throughput round's per-thread scheduling (``ThreadMeter``), the
+    workload's session (and so its backend) open across the round's two samples, the
+    benchmark's own thread (the load generator's client) counted beside the processes."""
+
+    def __init__(self, args: argparse.Namespace, roots: dict[str, int], source: str):
+        self.meter = ThreadMeter(roots) if args.threads else None
+        self.source = source
+        self.rounds: list[tuple[dict[str, ThreadRow], tuple[int, int, int, int]]] = []
+        self._session: psycopg.Connection | None = None
+        self._before: Any = None
+
+    def begin(self) -> psycopg.Connection | None:
+        """The round's workload session (None: not measuring), the first sample taken."""
+        if self.meter is None:
+            return None
+        self._session = workload_session(self.source)
+        self.meter.add_own("bench client (the load generator)")
+        self._before = self.meter.sample()
+        return self._session
+
+    def end(self) -> None:
+        if self.meter is None or self._session is None:
+            return
+        self.rounds.append(self.meter.used(self._before, self.meter.sample()))
+        self._session.close()
+        self._session = None
+
+    def best(self, runs: list[float]
+             ) -> tuple[dict[str, ThreadRow], tuple[int, int, int, int]] | None:
+        return self.rounds[runs.index(min(runs))] if self.rounds else None
 
 
 # -- native logical replication -------------------------------------------------------------
@@ -466,19 +521,22 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
         say(f"  throughput: {describe(args)}")
         runs, backlog_runs, wrote_runs = [], [], []
         meter, cpu, backlog_cpu = CpuMeter(server_roots(dbs)), [], []
+        sched = ThreadRounds(args, server_roots(dbs), source)
         for r in range(args.repeat):
             first, marker_id = round_ids(args.rows, r, THROUGHPUT)
             prepare(args, source, target, first, marker_id, "the subscription")
+            session = sched.begin()
             before = meter.sample()
             t0 = time.monotonic()
             changes, txns = throughput_workload(source, args.rows, args.txn_rows, first,
-                                                args.kind)
+                                                args.kind, session)
             wrote = time.monotonic() - t0
             marker(source, marker_id)
             wait_marker(target, marker_id, args.timeout, "the subscription", t0)
             runs.append(time.monotonic() - t0)
             wrote_runs.append(wrote)
             cpu.append(meter.used(before, meter.sample()))
+            sched.end()
             end_live()
             same_rows(dbs, first, args.rows, marker_id)
             say(f"  {changes:,} row changes in {txns:,} transactions: source wrote them in "
@@ -520,7 +578,8 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
                   cpu=cpu[runs.index(min(runs))], idle_cpu=idle,
                   backlog_cpu=backlog_cpu[backlog_runs.index(min(backlog_runs))],
                   idle_window=idle_window(args), client_lag=client, written_lag=written,
-                  steady_cpu=steady_cpu, steady_seconds=steady_seconds)
+                  steady_cpu=steady_cpu, steady_seconds=steady_seconds,
+                  threads=sched.best(runs))
 
 
 def idle_window(args: argparse.Namespace) -> float:
@@ -880,21 +939,24 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
         if manager_pid is not None:
             roots["manager"] = manager_pid
         meter, cpu = CpuMeter(roots), []
+        sched = ThreadRounds(args, roots, dbs.source_conninfo)
         for r in range(args.repeat):
             first, marker_id = round_ids(args.rows, r, THROUGHPUT)
             prepare(args, dbs.source_conninfo, dbs.target_conninfo, first, marker_id,
                     "the Replicat")
             base = pipeline.operations(rep)
+            session = sched.begin()
             before = meter.sample()
             start_wall = datetime.now(UTC)
             t0 = time.monotonic()
             changes, txns = throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows,
-                                                first, args.kind)
+                                                first, args.kind, session)
             wrote = time.monotonic() - t0
             lsn = marker(dbs.source_conninfo, marker_id)
             wait_marker(dbs.target_conninfo, marker_id, args.timeout, "the Replicat", t0)
             runs.append(time.monotonic() - t0)
             cpu.append(meter.used(before, meter.sample()))
+            sched.end()
             finished = wait_checkpoint(pipeline, lsn, args.timeout, base, changes, t0)
             wrote_runs.append(wrote)
             captured, recorded = ((finished[g.name] - start_wall).total_seconds()
@@ -956,7 +1018,8 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
                       heartbeat_commit_lag=hb_commit, heartbeat_step=hb_step,
                       heartbeat_stamp=hb_stamp,
                       idle_busy_cpu=busy, idle_window=idle_window(args),
-                      idle_beats=idle_beats, busy_beats=busy_beats)
+                      idle_beats=idle_beats, busy_beats=busy_beats,
+                      threads=sched.best(runs))
     except BaseException:
         say(transcript.getvalue())
         for g in pipeline.groups:
@@ -1204,6 +1267,14 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
                  **{f"heartbeat {args.heartbeat_frequency:g} s": args.idle_seconds
                     for r in results if r.idle_busy_cpu}}):
             say(line)
+    if any(r.threads for r in results):
+        say("")
+        for line in format_threads(
+                "== Threads in the best throughput round: run and run-queue wait (CPU s), "
+                "context switches a second ==",
+                {names[r.method]: r.threads for r in results if r.threads},
+                {names[r.method]: r.seconds for r in results if r.threads}):
+            say(line)
     report_ratios(results, args)
     report_ops(results, args)
     report_heartbeat(results)
@@ -1398,6 +1469,13 @@ def main() -> int:
     parser.add_argument("--lag-series", metavar="DIR",
                         help="write the steady phase's lag per transaction (source commit, "
                              "lag to the target's commit) to DIR/<method>.csv")
+    parser.add_argument("--first", choices=("native", "trailgate"), default="native",
+                        help="which method runs first (default native): swapping them "
+                             "shows what the order does to the rounds")
+    parser.add_argument("--threads", action="store_true",
+                        help="print each method's threads in its best throughput round: "
+                             "run time, run-queue wait and context switches a second "
+                             "(/proc's schedstat and status; benchmarks/thread_sched.py)")
     parser.add_argument("--timeline", action="store_true",
                         help="print each throughput round's micro-batches of both groups")
     parser.add_argument("--repeat", type=int, default=3,
@@ -1439,7 +1517,7 @@ def main() -> int:
         run_sql(dbs.source_conninfo, SOURCE_DDL)
         run_sql(dbs.target_conninfo, TARGET_DDL)
         results = []
-        if args.only != "trailgate":
+        if args.only != "trailgate" and args.first == "native":
             results.append(run_native(dbs, args))
             for conninfo in (dbs.source_conninfo, dbs.target_conninfo):
                 run_sql(conninfo, "TRUNCATE bench.orders, bench.ticks")
@@ -1452,6 +1530,10 @@ def main() -> int:
             if args.ops in ("both", "on"):
                 results.append(run_trailgate(dbs, args, Home(work / "gg-ops").create(),
                                              ops=True, second=args.ops == "both"))
+        if args.only != "trailgate" and args.first == "trailgate":
+            for conninfo in (dbs.source_conninfo, dbs.target_conninfo):
+                run_sql(conninfo, "TRUNCATE bench.orders, bench.ticks")
+            results.insert(0, run_native(dbs, args))
         report(results, args)
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["CpuMeter", "format_table"]
+__all__ = ["CpuMeter", "format_table", "role_of"]
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -41,7 +41,7 @@ def _cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def _role(pid: int, root: int) -> str:
+def role_of(pid: int, root: int) -> str:
     try:
         exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
@@ -106,7 +106,7 @@ class CpuMeter:
                 cpu = _cpu(pid)
                 if cpu is None:
                     continue
-                role = _role(pid, root)
+                role = role_of(pid, root)
                 if role == "JVM":  # its compiler and collector threads apart
                     for tid, thread_role, thread_cpu in _jvm_threads(pid):
                         seen[(pid, tid)] = (f"{name} {thread_role}", thread_cpu)

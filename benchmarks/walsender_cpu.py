@@ -18,7 +18,7 @@ only its round's workload:
   every span as it arrives and confirming once a second, as the Extract's batches do;
 * ``extract``: the Extract's driver without Spark in a child process: the trail streamer
   (``TrailStreamer``: the stream read and written to a trail as it arrives), made durable
-  and confirmed once a second as the micro-batches do.
+  and confirmed once a second by its own thread (``FLUSHSECS``), as in the Extract.
 
 ``--mode live``: the workload (``apply_pg``'s ``mixed`` by default: inserts, then updates of
 a fifth and deletes of a tenth of them, ``--txn-rows`` per transaction) runs while the
@@ -393,18 +393,18 @@ def consume_extract(args: argparse.Namespace, stop: dict[str, bool]) -> dict[str
                               "group": GROUP, "runId": run,
                               "stateFile": str(home / "dirchk" / "ws.state")}, run)
     slot = StreamedSlot(SourceOptions.parse({"home": str(home), "group": GROUP}))
-    streamer = TrailStreamer(slot, sink, args.start)
+    # durable and confirmed by the streamer's own thread every second (FLUSHSECS), as in
+    # the Extract; a sync (a micro-batch's) only at the end, for the count
+    streamer = TrailStreamer(slot, sink, args.start, flush_seconds=1.0)
     syncs = transactions = 0
     stream = None
     try:
         while not stop["now"]:
-            time.sleep(1.0)
-            end = max(streamer.written, flush_lsn(args.conninfo))
-            msg = streamer.sync(end)
-            streamer.confirm(end)
-            syncs += 1
-            transactions += msg.transactions
+            time.sleep(0.2)
             stream = slot._stream  # its counter, below
+        msg = streamer.sync(streamer.written)
+        syncs += 1
+        transactions += msg.transactions
     finally:
         streamer.close()
         slot.close()

@@ -165,11 +165,17 @@ def patient(clock: Clock, seconds: float = 1.0, eager: int = 0) -> BatchWindow[i
                        eager=eager, clock=clock, sleep=clock.sleep)
 
 
-def test_a_patient_window_starts_at_once_after_a_pause() -> None:
+def test_a_patient_window_waits_a_window_after_a_pause() -> None:
+    """A burst after a pause is one batch a window after its first change was seen, with
+    all of the burst; it was a batch at its first change and another a window later."""
     clock = Clock()
-    w = patient(clock)
-    assert w.settle(0, lambda: (7, False), never) == 7
-    assert clock.now == 100.0
+    w = patient(clock, eager=1)
+    assert w.settle(0, lambda: (7, False), never) == 7  # the eager one, at once
+    clock.now += 30.0  # a pause
+    burst = source(clock, 1000, start=clock.now, until=clock.now + 0.6)
+    clock.now += 0.01
+    assert w.settle(7, burst, never) >= 599  # all of the burst (600, to rounding)
+    assert 131.01 <= clock.now < 131.01 + 0.21
 
 
 def test_a_patient_windows_first_batches_start_at_once_under_a_steady_load() -> None:
@@ -192,10 +198,10 @@ def test_a_patient_window_lets_the_window_pass_instead_of_starting_on_quiet() ->
     """A burst ending 0.12 s after the last batch started: a plain window starts the next
     batch about 0.15 s in; a patient one when the window has passed, with all of it."""
     clock = Clock()
-    w = patient(clock)
+    w = patient(clock, eager=1)
     w.settle(-1, lambda: (0, False), never)  # the last batch started at 100.0
     assert w.settle(0, source(clock, 1000, until=100.12), never) == 120
-    assert 101.0 <= clock.now < 101.0 + 1e-6
+    assert 101.02 <= clock.now < 101.02 + 1e-6  # a window from the first change seen
 
 
 def test_small_steps_with_quiet_between_give_one_batch_per_patient_window() -> None:
@@ -223,7 +229,7 @@ def test_small_steps_with_quiet_between_give_one_batch_per_patient_window() -> N
 
 def test_a_patient_window_starts_at_once_at_a_batch_bound_and_stops_on_request() -> None:
     clock = Clock()
-    w = patient(clock)
+    w = patient(clock, eager=1)
     w.settle(-1, lambda: (0, False), never)  # the last batch started at 100.0
     assert w.settle(0, source(clock, 10**5, until=1e9, full_at=5000), never) == 5000
     assert clock.now - 100.0 < 0.25  # seen at the next look (every 0.2 s at the most)

@@ -368,8 +368,16 @@ def test_eofdelay_caps_the_live_streams_gather_in_seconds_or_centiseconds() -> N
     assert ext("EOFDELAYCSECS 5\nTABLE a.b;\n").eof_delay == pytest.approx(0.05)
     assert ext("EOFDELAY 1\nTABLE a.b;\n").eof_delay == 1.0
     assert ext("EOFDELAYCSECS 0\nTABLE a.b;\n").eof_delay == 0
-    e = error(REP_HEAD + "EOFDELAYCSECS 1\nMAP a.b, TARGET a.b;\n")
-    assert "EOFDELAYCSECS is an Extract parameter" in str(e)
+
+
+def test_a_replicats_eofdelay_bounds_the_gap_between_its_steps() -> None:
+    assert rep("MAP a.b, TARGET a.b;\n").eof_delay == pytest.approx(0.01)
+    assert rep("EOFDELAYCSECS 5\nMAP a.b, TARGET a.b;\n").eof_delay == \
+        pytest.approx(0.05)
+    assert rep("EOFDELAY 1\nMAP a.b, TARGET a.b;\n").eof_delay == 1.0
+    e = error(REP_HEAD + "EOFDELAYCSECS 150\nMAP a.b, TARGET a.b;\n")
+    assert "EOFDELAYCSECS: at most 100 centiseconds, not 150" in str(e)
+    assert "the stream apply lets transactions gather" in str(e)
 
 
 @pytest.mark.parametrize("text, message", [

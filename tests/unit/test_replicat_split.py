@@ -15,7 +15,7 @@ from trailgate.changes.routing import Router
 from trailgate.model import Change, OpType, TrailPosition, Transaction
 from trailgate.spark.key_split import key_partitions, scan_hint_file, write_scan_hint
 from trailgate.spark.offset_log import batch_range, logged_end
-from trailgate.spark.trail_offsets import scan_boundary
+from trailgate.spark.trail_offsets import position_of, scan_boundary
 from trailgate.trail import TrailWriter
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}'
@@ -126,3 +126,47 @@ def test_source_options_are_read_case_insensitively(tmp_path: Path) -> None:
     assert reader.options.tables is None  # the routing rules are not a table filter
     assert (reader.key_partitions, reader.split_min) == (3, 7)
     assert reader.router.route("public.x") == "public.x" and reader.router.route("a.b") is None
+
+
+def test_a_streaming_replicats_batches_never_pass_its_checkpoint(tmp_path: Path) -> None:
+    """Once its first (eager) batches are behind, a streaming Replicat's source lets a batch
+    reach only as far as the group checkpoint, which the stream apply writes for what it
+    made durable, and without the record bound: batches that only record how far the
+    stream apply got need not start at a bound, and never claim what is not durable."""
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    from trailgate.checkpoint import Checkpoint, CheckpointStore
+    from trailgate.spark.batch_window import PATIENT_OPTION, WINDOW_OPTION
+    from trailgate.spark.trail_changes import APPLIED_OPTION, TrailChangesDataSource
+    from trailgate.spark.trail_offsets import offset_of
+
+    trail = tmp_path / "aa"
+    writer = TrailWriter(trail, megabytes=1, fsync=False)
+    ends = [writer.write_transaction(t, TABLES) for t in Increments(seed=5).transactions(30)]
+    writer.close()
+    store = CheckpointStore(tmp_path / "dirchk")
+    reader = TrailChangesDataSource(CaseInsensitiveDict({
+        "path": str(trail), "startingPosition": "0:0", "rows": "apply",
+        "maxRecordsPerTrigger": "3", WINDOW_OPTION: "0", PATIENT_OPTION: "true",
+        APPLIED_OPTION: str(store.path("REP", "REPLICAT")),
+        "tables": json.dumps({"rules": [["public.*", None]], "excludes": []})})
+    ).streamReader(None)
+    assert reader._window is not None
+    reader._window.idle = 0.05  # nothing new: back to Spark soon
+    limit = reader.getDefaultReadLimit()
+
+    def ckpt(position: TrailPosition) -> None:
+        ck = Checkpoint("REP", "REPLICAT")
+        ck.read_position = offset_of(position)
+        store.save(ck)
+
+    first = reader.latestOffset(None, limit)  # the eager ones: bounded, no checkpoint yet
+    second = reader.latestOffset(first, limit)
+    assert ends[0] <= position_of(first) < position_of(second) < ends[10]
+    assert reader.latestOffset(second, limit) == second  # nothing durable past it
+    ckpt(ends[20])
+    third = reader.latestOffset(second, limit)
+    assert third == offset_of(ends[20])  # past the bound, not past the checkpoint
+    assert reader.latestOffset(third, limit) == third
+    ckpt(ends[-1])
+    assert reader.latestOffset(third, limit) == offset_of(ends[-1])

@@ -13,6 +13,7 @@ from trailgate.errors import ConfigError
 __all__ = [
     "DEFAULT_EOF_DELAY_SECONDS",
     "DEFAULT_FLUSH_SECONDS",
+    "DEFAULT_REPLICAT_EOF_DELAY_SECONDS",
     "PATIENT_WINDOW_SECONDS",
     "ColMapEntry",
     "ColumnRef",
@@ -47,6 +48,9 @@ DEFAULT_FLUSH_SECONDS = 1.0
 #: at most this many seconds after its data arrived (a trickle within 2 ms).  GoldenGate's
 #: own default, 1 s, is how long its processes sleep at the end of their data.
 DEFAULT_EOF_DELAY_SECONDS = 0.02
+#: ``EOFDELAYCSECS``'s default for a Replicat's stream apply: transactions that reach the
+#: trail while a step runs are applied at most this many seconds after that step began.
+DEFAULT_REPLICAT_EOF_DELAY_SECONDS = 0.01
 #: The batch window of a group whose batches only record how far its own thread got (the
 #: streaming Extract and Replicat) when neither CHECKPOINTSECS nor SPARK TRIGGER is set:
 #: GoldenGate's CHECKPOINTSECS default.
@@ -410,6 +414,9 @@ class ReplicatParams(GroupParams):
     # the stream apply's steps commit without waiting for the target's WAL flush (the
     # checkpoint table makes that safe); DBOPTIONS DISABLECOMMITNOWAIT turns it off
     commit_nowait: bool = True
+    # EOFDELAY / EOFDELAYCSECS: the longest the stream apply lets transactions gather at the
+    # trail's end before its next step (seconds; steps closer when each is cheap)
+    eof_delay: float = DEFAULT_REPLICAT_EOF_DELAY_SECONDS
 
     kind = "REPLICAT"
 

@@ -625,15 +625,17 @@ def _flushsecs(cur: Cursor, st: _State) -> None:
     cur.end()
 
 
-@_handler("EOFDELAY", "EOFDELAYCSECS", applies=_EXT)
+@_handler("EOFDELAY", "EOFDELAYCSECS")
 def _eofdelay(cur: Cursor, st: _State) -> None:
-    assert isinstance(st.params, ExtractParams)
+    assert isinstance(st.params, ExtractParams | ReplicatParams)
     csecs = cur.stmt.keyword == "EOFDELAYCSECS"
     n = cur.integer("a number of centiseconds" if csecs else "a number of seconds")
-    if n > (100 if csecs else 1):  # the reader's pause: longer would hold a busy stream
+    if n > (100 if csecs else 1):  # a pause on the data path: longer would hold a busy group
+        what = ("the stream apply lets transactions gather before a step"
+                if isinstance(st.params, ReplicatParams)
+                else "the stream's reader lets data gather")
         cur.error(f"{cur.stmt.keyword}: at most {'100 centiseconds' if csecs else '1 second'}"
-                  f", not {n} (it bounds how long the stream's reader lets data gather; "
-                  "docs/parameters.md)")
+                  f", not {n} (it bounds how long {what}; docs/parameters.md)")
     st.params.eof_delay = n / 100 if csecs else float(n)
     cur.end()
 

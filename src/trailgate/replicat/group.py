@@ -183,7 +183,11 @@ def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: P
         ZERO_TRIGGER,
         window_ms,
     )
-    from trailgate.spark.trail_changes import TrailChangesDataSource, router_option
+    from trailgate.spark.trail_changes import (
+        APPLIED_OPTION,
+        TrailChangesDataSource,
+        router_option,
+    )
 
     spark.dataSource.register(TrailChangesDataSource)
     reader = (spark.readStream.format("trailchanges").option("path", cfg.trail)
@@ -201,8 +205,11 @@ def _start_query(spark: Any, cfg: ReplicatConfig, opts: RunOptions, stop_file: P
     if not opts.once:  # the source keeps the batch window (spark.batch_window)
         seconds = cfg.params.batch_seconds(opts.trigger_seconds, patient=applier.continuous)
         reader = reader.option(WINDOW_OPTION, window_ms(seconds))
-        if applier.continuous:  # applied as the trail grows: no hurry to batch
-            reader = reader.option(PATIENT_OPTION, "true")
+        if applier.continuous:  # applied as the trail grows: no hurry to batch, and
+            # batches that only record how far the stream apply durably got
+            reader = (reader.option(PATIENT_OPTION, "true")
+                      .option(APPLIED_OPTION, str(applier.home.checkpoints.path(
+                          cfg.group, "REPLICAT"))))
     writer = (reader.load().writeStream.foreachBatch(applier)
               .option("checkpointLocation", str(spark_dir))
               .queryName(f"replicat_{cfg.group.lower()}"))

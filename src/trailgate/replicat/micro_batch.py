@@ -157,7 +157,8 @@ class BatchApplier:
             self.streamer = ApplyStreamer(applier, self.cfg.trail, self.router, rng[0],
                                           stop_file=self.stop_file,
                                           checkpoint=self._stream_checkpoint,
-                                          nowait=self.cfg.params.commit_nowait)
+                                          nowait=self.cfg.params.commit_nowait,
+                                          step_gap=self.cfg.params.eof_delay)
         progress = self.streamer.sync(rng[1])
         self.streamer.checkpoint()
         self.streamed_batches += 1

@@ -28,12 +28,14 @@ from trailgate.apply.records import TableCounts
 from trailgate.changes.routing import Router
 from trailgate.errors import TargetError, TrailgateError
 from trailgate.model import TrailPosition
+from trailgate.params.model import DEFAULT_REPLICAT_EOF_DELAY_SECONDS
 from trailgate.replicat.ddl_steps import ddl_mark, ddl_steps
 from trailgate.replicat.range_apply import apply_range
 from trailgate.replicat.task_rows import BatchSummary, position_commit
 from trailgate.replicat.trail_tail import TrailTail
 from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.trail_offsets import ScanState, scan_boundary
+from trailgate.thread_name import name_native_thread
 from trailgate.trail.naming import TrailName
 from trailgate.trail.watch import TrailWatch
 
@@ -59,11 +61,12 @@ WATCH_SECONDS = 1.0
 #: release is seen within this).
 HOLD_SECONDS = 0.01
 #: A step's start is at least this many times what the last step took after that step's
-#: start, and at most :data:`STEP_GAP_SECONDS` after it: a step costs round trips and
-#: Python whatever it holds, so when transactions come faster than steps are cheap they
-#: gather into fewer steps, while a trickle is applied as each transaction lands.
+#: start, and at most ``step_gap`` (the Replicat's ``EOFDELAYCSECS``, by default
+#: :data:`STEP_GAP_SECONDS`) after it: a step costs round trips and Python whatever it
+#: holds, so when transactions come faster than steps are cheap they gather into fewer
+#: steps, while a trickle is applied as each transaction lands.
 STEP_SPACING = 20.0
-STEP_GAP_SECONDS = 0.01
+STEP_GAP_SECONDS = DEFAULT_REPLICAT_EOF_DELAY_SECONDS
 #: How often, at most, the thread writes the group checkpoint after steps on its own.
 CHECKPOINT_SECONDS = 1.0
 
@@ -94,13 +97,17 @@ class ApplyStreamer:
     those not yet recorded; called at most every ``checkpoint_seconds`` after steps, and
     by :meth:`checkpoint`.  ``nowait``: steps commit without waiting for the target's disk
     (COMMIT NOWAIT); a commit that waits makes them durable before a sync is answered, a
-    checkpoint written or the streamer closed, and only that is reported as applied."""
+    checkpoint written or the streamer closed, and only that is reported as applied.
+    ``step_gap``: the longest, in seconds, a step waits after the last one began while
+    transactions reach the trail (``STEP_SPACING``; the Replicat's ``EOFDELAYCSECS``)."""
 
     def __init__(self, applier: PgApplier, trail: str, router: Router, start: TrailPosition,
                  *, stop_file: Path | None = None,
                  checkpoint: Callable[[Progress], None] | None = None,
-                 checkpoint_seconds: float = CHECKPOINT_SECONDS, nowait: bool = False):
+                 checkpoint_seconds: float = CHECKPOINT_SECONDS, nowait: bool = False,
+                 step_gap: float = STEP_GAP_SECONDS):
         self.applier = applier
+        self.step_gap = step_gap
         self.trail = trail
         self.router = router
         self.stop_file = str(stop_file) if stop_file is not None else None
@@ -203,6 +210,7 @@ class ApplyStreamer:
         """The thread's own checkpoint write, on a thread of its own: its fsyncs would
         hold every step behind them.  A failure stops the streamer as a step's would."""
         def run() -> None:
+            name_native_thread("apply ckpt")
             try:
                 self.checkpoint()
             except BaseException as exc:
@@ -254,6 +262,7 @@ class ApplyStreamer:
     # -- the streamer's thread ----------------------------------------------------------
 
     def _run(self) -> None:
+        name_native_thread("apply streamer")
         state: ScanState | None = None
         idle: tuple[int, int, int, bool] | None = None  # the look before a scan found nothing
         next_step = 0.0  # the monotonic time before which no step starts unless asked
@@ -299,7 +308,7 @@ class ApplyStreamer:
                     else:
                         self._apply(at, end, records)
                     now = time.monotonic()
-                    next_step = began + min(STEP_GAP_SECONDS, STEP_SPACING * (now - began))
+                    next_step = began + min(self.step_gap, STEP_SPACING * (now - began))
                     # all the look saw was read and applied: until the trail changes, a
                     # scan would find nothing (a trickle's steps skip that empty scan)
                     read_all = (not held and look[2] < 0  # (a next file: scan on into it)

@@ -5,7 +5,9 @@ A fixed trigger made a change wait for the next tick in every group it passed, s
 run a zero trigger and their sources decide in ``latestOffset`` with a :class:`BatchWindow`
 of ``SPARK TRIGGER``: with nothing new, wait, looking less and less often; with something
 new, start once the source is quiet, the window has passed or a bound is reached.  A
-*patient* window never starts on quiet.  docs/processes.md, "When a batch starts".
+*patient* window never starts on quiet, and lets the window pass from when something new
+was first seen (its batches only record how far other threads got).  docs/processes.md,
+"When a batch starts".
 """
 
 from __future__ import annotations
@@ -80,6 +82,11 @@ class BatchWindow(Generic[Offset]):
         self._last_start = float("-inf")  # when the last batch was let start
         self._started = 0  # batches let start
 
+    @property
+    def eager_now(self) -> bool:
+        """Whether the next batch is one of a patient window's first, which start at once."""
+        return self.patient and self._started < self.eager
+
     @classmethod
     def of_ms(cls, window_ms: int | None, *, patient: bool = False
               ) -> BatchWindow[Offset] | None:
@@ -101,8 +108,11 @@ class BatchWindow(Generic[Offset]):
             end, full = probe()
         self._wait = self.poll
         if self.patient:
+            # a window from when its first change was seen, which is after the last start:
+            # a burst after a pause is one batch, not one at its start and one a window on
+            since = self.clock()
             while (not full and self._started >= self.eager
-                   and (left := self.window - (self.clock() - self._last_start)) > 0):
+                   and (left := self.window - (self.clock() - since)) > 0):
                 self.sleep(min(left, self.poll_max))
                 if stopped():
                     return begin

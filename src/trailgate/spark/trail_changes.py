@@ -3,8 +3,11 @@
 It is the ``trail`` source's reader (same offsets, whole transactions) with rows in trail
 form, so nothing is lost between the trail and the apply layer or the ``trail`` sink; it
 adds the group's routing rules (TABLE/MAP, TARGET renames) and, for the Replicat, compact
-apply rows read as key partitions, so the apply needs no shuffle.  Options: docs/spark.md,
-"The trailchanges source".
+apply rows read as key partitions, so the apply needs no shuffle.  A Replicat whose stream
+apply applies the trail as it grows names its group checkpoint (``appliedCheckpoint``): its
+batches only record how far that apply got, so after the first two they reach no further
+than the checkpoint, and Spark's logs never pass what is durable in the target.  Options:
+docs/spark.md, "The trailchanges source".
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import InputPartition
@@ -21,6 +25,7 @@ from pyspark.sql.datasource import InputPartition
 from trailgate.changes.apply_rows import APPLY_SCHEMA_DDL, read_apply_rows
 from trailgate.changes.range_rows import ROW_SCHEMA_DDL, read_change_rows
 from trailgate.changes.routing import Router, ddl_keep
+from trailgate.errors import TrailgateError
 from trailgate.model import Change, TrailPosition
 from trailgate.params.model import DdlRule
 from trailgate.spark.batch_window import stop_requested
@@ -39,7 +44,12 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql.streaming.datasource import ReadLimit
 
-__all__ = ["KeyPartition", "TrailChangesDataSource", "header_key", "router_option"]
+__all__ = ["APPLIED_OPTION", "KeyPartition", "TrailChangesDataSource", "applied_position",
+           "header_key", "router_option"]
+
+#: The option naming a group checkpoint file whose read position the source's batches may
+#: not pass once a patient window's first batches are behind (module docstring).
+APPLIED_OPTION = "appliedCheckpoint"
 
 
 
@@ -64,6 +74,18 @@ def router_option(rules: list[tuple[str, str | None]], excludes: list[str],
     if ddl is not None and ddl[1]:
         out["ddl"] = [dataclasses.asdict(r) for r in ddl[0]]
     return json.dumps(out)
+
+
+def applied_position(checkpoint_file: str) -> TrailPosition | None:
+    """The read position of the group checkpoint in ``checkpoint_file``, None when it has
+    none (or cannot be read now: the next look tries again)."""
+    from trailgate.checkpoint import load_checkpoint
+
+    try:
+        ck = load_checkpoint(Path(checkpoint_file))
+        return None if ck is None or not ck.read_position else position_of(ck.read_position)
+    except (OSError, ValueError, TrailgateError):
+        return None
 
 
 def header_key(trail: str, seqno: int) -> list[Any] | None:
@@ -105,7 +127,8 @@ class TrailChangesDataSource(TrailDataSource):
         reader = TrailChangesStreamReader(
             opts, router, ddl=ddl, hashes=o.get("hashes", "false").lower() == "true",
             stop_file=o.get("stopFile") or None,
-            same_header=json.loads(same) if same else None)
+            same_header=json.loads(same) if same else None,
+            applied=o.get(APPLIED_OPTION) or None)
         if o.get("rows") == "apply":
             reader.apply_rows(int(o.get("keyPartitions") or 0), o.get("splitFile") or None,
                               int(o.get("splitMinRecords") or SPLIT_MIN_RECORDS))
@@ -117,8 +140,9 @@ class TrailChangesStreamReader(TrailStreamReader):
 
     def __init__(self, options: TrailOptions, router: Router, *, hashes: bool,
                  stop_file: str | None, same_header: list[Any] | None,
-                 ddl: Callable[[Change], bool] | None = None):
+                 ddl: Callable[[Change], bool] | None = None, applied: str | None = None):
         super().__init__(options)
+        self.applied = applied  # the group checkpoint whose position batches may not pass
         self.router = router
         self.ddl = ddl
         self.hashes = hashes
@@ -158,6 +182,26 @@ class TrailChangesStreamReader(TrailStreamReader):
         if self.split_file and self._state is not None and self._state.boundary > begin:
             write_scan_hint(self.split_file, begin, self._state)
         return end
+
+    def _reach(self, begin: TrailPosition, max_rows: int | None
+               ) -> tuple[TrailPosition, bool]:
+        """With ``appliedCheckpoint``, once the patient window's first batches are behind
+        (the first starts the stream apply): to the last boundary the group checkpoint
+        covers, without the record bound.  The stream apply made that much durable in the
+        target, so Spark's offsets never pass it and the batch's sync has nothing to wait
+        for; the bound is for batches that carry their changes."""
+        window = self._window
+        if self.applied is None or window is None or window.eager_now or self._target_set:
+            return super()._reach(begin, max_rows)
+        applied = applied_position(self.applied)
+        if applied is None or applied <= begin:
+            return begin, False
+        saved = self._target
+        self._target = applied if saved is None else min(saved, applied)
+        try:
+            return super()._reach(begin, None)
+        finally:
+            self._target = saved
 
     def stopped(self) -> bool:
         return stop_requested(self.stop_file)

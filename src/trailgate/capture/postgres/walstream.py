@@ -31,6 +31,8 @@ from trailgate.capture.postgres.stream_drain import drainer
 from trailgate.capture.postgres.types import SESSION_SETTINGS
 from trailgate.db.connect import connect_failure, describe, session_conninfo
 from trailgate.errors import SourceError
+from trailgate.params.model import DEFAULT_EOF_DELAY_SECONDS
+from trailgate.thread_name import name_native_thread
 
 __all__ = ["BUFFER_BYTES", "WalStream"]
 
@@ -52,7 +54,7 @@ _RECENT_ITEMS = 4  # a keepalive among a read's last this many items: the server
 #: The reader's pause once data is there, before it reads: at least this ...
 MIN_GATHER_SECONDS = 0.002
 #: ... at most this (the default of ``EOFDELAYCSECS``, which sets it per group) ...
-MAX_GATHER_SECONDS = 0.02
+MAX_GATHER_SECONDS = DEFAULT_EOF_DELAY_SECONDS
 #: ... and in between this many seconds per message a second the stream brings above
 #: ``GATHER_FROM_RATE``: a busy stream is read in fewer, bigger gulps — each read and each
 #: write of the trail has a fixed cost on the driver (two threads woken, a generator chain,
@@ -345,6 +347,7 @@ class WalStream:
     # --- the reader thread ----------------------------------------------------------------
 
     def _run(self) -> None:
+        name_native_thread("walstream")
         pg = self._pg
         sock = pg.socket
         last_status = 0.0

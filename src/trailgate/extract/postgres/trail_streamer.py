@@ -26,6 +26,7 @@ from trailgate.spark.trail_sink import (
     TrailCommitMessage,
     commit_checkpoint,
 )
+from trailgate.thread_name import name_native_thread
 
 if TYPE_CHECKING:
     from trailgate.extract.postgres.source import StreamedSlot
@@ -154,6 +155,7 @@ class TrailStreamer:
     # -- the streamer's thread ----------------------------------------------------------
 
     def _run(self) -> None:
+        name_native_thread("trail streamer")
         appender: TrailAppender | None = None
         try:
             appender = TrailAppender(self.sink)
@@ -312,6 +314,7 @@ class TrailStreamer:
         finish, lsn = self._begin_flush(appender)
 
         def run() -> None:
+            name_native_thread("trail flush")
             try:
                 msg = self._checkpoint(finish, lsn)
                 if answer:
