@@ -385,13 +385,14 @@ def wait_marker(target: str, marker_id: int, timeout: float, who: str, t0: float
               poll=MARKER_POLL_SECONDS)
 
 
-def same_rows(dbs: Databases, first: int, rows: int, marker_id: int) -> None:
+def same_rows(dbs: Databases, first: int, rows: int, marker_id: int,
+              target: str | None = None) -> None:
     """The round's rows (``rows`` ids from ``first``, and the marker) are the same in source
-    and target."""
+    and target (``target``, else the target database)."""
     check = ("SELECT count(*), coalesce(sum(hashtext(id::text || note || amount::text)), 0) "
              f"FROM bench.orders WHERE id BETWEEN {first} AND {first + rows - 1} "
              f"OR id = {marker_id}")
-    with connect(dbs.source_conninfo) as src, connect(dbs.target_conninfo) as tgt:
+    with connect(dbs.source_conninfo) as src, connect(target or dbs.target_conninfo) as tgt:
         have, want = tgt.execute(check).fetchone(), src.execute(check).fetchone()
     if have != want:
         raise TrailgateError(f"the target's rows of this round differ from the source's "

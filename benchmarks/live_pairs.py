@@ -10,7 +10,9 @@ minute to the next on a shared machine, so the order decides much of its live ra
 are set up at once on one pair of servers — trailgate's Extract and Replicat into the target
 database, a native subscription into a second one — and each pair of rounds runs one of
 each, the order alternating from pair to pair.  While one method runs the other is off:
-the subscription disabled, or trailgate's groups stopped (a held group's JVM still polls).
+the subscription disabled, or trailgate's groups stopped (a held group's JVM still polls),
+so each trailgate round after another method's starts fresh JVMs (warmed by two
+transactions): that counts against trailgate.
 A round is ``apply_pg``'s: ``--rows`` updates in ``--txn-rows``-row transactions of rows
 inserted and replicated before it, timed from the first statement until the target has the
 marker committed after them; the source client's own time beside it.  ``--none`` adds a
@@ -30,6 +32,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -158,19 +162,23 @@ def one_round(setup: Setup, method: str, n: int, args: argparse.Namespace
                        time.monotonic())
     meter = ThreadMeter(setup.roots())
     session = ap.workload_session(dbs.source_conninfo)
-    meter.add_own("bench client (the load generator)")
-    before = meter.sample()
-    t0 = time.monotonic()
-    ap.throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows, first, "update",
-                           session)
-    wrote = time.monotonic() - t0
-    ap.marker(dbs.source_conninfo, marker_id)
-    if target is not None:
-        ap.wait_marker(target, marker_id, args.timeout, method, t0)
-    total = time.monotonic() - t0
-    threads = ThreadMeter.used(before, meter.sample())
-    session.close()
+    try:
+        meter.add_own("bench client (the load generator)")
+        before = meter.sample()
+        t0 = time.monotonic()
+        ap.throughput_workload(dbs.source_conninfo, args.rows, args.txn_rows, first,
+                               "update", session)
+        wrote = time.monotonic() - t0
+        ap.marker(dbs.source_conninfo, marker_id)
+        if target is not None:
+            ap.wait_marker(target, marker_id, args.timeout, method, t0)
+        total = time.monotonic() - t0
+        threads = ThreadMeter.used(before, meter.sample())
+    finally:
+        session.close()
     ap.end_live()
+    if target is not None:  # a round that lost or doubled a change is not timed
+        ap.same_rows(dbs, first, args.rows, marker_id, target=target)
     return wrote, total, threads
 
 
@@ -234,7 +242,7 @@ def main() -> int:
     except KeyboardInterrupt:
         ap.say("\ninterrupted: stopping everything ...")
         status = 130
-    except TrailgateError as exc:
+    except (TrailgateError, psycopg.Error) as exc:
         ap.say(f"\nlive_pairs: {exc}")
         status = 1
     finally:

@@ -8,8 +8,9 @@ woken thread wait for one.  ``ThreadMeter(roots)`` takes named root processes (a
 ``cpu_roles.CpuMeter``) and, besides, threads of this process by name (the load
 generator's client); ``sample()`` before and after a phase; ``used(before, after)`` gives
 one row per thread (threads named alike in one process are summed), the system's context
-switches and the disk's writes and flushes beside them.  A thread that ends between the
-samples is not counted: keep what is measured alive until the second sample.
+switches and the disk's writes and flushes beside them.  Threads of a driver, JVM or
+worker that end between the samples (a flush thread each) show as one "ended threads" row:
+the process's CPU less its live threads'.
 """
 
 from __future__ import annotations
@@ -74,6 +75,17 @@ def _task(pid: int, tid: int) -> tuple[str, int, int, int, int, int] | None:
     return name, int(run), int(wait), vol, invol, stime
 
 
+def _process_ns(pid: int) -> int | None:
+    """CPU of process ``pid`` and all its threads, ended ones too (ns, clock-tick coarse)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // _TICK
+
+
 def _children(pid: int) -> list[int]:
     out: list[int] = []
     try:
@@ -96,7 +108,8 @@ def _system() -> tuple[int, int, int, int]:
     for line in Path("/proc/diskstats").read_text().splitlines():
         f = line.split()
         name = f[2]
-        if name.startswith(("loop", "ram", "zram", "dm-")) or name[-1].isdigit():
+        if (name.startswith(("loop", "ram", "zram", "dm-"))
+                or not Path("/sys/block", name).exists()):
             continue  # partitions and virtual devices: their whole disk counts them
         writes += int(f[7])
         sectors += int(f[9])
@@ -151,6 +164,10 @@ class ThreadMeter:
                     else:
                         label = f"{name} {role}"
                     seen[(pid, tid)] = (label, *got[1:])
+                total = _process_ns(pid) if role in ("driver", "JVM", "Python worker") else None
+                if total is not None:
+                    part = "driver:" if role == "driver" else f"{role}:"
+                    seen[(pid, -1)] = (f"{name} {part} ended threads", total, 0, 0, 0, 0)
                 stack.extend(_children(pid))
         return seen, _system()
 
@@ -163,11 +180,21 @@ class ThreadMeter:
         rows: dict[str, ThreadRow] = {}
         b, sb = before
         a, sa = after
+        live: dict[int, int] = {}  # per process, its live threads' run in between (ns)
         for key, (label, run, wait, vol, invol, stime) in a.items():
+            if key[1] < 0:
+                continue
             _, run0, wait0, vol0, invol0, stime0 = b.get(key, (label, 0, 0, 0, 0, 0))
+            live[key[0]] = live.get(key[0], 0) + run - run0
             row = ThreadRow(label, (run - run0) / 1e9, (wait - wait0) / 1e9,
                             vol - vol0, invol - invol0, 1, (stime - stime0) / _TICK)
             rows.setdefault(label, ThreadRow(label)).add(row)
+        for (pid, tid), (label, total, *_) in a.items():
+            if tid >= 0 or (pid, tid) not in b:
+                continue
+            ended = (total - b[(pid, tid)][1] - live.get(pid, 0)) / 1e9
+            if ended > 1 / _TICK:  # below a clock tick it is the counters' rounding
+                rows.setdefault(label, ThreadRow(label)).add(ThreadRow(label, ended))
         system = (sa[0] - sb[0], sa[1] - sb[1], sa[2] - sb[2], sa[3] - sb[3])
         return rows, system
 

@@ -163,16 +163,16 @@ def test_an_idle_trail_is_not_polled_and_a_change_wakes_the_streamer(
 def test_eofdelay_bounds_the_gap_before_the_next_step(tmp_path: Path, pg_db: str) -> None:
     """A Replicat's EOFDELAYCSECS (``step_gap``): transactions that reach the trail while
     a slow step runs wait for the next step until the gap after that step's start has
-    passed (``STEP_SPACING`` times a 50 ms step is 1 s, above the gap asked), then land."""
+    passed (``STEP_SPACING`` times a 0.3 s step is 6 s, above the gap asked), then land."""
     _, cfg, router = _setup(tmp_path, pg_db)
     with psycopg.connect(pg_db, autocommit=True) as conn:
         conn.execute("CREATE FUNCTION public.slow_step() RETURNS trigger LANGUAGE plpgsql "
-                     "AS $$BEGIN PERFORM pg_sleep(0.05); RETURN NULL; END$$")
+                     "AS $$BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END$$")
         conn.execute("CREATE TRIGGER slow_step AFTER INSERT OR UPDATE ON public.accounts "
                      "FOR EACH STATEMENT EXECUTE FUNCTION public.slow_step()")
         conn.execute("ALTER TABLE public.accounts ENABLE ALWAYS TRIGGER slow_step")
     work = Increments(seed=21)
-    streamer = ApplyStreamer(open_applier(cfg), cfg.trail, router, START, step_gap=1.0)
+    streamer = ApplyStreamer(open_applier(cfg), cfg.trail, router, START, step_gap=2.0)
     try:
         began = time.monotonic()
         write_trail(Path(cfg.trail), work.transactions(1))
@@ -182,7 +182,7 @@ def test_eofdelay_bounds_the_gap_before_the_next_step(tmp_path: Path, pg_db: str
         write_trail(Path(cfg.trail), work.transactions(1))  # during the first step
         _until(lambda: accounts(pg_db) == work.expected_accounts(), "both transactions",
                timeout=30)
-        assert time.monotonic() - began >= 1.0  # the second step waited for the gap
+        assert time.monotonic() - began >= 2.0  # the second step waited for the gap
     finally:
         streamer.close()
 

@@ -73,3 +73,35 @@ def test_backends_are_shown_as_the_busiest_and_the_rest() -> None:
     others = next(line for line in lines if line.startswith("source backends, the others"))
     assert others.split()[4] == "0.60"
     assert "source backend 12" not in text
+
+
+def test_a_drivers_threads_that_end_between_samples_are_counted() -> None:
+    """A driver's flush threads live for one flush each: their CPU shows as "ended threads"
+    (the process's CPU less its live threads'), not lost between the samples."""
+    import subprocess
+
+    code = ("import sys, threading, time\n"
+            "def burn():\n"
+            "    end = time.thread_time() + 0.3\n"
+            "    while time.thread_time() < end: pass\n"
+            "sys.stdin.readline()\n"
+            "t = threading.Thread(target=burn); t.start(); t.join()\n"
+            "print('done', flush=True)\n"
+            "sys.stdin.readline()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        meter = ThreadMeter({"grp": proc.pid})
+        time.sleep(0.2)  # started
+        before = meter.sample()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "done"
+        rows, _ = meter.used(before, meter.sample())
+    finally:
+        proc.kill()
+        proc.wait()
+    ended = rows["grp driver: ended threads"].run
+    assert 0.25 <= ended <= 0.45
+    assert rows["grp driver: main thread"].run < 0.1

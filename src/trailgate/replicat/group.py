@@ -21,6 +21,7 @@ from trailgate.apply.records import TableCounts
 from trailgate.errors import TargetError, TrailgateError
 from trailgate.home import Home
 from trailgate.model import TrailPosition
+from trailgate.params.model import DEFAULT_REPLICAT_EOF_DELAY_SECONDS
 from trailgate.process.query import query_failure, report_interval, watch
 from trailgate.process.runtime import GroupProcess
 from trailgate.replicat.config import ReplicatConfig, is_uri, load_replicat_config, spark_conf
@@ -271,6 +272,11 @@ def run_replicat_group(home: Home, name: str, opts: RunOptions, *, spark: Any = 
             if applier.continuous:
                 report.line("Apply:            as the trail grows (each micro-batch records "
                             "how far it got)")
+                report.line()
+            elif cfg.params.eof_delay != DEFAULT_REPLICAT_EOF_DELAY_SECONDS:
+                report.line("Note:             EOFDELAY is not used: it paces the stream "
+                            "apply, which this run does not use (a PostgreSQL target with a "
+                            "checkpoint table, not --once)")
                 report.line()
             if proc.stop_requested:
                 reason = proc.stop_reason or "stop requested"

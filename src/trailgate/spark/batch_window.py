@@ -4,9 +4,8 @@ early when the source goes quiet.
 A fixed trigger made a change wait for the next tick in every group it passed, so the groups
 run a zero trigger and their sources decide in ``latestOffset`` with a :class:`BatchWindow`
 of ``SPARK TRIGGER``: with nothing new, wait, looking less and less often; with something
-new, start once the source is quiet, the window has passed or a bound is reached.  A
-*patient* window never starts on quiet, and lets the window pass from when something new
-was first seen (its batches only record how far other threads got).  docs/processes.md,
+new, start once the source is quiet, the window has passed or a bound is reached (a
+*patient* window: only the window, counted from the first change seen).  docs/processes.md,
 "When a batch starts".
 """
 

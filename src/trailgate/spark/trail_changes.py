@@ -3,10 +3,8 @@
 It is the ``trail`` source's reader (same offsets, whole transactions) with rows in trail
 form, so nothing is lost between the trail and the apply layer or the ``trail`` sink; it
 adds the group's routing rules (TABLE/MAP, TARGET renames) and, for the Replicat, compact
-apply rows read as key partitions, so the apply needs no shuffle.  A Replicat whose stream
-apply applies the trail as it grows names its group checkpoint (``appliedCheckpoint``): its
-batches only record how far that apply got, so after the first two they reach no further
-than the checkpoint, and Spark's logs never pass what is durable in the target.  Options:
+apply rows read as key partitions, so the apply needs no shuffle.  With a stream apply its
+later batches reach no further than the group checkpoint (``appliedCheckpoint``).  Options:
 docs/spark.md, "The trailchanges source".
 """
 
@@ -15,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ __all__ = ["APPLIED_OPTION", "KeyPartition", "TrailChangesDataSource", "applied_
 #: not pass once a patient window's first batches are behind (module docstring).
 APPLIED_OPTION = "appliedCheckpoint"
 
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +84,15 @@ def applied_position(checkpoint_file: str) -> TrailPosition | None:
     try:
         ck = load_checkpoint(Path(checkpoint_file))
         return None if ck is None or not ck.read_position else position_of(ck.read_position)
-    except (OSError, ValueError, TrailgateError):
+    except (OSError, ValueError, TrailgateError) as exc:
+        if checkpoint_file not in _UNREADABLE:  # said once: the next look tries again
+            _UNREADABLE.add(checkpoint_file)
+            log.warning("the group checkpoint %s cannot be read (%s): the batches wait "
+                        "where they are until it can", checkpoint_file, exc)
         return None
+
+
+_UNREADABLE: set[str] = set()  # checkpoint files already reported unreadable
 
 
 def header_key(trail: str, seqno: int) -> list[Any] | None:
