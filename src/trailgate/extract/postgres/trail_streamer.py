@@ -17,8 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psycopg
+
 from trailgate.checkpoint import CheckpointStore
-from trailgate.errors import SourceError
+from trailgate.errors import SourceError, TrailgateError
 from trailgate.spark.batch_window import stop_requested
 from trailgate.spark.trail_sink import (
     SinkOptions,
@@ -51,8 +53,11 @@ GATHER_SECONDS = 0.02
 MIN_GATHER_SECONDS = 0.002
 #: Snapshots a hold logs at most to bring the slot's restart point to the trail's end ...
 SETTLE_TRIES = 2
-#: ... when it lags that by more than this (a snapshot's record and a little WAL besides).
+#: ... when it lags that by more than this (a snapshot's record and a little WAL besides),
 SETTLE_SLACK_BYTES = 64 << 10
+#: ... and only a stream caught up: a snapshot whose record ends further than this past
+#: what the trail holds is not read to (a hold behind the server lets go at once).
+SETTLE_MAX_BYTES = 1 << 20
 #: Between those, the gap is this many times the CPU the last read took, so reads use at
 #: most a tenth of a core whatever their fixed cost on this machine.  (By CPU, not by the
 #: clock: on a busy machine a read's clock time is mostly waiting for a core, and gathering
@@ -210,6 +215,8 @@ class TrailStreamer:
             if self.stop_file is not None and time.monotonic() >= look_at:
                 held = stop_requested(self.stop_file)
                 look_at = time.monotonic() + HOLD_WAIT_SECONDS
+                if not held:  # a hold given up while settling: the next one settles anew
+                    settles = 0
             if held and sync_end is None and want <= self._written:
                 if slot.is_open:
                     self._flushed()  # the flush under way counts
@@ -266,8 +273,8 @@ class TrailStreamer:
     def _settle_point(self) -> int:
         """Before a hold lets go of the slot, when the slot's restart point lags what the
         trail holds: a running-transactions snapshot logged now, and the end of its record
-        (0 when the restart point is near, none can be logged, or nothing would confirm
-        it).  The streamer reads to it (the server has decoded it once its stream passes
+        (0 when the restart point is near, none can be logged, nothing would confirm it,
+        or the stream is behind the server by more than ``SETTLE_MAX_BYTES``).  The streamer reads to it (the server has decoded it once its stream passes
         it), makes that durable and checkpointed and confirms it, and the server moves the
         restart point to it: the stream opened at the release decodes from there, not
         again from wherever the last snapshot the stream confirmed past happened to be (up
@@ -278,7 +285,14 @@ class TrailStreamer:
         still lags (``SETTLE_TRIES``)."""
         if self.flush_seconds is None:  # the hold confirms only what a sync made durable
             return 0
-        return self.slot.snapshot_if_behind(self._written, SETTLE_SLACK_BYTES) or 0
+        try:
+            point = self.slot.snapshot_if_behind(self._written, SETTLE_SLACK_BYTES) or 0
+        except (psycopg.Error, TrailgateError) as exc:  # the hold lets go all the same
+            log.info("the slot's restart point is left where it is at this hold: %s", exc)
+            return 0
+        if point - self._written > SETTLE_MAX_BYTES:  # behind the server: no settling
+            return 0
+        return point
 
     def _unflushed(self) -> bool:
         """Whether the trail holds transactions the group checkpoint does not cover."""
