@@ -1,7 +1,8 @@
 """Live end to end in interleaved rounds: trailgate and native replication take turns, so
 the shared machine's load drifts over both alike.
 
-    ./dev bench live_pairs [--rows 20000] [--txn-rows 1] [--pairs 3] [--none] [--keep DIR]
+    ./dev bench live_pairs [--rows 20000] [--txn-rows 1] [--pairs 3] [--none] [--awake]
+                           [--keep DIR]
 
 ``apply_pg`` runs all of one method, then all of the other: its live rounds of one-row
 transactions measure the source client's own speed, which moves by a quarter from one
@@ -18,6 +19,10 @@ inserted and replicated before it, timed from the first statement until the targ
 marker committed after them; the source client's own time beside it.  ``--none`` adds a
 round with nothing replicating to each pair.  Prints every round, the ratio of each pair
 and their median, and each method's threads in its best round (``thread_sched.py``).
+``--awake`` runs a busy loop per core at ``SCHED_IDLE`` (it gets a core only when nothing
+else wants one) so idle cores do not halt: in a VM whose idle vCPUs halt at once, each
+wakeup of a halted core costs the one-row client's round trips more beside the method
+that leaves the cores idle more often (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import io
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -141,6 +147,15 @@ class Setup:
         self.dbs.stop()
 
 
+def awake_loops() -> list[subprocess.Popen[bytes]]:
+    """A busy loop per core at SCHED_IDLE: the cores never halt, and lose nothing to it."""
+    def idle() -> None:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=idle)
+            for _ in range(os.cpu_count() or 1)]
+
+
 def one_round(setup: Setup, method: str, n: int, args: argparse.Namespace
               ) -> tuple[float, float, tuple[dict[str, ThreadRow], tuple[int, int, int, int]]]:
     """One round of ``method``: (source wrote, all applied, threads)."""
@@ -189,6 +204,8 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--none", action="store_true",
                         help="a round with nothing replicating in each pair too")
+    parser.add_argument("--awake", action="store_true",
+                        help="keep idle cores from halting (busy loops at SCHED_IDLE)")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--keep", metavar="DIR", help="work in DIR and keep it")
     args = parser.parse_args()
@@ -200,6 +217,7 @@ def main() -> int:
     work.chmod(0o755)
     setup = Setup(work, args)
     status = 0
+    loops = awake_loops() if args.awake else []
     try:
         ap.say(f"Starting the servers and trailgate's groups under {work} ...")
         setup.start()
@@ -246,6 +264,9 @@ def main() -> int:
         ap.say(f"\nlive_pairs: {exc}")
         status = 1
     finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
         setup.stop()
         if not args.keep:
             with contextlib.suppress(OSError):
