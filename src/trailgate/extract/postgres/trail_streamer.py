@@ -274,8 +274,9 @@ class TrailStreamer:
         """Before a hold lets go of the slot, when the slot's restart point lags what the
         trail holds: a running-transactions snapshot logged now, and the end of its record
         (0 when the restart point is near, none can be logged, nothing would confirm it,
-        or the stream is behind the server by more than ``SETTLE_MAX_BYTES``).  The streamer reads to it (the server has decoded it once its stream passes
-        it), makes that durable and checkpointed and confirms it, and the server moves the
+        or the stream is behind the server by more than ``SETTLE_MAX_BYTES``).  The
+        streamer reads to it (the server has decoded it once its stream passes it), makes
+        that durable and checkpointed and confirms it, and the server moves the
         restart point to it: the stream opened at the release decodes from there, not
         again from wherever the last snapshot the stream confirmed past happened to be (up
         to 15 s of WAL the trail holds).  The server takes a snapshot as the next restart
