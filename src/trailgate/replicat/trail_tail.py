@@ -50,13 +50,7 @@ class TrailTail:
         it)."""
         if speedups is None or seen is None or later:
             return None
-        in_txn = in_metadata = pending_marked = False
-        pending = 0
-        resume = at
-        if state is not None and state.boundary == at and state.resume >= at:
-            resume, in_txn, pending, in_metadata, pending_marked = (
-                state.resume, state.in_txn, state.pending, state.in_metadata,
-                state.pending_marked)
+        resume, in_txn, pending, in_metadata, pending_marked = ScanState.carried(state, at)
         seq = at.seqno
         if resume.seqno != seq or not self._open(seq, seen) or at.rba < self._header:
             return None

@@ -69,6 +69,18 @@ class ScanState:
     covered: int = 0  # change records from the scan's start to ``boundary``
     marked: bool = False  # ... and whether one of them was a record ``mark`` chose
 
+    @staticmethod
+    def carried(state: ScanState | None, start: TrailPosition
+                ) -> tuple[TrailPosition, bool, int, bool, bool]:
+        """Where a scan from boundary ``start`` reads on, and the open transaction it
+        carries there (``in_txn``, ``pending``, ``in_metadata``, ``pending_marked``):
+        ``state``'s when that scan stopped past ``start`` with ``start`` as its boundary,
+        else ``start`` with nothing open."""
+        if state is not None and state.boundary == start and state.resume >= start:
+            return (state.resume, state.in_txn, state.pending, state.in_metadata,
+                    state.pending_marked)
+        return start, False, 0, False, False
+
 
 def scan_boundary(
     trail: str,
@@ -91,13 +103,8 @@ def scan_boundary(
     a complete transaction before the boundary holds one (the Replicat's PK updates,
     truncates and DDL).
     """
-    boundary, covered, pending = start, 0, 0
-    in_txn = in_metadata = pending_marked = marked = False
-    resume = start
-    if state is not None and state.boundary == start and state.resume >= start:
-        resume, in_txn, pending, in_metadata, pending_marked = (
-            state.resume, state.in_txn, state.pending, state.in_metadata,
-            state.pending_marked)
+    boundary, covered, marked = start, 0, False
+    resume, in_txn, pending, in_metadata, pending_marked = ScanState.carried(state, start)
     if speedups is not None:
         found = _scan_fast(trail, resume, limit, max_records, mark,
                            (in_txn, pending, in_metadata, pending_marked, covered, marked))
