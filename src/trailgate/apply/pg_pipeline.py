@@ -147,7 +147,7 @@ class Pipeliner:
                         owners.append(index)  # the Parse's own result
                     owners.append(index)
                 pg.pipeline_sync()
-                self._flush(pg)
+                send_queued(pg)
                 failure = self._collect(pg, owners)
                 done = True
             except BaseException:
@@ -196,9 +196,6 @@ class Pipeliner:
         if fresh:
             gone = set(fresh)
             self._names = {t: n for t, n in self._names.items() if n not in gone}
-
-    def _flush(self, pg: Any) -> None:
-        send_queued(pg)
 
     def _collect(self, pg: Any, owners: Sequence[int]) -> Failed | None:
         """Read each message's results and the Sync's: the first failure, if any."""
