@@ -369,6 +369,120 @@ def test_a_hold_lets_go_of_the_slot_with_its_restart_point_at_the_trails_end(
     assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 2000, 3]
 
 
+def _rolled_back(pg_db) -> None:
+    """A little WAL that reaches no trail: a transaction rolled back."""
+    with connect(pg_db, autocommit=False) as conn:
+        conn.execute("INSERT INTO t VALUES (-1, 'gone')")
+        conn.rollback()
+
+
+def test_a_hold_settles_the_restart_point_with_one_snapshot(pg_db, tmp_path, monkeypatch):
+    """A hold of a caught-up stream logs one running-transactions snapshot, not two: after
+    each confirmation the streamer waits (briefly) for the server to take it before it
+    looks at the restart point, so it does not log a second snapshot only because it
+    looked too soon.  The stream's confirmations here reach the server 0.1 s late (its
+    thread sends each after a pause: a busy machine, where that thread waits for a core).
+    Three holds in a row, each after a transaction of more WAL than
+    SETTLE_SLACK_BYTES: each leaves the restart point at the trail's end, never confirmed
+    past the checkpoint, having logged exactly one snapshot, and the trail holds every
+    transaction once."""
+    from trailgate.capture.postgres.walstream import WalStream
+
+    send = WalStream._send_status
+
+    def late(self, pg, reply):
+        if self._confirm > self._sent_confirm:
+            time.sleep(0.1)
+        send(self, pg, reply)
+
+    monkeypatch.setattr(WalStream, "_send_status", late)
+    home, source, start = _setup(pg_db, tmp_path)
+    trail = home.dirdat / "aa"
+    stop = home.dirchk / "STR.stop"
+    logged: list[int] = []  # the snapshots the holds logged (the real method runs)
+    real = StreamedSlot.snapshot_if_behind
+
+    def counted(self, end, slack, **kwargs):
+        lsn = real(self, end, slack, **kwargs)
+        if lsn is not None:
+            logged.append(lsn)
+        return lsn
+
+    monkeypatch.setattr(StreamedSlot, "snapshot_if_behind", counted)
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, stop_file=str(stop),
+                             flush_seconds=0.2)
+    try:
+        first = _commit(pg_db, 1)
+        wait_for(lambda: _checkpoint_lsn(home) >= first, 10, "the first checkpoint")
+        _commit(pg_db, 10)  # past the snapshot the first confirmation logged
+        wait_for(lambda: _slot_lsns(pg_db)[0] >= first, 10, "the restart point to move")
+        for hold in range(3):
+            end = _commit(pg_db, 1000 * (hold + 1), rows=900)
+            _rolled_back(pg_db)  # WAL past the trail's end: the snapshot lies beyond it
+            wait_for(lambda end=end: _checkpoint_lsn(home) >= end, 10, "the checkpoint")
+            stop.touch()
+            wait_for(lambda: not _slot_active(pg_db), 30, "the slot to be let go", 0.02)
+            restart, confirmed = _slot_lsns(pg_db)
+            assert restart >= end and confirmed <= _checkpoint_lsn(home)
+            assert len(logged) == hold + 1, f"hold {hold + 1} logged {logged}"
+            stop.unlink()
+            wait_for(lambda: _slot_active(pg_db), 30, "the stream opened again", 0.02)
+        last = _commit(pg_db, 9000)
+        wait_for(lambda: _checkpoint_lsn(home) >= last, 30, "the transaction after them")
+    finally:
+        streamer.close()
+        slot.close()
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 900, 900, 900, 3]
+
+
+def test_a_hold_whose_confirmations_do_not_reach_the_server_still_lets_go(
+        pg_db, tmp_path, monkeypatch):
+    """The settle's wait for the server to take a confirmation is bounded: with the
+    stream's confirmations lost during a hold (here never handed to the stream), the hold
+    lets go of the slot after at most SETTLE_CONFIRM_SECONDS a look, the slot confirmed
+    no further than the checkpoint, and the release goes on with nothing lost or
+    doubled."""
+    from trailgate.capture.postgres.walstream import WalStream
+
+    lost = threading.Event()
+    confirm = WalStream.confirm
+
+    def maybe(self, lsn):
+        if not lost.is_set():
+            confirm(self, lsn)
+
+    monkeypatch.setattr(WalStream, "confirm", maybe)
+    home, source, start = _setup(pg_db, tmp_path)
+    trail = home.dirdat / "aa"
+    stop = home.dirchk / "STR.stop"
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, stop_file=str(stop),
+                             flush_seconds=0.2)
+    try:
+        first = _commit(pg_db, 1)
+        wait_for(lambda: _confirmed(pg_db) >= first, 10, "the first confirmation")
+        lost.set()
+        end1 = _commit(pg_db, 10, rows=900)  # more WAL than SETTLE_SLACK_BYTES
+        wait_for(lambda: _checkpoint_lsn(home) >= end1, 10, "the checkpoint")
+        began = time.monotonic()
+        stop.touch()
+        wait_for(lambda: not _slot_active(pg_db), 30, "the slot to be let go", 0.02)
+        waited = time.monotonic() - began
+        assert waited < 2 * trail_streamer.SETTLE_CONFIRM_SECONDS + 3, waited
+        restart, confirmed = _slot_lsns(pg_db)
+        assert restart <= confirmed < end1 <= _checkpoint_lsn(home)
+        lost.clear()
+        stop.unlink()
+        end2 = _commit(pg_db, 2000)
+        wait_for(lambda: _checkpoint_lsn(home) >= end2, 30, "the transaction after it")
+        wait_for(lambda: _confirmed(pg_db) >= end2, 10, "the slot confirmed again")
+    finally:
+        streamer.close()
+        slot.close()
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 900, 3]
+
+
 def _confirmed(pg_db) -> int:
     with connect(pg_db, autocommit=True) as conn:
         return int(conn.execute(

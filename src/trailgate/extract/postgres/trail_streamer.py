@@ -58,6 +58,11 @@ SETTLE_SLACK_BYTES = 64 << 10
 #: ... and only a stream caught up: a snapshot whose record ends further than this past
 #: what the trail holds is not read to (a hold behind the server lets go at once).
 SETTLE_MAX_BYTES = 1 << 20
+#: Before it looks at the restart point, a hold waits at most this long for the server to
+#: take the stream's last confirmation (which moves it): not looking too soon saves a
+#: second snapshot, and a confirmation the server does not take in this time (a lost
+#: stream, a very busy machine) only costs one.
+SETTLE_CONFIRM_SECONDS = 0.5
 #: Between those, the gap is this many times the CPU the last read took, so reads use at
 #: most a tenth of a core whatever their fixed cost on this machine.  (By CPU, not by the
 #: clock: on a busy machine a read's clock time is mostly waiting for a core, and gathering
@@ -283,11 +288,15 @@ class TrailStreamer:
         point only when none it decoded earlier waits for a confirmation (one logged
         while a transaction ran may point back before that transaction): what that one
         gives is looked at after its confirmation, and a second snapshot logged if it
-        still lags (``SETTLE_TRIES``)."""
+        still lags (``SETTLE_TRIES``).  Each look first waits (``SETTLE_CONFIRM_SECONDS``
+        at most) for the server to take the last confirmation, so in the usual case the
+        first snapshot is the only one."""
         if self.flush_seconds is None:  # the hold confirms only what a sync made durable
             return 0
         try:
-            point = self.slot.snapshot_if_behind(self._written, SETTLE_SLACK_BYTES) or 0
+            point = self.slot.snapshot_if_behind(
+                self._written, SETTLE_SLACK_BYTES, ahead=SETTLE_MAX_BYTES,
+                wait=SETTLE_CONFIRM_SECONDS) or 0
         except (psycopg.Error, TrailgateError) as exc:  # the hold lets go all the same
             log.info("the slot's restart point is left where it is at this hold: %s", exc)
             return 0
