@@ -180,6 +180,92 @@ def test_the_stop_file_holds_it_off_the_slot_but_a_sync_gets_its_range(pg_db, tm
     assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3]
 
 
+@pytest.mark.parametrize("flushsecs", [0, 2])
+def test_with_flushsecs_a_hold_and_a_stop_leave_trail_checkpoint_and_slot_consistent(
+        pg_db, tmp_path, flushsecs):
+    """The stop-file test above with the group's FLUSHSECS set (0: after every write; 2:
+    longer than the test waits for anything): a hold makes the trail durable and
+    checkpointed before it lets go of the slot, the slot is never confirmed past the
+    checkpoint, a sync during the hold gets its range and no more, the release goes on
+    where it stopped, and a stop leaves the checkpoint covering the whole trail.  A new
+    run replaying from the start writes nothing twice; every insert is counted once."""
+    with connect(pg_db) as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+        add_trandata(conn, "public.t")
+    home = make_home(tmp_path / "gg", pg_db, "STR", "TABLE public.*;",
+                     extra=f"FLUSHSECS {flushsecs}\n")
+    with connect(pg_db) as conn:
+        _, start, _ = slot_state(conn, slot_name("STR"))
+    source = SourceOptions.parse({"home": str(home.path), "group": "STR"})
+    flush_seconds = source.config.params.flush_secs
+    assert flush_seconds == flushsecs  # what the Extract hands its streamer (group.py)
+    trail = home.dirdat / "aa"
+    stop = home.dirchk / "STR.stop"
+
+    def consistent() -> None:  # durable, checkpointed, and the slot no further
+        state = load_state(home.dirchk / "STR.trailstate")  # (a run starts a new file)
+        assert state is not None
+        assert state.length == home.dirdat.joinpath(f"aa{state.seqno:09d}").stat().st_size
+        ck = home.checkpoints.load("STR", "EXTRACT")
+        assert ck is not None and ck.write_position is not None
+        assert (ck.write_position.seqno, ck.write_position.rba) == (state.seqno,
+                                                                    state.length)
+        assert ck.last_csn == trail_transactions(trail)[-1][0]
+        restart, confirmed = _slot_lsns(pg_db)
+        assert restart <= confirmed <= _checkpoint_lsn(home)
+
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, stop_file=str(stop),
+                             flush_seconds=flush_seconds)
+    try:
+        end1 = _commit(pg_db, 1)
+        wait_for(lambda: len(trail_transactions(trail)) == 1, 30, "the first transaction")
+        stop.touch()  # held before any sync or period: the hold itself flushes
+        wait_for(lambda: not _slot_active(pg_db), 30, "the slot to be let go", 0.02)
+        assert _checkpoint_lsn(home) >= end1 and _confirmed(pg_db) > start
+        consistent()
+        end2 = _commit(pg_db, 10)
+        end3 = _commit(pg_db, 20)
+        time.sleep(0.3)
+        assert len(trail_transactions(trail)) == 1 and not _slot_active(pg_db)  # held
+        msg = streamer.sync(end2)  # what a batch waits for, no more
+        assert msg.transactions == 1 and _checkpoint_lsn(home) >= end2
+        time.sleep(0.3)
+        assert len(trail_transactions(trail)) == 2
+        wait_for(lambda: not _slot_active(pg_db), 30, "the slot let go again", 0.02)
+        consistent()
+        stop.unlink()  # released
+        wait_for(lambda: len(trail_transactions(trail)) == 3, 30, "the rest")
+        stop.touch()  # a stop: held, then closed
+        wait_for(lambda: not _slot_active(pg_db), 30, "the slot let go at the stop", 0.02)
+        assert _checkpoint_lsn(home) >= end3
+    finally:
+        streamer.close()
+        slot.close()
+    consistent()
+    ck = home.checkpoints.load("STR", "EXTRACT")
+    assert ck is not None and ck.stats["public.t"].inserts == 9  # each once
+    stop.unlink()
+    # a new run replaying from the old start: nothing twice, the checkpoint not moved back
+    ahead = _checkpoint_lsn(home)
+    slot = StreamedSlot(source)
+    again = TrailStreamer(slot, _sink(home, "run-2"), start, stop_file=str(stop),
+                          flush_seconds=flush_seconds)
+    try:
+        assert again.sync(end3).transactions == 0
+        end4 = _commit(pg_db, 30)
+        wait_for(lambda: len(trail_transactions(trail)) == 4, 30, "the next transaction")
+        assert again.sync(end4).transactions <= 1  # (FLUSHSECS 0 may have flushed it)
+    finally:
+        again.close()
+        slot.close()
+    assert _checkpoint_lsn(home) >= max(ahead, end4)
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3, 3]
+    consistent()
+    ck = home.checkpoints.load("STR", "EXTRACT")
+    assert ck is not None and ck.stats["public.t"].inserts == 12
+
+
 def _wakeups(thread_id: int | None) -> int:
     with open(f"/proc/self/task/{thread_id}/status") as f:
         for line in f:
