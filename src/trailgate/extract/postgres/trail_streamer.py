@@ -51,23 +51,24 @@ HOLD_WAIT_SECONDS = 0.01
 GATHER_SECONDS = 0.02
 #: The shortest such time: a trickle of small transactions is read almost as it lands.
 MIN_GATHER_SECONDS = 0.002
+#: Between those, the gap is this many times the CPU the last read took, so reads use at
+#: most a tenth of a core whatever their fixed cost on this machine.  (By CPU, not by the
+#: clock: on a busy machine a read's clock time is mostly waiting for a core, and gathering
+#: by it would only add that wait again to every transaction's lag.)
+GATHER_PER_READ = 10.0
 #: Snapshots a hold logs at most to bring the slot's restart point to the trail's end ...
 SETTLE_TRIES = 2
 #: ... when it lags that by more than this (a snapshot's record and a little WAL besides),
 SETTLE_SLACK_BYTES = 64 << 10
-#: ... and only a stream caught up: a snapshot whose record ends further than this past
-#: what the trail holds is not read to (a hold behind the server lets go at once).
+#: ... and only a stream caught up: with the server's WAL ending further than this past
+#: what the trail holds none is logged, and one whose record ends further is not read to
+#: (a hold behind the server lets go at once).
 SETTLE_MAX_BYTES = 1 << 20
 #: Before it looks at the restart point, a hold waits at most this long for the server to
 #: take the stream's last confirmation (which moves it): not looking too soon saves a
 #: second snapshot, and a confirmation the server does not take in this time (a lost
 #: stream, a very busy machine) only costs one.
 SETTLE_CONFIRM_SECONDS = 0.5
-#: Between those, the gap is this many times the CPU the last read took, so reads use at
-#: most a tenth of a core whatever their fixed cost on this machine.  (By CPU, not by the
-#: clock: on a busy machine a read's clock time is mostly waiting for a core, and gathering
-#: by it would only add that wait again to every transaction's lag.)
-GATHER_PER_READ = 10.0
 
 
 class TrailStreamer:
