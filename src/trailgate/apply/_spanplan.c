@@ -68,6 +68,8 @@ buf_reserve(Buf *b, Py_ssize_t extra)
 static int
 buf_put(Buf *b, const char *s, Py_ssize_t n)
 {
+    if (n == 0) /* (s may be an empty buffer's NULL) */
+        return 0;
     if (buf_reserve(b, n) < 0)
         return -1;
     memcpy(b->p + b->n, s, (size_t)n);
@@ -611,7 +613,9 @@ add_change(Table *t, int op, const unsigned char *b, Py_ssize_t d, Py_ssize_t de
                 if (v->len == ABSENT)
                     continue;
                 if (v->len != klen[i]
-                    || memcmp(t->arena.p + v->off, keybuf->p + koff[i], (size_t)klen[i]) != 0)
+                    || (klen[i] > 0 /* (an empty key's buffers may be NULL) */
+                        && memcmp(t->arena.p + v->off, keybuf->p + koff[i],
+                                  (size_t)klen[i]) != 0))
                     return BAIL;
             }
         }
