@@ -192,3 +192,43 @@ def test_connections_keep_tcp_keepalives_unless_the_string_sets_them(pg_db: str)
         assert conn.info.get_parameters().get("keepalives_idle") == "7"
     stream = conninfo_to_dict(session_conninfo(pg_db, replication="database"))
     assert stream["keepalives_interval"] == "10" and stream["replication"] == "database"
+
+
+def test_a_long_cluster_path_gets_a_private_socket_dir_and_links_are_never_followed(
+        tmp_path: Path) -> None:
+    """A cluster whose own ``run/`` is too long for a socket address gets a private
+    directory in the temporary directory, kept across starts unless another could write
+    it; trailgate's settings files replace a link left in their place, never its target."""
+    import shutil
+
+    deep = tmp_path / ("d" * 100)
+    (deep / "data").mkdir(parents=True)
+    cluster = Cluster(deep)
+    cluster._save_state({"port": 5432, "user": "postgres", "password": "x",
+                         "os_user": cluster.os_user})
+    uid, gid = cluster._ensure_os_user()
+    made = []
+    try:
+        cluster._prepare_socket_dir(uid, gid)
+        first = cluster.socket_dir
+        made.append(first)
+        assert first.parent == Path(tempfile.gettempdir())
+        assert first.name.startswith("trailgate-")
+        st = first.lstat()
+        assert st.st_uid == uid and stat.S_IMODE(st.st_mode) == 0o755
+        cluster._prepare_socket_dir(uid, gid)
+        assert cluster.socket_dir == first
+        os.chmod(first, 0o777)  # now anyone could plant a socket there: not reused
+        cluster._prepare_socket_dir(uid, gid)
+        made.append(cluster.socket_dir)
+        assert cluster.socket_dir != first
+        victim = tmp_path / "victim"
+        victim.write_text("keep")
+        (deep / "data" / "pg_hba.conf").symlink_to(victim)
+        cluster._write_conf(5432)
+        assert victim.read_text() == "keep"
+        hba = deep / "data" / "pg_hba.conf"
+        assert not hba.is_symlink() and "local all all scram-sha-256" in hba.read_text()
+    finally:
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)

@@ -275,10 +275,13 @@ def test_a_missing_slot_and_a_busy_slot(src, pg_db) -> None:
 
 
 @pytest.mark.parametrize("fast_drain", [True, False], ids=["C drain", "Python reader"])
-def test_a_dropped_connection_is_an_error_not_a_hang(src, pg_db, fast_drain) -> None:
+@pytest.mark.parametrize("via_socket", [False, True], ids=["TCP", "Unix socket"])
+def test_a_dropped_connection_is_an_error_not_a_hang(src, pg_db, pg_cluster, fast_drain,
+                                                     via_socket) -> None:
     slot, pub = _slot(src)
     start = _lsn(src)
-    with WalStream(pg_db, slot, pub, start, fast_drain=fast_drain) as stream:
+    conninfo = pg_cluster.conninfo(src.info.dbname, via_socket=via_socket)
+    with WalStream(conninfo, slot, pub, start, fast_drain=fast_drain) as stream:
         src.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
                     "WHERE slot_name = %s", (slot,))
         src.execute("INSERT INTO t VALUES (1, 'a')")

@@ -11,7 +11,6 @@ is the data directory.  docs/postgres.md, "The embedded cluster".
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import json
 import os
@@ -122,14 +121,17 @@ class Cluster:
 
     @property
     def socket_dir(self) -> Path:
-        """The directory of the server's Unix socket: ``run/`` in the cluster's directory, or
-        a short one in the system's temporary directory when that path is too long for a
-        socket address."""
+        """The directory of the server's Unix socket: ``run/`` in the cluster's directory,
+        or, when that path cannot hold a socket (too long for its address, or a quote or
+        comma in it), a private one made in the temporary directory at a start and kept in
+        ``cluster.json``."""
         own = self.directory / "run"
-        if len(str(own)) <= _MAX_SOCKET_DIR:
+        if _socket_path_ok(own):
             return own
-        digest = hashlib.sha256(str(self.directory).encode()).hexdigest()[:16]
-        return Path(tempfile.gettempdir()) / f"trailgate-{digest}"
+        recorded = self._state().get("socket_dir")
+        if not recorded:
+            raise ConfigError(f"cluster {self.directory} has no Unix socket yet: start it")
+        return Path(recorded)
 
     def conninfo(self, dbname: str = "postgres", *, user: str | None = None,
                  password: str | None = None, via_socket: bool = False) -> str:
@@ -189,16 +191,31 @@ class Cluster:
             settings.update({"fsync": "off",
                              "full_page_writes": "off", "shared_buffers": "'32MB'"})
         settings.update(self.extra_settings)
-        path = self.data_dir / _CONF_NAME
-        path.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
         uid, gid = self._ensure_os_user()
-        os.chown(path, uid, gid)
-        # Written at each start, so a cluster made before the socket was added gains it.
-        hba = self.data_dir / "pg_hba.conf"
-        hba.write_text(_HBA)
-        os.chown(hba, uid, gid)
-        self.socket_dir.mkdir(mode=0o755, exist_ok=True)
-        os.chown(self.socket_dir, uid, gid)
+        _replace_file(self.data_dir / _CONF_NAME,
+                      "".join(f"{k} = {v}\n" for k, v in settings.items()), uid, gid)
+        # trailgate's own: written at each start (a cluster made before the socket gains it)
+        _replace_file(self.data_dir / "pg_hba.conf", _HBA, uid, gid)
+
+    def _prepare_socket_dir(self, uid: int, gid: int) -> None:
+        """Make the socket's directory, the server's and no one else's to write."""
+        own = self.directory / "run"
+        if _socket_path_ok(own):
+            path = own
+            with contextlib.suppress(FileExistsError):
+                own.mkdir(mode=0o755)
+        else:
+            state = self._state()
+            recorded = state.get("socket_dir")
+            path = Path(recorded) if recorded else own
+            if not recorded or not _private_dir(path, uid):
+                path = Path(tempfile.mkdtemp(prefix="trailgate-"))
+                self._save_state({**state, "socket_dir": str(path)})
+        if not _private_dir(path, uid, writable_by_others=True):
+            raise ConfigError(f"{path} is not a directory trailgate made for the socket of "
+                              f"cluster {self.directory}: remove it and start again")
+        os.chown(path, uid, gid, follow_symlinks=False)
+        os.chmod(path, 0o755)
 
     def start(self, timeout: int = 60) -> None:
         """Start the server and wait until it accepts connections."""
@@ -211,6 +228,8 @@ class Cluster:
         if not _port_is_free(port):
             port = _free_port()
             self._save_state({**state, "port": port})
+        uid, gid = self._ensure_os_user()
+        self._prepare_socket_dir(uid, gid)
         self._write_conf(port)
         try:
             self._run("pg_ctl", ["-D", str(self.data_dir), "-l", str(self.log_file), "-w",
@@ -252,7 +271,8 @@ class Cluster:
         """Stop the server (immediately) and remove the cluster directory."""
         with contextlib.suppress(SourceError):
             self.stop(mode="immediate")
-        shutil.rmtree(self.socket_dir, ignore_errors=True)
+        with contextlib.suppress(ConfigError):
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def create_database(self, name: str, *, owner: str | None = None) -> str:
@@ -337,6 +357,39 @@ class Cluster:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+def _socket_path_ok(path: Path) -> bool:
+    """Whether ``path`` can be the server's socket directory as its setting is written."""
+    text = str(path)
+    return len(os.fsencode(text)) <= _MAX_SOCKET_DIR and not set(text) & {"'", ",", "\\"}
+
+
+def _private_dir(path: Path, uid: int, *, writable_by_others: bool = False) -> bool:
+    """Whether ``path`` is a real directory (not a link) owned by us or the server's user,
+    and (unless ``writable_by_others``, before its mode is set) writable by no one else."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid in (os.geteuid(), uid)
+            and (writable_by_others or not st.st_mode & 0o022))
+
+
+def _replace_file(path: Path, text: str, uid: int, gid: int) -> None:
+    """Write ``path`` whole as the server's user's file: a new file renamed over it, so a
+    link left in its place is replaced, never followed."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            os.fchown(fh.fileno(), uid, gid)
+            os.fchmod(fh.fileno(), 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _free_port() -> int:

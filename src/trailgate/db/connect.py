@@ -148,10 +148,10 @@ def login_conninfo(*, sourcedb: str | None = None, userid: str | None = None,
 
 def _server_parts(server: str) -> dict[str, str]:
     """``host:port/dbname`` of a ``user@…`` login, each part optional; a host that is a
-    Unix socket's directory (``/var/run/postgresql:5432/sales``) ends at the last colon
-    before the database."""
+    Unix socket's directory (``/var/run/postgresql:5432/sales``) ends at its first colon,
+    and names a database only after a port."""
     if server.startswith("/"):
-        match = re.fullmatch(r"(/[^:]*)(?::(\d*)(?:/(.*))?)?", server)
+        match = re.fullmatch(r"(/[^:]*)(?::([0-9]*)(?:/(.*))?)?", server)
         if match is None:
             raise ConfigError(f"cannot read the server of login {server!r}: write a socket "
                               "directory as /directory:port/dbname")

@@ -1178,12 +1178,25 @@ static PyObject *bind_libpq(PyObject *self, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
-/* Whether sock has data to read within wait_ns nanoseconds. */
+/* Whether sock has data to read within wait_ns nanoseconds (whole milliseconds where
+ * there is no ppoll). */
 static int sock_readable(int sock, long wait_ns) {
     struct pollfd p = {sock, POLLIN, 0};
+#ifdef __linux__
     struct timespec wait = {0, wait_ns};
-    return ppoll(&p, 1, &wait, NULL) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+    int ready = ppoll(&p, 1, &wait, NULL);
+#else
+    int ready = poll(&p, 1, (int)((wait_ns + 999999) / 1000000));
+#endif
+    return ready > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
 }
+
+/* Reads from a readable socket that give libpq no whole message, one after the other,
+ * before the drain hands back what it has (a TLS record split across reads needs more than
+ * one; a socket that stays readable and gives nothing must not hold the reader). */
+#define READ_ON_IDLE_READS 8
+/* The most messages one drain takes. */
+#define DRAIN_MAX 1000000
 
 /* drain(pgconn_address, out, max, received, committed[, sock, wait_ns])
  *   -> (status, size, received, committed, reply)
@@ -1270,24 +1283,31 @@ static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     }
     if (max <= 0)
         return Py_BuildValue("(iLKKi)", 0, 0LL, received, committed, 0);
+    if (max > DRAIN_MAX) {
+        PyErr_SetString(PyExc_ValueError, "drain: max out of range");
+        return NULL;
+    }
     Taken *taken = PyMem_RawMalloc((size_t)max * sizeof(Taken));
     if (taken == NULL)
         return PyErr_NoMemory();
     Py_ssize_t count = 0;
-    int status = 0;
+    int status = 0, idle = 0;
     Py_BEGIN_ALLOW_THREADS
     while (count < max) {
         char *buf = NULL;
         int n = pq_getcopydata(conn, &buf, 1);
         if (n == 0) {
-            if (sock < 0 || count == 0 || !sock_readable(sock, wait_ns))
+            if (sock < 0 || count == 0 || idle >= READ_ON_IDLE_READS ||
+                !sock_readable(sock, wait_ns))
                 break;
             if (!pq_consumeinput(conn)) { /* the connection failed: the caller reads why */
                 status = -2;
                 break;
             }
+            idle++;
             continue;
         }
+        idle = 0;
         if (n < 0) {
             if (buf != NULL)
                 pq_freemem(buf);

@@ -1,12 +1,11 @@
 """The replication stream's reader takes libpq's buffered messages in one C call.
 
 ``WalStream`` reads CopyData messages one ``get_copy_data`` call at a time, a Python call and
-a few objects per message; ``_pgfast.drain`` does the same loop in C, reading on from the
-socket without the GIL.  It must call the very
-libpq psycopg's connection belongs to, so this finds that library among the process's
-mapped files (exactly one, its version psycopg's) and hands C its two functions' addresses.
-Anything unexpected — no C module, ``TRAILGATE_PURE_PYTHON=1``, two libpq copies — leaves
-``drainer()`` ``None`` and the reader keeps its Python loop, the reference.
+a few objects per message; ``_pgfast.drain`` does the same loop in C, without the GIL.  It
+must call the very libpq psycopg's connection belongs to, so this finds that library among
+the process's mapped files (exactly one, its version psycopg's) and hands C its functions'
+addresses.  Anything unexpected — no C module, ``TRAILGATE_PURE_PYTHON=1``, two libpq
+copies — leaves ``drainer()`` ``None`` and the reader keeps its Python loop, the reference.
 """
 
 from __future__ import annotations

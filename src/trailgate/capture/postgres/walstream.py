@@ -4,8 +4,7 @@ The server decodes each transaction as it commits and sends it, as native replic
 does.  psycopg refuses COPY BOTH, so one thread drives libpq (``psycopg.pq``)
 itself: it reads into a bounded buffer, answers keepalives and confirms only positions the
 caller says are durable.  It reads a busy stream in gulps, so the server packs its messages
-into fewer TCP segments, each of which costs it CPU; a Unix socket holds far less, so there
-it reads a full socket at once.  ``spans(end)`` hands out every
+into fewer TCP segments, each of which costs it CPU.  ``spans(end)`` hands out every
 transaction committing before ``end``, whole.  docs/postgres.md, "Capture"; docs/extract.md,
 "The walsender's CPU".
 """
