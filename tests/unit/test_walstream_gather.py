@@ -77,3 +77,20 @@ def test_only_a_keepalive_after_data_shows_the_server_caught_up() -> None:
     assert not walstream._data_before_keepalive(_chunk("mmm"))
     assert walstream._data_before_keepalive(_chunk("kmmk"))
     assert walstream._data_before_keepalive(_chunk("mk"))
+
+
+def _txns(per_txn: int, count: int) -> list[tuple[int, bytes | None]]:
+    """``count`` transactions of ``per_txn`` messages each (Begin, rows, Commit)."""
+    out: list[tuple[int, bytes | None]] = []
+    for _ in range(count):
+        out += [(0, b"B")] + [(0, b"I")] * (per_txn - 2) + [(0, b"C")]
+    return out
+
+
+def test_a_backlog_of_large_transactions_is_paced_and_one_of_small_ones_is_not() -> None:
+    assert walstream._large_transactions(_txns(102, 10))  # 100-row transactions
+    assert walstream._large_transactions(_txns(5_000, 1)[:300])  # inside a huge one
+    assert not walstream._large_transactions(_txns(3, 300))  # one-row transactions
+    assert not walstream._large_transactions(_txns(12, 40))  # ten-row transactions
+    # the last messages decide: a backlog that turns to one-row transactions
+    assert not walstream._large_transactions(_txns(102, 10) + _txns(3, 100))

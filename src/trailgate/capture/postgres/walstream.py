@@ -68,6 +68,14 @@ GATHER_FROM_RATE = 1_500
 #: the socket (its send buffer holds a few hundred small messages, not the megabytes of
 #: loopback TCP) and waits for room, so the reader reads on without pausing.
 UNIX_FULL_MESSAGES = 128
+#: A backlog of transactions of this many messages or more on average (in a chunk's last
+#: ``_LARGE_TXN_TAIL``) is paced by its rate as a live stream is, not read at the shortest
+#: pause: the server then writes many messages per TCP segment instead of one, which cut
+#: its CPU by a third on 100-row transactions.  One-row backlogs keep the shortest pause,
+#: which served them better (docs/extract.md, "100-row transactions: a walsender behind the
+#: workload").
+LARGE_TXN_MESSAGES = 20
+_LARGE_TXN_TAIL = 200
 #: How long the C drain waits on a Unix socket for the server's next message before it
 #: hands over what it has: the server between two messages has not sent everything, and
 #: while the reader waits for the GIL a Unix socket fills and the server stops.
@@ -419,7 +427,10 @@ class WalStream:
                             caught_up = seen_data or _data_before_keepalive(chunk)
                         if not seen_data:
                             seen_data = any(item[1] is not None for item in chunk)
-                    gather = _gather(len(chunk), now - last_chunk, caught_up,
+                    # a backlog of large transactions is paced as a live stream is: the
+                    # server then fills its TCP segments (a Unix socket could not hold it)
+                    paced = caught_up or (not unix and _large_transactions(chunk))
+                    gather = _gather(len(chunk), now - last_chunk, paced,
                                      self._max_gather)
                     last_chunk = now
                     full = unix and len(chunk) >= UNIX_FULL_MESSAGES
@@ -582,6 +593,14 @@ def _data_before_keepalive(chunk: list[tuple[int, bytes | None]]) -> bool:
     """Whether a message comes before the last keepalive of ``chunk``."""
     last = max((k for k, item in enumerate(chunk) if item[1] is None), default=0)
     return any(item[1] is not None for item in chunk[:last])
+
+
+def _large_transactions(chunk: list[tuple[int, bytes | None]]) -> bool:
+    """Whether ``chunk``'s last messages (``_LARGE_TXN_TAIL``) hold at least
+    ``LARGE_TXN_MESSAGES`` messages per Commit among them: a stream of large transactions."""
+    tail = chunk[-_LARGE_TXN_TAIL:]
+    commits = sum(1 for _, m in tail if m is not None and m[:1] == b"C")
+    return len(tail) >= LARGE_TXN_MESSAGES * max(commits, 1)
 
 
 def _is_unix_socket(fd: int) -> bool:
