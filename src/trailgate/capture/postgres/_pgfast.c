@@ -968,6 +968,34 @@ static PyObject *batch_blob(BatchTable *tabs, int ntabs, uint32_t ntxn, const Ou
     return blob;
 }
 
+/* Whether the transaction whose Begin (of commit LSN final_lsn) is at chunk[from - 1] can be
+ * taken whole from chunk[from:stop] as far as its messages' kinds say: only keepalives and
+ * row changes (I, U, D, longer than 5 bytes), at most max_rows of them, then its 26-byte
+ * Commit.  Looks at each message's first byte and length only, so encode_txns encodes
+ * nothing of a transaction it would give up at its end (too many rows, not whole in the
+ * chunk, another kind of message).  1 yes, 0 no, -1 error set. */
+static int txn_fits(PyObject *chunk, Py_ssize_t from, Py_ssize_t stop, long long final_lsn,
+                    Py_ssize_t max_rows) {
+    Py_ssize_t rows = 0;
+    for (Py_ssize_t j = from; j < stop; j++) {
+        unsigned long long lsn;
+        PyObject *data;
+        if (span_item(chunk, j, &lsn, &data) < 0)
+            return -1;
+        if (data == Py_None)
+            continue;
+        const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(data);
+        Py_ssize_t n = PyBytes_GET_SIZE(data);
+        if (n > 5 && (d[0] == 'I' || d[0] == 'U' || d[0] == 'D')) {
+            if (++rows > max_rows)
+                return 0;
+            continue;
+        }
+        return n == 26 && d[0] == 'C' && (long long)get64(d + 2) == final_lsn;
+    }
+    return 0;
+}
+
 /* encode_txns(chunk, start, stop, rels, after, upto, max_txns, max_bytes, max_rows)
  *   -> (next, count, blob | None, last_csn, last_end_lsn, last_commit_time)
  * A run of whole small transactions in one call: from chunk[start] on, each Begin, its row
@@ -975,9 +1003,10 @@ static PyObject *batch_blob(BatchTable *tabs, int ntabs, uint32_t ntxn, const Ou
  * them (encode_row's records, the T area on the first, TransInd set), until stop, max_txns
  * transactions, max_bytes of records, or a transaction this does not take: one with another
  * message (Relation, Type, Origin, Message, Truncate), a row of a relation not in rels (an
- * int oid -> (layout, keep, table name), or None: rows dropped), more than max_rows rows, a
- * row encode_row leaves to Python, one committing at or before after or at or after upto,
- * or one not whole in chunk[:stop].  next is the first item not taken (keepalives between
+ * int oid -> (layout, keep, table name), or None: rows dropped), more than max_rows row
+ * changes (those of dropped relations too), records of more than max_bytes itself, a row
+ * encode_row leaves to Python, one committing at or before after or at or after upto, or
+ * one not whole in chunk[:stop] (txn_fits looks first, so most of those cost no encoding).  next is the first item not taken (keepalives between
  * transactions are taken), count the transactions taken; blob is None when none of them
  * wrote a record.  last_commit_time is the last Commit's, as a Julian timestamp. */
 static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1023,6 +1052,11 @@ static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (final_lsn <= after || final_lsn >= upto || final_lsn <= last_csn || final_lsn < 0
             || begin_time < -JULIAN_PG_EPOCH || begin_time > LLONG_MAX - JULIAN_PG_EPOCH)
             break;
+        int fits = txn_fits(chunk, taken + 1, stop, final_lsn, max_rows);
+        if (fits < 0)
+            goto done;
+        if (!fits)
+            break;
         unsigned long long io_time = (unsigned long long)(begin_time + JULIAN_PG_EPOCH);
         Py_ssize_t t_len = t_area(t, (unsigned long long)final_lsn, xid);
         Py_ssize_t rec_mark = recs.len, tab_mark = rtabs.len, first_at = -1, last_at = -1;
@@ -1065,7 +1099,7 @@ static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t n
                                    nrec ? NULL : t, nrec ? 0 : t_len, &recs, &at);
                 if (r < 0)
                     goto done;
-                if (r > 0)
+                if (r > 0 || recs.len - rec_mark > max_bytes)
                     break;
                 if (out_reserve(&rtabs, 1) < 0)
                     goto done;
