@@ -104,6 +104,27 @@ def test_scan_span_agrees_with_its_reference():
                     fastpath._scan_span(part, i, len(part), end, bound, in_txn)
 
 
+def test_lsns_of_any_size_are_read_as_unsigned_64_bit_numbers():
+    """An item's LSN is an unsigned 64-bit number: one past 2**63 is read as one below it,
+    a negative one or one past 2**64 is an ``OverflowError``, something else a
+    ``TypeError``."""
+    for base in (0x1_0000_0000, (1 << 63) - 50, (1 << 63) + 7, (1 << 64) - 200):
+        items = [(base + k, None) for k in range(5)] + [(base + 9, b"X")]
+        for end in (base + 2, base + 9, base + 100):
+            assert fastpath.scan_span(items, 0, len(items), end, 0, False) == \
+                fastpath._scan_span(items, 0, len(items), end, 0, False)
+    for bad, error in ((-1, OverflowError), (-(1 << 70), OverflowError), (1 << 64, OverflowError),
+                       (1.5, TypeError), (True, None)):
+        items = [(bad, None)]
+        if error is None:  # a bool is an int
+            fastpath.scan_span(items, 0, 1, 10, 0, False)
+            continue
+        with pytest.raises(error):
+            fastpath.scan_span(items, 0, 1, 10, 0, False)
+        with pytest.raises(error):
+            fastpath.txns_encoder(items, 0, 1, {}, 0, 10, 5, 100, 5)
+
+
 @pytest.mark.parametrize("message", [b"B\x00\x00\x00\x01", b"C\x00" + b"\x00" * 10, b""])
 def test_scan_span_names_the_lsn_of_a_broken_begin_or_commit(message):
     in_txn = message[:1] == b"C"
