@@ -8,7 +8,7 @@ logical replication (publication and subscription), between the same two databas
                          [--replicat-trigger-ms MS]
                          [--repeat 3] [--only native|trailgate] [--replicat-param LINE]
                          [--idle-seconds 10] [--keep DIR] [--timeline] [--threads]
-                         [--first native|trailgate]
+                         [--first native|trailgate] [--transport tcp|socket]
                          [--ops both|off|on] [--heartbeat-frequency 1]
                          [--idle-heartbeat-frequency 60]
 
@@ -175,7 +175,8 @@ def describe(args: argparse.Namespace) -> str:
     """The measured workload in words."""
     what = next(w.what for w in WORKLOADS.values() if w.kind == args.kind)
     return (f"--workload {args.workload}: {args.rows:,} rows, {what}, {args.txn_rows:,} "
-            f"row{'s' if args.txn_rows != 1 else ''} per transaction")
+            f"row{'s' if args.txn_rows != 1 else ''} per transaction, replication over "
+            f"{getattr(args, 'transport', 'tcp')}")
 
 
 def say(text: str, end: str = "\n") -> None:
@@ -506,9 +507,17 @@ class ThreadRounds:
 
 # -- native logical replication -------------------------------------------------------------
 
+def replication_conninfo(dbs: Databases, args: argparse.Namespace) -> tuple[str, str]:
+    """How the replicators reach the source and target (``--transport``): the servers' Unix
+    sockets or TCP on 127.0.0.1; the same for both methods."""
+    if args.transport == "socket":
+        return dbs.source_socket_conninfo, dbs.target_socket_conninfo
+    return dbs.source_conninfo, dbs.target_conninfo
+
+
 def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
     source, target = dbs.source_conninfo, dbs.target_conninfo
-    src = conninfo_to_dict(source)
+    src = conninfo_to_dict(replication_conninfo(dbs, args)[0])
     publisher = (f"host={src['host']} port={src['port']} dbname={src['dbname']} "
                  f"user={src['user']} password={src['password']}")
     say("\n== PostgreSQL logical replication (CREATE PUBLICATION / CREATE SUBSCRIPTION) ==")
@@ -909,8 +918,8 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
     pipeline = Pipeline(home, spec)
     transcript = io.StringIO()
     try:
-        setup, start = pipeline.write_files(Databases.login(dbs.source_conninfo),
-                                            Databases.login(dbs.target_conninfo))
+        setup, start = pipeline.write_files(
+            *(Databases.login(c) for c in replication_conninfo(dbs, args)))
         rep = pipeline.groups[-1]
         prm = home.param_file(rep.name)
         lines = [line for line in prm.read_text().splitlines()
@@ -1470,6 +1479,11 @@ def main() -> int:
     parser.add_argument("--lag-series", metavar="DIR",
                         help="write the steady phase's lag per transaction (source commit, "
                              "lag to the target's commit) to DIR/<method>.csv")
+    parser.add_argument("--transport", choices=("tcp", "socket"), default="tcp",
+                        help="how both methods' replication reaches the servers: TCP on "
+                             "127.0.0.1 (default: a subscription reaches its publisher over "
+                             "the network) or the servers' Unix sockets (docs/performance.md, "
+                             "\"Unix sockets\")")
     parser.add_argument("--first", choices=("native", "trailgate"), default="native",
                         help="which method runs first (default native): swapping them "
                              "shows what the order does to the rounds")

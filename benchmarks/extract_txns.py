@@ -3,7 +3,7 @@ the trail written, as the trail streamer does between micro-batches, without Spa
 
     ./dev bench extract_txns [--txns 20000] [--txn-rows 1] [--kind update|insert]
                              [--repeat 3] [--profile N] [--keep DIR] [--live RATE]
-                             [--eofdelay-csecs N]
+                             [--eofdelay-csecs N] [--transport tcp|socket]
 
 One embedded server; a table like ``apply_pg``'s ``bench.orders`` captured by an Extract
 group's slot.  Each round commits ``--txns`` transactions of ``--txn-rows`` rows (updates of
@@ -311,6 +311,9 @@ def trail_records(home: Home, mode: str) -> bytes:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--txns", type=int, default=20_000)
+    parser.add_argument("--transport", choices=("tcp", "socket"), default="tcp",
+                        help="how the Extract reaches the server: TCP on 127.0.0.1 (default) "
+                             "or its Unix socket")
     parser.add_argument("--txn-rows", type=int, default=1)
     parser.add_argument("--kind", choices=("update", "insert"), default="update")
     parser.add_argument("--repeat", type=int, default=3)
@@ -350,8 +353,9 @@ def main() -> int:
         with connect(conninfo) as conn:
             add_extract(conn, GROUP)
             _, start, _ = slot_state(conn, slot_name(GROUP))
+        extract_conninfo = cluster.conninfo("bench", via_socket=args.transport == "socket")
         (home.dirprm / f"{GROUP.lower()}.prm").write_text(
-            f"EXTRACT {GROUP}\nSOURCEDB {conninfo}\nEXTTRAIL ./dirdat/aa\n"
+            f"EXTRACT {GROUP}\nSOURCEDB {extract_conninfo}\nEXTTRAIL ./dirdat/aa\n"
             + ("" if args.eofdelay_csecs is None else f"EOFDELAYCSECS {args.eofdelay_csecs}\n")
             + "TABLE bench.*;\n")
         source = SourceOptions.parse({"home": str(home.path), "group": GROUP})

@@ -258,7 +258,10 @@ def _replicate(dbs: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
                         replicat_pg_name=f"RPG{tag}", replicat_delta_name=f"RDL{tag}",
                         **options)
     pipeline = Pipeline(home, spec)
-    setup, start = pipeline.write_files(Databases.login(source), Databases.login(target))
+    # the groups log in by the servers' Unix sockets (the other end-to-end tests by TCP)
+    setup, start = pipeline.write_files(
+        Databases.login(dbs.source.conninfo(name, via_socket=True)),
+        Databases.login(dbs.target.conninfo(name, via_socket=True)))
     transcript = io.StringIO()
     try:
         mark = pipeline.event_mark()

@@ -180,6 +180,92 @@ def test_the_stop_file_holds_it_off_the_slot_but_a_sync_gets_its_range(pg_db, tm
     assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3]
 
 
+@pytest.mark.parametrize("flushsecs", [0, 2])
+def test_with_flushsecs_a_hold_and_a_stop_leave_trail_checkpoint_and_slot_consistent(
+        pg_db, tmp_path, flushsecs):
+    """The stop-file test above with the group's FLUSHSECS set (0: after every write; 2:
+    longer than the test waits for anything): a hold makes the trail durable and
+    checkpointed before it lets go of the slot, the slot is never confirmed past the
+    checkpoint, a sync during the hold gets its range and no more, the release goes on
+    where it stopped, and a stop leaves the checkpoint covering the whole trail.  A new
+    run replaying from the start writes nothing twice; every insert is counted once."""
+    with connect(pg_db) as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY, v text)")
+        add_trandata(conn, "public.t")
+    home = make_home(tmp_path / "gg", pg_db, "STR", "TABLE public.*;",
+                     extra=f"FLUSHSECS {flushsecs}\n")
+    with connect(pg_db) as conn:
+        _, start, _ = slot_state(conn, slot_name("STR"))
+    source = SourceOptions.parse({"home": str(home.path), "group": "STR"})
+    flush_seconds = source.config.params.flush_secs
+    assert flush_seconds == flushsecs  # what the Extract hands its streamer (group.py)
+    trail = home.dirdat / "aa"
+    stop = home.dirchk / "STR.stop"
+
+    def consistent() -> None:  # durable, checkpointed, and the slot no further
+        state = load_state(home.dirchk / "STR.trailstate")  # (a run starts a new file)
+        assert state is not None
+        assert state.length == home.dirdat.joinpath(f"aa{state.seqno:09d}").stat().st_size
+        ck = home.checkpoints.load("STR", "EXTRACT")
+        assert ck is not None and ck.write_position is not None
+        assert (ck.write_position.seqno, ck.write_position.rba) == (state.seqno,
+                                                                    state.length)
+        assert ck.last_csn == trail_transactions(trail)[-1][0]
+        restart, confirmed = _slot_lsns(pg_db)
+        assert restart <= confirmed <= _checkpoint_lsn(home)
+
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, stop_file=str(stop),
+                             flush_seconds=flush_seconds)
+    try:
+        end1 = _commit(pg_db, 1)
+        wait_for(lambda: len(trail_transactions(trail)) == 1, 30, "the first transaction")
+        stop.touch()  # held before any sync or period: the hold itself flushes
+        wait_for(lambda: not _slot_active(pg_db), 30, "the slot to be let go", 0.02)
+        assert _checkpoint_lsn(home) >= end1 and _confirmed(pg_db) > start
+        consistent()
+        end2 = _commit(pg_db, 10)
+        end3 = _commit(pg_db, 20)
+        time.sleep(0.3)
+        assert len(trail_transactions(trail)) == 1 and not _slot_active(pg_db)  # held
+        msg = streamer.sync(end2)  # what a batch waits for, no more
+        assert msg.transactions == 1 and _checkpoint_lsn(home) >= end2
+        time.sleep(0.3)
+        assert len(trail_transactions(trail)) == 2
+        wait_for(lambda: not _slot_active(pg_db), 30, "the slot let go again", 0.02)
+        consistent()
+        stop.unlink()  # released
+        wait_for(lambda: len(trail_transactions(trail)) == 3, 30, "the rest")
+        stop.touch()  # a stop: held, then closed
+        wait_for(lambda: not _slot_active(pg_db), 30, "the slot let go at the stop", 0.02)
+        assert _checkpoint_lsn(home) >= end3
+    finally:
+        streamer.close()
+        slot.close()
+    consistent()
+    ck = home.checkpoints.load("STR", "EXTRACT")
+    assert ck is not None and ck.stats["public.t"].inserts == 9  # each once
+    stop.unlink()
+    # a new run replaying from the old start: nothing twice, the checkpoint not moved back
+    ahead = _checkpoint_lsn(home)
+    slot = StreamedSlot(source)
+    again = TrailStreamer(slot, _sink(home, "run-2"), start, stop_file=str(stop),
+                          flush_seconds=flush_seconds)
+    try:
+        assert again.sync(end3).transactions == 0
+        end4 = _commit(pg_db, 30)
+        wait_for(lambda: len(trail_transactions(trail)) == 4, 30, "the next transaction")
+        assert again.sync(end4).transactions <= 1  # (FLUSHSECS 0 may have flushed it)
+    finally:
+        again.close()
+        slot.close()
+    assert _checkpoint_lsn(home) >= max(ahead, end4)
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 3, 3]
+    consistent()
+    ck = home.checkpoints.load("STR", "EXTRACT")
+    assert ck is not None and ck.stats["public.t"].inserts == 12
+
+
 def _wakeups(thread_id: int | None) -> int:
     with open(f"/proc/self/task/{thread_id}/status") as f:
         for line in f:
@@ -367,6 +453,120 @@ def test_a_hold_lets_go_of_the_slot_with_its_restart_point_at_the_trails_end(
         streamer.close()
         slot.close()
     assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 2000, 3]
+
+
+def _rolled_back(pg_db) -> None:
+    """A little WAL that reaches no trail: a transaction rolled back."""
+    with connect(pg_db, autocommit=False) as conn:
+        conn.execute("INSERT INTO t VALUES (-1, 'gone')")
+        conn.rollback()
+
+
+def test_a_hold_settles_the_restart_point_with_one_snapshot(pg_db, tmp_path, monkeypatch):
+    """A hold of a caught-up stream logs one running-transactions snapshot, not two: after
+    each confirmation the streamer waits (briefly) for the server to take it before it
+    looks at the restart point, so it does not log a second snapshot only because it
+    looked too soon.  The stream's confirmations here reach the server 0.1 s late (its
+    thread sends each after a pause: a busy machine, where that thread waits for a core).
+    Three holds in a row, each after a transaction of more WAL than
+    SETTLE_SLACK_BYTES: each leaves the restart point at the trail's end, never confirmed
+    past the checkpoint, having logged exactly one snapshot, and the trail holds every
+    transaction once."""
+    from trailgate.capture.postgres.walstream import WalStream
+
+    send = WalStream._send_status
+
+    def late(self, pg, reply):
+        if self._confirm > self._sent_confirm:
+            time.sleep(0.1)
+        send(self, pg, reply)
+
+    monkeypatch.setattr(WalStream, "_send_status", late)
+    home, source, start = _setup(pg_db, tmp_path)
+    trail = home.dirdat / "aa"
+    stop = home.dirchk / "STR.stop"
+    logged: list[int] = []  # the snapshots the holds logged (the real method runs)
+    real = StreamedSlot.snapshot_if_behind
+
+    def counted(self, end, slack, **kwargs):
+        lsn = real(self, end, slack, **kwargs)
+        if lsn is not None:
+            logged.append(lsn)
+        return lsn
+
+    monkeypatch.setattr(StreamedSlot, "snapshot_if_behind", counted)
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, stop_file=str(stop),
+                             flush_seconds=0.2)
+    try:
+        first = _commit(pg_db, 1)
+        wait_for(lambda: _checkpoint_lsn(home) >= first, 10, "the first checkpoint")
+        _commit(pg_db, 10)  # past the snapshot the first confirmation logged
+        wait_for(lambda: _slot_lsns(pg_db)[0] >= first, 10, "the restart point to move")
+        for hold in range(3):
+            end = _commit(pg_db, 1000 * (hold + 1), rows=900)
+            _rolled_back(pg_db)  # WAL past the trail's end: the snapshot lies beyond it
+            wait_for(lambda end=end: _checkpoint_lsn(home) >= end, 10, "the checkpoint")
+            stop.touch()
+            wait_for(lambda: not _slot_active(pg_db), 30, "the slot to be let go", 0.02)
+            restart, confirmed = _slot_lsns(pg_db)
+            assert restart >= end and confirmed <= _checkpoint_lsn(home)
+            assert len(logged) == hold + 1, f"hold {hold + 1} logged {logged}"
+            stop.unlink()
+            wait_for(lambda: _slot_active(pg_db), 30, "the stream opened again", 0.02)
+        last = _commit(pg_db, 9000)
+        wait_for(lambda: _checkpoint_lsn(home) >= last, 30, "the transaction after them")
+    finally:
+        streamer.close()
+        slot.close()
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 3, 900, 900, 900, 3]
+
+
+def test_a_hold_whose_confirmations_do_not_reach_the_server_still_lets_go(
+        pg_db, tmp_path, monkeypatch):
+    """The settle's wait for the server to take a confirmation is bounded: with the
+    stream's confirmations lost during a hold (here never handed to the stream), the hold
+    lets go of the slot after at most SETTLE_CONFIRM_SECONDS a look, the slot confirmed
+    no further than the checkpoint, and the release goes on with nothing lost or
+    doubled."""
+    from trailgate.capture.postgres.walstream import WalStream
+
+    lost = threading.Event()
+    confirm = WalStream.confirm
+
+    def maybe(self, lsn):
+        if not lost.is_set():
+            confirm(self, lsn)
+
+    monkeypatch.setattr(WalStream, "confirm", maybe)
+    home, source, start = _setup(pg_db, tmp_path)
+    trail = home.dirdat / "aa"
+    stop = home.dirchk / "STR.stop"
+    slot = StreamedSlot(source)
+    streamer = TrailStreamer(slot, _sink(home, "run-1"), start, stop_file=str(stop),
+                             flush_seconds=0.2)
+    try:
+        first = _commit(pg_db, 1)
+        wait_for(lambda: _confirmed(pg_db) >= first, 10, "the first confirmation")
+        lost.set()
+        end1 = _commit(pg_db, 10, rows=900)  # more WAL than SETTLE_SLACK_BYTES
+        wait_for(lambda: _checkpoint_lsn(home) >= end1, 10, "the checkpoint")
+        began = time.monotonic()
+        stop.touch()
+        wait_for(lambda: not _slot_active(pg_db), 30, "the slot to be let go", 0.02)
+        waited = time.monotonic() - began
+        assert waited < 2 * trail_streamer.SETTLE_CONFIRM_SECONDS + 3, waited
+        restart, confirmed = _slot_lsns(pg_db)
+        assert restart <= confirmed < end1 <= _checkpoint_lsn(home)
+        lost.clear()
+        stop.unlink()
+        end2 = _commit(pg_db, 2000)
+        wait_for(lambda: _checkpoint_lsn(home) >= end2, 30, "the transaction after it")
+        wait_for(lambda: _confirmed(pg_db) >= end2, 10, "the slot confirmed again")
+    finally:
+        streamer.close()
+        slot.close()
+    assert [len(t[2]) for t in trail_transactions(trail)] == [3, 900, 3]
 
 
 def _confirmed(pg_db) -> int:

@@ -21,6 +21,7 @@ from trailgate.db.connect import (
     login_conninfo,
 )
 from trailgate.db.prereqs import dblogin
+from trailgate.demo.databases import Databases
 from trailgate.errors import ConfigError, SourceError
 
 pytestmark = pytest.mark.postgres
@@ -88,12 +89,17 @@ def test_dblogin_reports_wal_level_replica() -> None:
 def test_cluster_is_loopback_only_and_private(pg_cluster: Cluster) -> None:
     with connect(pg_cluster.conninfo()) as c:
         assert c.execute("SHOW listen_addresses").fetchone() == ("127.0.0.1",)
-        assert c.execute("SHOW unix_socket_directories").fetchone() == ("",)
+        assert c.execute("SHOW unix_socket_directories").fetchone() == \
+            (str(pg_cluster.socket_dir),)
         assert c.execute("SHOW wal_level").fetchone() == ("logical",)
     state = pg_cluster.directory / "cluster.json"
     assert stat.S_IMODE(state.stat().st_mode) == 0o600
     if os.geteuid() == 0:
         assert pg_cluster.data_dir.stat().st_uid != 0
+    # the Unix socket, as TCP, takes no one without a password
+    with pytest.raises(SourceError, match="password"):
+        connect(f"host={pg_cluster.socket_dir} port={pg_cluster.port} dbname=postgres "
+                f"user={pg_cluster.superuser}")
 
 
 def test_unreachable_database_is_a_clear_error_quickly() -> None:
@@ -142,6 +148,20 @@ def test_login_conninfo_forms() -> None:
         {"dbname": "other", "user": "u", "host": "h", "port": "6543", "password": "p"}
     assert conninfo_to_dict(login_conninfo(sourcedb="host=a dbname=b", userid="u")) == \
         {"host": "a", "dbname": "b", "user": "u"}
+    # a Unix socket's directory as the host, as psql -h takes it
+    assert conninfo_to_dict(login_conninfo(userid="u@/var/run/postgresql:5433/sales")) == \
+        {"user": "u", "host": "/var/run/postgresql", "port": "5433", "dbname": "sales"}
+    assert conninfo_to_dict(login_conninfo(userid="u@/tmp/pg")) == {"user": "u", "host": "/tmp/pg"}
+    with pytest.raises(ConfigError, match="socket directory as /directory:port/dbname"):
+        login_conninfo(userid="u@/tmp/pg:port/db")
+
+
+def test_a_login_by_the_clusters_unix_socket_reaches_it(pg_cluster: Cluster) -> None:
+    user, password = Databases.login(pg_cluster.conninfo("postgres", via_socket=True))
+    assert user.startswith(f"postgres@{pg_cluster.socket_dir}:")
+    with connect(login_conninfo(userid=user, password=password)) as conn:
+        assert conn.info.host == str(pg_cluster.socket_dir)
+        assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
 def test_cluster_refuses_unreachable_directory() -> None:
@@ -172,3 +192,43 @@ def test_connections_keep_tcp_keepalives_unless_the_string_sets_them(pg_db: str)
         assert conn.info.get_parameters().get("keepalives_idle") == "7"
     stream = conninfo_to_dict(session_conninfo(pg_db, replication="database"))
     assert stream["keepalives_interval"] == "10" and stream["replication"] == "database"
+
+
+def test_a_long_cluster_path_gets_a_private_socket_dir_and_links_are_never_followed(
+        tmp_path: Path) -> None:
+    """A cluster whose own ``run/`` is too long for a socket address gets a private
+    directory in the temporary directory, kept across starts unless another could write
+    it; trailgate's settings files replace a link left in their place, never its target."""
+    import shutil
+
+    deep = tmp_path / ("d" * 100)
+    (deep / "data").mkdir(parents=True)
+    cluster = Cluster(deep)
+    cluster._save_state({"port": 5432, "user": "postgres", "password": "x",
+                         "os_user": cluster.os_user})
+    uid, gid = cluster._ensure_os_user()
+    made = []
+    try:
+        cluster._prepare_socket_dir(uid, gid)
+        first = cluster.socket_dir
+        made.append(first)
+        assert first.parent == Path(tempfile.gettempdir())
+        assert first.name.startswith("trailgate-")
+        st = first.lstat()
+        assert st.st_uid == uid and stat.S_IMODE(st.st_mode) == 0o755
+        cluster._prepare_socket_dir(uid, gid)
+        assert cluster.socket_dir == first
+        os.chmod(first, 0o777)  # now anyone could plant a socket there: not reused
+        cluster._prepare_socket_dir(uid, gid)
+        made.append(cluster.socket_dir)
+        assert cluster.socket_dir != first
+        victim = tmp_path / "victim"
+        victim.write_text("keep")
+        (deep / "data" / "pg_hba.conf").symlink_to(victim)
+        cluster._write_conf(5432)
+        assert victim.read_text() == "keep"
+        hba = deep / "data" / "pg_hba.conf"
+        assert not hba.is_symlink() and "local all all scram-sha-256" in hba.read_text()
+    finally:
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)

@@ -100,6 +100,26 @@ def test_same_messages_as_peek_split_between_transactions(src, pg_db, fast_drain
         [lsn for lsn, d in peeked if d[:1] != b"R"]
 
 
+@pytest.mark.parametrize("fast_drain", [True, False], ids=["C drain", "Python reader"])
+def test_over_a_unix_socket_a_backlog_that_fills_it_many_times_comes_whole(
+        src, pg_db, pg_cluster, fast_drain) -> None:
+    """A Unix socket holds a few hundred messages: the reader reads on past each fill (the C
+    drain without the GIL) and hands out exactly what the server sent."""
+    slot, pub = _slot(src)
+    start = _lsn(src)
+    src.execute("DO $$ BEGIN FOR i IN 1 .. 3000 LOOP "
+                "INSERT INTO t VALUES (i, repeat('x', i % 50)); COMMIT; END LOOP; END $$")
+    src.execute("UPDATE t SET v = 'w' WHERE id % 3 = 0")
+    end = _lsn(src)
+    peeked = _peek(src, slot, pub, end)
+    socket_db = pg_cluster.conninfo(src.info.dbname, via_socket=True)
+    with WalStream(socket_db, slot, pub, start, fast_drain=fast_drain) as stream:
+        assert stream._unix
+        got = list(stream.messages(end))
+    assert len(_commits(got)) == 3001
+    assert [d for _, d in got] == [d for _, d in peeked]
+
+
 def test_waits_for_the_server_then_stops_at_an_idle_end(src, pg_db) -> None:
     slot, pub = _slot(src)
     start = _lsn(src)
@@ -255,10 +275,13 @@ def test_a_missing_slot_and_a_busy_slot(src, pg_db) -> None:
 
 
 @pytest.mark.parametrize("fast_drain", [True, False], ids=["C drain", "Python reader"])
-def test_a_dropped_connection_is_an_error_not_a_hang(src, pg_db, fast_drain) -> None:
+@pytest.mark.parametrize("via_socket", [False, True], ids=["TCP", "Unix socket"])
+def test_a_dropped_connection_is_an_error_not_a_hang(src, pg_db, pg_cluster, fast_drain,
+                                                     via_socket) -> None:
     slot, pub = _slot(src)
     start = _lsn(src)
-    with WalStream(pg_db, slot, pub, start, fast_drain=fast_drain) as stream:
+    conninfo = pg_cluster.conninfo(src.info.dbname, via_socket=via_socket)
+    with WalStream(conninfo, slot, pub, start, fast_drain=fast_drain) as stream:
         src.execute("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots "
                     "WHERE slot_name = %s", (slot,))
         src.execute("INSERT INTO t VALUES (1, 'a')")

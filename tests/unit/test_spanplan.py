@@ -223,6 +223,75 @@ def test_random_workloads_plan_the_same(tmp_path: Path, seed: int) -> None:
     assert spans >= 1
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_many_keys_plan_the_same(tmp_path: Path, seed: int) -> None:
+    """Thousands of keys in one span (the planner's key index grows many times over, its
+    chains found again after each growth) and in spans of every size plan as the Python
+    path does."""
+    rng = random.Random(100 + seed)
+    trail = write(tmp_path, workload(rng, 1500, keys=4000))
+    lower, spans = TrailPosition(0, 0), 0
+    while True:
+        upper, _, _ = scan_boundary(trail, lower, max_records=rng.choice([300, 3000, 10**6]))
+        if upper == lower:
+            break
+        want, got = both(trail, lower, upper, ROUTER)
+        assert got is not None, "C gave a plain workload back to Python"
+        assert got == want, (lower, upper)
+        spans += 1
+        lower = upper
+    whole, _, _ = scan_boundary(trail, TrailPosition(0, 0), max_records=10**6)
+    want, got = both(trail, TrailPosition(0, 0), whole, ROUTER)
+    assert got == want and sum(p["counts"][0] for p in got) > 2000  # keys in one index
+
+
+TAGS = tabledef("public", "tags", [("name", "text"), ("n", "integer")], key=["name"])
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_text_keys_plan_the_same(tmp_path: Path, seed: int) -> None:
+    """Text keys the index must tell apart byte for byte: empty, escaped in COPY text
+    (tab, newline, backslash), non-ASCII, long, and prefixes of each other, over many
+    inserts, updates and deletes, plan as the Python path does."""
+    rng = random.Random(200 + seed)
+    names = ["", "a", "aa", "a\tb", "a\tb ", "tab\there", "new\nline", "back\\slash",
+             "ünï", "\u2603", "x" * 300, "x" * 301] + [f"k{i}" for i in range(600)]
+    state: dict[str, bool] = {}
+    txns = []
+    for n in range(400):
+        changes = []
+        for _ in range(rng.randrange(1, 10)):
+            name = rng.choice(names) if n else ""  # a span's first key empty too
+            key = trail_from_pg_text(name, classify("text"))
+            value = trail_from_pg_text(str(rng.randrange(1000)), classify("integer"))
+            if not state.get(name):
+                changes.append(Change(INS, "public.tags", {0: key, 1: value}))
+                state[name] = True
+            elif rng.random() < 0.6:
+                changes.append(Change(rng.choice([UPD, CMP]), "public.tags", {0: key, 1: value}))
+            else:
+                changes.append(Change(DEL, "public.tags", None, {0: key}))
+                state[name] = False
+        txns.append(Transaction(f"0.{n}.7", 1000 + n, changes, 2_460_000_000_000_000 + n))
+    trail = write(tmp_path, txns, {"public.tags": TAGS})
+    p = parse_params_text("REPLICAT rep1\nTARGETDB x\nBATCHSQL\nMAP public.*, TARGET r.*;\n",
+                          "rep1.prm")
+    assert isinstance(p, ReplicatParams)
+    catalog = StaticCatalog([TargetTable("r", "tags", [TargetColumn("name", "text"),
+                                                        TargetColumn("n", "integer")],
+                                         ["name"])])
+    lower = TrailPosition(0, 0)
+    while True:
+        upper, _, _ = scan_boundary(trail, lower, max_records=rng.choice([200, 5000]))
+        if upper == lower:
+            break
+        want, _ = python_plans(trail, lower, upper, ROUTER, Mapper(p, catalog))
+        planned = plan_range(Mapper(p, catalog), trail, lower, upper, ROUTER)
+        assert planned is not None, "C gave text keys back to Python"
+        assert [normal(x) for x in planned[0].plans] == [normal(x) for x in want]
+        lower = upper
+
+
 def test_last_kept_position_and_skipped_tables(tmp_path: Path) -> None:
     """The checkpoint row's position is the last change the router kept, as the Python
     path's ``max(position)``; a table the router leaves out is neither planned nor kept."""

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from trailgate.capture.postgres import fastpath
 from trailgate.capture.postgres.stream_drain import drainer, libpq_path
+from trailgate.trail._accel import load_optional
 
 _LINE = "7f1c2a000000-7f1c2a040000 r-xp 00001000 08:01 1234 {}"
 
@@ -23,3 +26,21 @@ def test_the_drain_binds_in_this_process_when_c_is_built() -> None:
     import psycopg.pq  # noqa: F401  (loads libpq, as any stream does first)
 
     assert (drainer() is not None) == fastpath.available
+
+
+def test_the_drain_refuses_bad_arguments_before_touching_libpq() -> None:
+    import psycopg.pq  # noqa: F401
+
+    if drainer() is None:
+        pytest.skip("no C drain in this build")
+    module = load_optional("trailgate.capture.postgres._pgfast")
+    assert module is not None
+    with pytest.raises(TypeError):
+        module.drain(1, [], 10, 0, 0, 3)  # a socket without its wait
+    for sock, wait_ns in ((3, -1), (3, 1_000_000_000), (2**40, 0)):
+        with pytest.raises((ValueError, OverflowError)):
+            module.drain(1, [], 10, 0, 0, sock, wait_ns)
+    with pytest.raises(ValueError, match="null connection"):
+        module.drain(0, [], 10, 0, 0, -1, 0)
+    out: list[object] = []
+    assert module.drain(1, out, 0, 5, 7, -1, 0) == (0, 0, 5, 7, 0) and out == []

@@ -68,6 +68,8 @@ buf_reserve(Buf *b, Py_ssize_t extra)
 static int
 buf_put(Buf *b, const char *s, Py_ssize_t n)
 {
+    if (n == 0) /* (s may be an empty buffer's NULL) */
+        return 0;
     if (buf_reserve(b, n) < 0)
         return -1;
     memcpy(b->p + b->n, s, (size_t)n);
@@ -260,7 +262,8 @@ typedef struct {
 
 /* One key's chain, folded as setplan._fold_chain folds it. */
 typedef struct {
-    PyObject *key; /* COPY text of the key columns, tab-separated (also the dict key) */
+    Py_ssize_t key_off, key_len; /* COPY text of the key columns, tab-separated, in keys */
+    Py_hash_t hash;              /* of that text (the index's) */
     unsigned char existed, present, deleted_existing;
     Val *row;          /* the row since the chain's last insert (NULL: none) */
     Val *first_insert; /* the first insert's row (may be `row` itself) */
@@ -286,7 +289,9 @@ typedef struct {
     Py_ssize_t *cur_n; /* -2 absent, -1 NULL */
     Val *vals;         /* this change's converted values, by target slot */
     Buf arena;
-    PyObject *index; /* key -> slot number */
+    Buf keys;          /* every slot's key text */
+    Py_ssize_t *index; /* key -> slot number + 1 (0: empty), open addressing */
+    Py_ssize_t index_cap; /* a power of two, at least twice the slots (0: none yet) */
     Slot *slots;
     Py_ssize_t n_slots, cap_slots;
     long inserts, updates, deletes;
@@ -309,10 +314,10 @@ table_free(Table *t)
     PyMem_Free(t->cur_n);
     PyMem_Free(t->vals);
     buf_free(&t->arena);
-    Py_XDECREF(t->index);
+    buf_free(&t->keys);
+    PyMem_Free(t->index);
     for (Py_ssize_t i = 0; i < t->n_slots; i++) {
         Slot *s = &t->slots[i];
-        Py_XDECREF(s->key);
         if (s->first_insert != s->row)
             PyMem_Free(s->first_insert);
         PyMem_Free(s->row);
@@ -381,9 +386,8 @@ table_from_spec(PyObject *spec)
     t->cur_v = PyMem_Calloc((size_t)ns, sizeof(*t->cur_v));
     t->cur_n = PyMem_Calloc((size_t)ns, sizeof(*t->cur_n));
     t->vals = PyMem_Calloc((size_t)t->n_targets, sizeof(Val));
-    t->index = PyDict_New();
     if (!t->f_src || !t->k_src || !t->fixed || !t->key_slot || !t->cur_v || !t->cur_n
-        || !t->vals || !t->index) {
+        || !t->vals) {
         if (!PyErr_Occurred())
             PyErr_NoMemory();
         goto bad;
@@ -487,6 +491,77 @@ val_absent(int n)
     return v;
 }
 
+/* The index: open addressing with linear probing, at most half full, keyed by Python's
+ * own bytes hash (randomized per process, so no trail's keys can be chosen to collide).
+ * Grown before an insertion would pass half. */
+static int
+index_grow(Table *t)
+{
+    if (t->n_slots < t->index_cap / 2)
+        return 0;
+    Py_ssize_t cap = t->index_cap ? 2 * t->index_cap : 256;
+    if (cap > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(Py_ssize_t)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t *index = PyMem_Calloc((size_t)cap, sizeof(Py_ssize_t));
+    if (index == NULL || buf_reserve(&t->keys, 1024) < 0) { /* (keys.p is never NULL) */
+        PyMem_Free(index);
+        PyErr_NoMemory();
+        return -1;
+    }
+    size_t mask = (size_t)cap - 1;
+    for (Py_ssize_t n = 0; n < t->n_slots; n++) {
+        size_t i = (size_t)t->slots[n].hash & mask;
+        while (index[i] != 0)
+            i = (i + 1) & mask;
+        index[i] = n + 1;
+    }
+    PyMem_Free(t->index);
+    t->index = index;
+    t->index_cap = cap;
+    return 0;
+}
+
+/* The slot of key k[0, n), made (zeroed, `made` set) if new; NULL on a memory error. */
+static Slot *
+index_slot(Table *t, const char *k, Py_ssize_t n, int *made)
+{
+    if (index_grow(t) < 0)
+        return NULL;
+    Py_hash_t hash = _Py_HashBytes(k, n);
+    size_t mask = (size_t)t->index_cap - 1, i = (size_t)hash & mask;
+    for (; t->index[i] != 0; i = (i + 1) & mask) {
+        Slot *s = &t->slots[t->index[i] - 1];
+        if (s->hash == hash && s->key_len == n
+            && (n == 0 || memcmp(t->keys.p + s->key_off, k, (size_t)n) == 0)) {
+            *made = 0;
+            return s;
+        }
+    }
+    if (t->n_slots == t->cap_slots) {
+        Py_ssize_t cap = t->cap_slots ? 2 * t->cap_slots : 1024;
+        Slot *slots = PyMem_Realloc(t->slots, (size_t)cap * sizeof(Slot));
+        if (slots == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        t->slots = slots;
+        t->cap_slots = cap;
+    }
+    Py_ssize_t off = t->keys.n;
+    if (buf_put(&t->keys, k, n) < 0)
+        return NULL;
+    Slot *s = &t->slots[t->n_slots++];
+    memset(s, 0, sizeof(Slot));
+    s->key_off = off;
+    s->key_len = n;
+    s->hash = hash;
+    t->index[i] = t->n_slots;
+    *made = 1;
+    return s;
+}
+
 /* One change of a mapped table (its D area in b[d, dend)). */
 static int
 add_change(Table *t, int op, const unsigned char *b, Py_ssize_t d, Py_ssize_t dend, Buf *keybuf)
@@ -538,48 +613,19 @@ add_change(Table *t, int op, const unsigned char *b, Py_ssize_t d, Py_ssize_t de
                 if (v->len == ABSENT)
                     continue;
                 if (v->len != klen[i]
-                    || memcmp(t->arena.p + v->off, keybuf->p + koff[i], (size_t)klen[i]) != 0)
+                    || (klen[i] > 0 /* (an empty key's buffers may be NULL) */
+                        && memcmp(t->arena.p + v->off, keybuf->p + koff[i],
+                                  (size_t)klen[i]) != 0))
                     return BAIL;
             }
         }
     }
-    PyObject *key = PyBytes_FromStringAndSize(keybuf->p, keybuf->n);
-    if (key == NULL)
+    int made;
+    Slot *s = index_slot(t, keybuf->p, keybuf->n, &made);
+    if (s == NULL)
         return FAILED;
-    PyObject *found = PyDict_GetItemWithError(t->index, key);
-    Slot *s;
-    if (found != NULL) {
-        Py_DECREF(key);
-        s = &t->slots[PyLong_AsSsize_t(found)];
-    }
-    else {
-        if (PyErr_Occurred()) {
-            Py_DECREF(key);
-            return FAILED;
-        }
-        if (t->n_slots == t->cap_slots) {
-            Py_ssize_t cap = t->cap_slots ? 2 * t->cap_slots : 1024;
-            Slot *slots = PyMem_Realloc(t->slots, (size_t)cap * sizeof(Slot));
-            if (slots == NULL) {
-                Py_DECREF(key);
-                PyErr_NoMemory();
-                return FAILED;
-            }
-            t->slots = slots;
-            t->cap_slots = cap;
-        }
-        PyObject *number = PyLong_FromSsize_t(t->n_slots);
-        if (number == NULL || PyDict_SetItem(t->index, key, number) < 0) {
-            Py_XDECREF(number);
-            Py_DECREF(key);
-            return FAILED;
-        }
-        Py_DECREF(number);
-        s = &t->slots[t->n_slots++];
-        memset(s, 0, sizeof(Slot));
-        s->key = key; /* the slot owns it */
+    if (made)
         s->existed = s->present = op != OP_INSERT;
-    }
     /* setplan._fold_chain, one change at a time; a collision inside the chain makes Python
      * apply the table one change at a time. */
     if (op == OP_INSERT) {
@@ -671,14 +717,15 @@ emit_insert(Table *t, const Val *row, unsigned char *mask)
 }
 
 static int
-emit_update(Table *t, PyObject *key, const Val *updated, unsigned char *mask)
+emit_update(Table *t, const Slot *s, unsigned char *mask)
 {
+    const Val *updated = s->updated;
     for (int i = 0; i < t->n_targets; i++)
         mask[i] = updated[i].len != ABSENT && !t->key_slot[i];
     Group *g = group_for(t, 1, mask);
     if (g == NULL)
         return PyErr_Occurred() ? FAILED : BAIL;
-    if (buf_put(&g->data, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) < 0)
+    if (buf_put(&g->data, t->keys.p + s->key_off, s->key_len) < 0)
         return FAILED;
     for (int i = 0; i < t->n_targets; i++) {
         if (!mask[i])
@@ -693,9 +740,9 @@ emit_update(Table *t, PyObject *key, const Val *updated, unsigned char *mask)
 }
 
 static int
-emit_key(Buf *b, PyObject *key)
+emit_key(Buf *b, const Table *t, const Slot *s)
 {
-    if (buf_put(b, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) < 0
+    if (buf_put(b, t->keys.p + s->key_off, s->key_len) < 0
         || buf_put(b, "\n", 1) < 0)
         return FAILED;
     return OK;
@@ -710,13 +757,13 @@ emit_table(Table *t)
         Slot *s = &t->slots[i];
         int rc;
         if (s->existed && !s->deleted_existing) {
-            rc = emit_update(t, s->key, s->updated, mask);
+            rc = emit_update(t, s, mask);
             if (rc != OK)
                 return rc;
             continue;
         }
         if (s->deleted_existing) {
-            if (emit_key(&t->del_first, s->key) != OK)
+            if (emit_key(&t->del_first, t, s) != OK)
                 return FAILED;
             t->n_del_first++;
         }
@@ -727,7 +774,7 @@ emit_table(Table *t)
         else if (!s->existed) { /* inserted, deleted again: the insert proves the key free */
             if ((rc = emit_insert(t, s->first_insert, mask)) != OK)
                 return rc;
-            if (emit_key(&t->del_last, s->key) != OK)
+            if (emit_key(&t->del_last, t, s) != OK)
                 return FAILED;
             t->n_del_last++;
         }

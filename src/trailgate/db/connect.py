@@ -126,7 +126,8 @@ def login_conninfo(*, sourcedb: str | None = None, userid: str | None = None,
     """Build a connection string from DBLOGIN's parts.
 
     ``sourcedb`` is a connection string or URI (``host=… dbname=…``) or a plain database
-    name; ``userid`` may carry the server as ``user@host:port/dbname``.
+    name; ``userid`` may carry the server as ``user@host:port/dbname``, where the host may
+    be a Unix socket's directory (``user@/var/run/postgresql:5432/dbname``).
     """
     params: dict[str, Any] = {}
     if sourcedb:
@@ -139,16 +140,31 @@ def login_conninfo(*, sourcedb: str | None = None, userid: str | None = None,
             user, _, server = userid.partition("@")
             params["user"] = user
             if server:
-                hostport, _, db = server.partition("/")
-                host, _, port = hostport.partition(":")
-                params["host"] = host
-                if port:
-                    params["port"] = port
-                if db:
-                    params["dbname"] = db
+                params.update(_server_parts(server))
     if password is not None:
         params["password"] = password
     return make_conninfo(**params)
+
+
+def _server_parts(server: str) -> dict[str, str]:
+    """``host:port/dbname`` of a ``user@…`` login, each part optional; a host that is a
+    Unix socket's directory (``/var/run/postgresql:5432/sales``) ends at its first colon,
+    and names a database only after a port."""
+    if server.startswith("/"):
+        match = re.fullmatch(r"(/[^:]*)(?::([0-9]*)(?:/(.*))?)?", server)
+        if match is None:
+            raise ConfigError(f"cannot read the server of login {server!r}: write a socket "
+                              "directory as /directory:port/dbname")
+        host, port, db = match.groups()
+    else:
+        hostport, _, db = server.partition("/")
+        host, _, port = hostport.partition(":")
+    parts = {"host": host}
+    if port:
+        parts["port"] = port
+    if db:
+        parts["dbname"] = db
+    return parts
 
 
 def credential_conninfo(credential: Credential, sourcedb: str | None = None) -> str:

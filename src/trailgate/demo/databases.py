@@ -63,6 +63,16 @@ class Databases:
     def target_conninfo(self) -> str:
         return self.target.conninfo(self.target_db)
 
+    @property
+    def source_socket_conninfo(self) -> str:
+        """The source database over its server's Unix socket (a client on its host)."""
+        return self.source.conninfo(self.source_db, via_socket=True)
+
+    @property
+    def target_socket_conninfo(self) -> str:
+        """The target database over its server's Unix socket."""
+        return self.target.conninfo(self.target_db, via_socket=True)
+
     @staticmethod
     def login(conninfo: str) -> tuple[str, str]:
         """(``user@host:port/db``, password) for a credential-store alias."""

@@ -16,8 +16,11 @@
  * all big-endian.
  */
 #define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE
 #include <Python.h>
 #include <limits.h>
+#include <poll.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1250,34 +1253,63 @@ done:
  * takes each buffered CopyData message with no Python call per message. */
 typedef int (*GetCopyData)(void *conn, char **buffer, int async);
 typedef void (*FreeMem)(void *ptr);
+typedef int (*ConsumeInput)(void *conn);
 static GetCopyData pq_getcopydata = NULL;
 static FreeMem pq_freemem = NULL;
+static ConsumeInput pq_consumeinput = NULL;
 
-/* bind_libpq(getcopydata_address, freemem_address) -> None */
+/* bind_libpq(getcopydata_address, freemem_address[, consumeinput_address]) -> None */
 static PyObject *bind_libpq(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "bind_libpq(getcopydata_address, freemem_address)");
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "bind_libpq(getcopydata_address, freemem_address"
+                                         "[, consumeinput_address])");
         return NULL;
     }
-    void *get = PyLong_AsVoidPtr(args[0]);
-    if (get == NULL && PyErr_Occurred())
-        return NULL;
-    void *fre = PyLong_AsVoidPtr(args[1]);
-    if (fre == NULL && PyErr_Occurred())
-        return NULL;
-    if (get == NULL || fre == NULL) {
-        PyErr_SetString(PyExc_ValueError, "bind_libpq: a null function address");
-        return NULL;
+    void *fn[3] = {NULL, NULL, NULL};
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        fn[i] = PyLong_AsVoidPtr(args[i]);
+        if (fn[i] == NULL && PyErr_Occurred())
+            return NULL;
+        if (fn[i] == NULL) {
+            PyErr_SetString(PyExc_ValueError, "bind_libpq: a null function address");
+            return NULL;
+        }
     }
-    pq_getcopydata = (GetCopyData)get;
-    pq_freemem = (FreeMem)fre;
+    pq_getcopydata = (GetCopyData)fn[0];
+    pq_freemem = (FreeMem)fn[1];
+    pq_consumeinput = (ConsumeInput)fn[2];
     Py_RETURN_NONE;
 }
 
-/* drain(pgconn_address, out, max, received, committed)
+/* Whether sock has data to read within wait_ns nanoseconds (whole milliseconds where
+ * there is no ppoll). */
+static int sock_readable(int sock, long wait_ns) {
+    struct pollfd p = {sock, POLLIN, 0};
+#ifdef __linux__
+    struct timespec wait = {0, wait_ns};
+    int ready = ppoll(&p, 1, &wait, NULL);
+#else
+    int ready = poll(&p, 1, (int)((wait_ns + 999999) / 1000000));
+#endif
+    return ready > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+/* Reads from a readable socket that give libpq no whole message, one after the other,
+ * before the drain hands back what it has (a TLS record split across reads needs more than
+ * one; a socket that stays readable and gives nothing must not hold the reader). */
+#define READ_ON_IDLE_READS 8
+/* The most messages one drain takes. */
+#define DRAIN_MAX 1000000
+
+/* drain(pgconn_address, out, max, received, committed[, sock, wait_ns])
  *   -> (status, size, received, committed, reply)
- * Up to max messages libpq has buffered, as walstream.WalStream._drain takes them: an
+ * Up to max messages libpq has buffered, as walstream.WalStream._drain takes them; given
+ * the connection's socket (sock >= 0, bind_libpq given PQconsumeInput), once libpq's buffer
+ * is empty and a message was taken it reads on while the socket has data within wait_ns
+ * (below 1 s), as the reader's Python loop does with no wait.  libpq is called with the GIL
+ * released: a Unix socket holds a few hundred messages, and the server waits while the
+ * reader waits for the GIL.  An
  * XLogData ('w') appends (its start LSN, its message bytes), a keepalive ('k') appends
  * (the server's WAL end, None) and sets reply when the server asks for one; any other kind
  * is skipped.  received is the highest XLogData LSN, committed the highest Commit end LSN
@@ -1301,11 +1333,16 @@ static PyObject *pair(unsigned long long lsn, PyObject *value) {
     PyTuple_SET_ITEM(t, 1, value);
     return t;
 }
+typedef struct {
+    char *buf;
+    int n;
+} Taken;
+
 static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 5 || !PyList_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "drain(pgconn_address, out: list, max, received, committed)");
+    if ((nargs != 5 && nargs != 7) || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "drain(pgconn_address, out: list, max, received, "
+                                         "committed[, sock, wait_ns])");
         return NULL;
     }
     if (pq_getcopydata == NULL || pq_freemem == NULL) {
@@ -1324,29 +1361,78 @@ static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     unsigned long long committed = PyLong_AsUnsignedLongLong(args[4]);
     if (committed == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
+    int sock = -1;
+    long wait_ns = 0;
+    if (nargs == 7) {
+        long v = PyLong_AsLong(args[5]);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        wait_ns = PyLong_AsLong(args[6]);
+        if (wait_ns == -1 && PyErr_Occurred())
+            return NULL;
+        if (v > INT_MAX || wait_ns < 0 || wait_ns >= 1000000000L) {
+            PyErr_SetString(PyExc_ValueError, "drain: sock or wait_ns out of range");
+            return NULL;
+        }
+        sock = v < 0 ? -1 : (int)v;
+        if (sock >= 0 && pq_consumeinput == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "drain: bind_libpq was not given "
+                                                "PQconsumeInput");
+            return NULL;
+        }
+    }
     if (conn == NULL) {
         PyErr_SetString(PyExc_ValueError, "drain: a null connection");
         return NULL;
     }
-    PyObject *out = args[1];
-    long long size = 0;
-    int status = 0, reply = 0;
-    for (Py_ssize_t i = 0; i < max; i++) {
+    if (max <= 0)
+        return Py_BuildValue("(iLKKi)", 0, 0LL, received, committed, 0);
+    if (max > DRAIN_MAX) {
+        PyErr_SetString(PyExc_ValueError, "drain: max out of range");
+        return NULL;
+    }
+    Taken *taken = PyMem_RawMalloc((size_t)max * sizeof(Taken));
+    if (taken == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t count = 0;
+    int status = 0, idle = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (count < max) {
         char *buf = NULL;
         int n = pq_getcopydata(conn, &buf, 1);
-        if (n == 0)
-            break;
+        if (n == 0) {
+            if (sock < 0 || count == 0 || idle >= READ_ON_IDLE_READS ||
+                !sock_readable(sock, wait_ns))
+                break;
+            if (!pq_consumeinput(conn)) { /* the connection failed: the caller reads why */
+                status = -2;
+                break;
+            }
+            idle++;
+            continue;
+        }
+        idle = 0;
         if (n < 0) {
             if (buf != NULL)
                 pq_freemem(buf);
             status = n < -2 ? -2 : n;
             break;
         }
-        const unsigned char *m = (const unsigned char *)buf;
+        taken[count].buf = buf;
+        taken[count].n = n;
+        count++;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *out = args[1];
+    long long size = 0;
+    int reply = 0, failed = 0;
+    Py_ssize_t i = 0;
+    for (; i < count && !failed; i++) {
+        const unsigned char *m = (const unsigned char *)taken[i].buf;
+        int n = taken[i].n;
         PyObject *item = NULL;
         if (m[0] == 'w') { /* start LSN, end LSN, send time, message */
             if (n < 26) {
-                pq_freemem(buf);
                 status = -3;
                 break;
             }
@@ -1354,7 +1440,6 @@ static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
             const unsigned char *d = m + 25;
             Py_ssize_t len = (Py_ssize_t)n - 25;
             if (d[0] == 'C' && len < 18) { /* flags, commit LSN, end LSN at offset 10 */
-                pq_freemem(buf);
                 status = -3;
                 break;
             }
@@ -1371,7 +1456,6 @@ static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
             }
         } else if (m[0] == 'k') { /* server WAL end, send time, reply requested */
             if (n < 18) {
-                pq_freemem(buf);
                 status = -3;
                 break;
             }
@@ -1383,17 +1467,17 @@ static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
                     reply = 1;
             }
         } else {
-            pq_freemem(buf);
             continue;
         }
-        pq_freemem(buf);
-        if (item == NULL)
-            return NULL;
-        int r = PyList_Append(out, item);
-        Py_DECREF(item);
-        if (r < 0)
-            return NULL;
+        if (item == NULL || PyList_Append(out, item) < 0)
+            failed = 1;
+        Py_XDECREF(item);
     }
+    for (Py_ssize_t k = 0; k < count; k++)
+        pq_freemem(taken[k].buf);
+    PyMem_RawFree(taken);
+    if (failed)
+        return NULL;
     return Py_BuildValue("(iLKKi)", status, size, received, committed, reply);
 }
 
@@ -1418,10 +1502,12 @@ static PyMethodDef methods[] = {
      "(next, count, blob, last_csn, last_end_lsn, last_commit_time): whole small "
      "transactions as their trail records and an index (trail.txn_batch)."},
     {"bind_libpq", (PyCFunction)(void (*)(void))bind_libpq, METH_FASTCALL,
-     "bind_libpq(getcopydata_address, freemem_address): the libpq functions drain calls."},
+     "bind_libpq(getcopydata_address, freemem_address[, consumeinput_address]): the libpq "
+     "functions drain calls."},
     {"drain", (PyCFunction)(void (*)(void))drain, METH_FASTCALL,
-     "drain(pgconn_address, out, max, received, committed) -> (status, size, received, "
-     "committed, reply): a replication stream's buffered CopyData messages appended to out."},
+     "drain(pgconn_address, out, max, received, committed[, sock, wait_ns]) -> (status, "
+     "size, received, committed, reply): a replication stream's CopyData messages appended "
+     "to out, read on from sock while it has data within wait_ns."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,11 +1,11 @@
 """The replication stream's reader takes libpq's buffered messages in one C call.
 
 ``WalStream`` reads CopyData messages one ``get_copy_data`` call at a time, a Python call and
-a few objects per message; ``_pgfast.drain`` does the same loop in C.  It must call the very
-libpq psycopg's connection belongs to, so this finds that library among the process's
-mapped files (exactly one, its version psycopg's) and hands C its two functions' addresses.
-Anything unexpected — no C module, ``TRAILGATE_PURE_PYTHON=1``, two libpq copies — leaves
-``drainer()`` ``None`` and the reader keeps its Python loop, the reference.
+a few objects per message; ``_pgfast.drain`` does the same loop in C, without the GIL.  It
+must call the very libpq psycopg's connection belongs to, so this finds that library among
+the process's mapped files (exactly one, its version psycopg's) and hands C its functions'
+addresses.  Anything unexpected — no C module, ``TRAILGATE_PURE_PYTHON=1``, two libpq
+copies — leaves ``drainer()`` ``None`` and the reader keeps its Python loop, the reference.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ __all__ = ["Drain", "drainer", "libpq_path"]
 
 log = logging.getLogger("trailgate.extract")
 
-#: ``(pgconn_address, out, max, received, committed) -> (status, size, received, committed,
-#: reply)``: see ``_pgfast.c``'s ``drain``.
-Drain: TypeAlias = Callable[[int, list[tuple[int, Any]], int, int, int],
+#: ``(pgconn_address, out, max, received, committed, sock, wait_ns) -> (status, size,
+#: received, committed, reply)``: see ``_pgfast.c``'s ``drain``.
+Drain: TypeAlias = Callable[[int, list[tuple[int, Any]], int, int, int, int, int],
                             tuple[int, int, int, int, int]]
 
 
@@ -62,9 +62,10 @@ def drainer() -> Drain | None:
             return None
         get = ctypes.cast(lib.PQgetCopyData, ctypes.c_void_p).value
         free = ctypes.cast(lib.PQfreemem, ctypes.c_void_p).value
-        if not get or not free:
+        consume = ctypes.cast(lib.PQconsumeInput, ctypes.c_void_p).value
+        if not get or not free or not consume:
             return None
-        module.bind_libpq(get, free)
+        module.bind_libpq(get, free, consume)
     except (OSError, AttributeError, ValueError, TypeError) as exc:
         log.debug("the stream reader keeps its Python loop: %s", exc)
         return None

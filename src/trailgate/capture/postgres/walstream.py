@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import select
+import socket
 import struct
 import threading
 import time
@@ -63,6 +64,14 @@ MAX_GATHER_SECONDS = DEFAULT_EOF_DELAY_SECONDS
 #: one-row transactions").
 GATHER_PER_RATE = 2e-6
 GATHER_FROM_RATE = 1_500
+#: A chunk of at least this many messages on a Unix socket: the server has likely filled
+#: the socket (its send buffer holds a few hundred small messages, not the megabytes of
+#: loopback TCP) and waits for room, so the reader reads on without pausing.
+UNIX_FULL_MESSAGES = 128
+#: How long the C drain waits on a Unix socket for the server's next message before it
+#: hands over what it has: the server between two messages has not sent everything, and
+#: while the reader waits for the GIL a Unix socket fills and the server stops.
+UNIX_READ_ON_SECONDS = 0.0002
 _ASK_SECONDS = 0.02  # how often a waiting consumer asks the server how far it has read
 _unpack_lsn = struct.Struct(">Q").unpack_from
 _unpack_keepalive = struct.Struct(">QQB").unpack_from
@@ -116,6 +125,10 @@ class WalStream:
         self._fast_drain = drainer() if fast_drain else None  # before the slot is taken
         self._pg = self._start(start_lsn, slot_wait)
         self._pgconn_ptr = self._pg.pgconn_ptr
+        self._sock = self._pg.socket  # the C drain reads on from it ...
+        # ... and on a Unix socket waits a little for more (UNIX_READ_ON_SECONDS)
+        self._unix = _is_unix_socket(self._sock)
+        self._read_on_ns = int(UNIX_READ_ON_SECONDS * 1e9) if self._unix else 0
         self._wake_r, self._wake_w = os.pipe()  # the consumer wakes the reader's select
         os.set_blocking(self._wake_w, False)
         self._thread = threading.Thread(target=self._run, name=f"walstream {slot}",
@@ -350,6 +363,8 @@ class WalStream:
         name_native_thread("walstream")
         pg = self._pg
         sock = pg.socket
+        unix = self._unix
+        full = False  # the last chunk filled a Unix socket: read on at once
         last_status = 0.0
         gather = MIN_GATHER_SECONDS
         last_chunk = time.monotonic()
@@ -407,7 +422,8 @@ class WalStream:
                     gather = _gather(len(chunk), now - last_chunk, caught_up,
                                      self._max_gather)
                     last_chunk = now
-                    pause_first = gather > MIN_GATHER_SECONDS
+                    full = unix and len(chunk) >= UNIX_FULL_MESSAGES
+                    pause_first = gather > MIN_GATHER_SECONDS and not full
                     continue
                 if pause_first:
                     pause_first = False
@@ -421,7 +437,8 @@ class WalStream:
                     # shortest pause, as a busy stream's longer one comes right after its
                     # chunks (above): data the reader had to wait for is a trickle's, or
                     # comes after a burst, and is read as such
-                    time.sleep(MIN_GATHER_SECONDS)
+                    if not full:
+                        time.sleep(MIN_GATHER_SECONDS)
                     if not _consume(pg):
                         raise self._lost(pg)
             self._send_status(pg, False)
@@ -450,7 +467,8 @@ class WalStream:
         fast = self._fast_drain
         if fast is not None:
             status, size, self._received, self._drained_commit, reply = fast(
-                self._pgconn_ptr, out, _DRAIN_MESSAGES, self._received, self._drained_commit)
+                self._pgconn_ptr, out, _DRAIN_MESSAGES, self._received, self._drained_commit,
+                self._sock, self._read_on_ns)
             if reply:
                 self._reply_due = True
             if status == -3:
@@ -564,6 +582,18 @@ def _data_before_keepalive(chunk: list[tuple[int, bytes | None]]) -> bool:
     """Whether a message comes before the last keepalive of ``chunk``."""
     last = max((k for k, item in enumerate(chunk) if item[1] is None), default=0)
     return any(item[1] is not None for item in chunk[:last])
+
+
+def _is_unix_socket(fd: int) -> bool:
+    """Whether the connection's socket is a Unix-domain one (a server on this host)."""
+    try:
+        probe = socket.socket(fileno=fd)
+    except OSError:
+        return False
+    try:
+        return probe.family == socket.AF_UNIX
+    finally:
+        probe.detach()  # the descriptor stays libpq's
 
 
 def _readable(sock: int) -> bool:

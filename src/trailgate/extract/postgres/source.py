@@ -472,6 +472,24 @@ def _position(opts: SourceOptions, cap: PgCapture, end: int, last_commit: int | 
     return position
 
 
+def _settle_state(conn: psycopg.Connection[Any], slot: str) -> tuple[int, int, int]:
+    """(restart_lsn, confirmed_flush_lsn, the server's WAL end) of ``slot`` in one query
+    (the WAL end: flushed, or replayed on a standby); SourceError if the slot is
+    missing."""
+    row = conn.execute(
+        "SELECT (restart_lsn - '0/0'::pg_lsn)::int8, "
+        "(confirmed_flush_lsn - '0/0'::pg_lsn)::int8, "
+        "(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+        "ELSE pg_current_wal_flush_lsn() END - '0/0'::pg_lsn)::int8 "
+        "FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()",
+        (slot,)).fetchone()
+    if row is None:
+        raise SourceError(f"replication slot {slot!r} does not exist in "
+                          f"{describe(conn.info.dsn)}: create it with ADD EXTRACT <group>, "
+                          "TRANLOG, BEGIN NOW")
+    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
+
+
 def _log_snapshot(conn: psycopg.Connection[Any], slot: str) -> int | None:
     """Log a running-transactions snapshot (``pg_log_standby_snapshot()``, PostgreSQL 16+),
     so slot ``slot``'s restart point can move past it; the end of its WAL record, or None
@@ -627,19 +645,37 @@ class StreamedSlot:
         self._no_snapshot = _log_snapshot(cap.control_connection(), self.opts.config.slot
                                           ) is None
 
-    def snapshot_if_behind(self, end: int, slack: int) -> int | None:
+    def snapshot_if_behind(self, end: int, slack: int, *, ahead: int | None = None,
+                           wait: float = 0.0) -> int | None:
         """When the slot's restart point lags ``end`` by more than ``slack`` bytes, log a
         running-transactions snapshot now; the end of its record (a confirmation at or
         past it, once the server has decoded it, moves the restart point there), else
-        None (also with no open stream, or when the server refuses one)."""
+        None (also with no open stream or a lost one, when the server refuses one, or
+        when its WAL ends more than ``ahead`` bytes past ``end``).  The restart point
+        looked at is the one this stream's last confirmation gives: for up to ``wait``
+        seconds the server is asked again until it has taken that confirmation (the
+        stream's thread sends it, and the server moves the restart point as it takes
+        it)."""
         cap = self._capture
         if cap is None or self._no_snapshot:
             return None
         conn = cap.control_connection()
-        restart, _, _ = slot_state(conn, self.opts.config.slot)
-        if end - restart <= slack:
-            return None
-        lsn = _log_snapshot(conn, self.opts.config.slot)
+        slot = self.opts.config.slot
+        deadline = time.monotonic() + wait
+        pause = 0.001
+        while True:
+            restart, confirmed, wal_end = _settle_state(conn, slot)
+            if end - restart <= slack:
+                return None
+            if ahead is not None and wal_end - end > ahead:  # behind the server
+                return None
+            if not self.is_open:  # a lost stream: nothing would read to a snapshot
+                return None
+            if confirmed >= cap.acknowledged_lsn or time.monotonic() + pause > deadline:
+                break
+            time.sleep(pause)
+            pause = min(2 * pause, 0.02)
+        lsn = _log_snapshot(conn, slot)
         self._no_snapshot = lsn is None
         return lsn
 

@@ -51,18 +51,24 @@ HOLD_WAIT_SECONDS = 0.01
 GATHER_SECONDS = 0.02
 #: The shortest such time: a trickle of small transactions is read almost as it lands.
 MIN_GATHER_SECONDS = 0.002
-#: Snapshots a hold logs at most to bring the slot's restart point to the trail's end ...
-SETTLE_TRIES = 2
-#: ... when it lags that by more than this (a snapshot's record and a little WAL besides),
-SETTLE_SLACK_BYTES = 64 << 10
-#: ... and only a stream caught up: a snapshot whose record ends further than this past
-#: what the trail holds is not read to (a hold behind the server lets go at once).
-SETTLE_MAX_BYTES = 1 << 20
 #: Between those, the gap is this many times the CPU the last read took, so reads use at
 #: most a tenth of a core whatever their fixed cost on this machine.  (By CPU, not by the
 #: clock: on a busy machine a read's clock time is mostly waiting for a core, and gathering
 #: by it would only add that wait again to every transaction's lag.)
 GATHER_PER_READ = 10.0
+#: Snapshots a hold logs at most to bring the slot's restart point to the trail's end ...
+SETTLE_TRIES = 2
+#: ... when it lags that by more than this (a snapshot's record and a little WAL besides),
+SETTLE_SLACK_BYTES = 64 << 10
+#: ... and only a stream caught up: with the server's WAL ending further than this past
+#: what the trail holds none is logged, and one whose record ends further is not read to
+#: (a hold behind the server lets go at once).
+SETTLE_MAX_BYTES = 1 << 20
+#: Before it looks at the restart point, a hold waits at most this long for the server to
+#: take the stream's last confirmation (which moves it): not looking too soon saves a
+#: second snapshot, and a confirmation the server does not take in this time (a lost
+#: stream, a very busy machine) only costs one.
+SETTLE_CONFIRM_SECONDS = 0.5
 
 
 class TrailStreamer:
@@ -283,11 +289,15 @@ class TrailStreamer:
         point only when none it decoded earlier waits for a confirmation (one logged
         while a transaction ran may point back before that transaction): what that one
         gives is looked at after its confirmation, and a second snapshot logged if it
-        still lags (``SETTLE_TRIES``)."""
+        still lags (``SETTLE_TRIES``).  Each look first waits (``SETTLE_CONFIRM_SECONDS``
+        at most) for the server to take the last confirmation, so in the usual case the
+        first snapshot is the only one."""
         if self.flush_seconds is None:  # the hold confirms only what a sync made durable
             return 0
         try:
-            point = self.slot.snapshot_if_behind(self._written, SETTLE_SLACK_BYTES) or 0
+            point = self.slot.snapshot_if_behind(
+                self._written, SETTLE_SLACK_BYTES, ahead=SETTLE_MAX_BYTES,
+                wait=SETTLE_CONFIRM_SECONDS) or 0
         except (psycopg.Error, TrailgateError) as exc:  # the hold lets go all the same
             log.info("the slot's restart point is left where it is at this hold: %s", exc)
             return 0
