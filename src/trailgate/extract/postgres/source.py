@@ -109,6 +109,12 @@ def _iso(julian: int) -> str:
     return datetime_from_julian(julian).isoformat(timespec="microseconds")
 
 
+def _missing_slot(conn: psycopg.Connection[Any], slot: str) -> SourceError:
+    return SourceError(f"replication slot {slot!r} does not exist in "
+                       f"{describe(conn.info.dsn)}: create it with ADD EXTRACT <group>, "
+                       "TRANLOG, BEGIN NOW")
+
+
 def slot_state(conn: psycopg.Connection[Any], slot: str) -> tuple[int, int, int | None]:
     """(restart_lsn, confirmed_flush_lsn, active_pid) of ``slot``; SourceError if missing."""
     row = conn.execute(
@@ -117,9 +123,7 @@ def slot_state(conn: psycopg.Connection[Any], slot: str) -> tuple[int, int, int 
         "FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()",
         (slot,)).fetchone()
     if row is None:
-        raise SourceError(f"replication slot {slot!r} does not exist in "
-                          f"{describe(conn.info.dsn)}: create it with ADD EXTRACT <group>, "
-                          "TRANLOG, BEGIN NOW")
+        raise _missing_slot(conn, slot)
     return int(row[0] or 0), int(row[1] or 0), row[2]
 
 
@@ -484,9 +488,7 @@ def _settle_state(conn: psycopg.Connection[Any], slot: str) -> tuple[int, int, i
         "FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()",
         (slot,)).fetchone()
     if row is None:
-        raise SourceError(f"replication slot {slot!r} does not exist in "
-                          f"{describe(conn.info.dsn)}: create it with ADD EXTRACT <group>, "
-                          "TRANLOG, BEGIN NOW")
+        raise _missing_slot(conn, slot)
     return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
 
 
