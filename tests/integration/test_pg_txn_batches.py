@@ -22,7 +22,7 @@ import pytest
 from txn_stream_support import PARAMS, ReplayStream, chunks, random_stream
 
 from trailgate.capture.postgres import fastpath
-from trailgate.capture.postgres.capture import PgCapture
+from trailgate.capture.postgres.capture import BATCH_TXN_ROWS, PgCapture
 from trailgate.changes.change_rows import (
     OP_TXNS,
     ChangeColumns,
@@ -41,6 +41,7 @@ pytestmark = [pytest.mark.postgres,
 
 END = 1 << 62
 TAKEN = {False: 0, True: 0}  # transactions written from batches, by path
+LONGEST = {False: 0, True: 0}  # the most records of a transaction in a batch, by path
 
 
 def _home(path: Path, conninfo: str) -> SourceOptions:
@@ -75,7 +76,11 @@ def _write(opts: SourceOptions, conninfo: str, parts: list, trail: Path, batched
             assert type(cols) is ChangeColumns
             for op, blob in zip(cols.ops, cols.records, strict=True):
                 if op == OP_TXNS:
-                    TAKEN[batched] += TxnBatch.parse(blob).count
+                    txns = TxnBatch.parse(blob)
+                    TAKEN[batched] += txns.count
+                    LONGEST[batched] = max(LONGEST[batched], *(
+                        sum(len(records) for _, records in t.runs)
+                        for t in txns.transactions()))
             yield batch
 
     sink = SinkOptions.parse({"path": str(trail), "megabytes": "1", **(sink_options or {})},
@@ -108,6 +113,23 @@ def test_batches_write_the_general_paths_bytes(pg_db, tmp_path, seed, tracker):
                      tracker=tracker)
     assert general[0].transactions > 1000
     assert TAKEN[False] == 0 and TAKEN[True] > general[0].transactions // 2
+    assert record_bytes(tmp_path / "g" / "aa") == record_bytes(tmp_path / "b" / "aa")
+    _same(general, batched)
+
+
+def test_long_transactions_in_batches_write_the_general_paths_bytes(pg_db, tmp_path):
+    """Transactions of up to ``BATCH_TXN_ROWS`` rows go into batches when they are whole in
+    a chunk; longer ones, and those a chunk cuts, take the general path: the same bytes."""
+    opts = _home(tmp_path / "home", pg_db)
+    items = random_stream(13, 160, big=(40, BATCH_TXN_ROWS + 60), big_share=0.25,
+                          relations=0.0005)
+    parts = chunks(items, 13, most=6000)
+    TAKEN.update({False: 0, True: 0})
+    LONGEST.update({False: 0, True: 0})
+    general = _write(opts, pg_db, parts, tmp_path / "g" / "aa", batched=False)
+    batched = _write(opts, pg_db, parts, tmp_path / "b" / "aa", batched=True)
+    assert TAKEN[False] == 0 and TAKEN[True] > general[0].transactions // 2
+    assert 100 < LONGEST[True] <= BATCH_TXN_ROWS
     assert record_bytes(tmp_path / "g" / "aa") == record_bytes(tmp_path / "b" / "aa")
     _same(general, batched)
 

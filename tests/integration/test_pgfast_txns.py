@@ -104,6 +104,27 @@ def test_scan_span_agrees_with_its_reference():
                     fastpath._scan_span(part, i, len(part), end, bound, in_txn)
 
 
+def test_lsns_of_any_size_are_read_as_unsigned_64_bit_numbers():
+    """An item's LSN is an unsigned 64-bit number: one past 2**63 is read as one below it,
+    a negative one or one past 2**64 is an ``OverflowError``, something else a
+    ``TypeError``."""
+    for base in (0x1_0000_0000, (1 << 63) - 50, (1 << 63) + 7, (1 << 64) - 200):
+        items = [(base + k, None) for k in range(5)] + [(base + 9, b"X")]
+        for end in (base + 2, base + 9, base + 100):
+            assert fastpath.scan_span(items, 0, len(items), end, 0, False) == \
+                fastpath._scan_span(items, 0, len(items), end, 0, False)
+    for bad, error in ((-1, OverflowError), (-(1 << 70), OverflowError), (1 << 64, OverflowError),
+                       (1.5, TypeError), (True, None)):
+        items = [(bad, None)]
+        if error is None:  # a bool is an int
+            fastpath.scan_span(items, 0, 1, 10, 0, False)
+            continue
+        with pytest.raises(error):
+            fastpath.scan_span(items, 0, 1, 10, 0, False)
+        with pytest.raises(error):
+            fastpath.txns_encoder(items, 0, 1, {}, 0, 10, 5, 100, 5)
+
+
 @pytest.mark.parametrize("message", [b"B\x00\x00\x00\x01", b"C\x00" + b"\x00" * 10, b""])
 def test_scan_span_names_the_lsn_of_a_broken_begin_or_commit(message):
     in_txn = message[:1] == b"C"
@@ -119,7 +140,7 @@ def test_encode_txns_takes_only_whole_sound_transactions_of_garbled_streams():
     cap = _capture(clean, 21)
     rels = _rels(cap)
     taken = 0
-    for _ in range(400):
+    for k in range(400):
         items = _garble(rng, clean)
         start = 0
         while start < len(items):
@@ -128,7 +149,7 @@ def test_encode_txns_takes_only_whole_sound_transactions_of_garbled_streams():
                 start += 1
                 continue
             nxt, count, blob, _, _, _ = fastpath.txns_encoder(
-                items, start, len(items), rels, 0, 1 << 62, 50, 1 << 20, 16)
+                items, start, len(items), rels, 0, 1 << 62, 50, 1 << 20, (16, 1000)[k % 2])
             assert start <= nxt <= len(items)
             if blob is not None:
                 batch = TxnBatch.parse(blob)
@@ -139,6 +160,47 @@ def test_encode_txns_takes_only_whole_sound_transactions_of_garbled_streams():
                 taken += batch.count
             start = nxt + 1 if count == 0 else nxt
     assert taken > 10_000  # most of the stream is still whole
+
+
+def _txn_of(rows: int, xid: int = 900, lsn: int = 0x2_0000_0000, cut: int = 0) -> list:
+    """One transaction of ``rows`` inserts into s.t1 (``cut``: its last items left out)."""
+    items = [(lsn, b"B" + struct.pack(">qqI", lsn + rows + 1, 800_000_000_000_000, xid))]
+    for k in range(rows):
+        items.append((lsn + 1 + k, b"I" + struct.pack(">I", 90001) + b"N" + struct.pack(">h", 5)
+                      + b"".join(b"t" + struct.pack(">i", len(v)) + v
+                                 for v in (str(k).encode(), b"x" * 40, b"1.5", b"t",
+                                           b"2026-11-28 10:00:00"))))
+    end = lsn + rows + 1
+    items.append((end, b"C" + struct.pack(">bqqq", 0, end, end + 8, 800_000_000_000_000)))
+    return items[:len(items) - cut]
+
+
+def test_encode_txns_leaves_long_cut_and_oversized_transactions_before_encoding_them():
+    """A transaction of more than ``max_rows`` row changes, one whose Commit is not in
+    ``chunk[:stop]``, or one whose own records pass ``max_bytes`` is not taken (the general
+    path takes it); one of ``max_rows`` rows is, and a batch ends before such a one."""
+    cap = _capture(_plain(random_stream(3, 5)), 3)
+    rels = _rels(cap)
+    encode = fastpath.txns_encoder
+    one = _txn_of(20)
+    assert encode(one, 0, len(one), rels, 0, 1 << 62, 50, 1 << 20, 20)[:2] == (len(one), 1)
+    assert encode(one, 0, len(one), rels, 0, 1 << 62, 50, 1 << 20, 19)[:3] == (0, 0, None)
+    for cut in (1, 2, len(one) - 1):  # the Commit, then rows too, are past the chunk's end
+        part = one[:len(one) - cut]
+        assert encode(part, 0, len(part), rels, 0, 1 << 62, 50, 1 << 20, 100)[:3] == \
+            (0, 0, None)
+    assert encode(one, 0, len(one) - 1, rels, 0, 1 << 62, 50, 1 << 20, 100)[:3] == (0, 0, None)
+    nxt, count, blob, _, _, _ = encode(one, 0, len(one), rels, 0, 1 << 62, 50, 1 << 20, 100)
+    size = len(TxnBatch.parse(blob).records)
+    assert encode(one, 0, len(one), rels, 0, 1 << 62, 50, size, 100)[:2] == (len(one), 1)
+    assert encode(one, 0, len(one), rels, 0, 1 << 62, 50, size - 1, 100)[:3] == (0, 0, None)
+    # small transactions, then one too long: the batch holds the small ones
+    small = _txn_of(2, 901, 0x3_0000_0000) + _txn_of(3, 902, 0x4_0000_0000)
+    items = small + _txn_of(30, 903, 0x5_0000_0000)
+    nxt, count, blob, csn, _, _ = encode(items, 0, len(items), rels, 0, 1 << 62, 50, 1 << 20,
+                                         16)
+    assert (nxt, count, TxnBatch.parse(blob).count) == (len(small), 2, 2)
+    assert csn == 0x4_0000_0000 + 4
 
 
 @pytest.mark.parametrize("kind", ["B", "C", "U"])
@@ -168,6 +230,7 @@ fastpath.scan_span = _pgfast.scan_span
 import test_pgfast_txns as t
 t.test_scan_span_agrees_with_its_reference()
 t.test_encode_txns_takes_only_whole_sound_transactions_of_garbled_streams()
+t.test_encode_txns_leaves_long_cut_and_oversized_transactions_before_encoding_them()
 print("sanitized ok")
 """
 

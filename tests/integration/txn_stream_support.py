@@ -84,6 +84,9 @@ def _tuple(values: list[str | bool | None]) -> bytes:
 @dataclass
 class _Gen:
     rng: random.Random
+    big: tuple[int, int] = (17, 30)  # rows of a big transaction
+    big_share: float = 0.03  # of the transactions
+    relations: float = 0.05  # the chance of a Relation message before a row
     lsn: int = 0x1_0000_0000
     xid: int = 700
     time: int = 800_000_000_000_000
@@ -132,14 +135,15 @@ class _Gen:
         rng = self.rng
         body: list[tuple[int, bytes | None]] = []
         shape = rng.random()
-        nrows = (0 if shape < 0.04 else rng.randint(17, 30) if shape < 0.07
+        big = shape < 0.04 + self.big_share
+        nrows = (0 if shape < 0.04 else rng.randint(*self.big) if big
                  else rng.choice([1, 1, 1, 2, 3]))
         oids = [rng.choice([90001, 90001, 90002, 90003, 90003, 90004, 90005])
                 for _ in range(nrows)]
         if rng.random() < 0.5:  # most transactions change one table
             oids = [oids[0]] * nrows if oids else []
         for oid in oids:
-            if rng.random() < 0.05 or oid not in self.columns:
+            if rng.random() < self.relations or oid not in self.columns:
                 if oid == 90002 and oid in self.columns and rng.random() < 0.5:
                     self.columns[oid] = [*self.columns[oid], (f"x{len(self.columns[oid])}",
                                                               "text")]  # ALTER TABLE
@@ -168,10 +172,14 @@ class _Gen:
             self.out.append((self.lsn, None))  # a keepalive between transactions
 
 
-def random_stream(seed: int, transactions: int) -> list[tuple[int, bytes | None]]:
+def random_stream(seed: int, transactions: int, big: tuple[int, int] = (17, 30),
+                  big_share: float = 0.03, relations: float = 0.05
+                  ) -> list[tuple[int, bytes | None]]:
     """The messages of ``transactions`` random transactions, as ``(lsn, message)`` pairs
-    (``None``: a keepalive)."""
-    gen = _Gen(random.Random(seed))
+    (``None``: a keepalive); ``big_share`` of them have ``big`` rows (from, to), and a row
+    comes after its table's Relation message with the chance ``relations`` (always the
+    table's first)."""
+    gen = _Gen(random.Random(seed), big, big_share, relations)
     for _ in range(transactions):
         gen.transaction()
     return gen.out

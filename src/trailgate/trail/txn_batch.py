@@ -1,11 +1,11 @@
 """Many whole small transactions in one blob, their trail records already final.
 
-A source that reads a run of one-to-few-row transactions (the PostgreSQL Extract's C
-capture loop) hands them on as one blob, so the code between it and the file works per
-batch, not per transaction: the writer appends the records in one go when its file has
-every table's definition and room (``TrailWriter.write_batch``); otherwise each transaction
-takes the general path again, from its records with the T area taken off, which gives the
-same bytes.  Only transactions that write a record are in a batch.
+A source that reads a run of whole transactions of up to a thousand rows or so (the
+PostgreSQL Extract's C capture loop) hands them on as one blob, so the code between it and
+the file works per batch, not per transaction: the writer appends the records in one go
+when its file has every table's definition and room (``TrailWriter.write_batch``);
+otherwise each transaction takes the general path again, from its records with the T area
+taken off, which gives the same bytes.  Only transactions that write a record are in a batch.
 """
 
 from __future__ import annotations

@@ -87,7 +87,16 @@ static int valid_utf8(const unsigned char *p, Py_ssize_t n) {
     while (i < n) {
         unsigned char c = p[i];
         if (c < 0x80) {
-            i++;
+            /* ASCII, most values: eight bytes at a time while all eight are (and in n) */
+            uint64_t word;
+            while (i + 8 <= n) {
+                memcpy(&word, p + i, 8);
+                if (word & 0x8080808080808080ull)
+                    break;
+                i += 8;
+            }
+            while (i < n && p[i] < 0x80)
+                i++;
             continue;
         }
         int len;
@@ -644,6 +653,22 @@ static PyObject *encode_row(PyObject *self, PyObject *const *args, Py_ssize_t na
     return record;
 }
 
+/* PyLong_AsUnsignedLongLong, quicker for an int below 2**63 (an LSN): CPython 3.11 converts
+ * an int of more than one 30-bit digit through a byte array, twice per message here.
+ * Anything else (not an int, negative, 2**63 or more) takes PyLong_AsUnsignedLongLong
+ * itself, so the result and the error are its own. */
+static inline unsigned long long as_lsn(PyObject *o) {
+    if (PyLong_CheckExact(o)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (!overflow && v >= 0)
+            return (unsigned long long)v;
+        if (v == -1 && !overflow && PyErr_Occurred())
+            return (unsigned long long)-1;
+    }
+    return PyLong_AsUnsignedLongLong(o);
+}
+
 /* The (lsn, message) pair at chunk[i]: 1 a row message (I, U, D) of relation key with
  * *lsn and *msg set, 0 anything else. */
 static int row_item(PyObject *chunk, Py_ssize_t i, const unsigned char *key,
@@ -660,7 +685,7 @@ static int row_item(PyObject *chunk, Py_ssize_t i, const unsigned char *key,
     PyObject *l = PyTuple_GET_ITEM(item, 0);
     if (!PyLong_CheckExact(l))
         return 0;
-    *lsn = PyLong_AsUnsignedLongLong(l);
+    *lsn = as_lsn(l);
     if (PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
@@ -778,7 +803,7 @@ static int span_item(PyObject *chunk, Py_ssize_t i, unsigned long long *lsn, PyO
         PyErr_SetString(PyExc_TypeError, "a span's items are (lsn, bytes | None) pairs");
         return -1;
     }
-    *lsn = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(item, 0));
+    *lsn = as_lsn(PyTuple_GET_ITEM(item, 0));
     if (PyErr_Occurred())
         return -1;
     *msg = PyTuple_GET_ITEM(item, 1);
@@ -892,10 +917,24 @@ typedef struct {
     uint32_t counts[4];
 } BatchTable;
 
+/* v in decimal into dst (room for 20 digits); the number of digits (snprintf's "%llu",
+ * without its format parsing: once per transaction, a tenth of a one-row batch's time). */
+static int decimal(char *dst, unsigned long long v) {
+    char tmp[20];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (int i = 0; i < n; i++)
+        dst[i] = tmp[n - 1 - i];
+    return n;
+}
+
 /* A transaction's T area (records.with_t_area): its CSN and XID as decimal text. */
 static Py_ssize_t t_area(unsigned char *t, unsigned long long csn, unsigned xid) {
     char c[24], x[12];
-    int cl = snprintf(c, sizeof c, "%llu", csn), xl = snprintf(x, sizeof x, "%u", xid);
+    int cl = decimal(c, csn), xl = decimal(x, xid);
     Py_ssize_t len = 8 + cl + xl;
     t[0] = 'T';
     t[1] = 0;
@@ -971,6 +1010,43 @@ static PyObject *batch_blob(BatchTable *tabs, int ntabs, uint32_t ntxn, const Ou
     return blob;
 }
 
+/* Whether the transaction whose Begin (of commit LSN final_lsn) is at chunk[from - 1] can be
+ * taken whole from chunk[from:stop] as far as its messages' kinds say: only keepalives and
+ * row changes (I, U, D, longer than 5 bytes), at most max_rows of them, then its 26-byte
+ * Commit.  Looks at each message's first byte and length only, so encode_txns encodes
+ * nothing of a transaction it would give up at its end (too many rows, not whole in the
+ * chunk, another kind of message).  1 yes, 0 no (also for an item that is not an
+ * (lsn, bytes | None) pair: span_item then says what is wrong). */
+static int txn_fits(PyObject *chunk, Py_ssize_t from, Py_ssize_t stop, long long final_lsn,
+                    Py_ssize_t max_rows) {
+    Py_ssize_t rows = 0;
+    for (Py_ssize_t j = from; j < stop; j++) {
+        PyObject *item = PyList_GET_ITEM(chunk, j);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2)
+            return 0; /* not a pair: left to the loop that says what is wrong */
+        PyObject *data = PyTuple_GET_ITEM(item, 1);
+        if (data == Py_None)
+            continue;
+        if (!PyBytes_CheckExact(data))
+            return 0;
+        const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(data);
+        Py_ssize_t n = PyBytes_GET_SIZE(data);
+        if (n > 5 && (d[0] == 'I' || d[0] == 'U' || d[0] == 'D')) {
+            if (++rows > max_rows)
+                return 0;
+            continue;
+        }
+        return n == 26 && d[0] == 'C' && (long long)get64(d + 2) == final_lsn;
+    }
+    return 0;
+}
+
+/* encode_txns's buffers (records, index, table of each record), kept between calls up to
+ * SCRATCH_KEEP bytes each; only touched with the GIL held. */
+#define SCRATCH_KEEP (8 << 20)
+static Out txns_scratch[3] = {{NULL, 0, 0}, {NULL, 0, 0}, {NULL, 0, 0}};
+static int txns_scratch_busy = 0;
+
 /* encode_txns(chunk, start, stop, rels, after, upto, max_txns, max_bytes, max_rows)
  *   -> (next, count, blob | None, last_csn, last_end_lsn, last_commit_time)
  * A run of whole small transactions in one call: from chunk[start] on, each Begin, its row
@@ -978,9 +1054,10 @@ static PyObject *batch_blob(BatchTable *tabs, int ntabs, uint32_t ntxn, const Ou
  * them (encode_row's records, the T area on the first, TransInd set), until stop, max_txns
  * transactions, max_bytes of records, or a transaction this does not take: one with another
  * message (Relation, Type, Origin, Message, Truncate), a row of a relation not in rels (an
- * int oid -> (layout, keep, table name), or None: rows dropped), more than max_rows rows, a
- * row encode_row leaves to Python, one committing at or before after or at or after upto,
- * or one not whole in chunk[:stop].  next is the first item not taken (keepalives between
+ * int oid -> (layout, keep, table name), or None: rows dropped), more than max_rows row
+ * changes (those of dropped relations too), records of more than max_bytes itself, a row
+ * encode_row leaves to Python, one committing at or before after or at or after upto, or
+ * one not whole in chunk[:stop] (txn_fits looks first, so most of those cost no encoding).  next is the first item not taken (keepalives between
  * transactions are taken), count the transactions taken; blob is None when none of them
  * wrote a record.  last_commit_time is the last Commit's, as a Julian timestamp. */
 static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1001,7 +1078,18 @@ static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t n
         stop = PyList_GET_SIZE(chunk);
     if (start < 0)
         start = 0;
+    /* the scratch buffers of the last call, kept: no growing and no fresh pages per call
+     * (a one-row read's batch is small, a backlog's about max_bytes); a call made while
+     * another is under way (none is: nothing here runs Python code) gets its own */
     Out recs = {NULL, 0, 0}, index = {NULL, 0, 0}, rtabs = {NULL, 0, 0};
+    int kept = !txns_scratch_busy;
+    if (kept) {
+        txns_scratch_busy = 1;
+        recs = txns_scratch[0];
+        index = txns_scratch[1];
+        rtabs = txns_scratch[2];
+        recs.len = index.len = rtabs.len = 0;
+    }
     BatchTable tabs[MAX_BATCH_TABLES];
     int ntabs = 0;
     uint32_t nwritten = 0;
@@ -1025,6 +1113,8 @@ static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t n
         unsigned xid = get32(d + 17);
         if (final_lsn <= after || final_lsn >= upto || final_lsn <= last_csn || final_lsn < 0
             || begin_time < -JULIAN_PG_EPOCH || begin_time > LLONG_MAX - JULIAN_PG_EPOCH)
+            break;
+        if (!txn_fits(chunk, taken + 1, stop, final_lsn, max_rows))
             break;
         unsigned long long io_time = (unsigned long long)(begin_time + JULIAN_PG_EPOCH);
         Py_ssize_t t_len = t_area(t, (unsigned long long)final_lsn, xid);
@@ -1068,7 +1158,7 @@ static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t n
                                    nrec ? NULL : t, nrec ? 0 : t_len, &recs, &at);
                 if (r < 0)
                     goto done;
-                if (r > 0)
+                if (r > 0 || recs.len - rec_mark > max_bytes)
                     break;
                 if (out_reserve(&rtabs, 1) < 0)
                     goto done;
@@ -1138,9 +1228,23 @@ static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t n
         result = Py_BuildValue("(nnNLLL)", taken, count, blob, last_csn, last_end, last_commit);
     }
 done:
-    PyMem_Free(recs.buf);
-    PyMem_Free(index.buf);
-    PyMem_Free(rtabs.buf);
+    if (kept) {
+        Out *bufs[3] = {&recs, &index, &rtabs};
+        for (int k = 0; k < 3; k++) { /* kept unless a rare call made one large */
+            if (bufs[k]->cap > SCRATCH_KEEP) {
+                PyMem_Free(bufs[k]->buf);
+                bufs[k]->buf = NULL;
+                bufs[k]->cap = 0;
+            }
+            bufs[k]->len = 0;
+            txns_scratch[k] = *bufs[k];
+        }
+        txns_scratch_busy = 0;
+    } else {
+        PyMem_Free(recs.buf);
+        PyMem_Free(index.buf);
+        PyMem_Free(rtabs.buf);
+    }
     return result;
 }
 
