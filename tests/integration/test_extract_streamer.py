@@ -432,16 +432,7 @@ def test_a_hold_lets_go_of_the_slot_with_its_restart_point_at_the_trails_end(
 
     if not caught_up:
         monkeypatch.setattr(trail_streamer, "SETTLE_MAX_BYTES", 0)
-    logged: list[int] = []  # the snapshots the hold logged (the real method runs)
-    real = StreamedSlot.snapshot_if_behind
-
-    def counted(self, end, slack, **kwargs):
-        lsn = real(self, end, slack, **kwargs)
-        if lsn is not None:
-            logged.append(lsn)
-        return lsn
-
-    monkeypatch.setattr(StreamedSlot, "snapshot_if_behind", counted)
+    logged = _count_snapshots(monkeypatch)  # the snapshots the hold logged
     home, source, start = _setup(pg_db, tmp_path)
     trail = home.dirdat / "aa"
     stop = home.dirchk / "STR.stop"
@@ -507,16 +498,7 @@ def test_a_hold_settles_the_restart_point_with_one_snapshot(pg_db, tmp_path, mon
     home, source, start = _setup(pg_db, tmp_path)
     trail = home.dirdat / "aa"
     stop = home.dirchk / "STR.stop"
-    logged: list[int] = []  # the snapshots the holds logged (the real method runs)
-    real = StreamedSlot.snapshot_if_behind
-
-    def counted(self, end, slack, **kwargs):
-        lsn = real(self, end, slack, **kwargs)
-        if lsn is not None:
-            logged.append(lsn)
-        return lsn
-
-    monkeypatch.setattr(StreamedSlot, "snapshot_if_behind", counted)
+    logged = _count_snapshots(monkeypatch)  # the snapshots the holds logged
     slot = StreamedSlot(source)
     streamer = TrailStreamer(slot, _sink(home, "run-1"), start, stop_file=str(stop),
                              flush_seconds=0.2)
@@ -596,6 +578,22 @@ def _confirmed(pg_db) -> int:
         return int(conn.execute(
             "SELECT (confirmed_flush_lsn - '0/0'::pg_lsn)::int8 FROM pg_replication_slots "
             "WHERE slot_name = %s", (slot_name("STR"),)).fetchone()[0])
+
+
+def _count_snapshots(monkeypatch) -> list[int]:
+    """The running-transactions snapshots the streamer's settling logs from now on (the
+    real method runs), in a list that grows as it logs them."""
+    logged: list[int] = []
+    real = StreamedSlot.snapshot_if_behind
+
+    def counted(self, end, slack, **kwargs):
+        lsn = real(self, end, slack, **kwargs)
+        if lsn is not None:
+            logged.append(lsn)
+        return lsn
+
+    monkeypatch.setattr(StreamedSlot, "snapshot_if_behind", counted)
+    return logged
 
 
 def _checkpoint_lsn(home) -> int:
