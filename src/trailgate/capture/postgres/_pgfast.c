@@ -1016,7 +1016,7 @@ static PyObject *batch_blob(BatchTable *tabs, int ntabs, uint32_t ntxn, const Ou
  * Commit.  Looks at each message's first byte and length only, so encode_txns encodes
  * nothing of a transaction it would give up at its end (too many rows, not whole in the
  * chunk, another kind of message).  1 yes, 0 no (also for an item that is not an
- * (lsn, bytes | None) pair: span_item then says what is wrong). */
+ * (lsn, bytes | None) pair: the Python path then says what is wrong). */
 static int txn_fits(PyObject *chunk, Py_ssize_t from, Py_ssize_t stop, long long final_lsn,
                     Py_ssize_t max_rows) {
     Py_ssize_t rows = 0;
@@ -1074,6 +1074,8 @@ static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_ssize_t max_rows = PyLong_AsSsize_t(args[8]);
     if (PyErr_Occurred())
         return NULL;
+    if (max_rows > 0xFFFF) /* a transaction's record count is 16 bits in the index */
+        max_rows = 0xFFFF;
     if (stop > PyList_GET_SIZE(chunk))
         stop = PyList_GET_SIZE(chunk);
     if (start < 0)
@@ -1082,7 +1084,11 @@ static PyObject *encode_txns(PyObject *self, PyObject *const *args, Py_ssize_t n
      * (a one-row read's batch is small, a backlog's about max_bytes); a call made while
      * another is under way (none is: nothing here runs Python code) gets its own */
     Out recs = {NULL, 0, 0}, index = {NULL, 0, 0}, rtabs = {NULL, 0, 0};
+#if defined(__SANITIZE_ADDRESS__)
+    int kept = 0; /* fresh buffers, so the sanitizer sees a read past what a call wrote */
+#else
     int kept = !txns_scratch_busy;
+#endif
     if (kept) {
         txns_scratch_busy = 1;
         recs = txns_scratch[0];
