@@ -26,6 +26,9 @@ from typing import Any
 _SET_UP = frozenset({"register_dataclass", "set_column_kinds"})
 #: extensions whose functions take raw addresses (libpq's) by design: not mutated
 _RAW_POINTERS = ("_copypump",)
+#: functions of other extensions that take them: not mutated either (a mutated connection
+#: address is a crash by design, not a finding)
+_RAW_POINTER_FUNCTIONS = frozenset({"bind_libpq", "drain"})
 
 _seed = int(os.environ.get("TRAILGATE_SANITIZE_SEED") or random.randrange(1 << 30))
 _rng = random.Random(_seed)
@@ -90,6 +93,7 @@ def pytest_configure(config: Any) -> None:
         for attr in dir(module):
             fn = getattr(module, attr)
             if (not attr.startswith("_") and attr not in _SET_UP
+                    and attr not in _RAW_POINTER_FUNCTIONS
                     and type(fn).__name__ == "builtin_function_or_method"):
                 setattr(module, attr, _wrap(fn))
     print(f"sanitizer_mutate: TRAILGATE_SANITIZE_SEED={_seed}")
