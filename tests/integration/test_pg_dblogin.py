@@ -225,7 +225,7 @@ def test_a_long_cluster_path_gets_a_private_socket_dir_and_links_are_never_follo
         victim = tmp_path / "victim"
         victim.write_text("keep")
         (deep / "data" / "pg_hba.conf").symlink_to(victim)
-        cluster._write_conf(5432)
+        cluster._write_conf(5432, uid, gid)
         assert victim.read_text() == "keep"
         hba = deep / "data" / "pg_hba.conf"
         assert not hba.is_symlink() and "local all all scram-sha-256" in hba.read_text()

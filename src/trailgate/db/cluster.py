@@ -174,7 +174,7 @@ class Cluster:
         self._save_state({"port": _free_port(), "user": _SUPERUSER, "password": password,
                           "os_user": self.os_user})
 
-    def _write_conf(self, port: int) -> None:
+    def _write_conf(self, port: int, uid: int, gid: int) -> None:
         settings = {
             "listen_addresses": "'127.0.0.1'",
             "port": str(port),
@@ -191,7 +191,6 @@ class Cluster:
             settings.update({"fsync": "off",
                              "full_page_writes": "off", "shared_buffers": "'32MB'"})
         settings.update(self.extra_settings)
-        uid, gid = self._ensure_os_user()
         _replace_file(self.data_dir / _CONF_NAME,
                       "".join(f"{k} = {v}\n" for k, v in settings.items()), uid, gid)
         # trailgate's own: written at each start (a cluster made before the socket gains it)
@@ -207,8 +206,9 @@ class Cluster:
         else:
             state = self._state()
             recorded = state.get("socket_dir")
-            path = Path(recorded) if recorded else own
-            if not recorded or not _private_dir(path, uid):
+            if recorded and _private_dir(Path(recorded), uid):
+                path = Path(recorded)
+            else:
                 path = Path(tempfile.mkdtemp(prefix="trailgate-"))
                 self._save_state({**state, "socket_dir": str(path)})
         if not _private_dir(path, uid, writable_by_others=True):
@@ -230,7 +230,7 @@ class Cluster:
             self._save_state({**state, "port": port})
         uid, gid = self._ensure_os_user()
         self._prepare_socket_dir(uid, gid)
-        self._write_conf(port)
+        self._write_conf(port, uid, gid)
         try:
             self._run("pg_ctl", ["-D", str(self.data_dir), "-l", str(self.log_file), "-w",
                                  "-t", str(timeout), "start"], timeout=timeout + 10)

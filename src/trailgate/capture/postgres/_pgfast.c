@@ -1264,12 +1264,12 @@ static GetCopyData pq_getcopydata = NULL;
 static FreeMem pq_freemem = NULL;
 static ConsumeInput pq_consumeinput = NULL;
 
-/* bind_libpq(getcopydata_address, freemem_address[, consumeinput_address]) -> None */
+/* bind_libpq(getcopydata_address, freemem_address, consumeinput_address) -> None */
 static PyObject *bind_libpq(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 2 && nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "bind_libpq(getcopydata_address, freemem_address"
-                                         "[, consumeinput_address])");
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "bind_libpq(getcopydata_address, freemem_address, "
+                                         "consumeinput_address)");
         return NULL;
     }
     void *fn[3] = {NULL, NULL, NULL};
@@ -1308,11 +1308,11 @@ static int sock_readable(int sock, long wait_ns) {
 /* The most messages one drain takes. */
 #define DRAIN_MAX 1000000
 
-/* drain(pgconn_address, out, max, received, committed[, sock, wait_ns])
+/* drain(pgconn_address, out, max, received, committed, sock, wait_ns)
  *   -> (status, size, received, committed, reply)
  * Up to max messages libpq has buffered, as walstream.WalStream._drain takes them; given
- * the connection's socket (sock >= 0, bind_libpq given PQconsumeInput), once libpq's buffer
- * is empty and a message was taken it reads on while the socket has data within wait_ns
+ * the connection's socket (sock >= 0), once libpq's buffer is empty and a message was
+ * taken it reads on while the socket has data within wait_ns
  * (below 1 s), as the reader's Python loop does with no wait.  libpq is called with the GIL
  * released: a Unix socket holds a few hundred messages, and the server waits while the
  * reader waits for the GIL.  An
@@ -1346,12 +1346,12 @@ typedef struct {
 
 static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if ((nargs != 5 && nargs != 7) || !PyList_CheckExact(args[1])) {
+    if (nargs != 7 || !PyList_CheckExact(args[1])) {
         PyErr_SetString(PyExc_TypeError, "drain(pgconn_address, out: list, max, received, "
-                                         "committed[, sock, wait_ns])");
+                                         "committed, sock, wait_ns)");
         return NULL;
     }
-    if (pq_getcopydata == NULL || pq_freemem == NULL) {
+    if (pq_getcopydata == NULL || pq_freemem == NULL || pq_consumeinput == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "drain: bind_libpq was not called");
         return NULL;
     }
@@ -1367,26 +1367,17 @@ static PyObject *drain(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     unsigned long long committed = PyLong_AsUnsignedLongLong(args[4]);
     if (committed == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
-    int sock = -1;
-    long wait_ns = 0;
-    if (nargs == 7) {
-        long v = PyLong_AsLong(args[5]);
-        if (v == -1 && PyErr_Occurred())
-            return NULL;
-        wait_ns = PyLong_AsLong(args[6]);
-        if (wait_ns == -1 && PyErr_Occurred())
-            return NULL;
-        if (v > INT_MAX || wait_ns < 0 || wait_ns >= 1000000000L) {
-            PyErr_SetString(PyExc_ValueError, "drain: sock or wait_ns out of range");
-            return NULL;
-        }
-        sock = v < 0 ? -1 : (int)v;
-        if (sock >= 0 && pq_consumeinput == NULL) {
-            PyErr_SetString(PyExc_RuntimeError, "drain: bind_libpq was not given "
-                                                "PQconsumeInput");
-            return NULL;
-        }
+    long v = PyLong_AsLong(args[5]);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    long wait_ns = PyLong_AsLong(args[6]);
+    if (wait_ns == -1 && PyErr_Occurred())
+        return NULL;
+    if (v > INT_MAX || wait_ns < 0 || wait_ns >= 1000000000L) {
+        PyErr_SetString(PyExc_ValueError, "drain: sock or wait_ns out of range");
+        return NULL;
     }
+    int sock = v < 0 ? -1 : (int)v;
     if (conn == NULL) {
         PyErr_SetString(PyExc_ValueError, "drain: a null connection");
         return NULL;
@@ -1508,10 +1499,10 @@ static PyMethodDef methods[] = {
      "(next, count, blob, last_csn, last_end_lsn, last_commit_time): whole small "
      "transactions as their trail records and an index (trail.txn_batch)."},
     {"bind_libpq", (PyCFunction)(void (*)(void))bind_libpq, METH_FASTCALL,
-     "bind_libpq(getcopydata_address, freemem_address[, consumeinput_address]): the libpq "
+     "bind_libpq(getcopydata_address, freemem_address, consumeinput_address): the libpq "
      "functions drain calls."},
     {"drain", (PyCFunction)(void (*)(void))drain, METH_FASTCALL,
-     "drain(pgconn_address, out, max, received, committed[, sock, wait_ns]) -> (status, "
+     "drain(pgconn_address, out, max, received, committed, sock, wait_ns) -> (status, "
      "size, received, committed, reply): a replication stream's CopyData messages appended "
      "to out, read on from sock while it has data within wait_ns."},
     {NULL, NULL, 0, NULL},

@@ -370,7 +370,8 @@ class WalStream:
     def _run(self) -> None:
         name_native_thread("walstream")
         pg = self._pg
-        sock = pg.socket
+        sock = self._sock
+        read_on = self._fast_drain is None  # the Python loop reads on from the socket
         unix = self._unix
         full = False  # the last chunk filled a Unix socket: read on at once
         last_status = 0.0
@@ -400,7 +401,9 @@ class WalStream:
                     continue
                 chunk: list[tuple[int, bytes | None]] = []
                 size = self._drain(pg, chunk)
-                while chunk and len(chunk) < _DRAIN_MESSAGES and _readable(sock):
+                # (the C drain has read on from the socket itself)
+                while (read_on and chunk and len(chunk) < _DRAIN_MESSAGES
+                       and _readable(sock)):
                     # more has arrived: one bigger chunk costs the consumer less than many
                     if not _consume(pg):
                         raise self._lost(pg)

@@ -109,22 +109,24 @@ def _iso(julian: int) -> str:
     return datetime_from_julian(julian).isoformat(timespec="microseconds")
 
 
-def _missing_slot(conn: psycopg.Connection[Any], slot: str) -> SourceError:
-    return SourceError(f"replication slot {slot!r} does not exist in "
-                       f"{describe(conn.info.dsn)}: create it with ADD EXTRACT <group>, "
-                       "TRANLOG, BEGIN NOW")
+def _slot_row(conn: psycopg.Connection[Any], slot: str, third: str) -> tuple[int, int, Any]:
+    """(restart_lsn, confirmed_flush_lsn, the SQL expression ``third``) of ``slot``;
+    SourceError if missing."""
+    row = conn.execute(
+        "SELECT (restart_lsn - '0/0'::pg_lsn)::int8, "
+        f"(confirmed_flush_lsn - '0/0'::pg_lsn)::int8, {third} "
+        "FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()",
+        (slot,)).fetchone()
+    if row is None:
+        raise SourceError(f"replication slot {slot!r} does not exist in "
+                          f"{describe(conn.info.dsn)}: create it with ADD EXTRACT <group>, "
+                          "TRANLOG, BEGIN NOW")
+    return int(row[0] or 0), int(row[1] or 0), row[2]
 
 
 def slot_state(conn: psycopg.Connection[Any], slot: str) -> tuple[int, int, int | None]:
     """(restart_lsn, confirmed_flush_lsn, active_pid) of ``slot``; SourceError if missing."""
-    row = conn.execute(
-        "SELECT (restart_lsn - '0/0'::pg_lsn)::int8, "
-        "(confirmed_flush_lsn - '0/0'::pg_lsn)::int8, active_pid "
-        "FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()",
-        (slot,)).fetchone()
-    if row is None:
-        raise _missing_slot(conn, slot)
-    return int(row[0] or 0), int(row[1] or 0), row[2]
+    return _slot_row(conn, slot, "active_pid")
 
 
 def wait_for_slot(conn: psycopg.Connection[Any], slot: str,
@@ -480,16 +482,10 @@ def _settle_state(conn: psycopg.Connection[Any], slot: str) -> tuple[int, int, i
     """(restart_lsn, confirmed_flush_lsn, the server's WAL end) of ``slot`` in one query
     (the WAL end: flushed, or replayed on a standby); SourceError if the slot is
     missing."""
-    row = conn.execute(
-        "SELECT (restart_lsn - '0/0'::pg_lsn)::int8, "
-        "(confirmed_flush_lsn - '0/0'::pg_lsn)::int8, "
-        "(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
-        "ELSE pg_current_wal_flush_lsn() END - '0/0'::pg_lsn)::int8 "
-        "FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()",
-        (slot,)).fetchone()
-    if row is None:
-        raise _missing_slot(conn, slot)
-    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
+    restart, confirmed, wal_end = _slot_row(
+        conn, slot, "(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+        "ELSE pg_current_wal_flush_lsn() END - '0/0'::pg_lsn)::int8")
+    return restart, confirmed, int(wal_end or 0)
 
 
 def _log_snapshot(conn: psycopg.Connection[Any], slot: str) -> int | None:
