@@ -93,11 +93,17 @@ def test_a_drivers_threads_that_end_between_samples_are_counted() -> None:
     try:
         meter = ThreadMeter({"grp": proc.pid})
         time.sleep(0.2)  # started
+        tasks = Path(f"/proc/{proc.pid}/task")
+        threads = len(list(tasks.iterdir()))
         before = meter.sample()
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write("go\n")
         proc.stdin.flush()
         assert proc.stdout.readline().strip() == "done"
+        # join() returns as the thread finishes, a moment before the kernel lets it go
+        deadline = time.monotonic() + 10
+        while len(list(tasks.iterdir())) > threads and time.monotonic() < deadline:
+            time.sleep(0.01)
         rows, _ = meter.used(before, meter.sample())
     finally:
         proc.kill()
