@@ -448,7 +448,7 @@ def test_a_hold_lets_go_of_the_slot_with_its_restart_point_at_the_trails_end(
                              flush_seconds=0.2)
     try:
         first = _commit(pg_db, 1)
-        wait_for(lambda: _checkpoint_lsn(home) >= first, 10, "the first checkpoint")
+        wait_for(lambda: _checkpoint_lsn(home) >= first, 30, "the first checkpoint")
         _commit(pg_db, 10)  # past the snapshot the first confirmation logged
         wait_for(lambda: _slot_lsns(pg_db)[0] >= first, 10, "the restart point to move")
         # more WAL than a hold leaves behind its restart point (SETTLE_SLACK_BYTES), less
@@ -512,7 +512,7 @@ def test_a_hold_settles_the_restart_point_with_one_snapshot(pg_db, tmp_path, mon
                              flush_seconds=0.2)
     try:
         first = _commit(pg_db, 1)
-        wait_for(lambda: _checkpoint_lsn(home) >= first, 10, "the first checkpoint")
+        wait_for(lambda: _checkpoint_lsn(home) >= first, 30, "the first checkpoint")
         _commit(pg_db, 10)  # past the snapshot the first confirmation logged
         wait_for(lambda: _slot_lsns(pg_db)[0] >= first, 10, "the restart point to move")
         for hold in range(3):
@@ -559,7 +559,7 @@ def test_a_hold_whose_confirmations_do_not_reach_the_server_still_lets_go(
                              flush_seconds=0.2)
     try:
         first = _commit(pg_db, 1)
-        wait_for(lambda: _confirmed(pg_db) >= first, 10, "the first confirmation")
+        wait_for(lambda: _confirmed(pg_db) >= first, 30, "the first confirmation")
         lost.set()
         end1 = _commit(pg_db, 10, rows=900)  # more WAL than SETTLE_SLACK_BYTES
         wait_for(lambda: _checkpoint_lsn(home) >= end1, 10, "the checkpoint")
@@ -622,7 +622,7 @@ def test_flushsecs_makes_it_durable_checkpointed_and_confirmed_with_no_batch(pg_
     streamer = TrailStreamer(slot, _sink(home, "run-1"), start, flush_seconds=0.5)
     try:
         end1 = _commit(pg_db, 1)
-        wait_for(lambda: _checkpoint_lsn(home) >= end1, 5, "the first checkpoint")
+        wait_for(lambda: _checkpoint_lsn(home) >= end1, 30, "the first checkpoint")
         end2 = _commit(pg_db, 10)
         began = time.monotonic()
         wait_for(lambda: _checkpoint_lsn(home) >= end2 and _confirmed(pg_db) > end1, 10,
