@@ -47,24 +47,26 @@ For each method in turn:
    trail meanwhile): the apply side by itself.
 3. **Lag under steady load**: ``--steady-rate`` rows/s in ``--steady-txn-rows``-row
    transactions (default 10; the source writes as fast as it can if it cannot keep up, and
-   the rate it reached is printed) for
-   ``--steady-seconds``; a transaction's lag is from its commit on the source to the
-   commit on the target of the transaction that applied its rows, both the servers' own
-   commit times (``track_commit_timestamp``, ``pg_xact_commit_timestamp``; same machine,
-   same clock).  (Until 2026-11-27: from the benchmark's clock when COMMIT returned — late
-   by however long the benchmark waited for a core on a loaded machine, lags below zero
-   counted as 0 — to the target rows' ``applied_at`` default, when each row was written,
-   before its transaction committed.)  Native replication's target commit time is not
-   its own: its apply worker commits under a replication origin, for which PostgreSQL
-   records the source's commit time, so that measure gives native 0 (as it did from
-   2026-11-27 to 2026-11-28).  Native's lag is therefore to its rows' ``applied_at``
-   (written a little before their transaction commits), and trailgate's is shown that way
-   too beside its own.  ``--lag-series DIR`` writes each transaction's lag in commit
-   order, to tell a periodic tail from a load-driven one.  For
-   trailgate also commit → *durable*: the first Extract checkpoint covering the
+   the rate it reached, first commit to last, is printed) for ``--steady-seconds``, written
+   by ``pgbench --rate`` (one statement a transaction; since 2026-11-28 evening: the Python
+   sessions before it took a core of their own at 5,000 transactions a second, and the
+   source could then reach only 2,300–3,600 of them on a slow machine); a transaction's lag
+   is from its commit on the source to the commit on the target of the transaction that
+   applied its rows, both the servers' own commit times (``track_commit_timestamp``,
+   ``pg_xact_commit_timestamp``; same machine, same clock).  (Until 2026-11-27: from the
+   benchmark's clock when COMMIT returned — late by however long the benchmark waited for a
+   core on a loaded machine, lags below zero counted as 0 — to the target rows'
+   ``applied_at`` default, when each row was written, before its transaction committed.)
+   Native replication's target commit time is not its own: its apply worker commits under a
+   replication origin, for which PostgreSQL records the source's commit time, so that
+   measure gives native 0 (as it did from 2026-11-27 to 2026-11-28).  Native's lag is
+   therefore to its rows' ``applied_at`` (written a little before their transaction
+   commits), and trailgate's is shown that way too beside its own.  ``--lag-series DIR``
+   writes each transaction's lag in commit order, to tell a periodic tail from a load-driven
+   one.  For trailgate also commit → *durable*: the first Extract checkpoint covering the
    transaction (its commit time, ``read_time``, at or after it).  The Extract writes each
-   transaction to the trail as it arrives and makes it durable at its next micro-batch,
-   so the Replicat may apply a transaction before that.
+   transaction to the trail as it arrives and makes it durable at its next micro-batch, so
+   the Replicat may apply a transaction before that.
 
 4. **Idle**: the CPU each part uses with nothing to replicate, over a window of whole
    heartbeat periods at ``--idle-heartbeat-frequency`` (GoldenGate's default, 60 s): at
@@ -114,10 +116,12 @@ import contextlib
 import io
 import math
 import os
+import resource
 import shutil
 import signal
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -136,6 +140,7 @@ from psycopg.conninfo import conninfo_to_dict  # noqa: E402
 
 from cpu_roles import CpuMeter, format_table  # noqa: E402
 from thread_sched import ThreadMeter, ThreadRow, format_threads  # noqa: E402
+from trailgate.db.cluster import postgres_bin_dir  # noqa: E402
 from trailgate.db.connect import connect  # noqa: E402
 from trailgate.demo.databases import Databases, run_sql  # noqa: E402
 from trailgate.demo.pipeline import Group, Pipeline, PipelineSpec  # noqa: E402
@@ -149,6 +154,7 @@ CREATE SCHEMA bench;
 CREATE TABLE bench.orders (id bigint PRIMARY KEY, customer text, amount numeric(12,2),
                            created timestamptz, note text);
 CREATE TABLE bench.ticks (id bigint PRIMARY KEY, txn integer, created timestamptz);
+CREATE SEQUENCE bench.steady_txn MINVALUE 0 START 0;
 """
 #: The target's ``applied_at`` is not replicated: its default says when the row arrived.
 TARGET_DDL = """\
@@ -310,52 +316,50 @@ def marker(conninfo: str, marker_id: int) -> int:
     return int(row[0]) if row else 0
 
 
-#: Transactions per second one steady-load session is asked for at most: a session waits
-#: for each COMMIT's flush, so a high rate of small transactions needs several.
+#: Transactions per second one steady-load client is asked for at most: a client waits
+#: for each COMMIT, so a high rate of small transactions needs several.
 SESSION_TXN_RATE = 400
+#: The steady load's transaction as pgbench runs it (``-M prepared``): one statement in its
+#: own transaction, numbered by a sequence of the source's (not replicated).
+STEADY_SCRIPT = ("INSERT INTO bench.ticks SELECT :first + t.n * :per + g, t.n, "
+                 "clock_timestamp() FROM (SELECT nextval('bench.steady_txn') AS n) t, "
+                 "generate_series(0, :per - 1) g;\n")
 
 
 def steady_workload(conninfo: str, rate: float, seconds: float, first_id: int,
-                    tick: Callable[[int], None], per_txn: int = 10) -> dict[int, datetime]:
+                    tick: Callable[[int], None], per_txn: int = 10,
+                    work: Path | None = None) -> dict[int, datetime]:
     """``rate`` rows/s in ``per_txn``-row transactions for ``seconds`` (as fast as it can
-    if it cannot keep up), from as many sessions as :data:`SESSION_TXN_RATE` asks for,
-    transaction *n* due at ``n * per_txn / rate``; each transaction's commit time (when
-    COMMIT returned), by transaction number."""
-    interval = per_txn / rate
-    sessions = max(1, min(16, math.ceil(rate / per_txn / SESSION_TXN_RATE)))
-    commits: dict[int, datetime] = {}
-    failures: list[BaseException] = []
-    t0 = time.monotonic() + 0.2  # every session connected
-
-    def session(k: int) -> None:
-        try:
-            with connect(conninfo, autocommit=False,
-                         application_name="bench steady") as conn:
-                n = k
-                while time.monotonic() - t0 < seconds and not failures:
-                    pause = t0 + n * interval - time.monotonic()
-                    if pause > 0:
-                        time.sleep(pause)
-                    base = first_id + n * per_txn
-                    conn.execute("INSERT INTO bench.ticks SELECT g, %s, clock_timestamp() "
-                                 "FROM generate_series(%s::bigint, %s::bigint) g",
-                                 (n, base, base + per_txn - 1))
-                    conn.commit()
-                    commits[n] = datetime.now(UTC)
-                    n += sessions
-        except BaseException as exc:  # raised below, in the caller's thread
-            failures.append(exc)
-
-    threads = [threading.Thread(target=session, args=(k,), daemon=True)
-               for k in range(sessions)]
-    for t in threads:
-        t.start()
-    while any(t.is_alive() for t in threads):
-        time.sleep(0.2)
-        tick(len(commits) * per_txn)
-    if failures:
-        raise failures[0]
-    return commits
+    if it cannot keep up) by pgbench (``--rate``: a client in C, so the load generator does
+    not take a core of its own), from as many clients as :data:`SESSION_TXN_RATE` asks
+    for; each transaction's commit time (the source server's), by transaction number."""
+    clients = max(1, min(16, math.ceil(rate / per_txn / SESSION_TXN_RATE)))
+    with connect(conninfo) as conn:
+        conn.execute("ALTER SEQUENCE bench.steady_txn RESTART WITH 0")
+    with tempfile.TemporaryDirectory(dir=work) as scratch:
+        script = Path(scratch) / "steady.sql"
+        script.write_text(STEADY_SCRIPT)
+        cmd = [str(postgres_bin_dir() / "pgbench"), "-n", "-M", "prepared", "-f", str(script),
+               "-c", str(clients), "-j", "1", "-R", f"{rate / per_txn:g}",
+               "-T", str(max(1, math.ceil(seconds))), "-D", f"first={first_id}",
+               "-D", f"per={per_txn}", conninfo]
+        with open(Path(scratch) / "pgbench.out", "w+") as out, \
+                connect(conninfo) as conn:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+            while proc.poll() is None:
+                time.sleep(0.2)
+                row = conn.execute("SELECT last_value, is_called FROM bench.steady_txn"
+                                   ).fetchone()
+                tick((int(row[0]) + 1) * per_txn if row and row[1] else 0)
+            if proc.returncode != 0:
+                out.seek(0)
+                raise TrailgateError(f"pgbench failed (exit {proc.returncode}):\n"
+                                     f"{out.read()[-2000:]}")
+    query = ("SELECT txn, max(pg_xact_commit_timestamp(xmin)) FROM bench.ticks "
+             "WHERE id >= %s GROUP BY txn")
+    with connect(conninfo) as conn:
+        return {int(txn): at for txn, at in conn.execute(query, (first_id,)).fetchall()
+                if at is not None}
 
 
 def wait_rows(conninfo: str, query: str, expected: int, timeout: float, what: str,
@@ -398,11 +402,6 @@ def same_rows(dbs: Databases, first: int, rows: int, marker_id: int,
     if have != want:
         raise TrailgateError(f"the target's rows of this round differ from the source's "
                              f"(count, hash): {have} against {want}")
-
-
-def lags(target: str, commits: dict[int, datetime]) -> list[float]:
-    """Seconds from each transaction's commit to its last row applied."""
-    return sorted(by_txn(target, commits).values())
 
 
 def by_txn(target: str, commits: dict[int, datetime]) -> dict[int, float]:
@@ -638,7 +637,7 @@ def steady(dbs: Databases, args: argparse.Namespace, label: str,
     process)."""
     per_txn = args.steady_txn_rows
     before = meter.sample() if meter is not None else {}
-    load_before = time.process_time()
+    load_before = _children_cpu()
 
     def tick(n: int) -> None:
         if meter is not None:
@@ -650,9 +649,13 @@ def steady(dbs: Databases, args: argparse.Namespace, label: str,
     t0 = time.monotonic()
     commits = steady_workload(
         dbs.source_conninfo, args.steady_rate, args.steady_seconds, first, tick, per_txn)
-    load_cpu = time.process_time() - load_before
+    load_cpu = _children_cpu() - load_before
     total = len(commits) * per_txn
-    reached = total / max(time.monotonic() - t0, 1e-9)
+    # the rate the source committed at: from its first commit to its last (pgbench's start
+    # and its clients' connections are not the load's)
+    span = (max(commits.values()) - min(commits.values())).total_seconds() if commits else 0
+    reached = (total - per_txn) / span if span > 0 else total / max(time.monotonic() - t0,
+                                                                     1e-9)
     end_live()
     say(f"  the source wrote {reached:,.0f} rows/s"
         + ("" if reached >= 0.95 * args.steady_rate else
@@ -663,14 +666,21 @@ def steady(dbs: Databases, args: argparse.Namespace, label: str,
     end_live()
     if meter is not None and cpu_out is not None:
         cpu_out.update(meter.used(before, meter.sample()))
-        cpu_out["load generator (the steady sessions' client)"] = load_cpu
+        cpu_out["load generator (pgbench, the steady clients)"] = load_cpu
     if commits_out is not None:
         commits_out.update(commits)
     timed = server_lags(dbs, first)
     written = written_lags(dbs, first)
     if args.lag_series:
         write_series(Path(args.lag_series), label, timed if label != "native" else written)
-    return timed, lags(dbs.target_conninfo, commits), sorted(x for _, x in written)
+    # (the commit times are the source server's: a client-side lag would equal ``written``)
+    return timed, [], sorted(x for _, x in written)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's ended children (pgbench, once waited for)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def write_series(directory: Path, label: str, timed: list[tuple[datetime, float]]) -> None:
@@ -914,7 +924,8 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
                         replicat_pg_name="HREP" if ops else "BREP",
                         trigger=_trigger(args.extract_trigger_ms),
                         replicat_master=f"local[{args.partitions}]",
-                        extra_replicat_params=list(args.replicat_param))
+                        extra_replicat_params=list(args.replicat_param),
+                        extra_extract_params=list(args.extract_param))
     pipeline = Pipeline(home, spec)
     transcript = io.StringIO()
     try:
@@ -1476,6 +1487,9 @@ def main() -> int:
     parser.add_argument("--replicat-param", action="append", default=[], metavar="LINE",
                         help="an extra line for the Replicat's parameter file (repeatable), "
                              "e.g. 'SPARK CONF spark.eventLog.enabled=true'")
+    parser.add_argument("--extract-param", action="append", default=[], metavar="LINE",
+                        help="an extra line for the Extract's parameter file (repeatable), "
+                             "e.g. 'EOFDELAYCSECS 1'")
     parser.add_argument("--lag-series", metavar="DIR",
                         help="write the steady phase's lag per transaction (source commit, "
                              "lag to the target's commit) to DIR/<method>.csv")
