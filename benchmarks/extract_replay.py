@@ -3,14 +3,16 @@ an ``apply_pg`` preset, replayed in this process through what the trail streamer
 with it — ``PgCapture.read_batched`` (the C batches and the general path), the change rows
 as columns, ``TrailAppender`` writing the trail — timed by this thread's CPU.
 
-    ./dev bench extract_replay [--shape mixed|update1|update1-live] [--repeat 5]
+    ./dev bench extract_replay [--shape mixed|update1|update1-live|update100-live] [--repeat 5]
 
 * ``mixed``: 1,000 transactions of 100 inserts into ``bench.orders``, then 200 of 100
   updates and 100 of 100 key-only deletes (130,000 changes), read in one go in chunks of
   5,000 messages (the stream reader's largest);
 * ``update1``: 20,000 one-row updates, read in one go;
 * ``update1-live``: the same, 13 transactions a read (what a live stream at a few thousand
-  transactions a second gives): the fixed cost of a read shows.
+  transactions a second gives): the fixed cost of a read shows;
+* ``update100-live``: 1,000 transactions of 100 updates, 10 transactions a read (a live
+  ``update100`` round's reads).
 
 It prints the CPU microseconds per change of each round and a digest of the trail's records
 (the same for every code that writes the same bytes).  What it leaves out is the stream's
@@ -106,6 +108,10 @@ def stream(shape: str) -> list[Item]:
         for t in range(100):
             out.transaction([b"D" + head + b"K" + _tuple([str(t * 100 + k + 1), None, None,
                                                            None, None]) for k in range(100)])
+    elif shape == "update100-live":
+        for t in range(1000):
+            out.transaction([b"U" + head + b"N" + _tuple(_row(t * 100 + k + 1, True))
+                             for k in range(100)])
     else:
         for t in range(20_000):
             out.transaction([b"U" + head + b"N" + _tuple(_row(t + 1, True))])
@@ -179,7 +185,8 @@ def one_round(opts: SourceOptions, items: list[Item], reads: list[list[Item]], w
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shape", choices=("mixed", "update1", "update1-live"),
+    parser.add_argument("--shape", choices=("mixed", "update1", "update1-live",
+                                            "update100-live"),
                         default="mixed")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
@@ -187,6 +194,8 @@ def main() -> int:
     changes = sum(1 for _, data in items if data[:1] in (b"I", b"U", b"D"))
     if args.shape == "update1-live":  # 13 transactions (3 messages each) a read
         reads = [[items[i:i + 39]] for i in range(0, len(items), 39)]
+    elif args.shape == "update100-live":  # 10 transactions (102 messages each) a read
+        reads = [[items[i:i + 1020]] for i in range(0, len(items), 1020)]
     else:  # one read in chunks of 5,000 messages
         reads = [[items[i:i + 5000] for i in range(0, len(items), 5000)]]
     work = Path(tempfile.mkdtemp(prefix="tg-bench-xr-"))
