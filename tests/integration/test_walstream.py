@@ -216,6 +216,70 @@ def test_a_busy_live_stream_is_read_in_few_gulps_and_loses_nothing(src, pg_db,
     assert chunks < 300 / 4
 
 
+def _record_pacing(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, bool]]:
+    """For each chunk the reader reads while the server is still behind: whether the chunk
+    holds large transactions, and whether the loop paced it (what it passed ``_gather``).
+
+    The loop asks ``_keeps_up`` only until the server has caught up, and a "no" leaves it
+    behind: such a chunk's pace is the rule's alone.  The chunk asked about lacks the
+    keepalive the stream opens with, if it is the first; large without it, it is large with
+    it (the loop's test), so a large chunk here is one the loop must pace over TCP."""
+    seen: list[tuple[bool, bool]] = []
+    behind: list[bool] = []  # the chunk at hand, between the loop's two calls
+    keeps_up, gather = walstream._keeps_up, walstream._gather
+
+    def spy_keeps_up(chunk: list[tuple[int, bytes | None]], unanswered: int
+                     ) -> tuple[bool, int]:
+        result = keeps_up(chunk, unanswered)
+        if not result[0]:
+            behind.append(walstream._large_transactions(chunk))
+        return result
+
+    def spy_gather(messages: int, seconds: float, paced: bool,
+                   longest: float = walstream.MAX_GATHER_SECONDS) -> float:
+        if behind:
+            seen.append((behind.pop(), paced))
+        return gather(messages, seconds, paced, longest)
+
+    monkeypatch.setattr(walstream, "_keeps_up", spy_keeps_up)
+    monkeypatch.setattr(walstream, "_gather", spy_gather)
+    return seen
+
+
+@pytest.mark.parametrize(("rows", "count", "via_socket"), [
+    (100, 150, False), (1, 3000, False), (100, 150, True)],
+    ids=["100-row transactions", "one-row transactions", "100-row over a Unix socket"])
+def test_a_backlog_of_large_transactions_is_paced_over_tcp(src, pg_db, pg_cluster, monkeypatch,
+                                                           rows, count, via_socket) -> None:
+    """Before the server has caught up, the reader paces each chunk of large transactions by
+    its rate as it does a live stream's; chunks of one-row transactions, and any on a Unix
+    socket, keep the shortest pause.  Seen in what the loop passes ``_gather``, not timed."""
+    slot, pub = _slot(src)
+    start = _lsn(src)
+    # a backlog of some MB (100-row) or one (one-row): many reads either way
+    src.execute(f"DO $$ BEGIN FOR n IN 0 .. {count - 1} LOOP "
+                f"INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series(n * {rows}, "
+                f"n * {rows} + {rows - 1}) g; COMMIT; END LOOP; END $$")
+    end = _lsn(src)
+    peeked = _peek(src, slot, pub, end)
+    seen = _record_pacing(monkeypatch)
+    conninfo = pg_cluster.conninfo(src.info.dbname, via_socket=via_socket)
+    with WalStream(conninfo, slot, pub, start) as stream:
+        assert stream._unix == via_socket
+        got = list(stream.messages(end))
+    assert len(_commits(got)) == count
+    assert [d for _, d in got] == [d for _, d in peeked]
+    large = [paced for is_large, paced in seen if is_large]
+    if rows == 1:  # read in chunks before the server caught up, none of large transactions
+        assert seen and not large
+        assert not any(paced for _, paced in seen)
+    elif via_socket:
+        assert large
+        assert not any(paced for _, paced in seen)
+    else:
+        assert large and all(large)
+
+
 def test_read_ahead_is_bounded_and_loses_nothing(src, pg_db) -> None:
     slot, pub = _slot(src)
     start = _lsn(src)
