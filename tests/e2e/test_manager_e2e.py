@@ -337,6 +337,15 @@ def test_console_in_a_browser(ops: Ops, tmp_path: Path) -> None:
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium; .ci/run does)")
     from playwright.sync_api import expect, sync_playwright
 
+    # the lag plot's heartbeat series needs a sample the Manager took, the statistics page a
+    # change applied (the module's first test makes both; run alone, this one must too)
+    _wait(lambda: all(lifecycle.process_state(ops.home, g.name).status is Status.RUNNING
+                      for g in ops.pipeline.groups), "AUTOSTART")
+    _wait(lambda: call(ops.port, f"/api/groups/{ops.rep}/lag", token=ops.token)[1]["heartbeat"],
+          "the Manager to sample the heartbeat", check=ops.pipeline.check_running)
+    _increments(ops.dbs.source_conninfo, 5, first=500)  # the statistics page shows ops.accounts
+    _wait(lambda: ops.pipeline.operations(ops.pipeline.groups[1]) > 0,
+          "the Replicat to apply a change", check=ops.pipeline.check_running)
     shots = tmp_path / "screenshots"
     shots.mkdir()
     with sync_playwright() as p:
