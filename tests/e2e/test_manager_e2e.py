@@ -120,6 +120,11 @@ def _increments(conninfo: str, count: int, *, pause: float = 0.02, first: int = 
             time.sleep(pause)
 
 
+def _all_running(ops: Ops) -> bool:
+    return all(lifecycle.process_state(ops.home, g.name).status is Status.RUNNING
+               for g in ops.pipeline.groups)
+
+
 def _rows(conninfo: str) -> list[tuple[Any, ...]]:
     with connect(conninfo) as conn:
         return conn.execute("SELECT * FROM ops.accounts ORDER BY id").fetchall()
@@ -192,8 +197,7 @@ def _lag_rows(ops: Ops) -> list[dict[str, Any]]:
 
 
 def test_autostart_and_heartbeat_through_every_hop(ops: Ops) -> None:
-    _wait(lambda: all(lifecycle.process_state(ops.home, g.name).status is Status.RUNNING
-                      for g in ops.pipeline.groups), "AUTOSTART")
+    _wait(lambda: _all_running(ops), "AUTOSTART")
     _wait(lambda: len(ops.pipeline.started_since(0)) == 2, "the groups' queries to start",
           check=ops.pipeline.check_running)
     _increments(ops.dbs.source_conninfo, 50)
@@ -323,8 +327,7 @@ def _api_texts(ops: Ops) -> Iterator[str]:
 def test_no_password_in_ps_environments_rest_or_metrics(ops: Ops) -> None:
     """While both groups run under the Manager: their command lines, environments and the
     Manager's API carry no password (the groups read it from the sealed store)."""
-    assert all(lifecycle.process_state(ops.home, g.name).status is Status.RUNNING
-               for g in ops.pipeline.groups)
+    _wait(lambda: _all_running(ops), "AUTOSTART")
     assert _processes_holding(ops.password) == []
     texts = list(_api_texts(ops))
     assert any("OGG-00993" in t for t in texts)  # the events were read
@@ -339,8 +342,7 @@ def test_console_in_a_browser(ops: Ops, tmp_path: Path) -> None:
 
     # the lag plot's heartbeat series needs a sample the Manager took, the statistics page a
     # change applied (the module's first test makes both; run alone, this one must too)
-    _wait(lambda: all(lifecycle.process_state(ops.home, g.name).status is Status.RUNNING
-                      for g in ops.pipeline.groups), "AUTOSTART")
+    _wait(lambda: _all_running(ops), "AUTOSTART")
     _wait(lambda: call(ops.port, f"/api/groups/{ops.rep}/lag", token=ops.token)[1]["heartbeat"],
           "the Manager to sample the heartbeat", check=ops.pipeline.check_running)
     _increments(ops.dbs.source_conninfo, 5, first=500)  # the statistics page shows ops.accounts
@@ -395,8 +397,7 @@ def test_console_in_a_browser(ops: Ops, tmp_path: Path) -> None:
 
 
 def test_kill9_of_the_replicat_is_restarted_and_the_target_exact(ops: Ops) -> None:
-    _wait(lambda: all(lifecycle.process_state(ops.home, g.name).status is Status.RUNNING
-                      for g in ops.pipeline.groups), "every group running")
+    _wait(lambda: _all_running(ops), "every group running")
     mark = ops.pipeline.event_mark()
     work = threading.Thread(target=_increments, args=(ops.dbs.source_conninfo, 300),
                             kwargs={"first": 1000})
